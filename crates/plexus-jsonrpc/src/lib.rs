@@ -1,0 +1,29 @@
+//! JSON-RPC 2.0 messages, ids, error codes and the newline framing codec that MCP's stdio transport uses.
+//!
+//! Decoding reads the envelope once and keeps `params`, `result` and `error.data` as raw JSON
+//! ([`RawValue`]) until a typed consumer asks for them, so routing a message never builds a value tree.
+//!
+//! ```
+//! use plexus_jsonrpc::{Message, RequestId};
+//!
+//! let msg = Message::from_slice(br#"{"jsonrpc":"2.0","id":7,"result":{"tools":[]}}"#).unwrap();
+//! let Message::Response(resp) = msg else { panic!("a response") };
+//! assert_eq!(resp.id, Some(RequestId::Number(7)));
+//! let result: serde_json::Value = resp.into_result().unwrap();
+//! assert_eq!(result["tools"], serde_json::json!([]));
+//! ```
+#![forbid(unsafe_code)]
+
+mod codec;
+mod error;
+mod id;
+mod message;
+
+pub use codec::{DEFAULT_MAX_MESSAGE_SIZE, FrameError, LineCodec};
+pub use error::{ErrorCode, ErrorObject};
+pub use id::RequestId;
+pub use message::{DecodeError, Message, Notification, Request, Response, encode_notification, encode_request, encode_response};
+pub use serde_json::value::RawValue;
+
+/// The only JSON-RPC version this crate speaks; every message carries it as `"jsonrpc"`.
+pub const JSONRPC_VERSION: &str = "2.0";

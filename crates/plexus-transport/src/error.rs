@@ -1,0 +1,156 @@
+//! Transport errors and their classification.
+
+use std::io;
+use std::sync::Arc;
+
+use plexus_jsonrpc::FrameError;
+
+/// How an error affects the connection; the pool uses it to decide on reconnection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorClass {
+    /// A terminal I/O failure (ECONNRESET, ETIMEDOUT, EPIPE, ECONNREFUSED, …): the connection is
+    /// unusable; several in a row force a reconnect.
+    TerminalIo,
+    /// The transport is closed: the peer went away or it was shut down.
+    Closed,
+    /// One message exceeded a size limit; the connection goes on.
+    TooLarge,
+    /// The peer sent something that is not valid MCP/JSON-RPC; the connection goes on.
+    Protocol,
+    /// The transport could not be established (spawn failed, refused, timed out).
+    Connect,
+}
+
+/// An error of a transport. Cloneable: one failure is delivered to every waiting caller.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum TransportError {
+    /// The transport could not be established.
+    #[error("could not connect to {target}: {reason}")]
+    Connect {
+        /// What was being connected to (a command line, a URL).
+        target: String,
+        /// Why it failed.
+        reason: String,
+    },
+    /// An I/O error.
+    #[error("{context}: {source}")]
+    Io {
+        /// What the transport was doing.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: Arc<io::Error>,
+    },
+    /// The peer went away, or the transport was closed.
+    #[error("the connection is closed: {reason}{}", stderr_suffix(.stderr_tail.as_deref()))]
+    Closed {
+        /// Why (for example "the server exited with status 1", "closed by the client").
+        reason: String,
+        /// The last lines the server wrote to its stderr, when there is a stderr.
+        stderr_tail: Option<String>,
+    },
+    /// A message over the size limit.
+    #[error("a message from the server is larger than the {limit}-byte limit; it was discarded")]
+    TooLarge {
+        /// The limit in force.
+        limit: usize,
+    },
+    /// A message that is not valid JSON-RPC.
+    #[error("the server sent an invalid message: {reason}")]
+    Protocol {
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+fn stderr_suffix(tail: Option<&str>) -> String {
+    match tail {
+        Some(t) if !t.trim().is_empty() => format!("\n--- last stderr output of the server ---\n{}", t.trim_end()),
+        _ => String::new(),
+    }
+}
+
+impl From<FrameError> for TransportError {
+    fn from(e: FrameError) -> Self {
+        match e {
+            FrameError::TooLarge { limit } => TransportError::TooLarge { limit },
+            FrameError::Decode(d) => TransportError::Protocol { reason: d.to_string() },
+        }
+    }
+}
+
+impl TransportError {
+    /// An I/O error with what the transport was doing.
+    pub fn from_io(context: impl Into<String>, source: io::Error) -> Self {
+        TransportError::Io { context: context.into(), source: Arc::new(source) }
+    }
+
+    /// A `Closed` error without a stderr tail.
+    pub fn closed(reason: impl Into<String>) -> Self {
+        TransportError::Closed { reason: reason.into(), stderr_tail: None }
+    }
+
+    /// The class of this error.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            TransportError::Connect { .. } => ErrorClass::Connect,
+            TransportError::Io { source, .. } if is_terminal_io(source.kind()) => ErrorClass::TerminalIo,
+            TransportError::Io { .. } | TransportError::Closed { .. } => ErrorClass::Closed,
+            TransportError::TooLarge { .. } => ErrorClass::TooLarge,
+            TransportError::Protocol { .. } => ErrorClass::Protocol,
+        }
+    }
+
+    /// Whether the connection is unusable after this error (everything but one bad message).
+    pub fn is_terminal(&self) -> bool {
+        !matches!(self.class(), ErrorClass::TooLarge | ErrorClass::Protocol)
+    }
+}
+
+/// The I/O error kinds after which a connection is dead: ECONNRESET, ECONNABORTED, EPIPE,
+/// ETIMEDOUT, ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, ENOTCONN and an unexpected EOF.
+pub fn is_terminal_io(kind: io::ErrorKind) -> bool {
+    use io::ErrorKind as K;
+    matches!(
+        kind,
+        K::ConnectionReset
+            | K::ConnectionAborted
+            | K::BrokenPipe
+            | K::TimedOut
+            | K::ConnectionRefused
+            | K::HostUnreachable
+            | K::NetworkUnreachable
+            | K::NotConnected
+            | K::UnexpectedEof
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classification() {
+        for kind in [io::ErrorKind::ConnectionReset, io::ErrorKind::TimedOut, io::ErrorKind::BrokenPipe, io::ErrorKind::ConnectionRefused] {
+            assert_eq!(TransportError::from_io("x", kind.into()).class(), ErrorClass::TerminalIo, "{kind:?}");
+        }
+        assert_eq!(TransportError::from_io("x", io::ErrorKind::PermissionDenied.into()).class(), ErrorClass::Closed);
+        assert_eq!(TransportError::TooLarge { limit: 1 }.class(), ErrorClass::TooLarge);
+        assert!(!TransportError::Protocol { reason: "r".into() }.is_terminal());
+        assert!(TransportError::closed("bye").is_terminal());
+    }
+
+    #[test]
+    fn closed_error_shows_the_stderr_tail() {
+        let e = TransportError::Closed { reason: "the server exited with status 3".into(), stderr_tail: Some("boom\n".into()) };
+        assert_eq!(e.to_string(), "the connection is closed: the server exited with status 3\n--- last stderr output of the server ---\nboom");
+    }
+
+    #[test]
+    fn frame_errors_map_to_their_classes() {
+        let too_large: TransportError = FrameError::TooLarge { limit: 8 }.into();
+        assert_eq!(too_large.class(), ErrorClass::TooLarge);
+        let bad: TransportError = FrameError::Decode(plexus_jsonrpc::DecodeError::Batch).into();
+        assert_eq!(bad.to_string(), "the server sent an invalid message: the message is a JSON array (a JSON-RPC batch); MCP does not allow batching");
+    }
+}

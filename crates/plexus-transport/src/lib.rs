@@ -1,0 +1,74 @@
+//! The `Transport` trait that every MCP transport implements, and `TransportError` with its classification.
+//!
+//! Like `tower-service`, this crate is tiny and stable: transports (stdio, SSE, Streamable HTTP,
+//! WebSocket) implement it, the session layer consumes it, and neither knows the other.
+//!
+//! A transport splits into two halves that work concurrently with no lock held across an await:
+//! a [`TransportSender`] shared by every caller (bounded: `send` waits when the transport's queue is
+//! full) and a [`TransportReceiver`] polled by one reader. When the peer goes away the receiver
+//! yields a terminal [`TransportError`] that says why (for a child process: its exit status and the
+//! tail of its stderr); after that it keeps yielding [`TransportError::Closed`].
+//!
+//! ```
+//! use plexus_transport::{ErrorClass, TransportError};
+//!
+//! let err = TransportError::from_io("writing to the server", std::io::ErrorKind::BrokenPipe.into());
+//! assert_eq!(err.class(), ErrorClass::TerminalIo);
+//! assert!(err.is_terminal());
+//! ```
+#![forbid(unsafe_code)]
+
+mod error;
+mod outbound;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+pub use error::{ErrorClass, TransportError, is_terminal_io};
+pub use outbound::{OutboundKind, OutboundMessage};
+pub use plexus_jsonrpc::Message;
+
+/// A boxed, sendable future (what the object-safe methods of this crate return).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A connected MCP transport, ready to be split into its two halves.
+pub trait Transport: Send + 'static {
+    /// A short description of the peer for logs and errors (a command line or a URL).
+    fn describe(&self) -> String;
+
+    /// Splits the transport into its sending and receiving halves. The session keeps the sender
+    /// (shared by every caller) and moves the receiver into its reader.
+    fn split(self: Box<Self>) -> (Box<dyn TransportSender>, Box<dyn TransportReceiver>);
+}
+
+/// The sending half: shared by every caller, concurrently.
+pub trait TransportSender: Send + Sync + 'static {
+    /// Queues one message for the peer. Waits (bounded by the transport's queue) when the peer is
+    /// slower than the callers; fails at once when the transport is closed.
+    fn send(&self, message: OutboundMessage) -> BoxFuture<'_, Result<(), TransportError>>;
+
+    /// Shuts the transport down gracefully and waits until it is down (each transport documents
+    /// its own bounded shutdown sequence). Closing twice is harmless.
+    fn close(&self) -> BoxFuture<'_, Result<(), TransportError>>;
+
+    /// Whether the transport has closed (by [`close`](Self::close) or because the peer went away).
+    fn is_closed(&self) -> bool;
+}
+
+/// The receiving half: polled by one reader.
+pub trait TransportReceiver: Send + 'static {
+    /// Polls for the next message from the peer.
+    ///
+    /// `Err` with a non-terminal error (see [`TransportError::is_terminal`]) reports one bad message
+    /// (garbage, too large) and the stream goes on. A terminal error says why the peer went away;
+    /// every later poll returns [`TransportError::Closed`].
+    fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Result<Message, TransportError>>;
+}
+
+impl dyn TransportReceiver {
+    /// Waits for the next message (see [`TransportReceiver::poll_recv`]).
+    pub fn recv(&mut self) -> impl Future<Output = Result<Message, TransportError>> + Send + '_ {
+        std::future::poll_fn(move |cx| self.poll_recv(cx))
+    }
+}

@@ -50,7 +50,7 @@ fn pretty_printed_raw_values_encode_on_one_line() {
     let msg = decode("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\r\n  \"text\": \"a\\nb\"\n}}").unwrap();
     let mut out = Vec::new();
     msg.encode_line(&mut out);
-    assert_eq!(out.iter().filter(|b| **b == b'\n').count(), 1);
+    assert_eq!(memchr::memchr_iter(b'\n', &out).count(), 1);
     assert_eq!(out.last(), Some(&b'\n'));
     let again = decode(std::str::from_utf8(&out).unwrap().trim_end()).unwrap();
     let Message::Response(r) = again else { panic!() };
@@ -101,7 +101,7 @@ proptest! {
         let params = params.map(|p| serde_json::Value::Object(p.into_iter().collect()));
         let mut line = Vec::new();
         encode_request(&mut line, &id, &method, params.as_ref()).unwrap();
-        prop_assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1);
+        prop_assert_eq!(memchr::memchr_iter(b'\n', &line).count(), 1);
         let Message::Request(r) = Message::from_slice(&line[..line.len() - 1]).unwrap() else { panic!("not a request") };
         prop_assert_eq!(r.id, id);
         prop_assert_eq!(r.method.as_ref(), method.as_str());

@@ -1,0 +1,330 @@
+//! The session handle: connect (initialize and negotiate), typed calls, close.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use plexus_jsonrpc::RawValue;
+use plexus_protocol::version::ProtocolVersion;
+use plexus_protocol::{
+    CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel, PaginatedRequestParams, Prompt,
+    ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities, SetLevelRequestParams, SubscribeRequestParams, Tool,
+    UnsubscribeRequestParams, methods,
+};
+use plexus_transport::Transport;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::broadcast;
+
+use crate::handler::{ClientHandler, NoHandler};
+use crate::notifications::ServerNotification;
+use crate::request::{RequestOptions, request};
+use crate::session::Shared;
+use crate::ClientError;
+
+/// The default timeout of a request: 60 s.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// The default timeout of `initialize` (the connect timeout): 30 s, or `MCP_TIMEOUT` (ms).
+pub const DEFAULT_INITIALIZE_TIMEOUT: Duration = Duration::from_secs(30);
+/// A paginated list stops with an error after this many pages.
+pub const MAX_LIST_PAGES: usize = 1000;
+
+/// How a session is set up.
+#[derive(Clone)]
+pub struct ClientOptions {
+    /// The server's name, used in logs and errors.
+    pub name: String,
+    /// What the client says it is in `initialize`.
+    pub client_info: Implementation,
+    /// The protocol version offered (the newest by default).
+    pub protocol_version: ProtocolVersion,
+    /// The timeout of `initialize`.
+    pub initialize_timeout: Duration,
+    /// The default timeout of every other request.
+    pub request_timeout: Duration,
+    /// The default timeout of `tools/call` (`MCP_TOOL_TIMEOUT`); `None` uses `request_timeout`.
+    pub tool_timeout: Option<Duration>,
+    /// Answers the server's requests; its capabilities are declared in `initialize`.
+    pub handler: Arc<dyn ClientHandler>,
+}
+
+impl std::fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientOptions")
+            .field("name", &self.name)
+            .field("client_info", &self.client_info)
+            .field("protocol_version", &self.protocol_version)
+            .field("initialize_timeout", &self.initialize_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("tool_timeout", &self.tool_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientOptions {
+    /// Defaults for a server called `name`: plexus's client info, the newest protocol version,
+    /// 30 s to initialize, 60 s per request, no server-request handler.
+    pub fn new(name: impl Into<String>) -> Self {
+        ClientOptions {
+            name: name.into(),
+            client_info: Implementation::new("plexus", env!("CARGO_PKG_VERSION")),
+            protocol_version: ProtocolVersion::LATEST,
+            initialize_timeout: DEFAULT_INITIALIZE_TIMEOUT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            tool_timeout: None,
+            handler: Arc::new(NoHandler),
+        }
+    }
+
+    /// Like [`new`](Self::new), reading `MCP_TIMEOUT` (initialize timeout, ms) and
+    /// `MCP_TOOL_TIMEOUT` (tool call timeout, ms) from the environment. Values that are not
+    /// positive integers are ignored.
+    pub fn from_env(name: impl Into<String>) -> Self {
+        let mut options = Self::new(name);
+        if let Some(t) = env_millis("MCP_TIMEOUT") {
+            options.initialize_timeout = t;
+        }
+        options.tool_timeout = env_millis("MCP_TOOL_TIMEOUT");
+        options
+    }
+
+    /// Sets the handler of server requests.
+    #[must_use]
+    pub fn handler(mut self, handler: Arc<dyn ClientHandler>) -> Self {
+        self.handler = handler;
+        self
+    }
+}
+
+fn env_millis(var: &str) -> Option<Duration> {
+    let value = std::env::var(var).ok()?;
+    match value.trim().parse::<u64>() {
+        Ok(ms) if ms > 0 => Some(Duration::from_millis(ms)),
+        _ => {
+            tracing::warn!("ignoring {var}={value:?}: expected a positive number of milliseconds");
+            None
+        }
+    }
+}
+
+/// What the server said about itself in `initialize`.
+#[derive(Debug, Clone)]
+pub struct ServerDetails {
+    /// The negotiated protocol version.
+    pub protocol_version: ProtocolVersion,
+    /// The server's name and version.
+    pub server_info: Implementation,
+    /// The server's capabilities.
+    pub capabilities: ServerCapabilities,
+    /// The server's instructions for the model, if any.
+    pub instructions: Option<String>,
+}
+
+/// One MCP session. Cheap to clone; every clone is the same session. Dropping the last clone
+/// ends the session and its transport (for a child process, with the same shutdown as
+/// [`close`](Self::close), in the background).
+#[derive(Clone)]
+pub struct Client {
+    shared: Arc<Shared>,
+    details: Arc<ServerDetails>,
+    request_timeout: Duration,
+    tool_timeout: Duration,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").field("server", &self.shared.name).field("details", &self.details).finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// Starts a session: sends `initialize` (offering `options.protocol_version`), checks the
+    /// server's version, and sends `notifications/initialized`. On any failure the transport is
+    /// closed before the error is returned.
+    pub async fn connect(transport: Box<dyn Transport>, options: ClientOptions) -> Result<Client, ClientError> {
+        let (sender, receiver) = transport.split();
+        let shared = Shared::new(options.name.clone(), sender, Arc::clone(&options.handler));
+        shared.start_reader(receiver);
+        match initialize(&shared, &options).await {
+            Ok(details) => Ok(Client {
+                shared,
+                details: Arc::new(details),
+                request_timeout: options.request_timeout,
+                tool_timeout: options.tool_timeout.unwrap_or(options.request_timeout),
+            }),
+            Err(error) => {
+                if let Err(close_error) = shared.sender.close().await {
+                    tracing::debug!(server = %options.name, "closing after a failed initialize: {close_error}");
+                }
+                shared.fail_all(&error);
+                Err(error)
+            }
+        }
+    }
+
+    /// The server's name as configured.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// What the server said in `initialize`.
+    pub fn server(&self) -> &ServerDetails {
+        &self.details
+    }
+
+    /// Sends a request with any method and params and returns the raw result.
+    pub async fn request_raw<P: Serialize + ?Sized>(&self, method: &'static str, params: Option<&P>, options: &RequestOptions) -> Result<Box<RawValue>, ClientError> {
+        request(&self.shared, method, params, options, self.request_timeout, true).await
+    }
+
+    /// Sends a request and decodes its result.
+    pub async fn request<P: Serialize + ?Sized, R: DeserializeOwned>(&self, method: &'static str, params: Option<&P>, options: &RequestOptions) -> Result<R, ClientError> {
+        let raw = self.request_raw(method, params, options).await?;
+        decode_result(method, &raw)
+    }
+
+    /// Sends a notification.
+    pub async fn notify(&self, method: &'static str, params: &serde_json::Value) -> Result<(), ClientError> {
+        self.shared.notify_raw(method, params).await
+    }
+
+    /// `ping`.
+    pub async fn ping(&self) -> Result<(), ClientError> {
+        self.request::<(), serde_json::Value>(methods::PING, None, &RequestOptions::default()).await.map(drop)
+    }
+
+    /// One page of `tools/list`.
+    pub async fn list_tools_page(&self, cursor: Option<String>) -> Result<ListToolsResult, ClientError> {
+        self.request(methods::TOOLS_LIST, Some(&PaginatedRequestParams::page(cursor)), &RequestOptions::default()).await
+    }
+
+    /// Every tool, following `nextCursor` (a repeated cursor is an error, not a loop).
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
+        self.list_all(methods::TOOLS_LIST, |page: ListToolsResult| (page.tools, page.next_cursor)).await
+    }
+
+    /// Calls a tool with the tool-call timeout.
+    pub async fn call_tool(&self, name: &str, arguments: Option<serde_json::Map<String, serde_json::Value>>) -> Result<CallToolResult, ClientError> {
+        self.call_tool_with(name, arguments, RequestOptions::default()).await
+    }
+
+    /// Calls a tool with explicit options (progress, timeout).
+    pub async fn call_tool_with(&self, name: &str, arguments: Option<serde_json::Map<String, serde_json::Value>>, mut options: RequestOptions) -> Result<CallToolResult, ClientError> {
+        options.timeout.get_or_insert(self.tool_timeout);
+        let params = CallToolRequestParams::new(name, arguments);
+        self.request(methods::TOOLS_CALL, Some(&params), &options).await
+    }
+
+    /// Every resource.
+    pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
+        self.list_all(methods::RESOURCES_LIST, |page: ListResourcesResult| (page.resources, page.next_cursor)).await
+    }
+
+    /// Every resource template.
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
+        self.list_all(methods::RESOURCES_TEMPLATES_LIST, |page: ListResourceTemplatesResult| (page.resource_templates, page.next_cursor)).await
+    }
+
+    /// `resources/read`.
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ClientError> {
+        self.request(methods::RESOURCES_READ, Some(&ReadResourceRequestParams::new(uri)), &RequestOptions::default()).await
+    }
+
+    /// `resources/subscribe`.
+    pub async fn subscribe_resource(&self, uri: &str) -> Result<(), ClientError> {
+        self.request::<_, serde_json::Value>(methods::RESOURCES_SUBSCRIBE, Some(&SubscribeRequestParams::new(uri)), &RequestOptions::default()).await.map(drop)
+    }
+
+    /// `resources/unsubscribe`.
+    pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), ClientError> {
+        self.request::<_, serde_json::Value>(methods::RESOURCES_UNSUBSCRIBE, Some(&UnsubscribeRequestParams::new(uri)), &RequestOptions::default()).await.map(drop)
+    }
+
+    /// Every prompt.
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
+        self.list_all(methods::PROMPTS_LIST, |page: ListPromptsResult| (page.prompts, page.next_cursor)).await
+    }
+
+    /// `prompts/get`.
+    pub async fn get_prompt(&self, name: &str, arguments: Option<std::collections::BTreeMap<String, String>>) -> Result<GetPromptResult, ClientError> {
+        self.request(methods::PROMPTS_GET, Some(&GetPromptRequestParams::new(name, arguments)), &RequestOptions::default()).await
+    }
+
+    /// `completion/complete`.
+    pub async fn complete(&self, params: &CompleteRequestParams) -> Result<CompleteResult, ClientError> {
+        self.request(methods::COMPLETION_COMPLETE, Some(params), &RequestOptions::default()).await
+    }
+
+    /// `logging/setLevel`.
+    pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<(), ClientError> {
+        self.request::<_, serde_json::Value>(methods::LOGGING_SET_LEVEL, Some(&SetLevelRequestParams::new(level)), &RequestOptions::default()).await.map(drop)
+    }
+
+    /// Subscribes to the server's notifications (from now on; a subscriber that falls more than
+    /// 256 behind misses the oldest and is told so by the receiver).
+    pub fn subscribe(&self) -> broadcast::Receiver<ServerNotification> {
+        self.shared.notifications.subscribe()
+    }
+
+    /// Runs `callback` once when the session closes, with the reason (at once if it has).
+    pub fn on_close(&self, callback: impl FnOnce(&ClientError) + Send + 'static) {
+        self.shared.on_close(Box::new(callback));
+    }
+
+    /// Why the session is closed, or `None` while it is open.
+    pub fn closed_reason(&self) -> Option<ClientError> {
+        self.shared.closed_reason()
+    }
+
+    /// Whether the session is closed.
+    pub fn is_closed(&self) -> bool {
+        self.closed_reason().is_some()
+    }
+
+    /// Waits until the session is closed (by [`close`](Self::close) or because the transport went away).
+    pub async fn closed(&self) {
+        self.shared.wait_closed().await;
+    }
+
+    /// Closes the session: pending requests fail with [`ClientError::SessionClosed`], then the
+    /// transport shuts down (bounded; see the transport's documentation).
+    pub async fn close(&self) -> Result<(), ClientError> {
+        self.shared.fail_all(&ClientError::SessionClosed);
+        self.shared.sender.close().await.map_err(ClientError::from)
+    }
+
+    async fn list_all<R: DeserializeOwned, T>(&self, method: &'static str, split: impl Fn(R) -> (Vec<T>, Option<String>)) -> Result<Vec<T>, ClientError> {
+        let mut items = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let page: R = self.request(method, Some(&PaginatedRequestParams::page(cursor.clone())), &RequestOptions::default()).await?;
+            let (mut page_items, next) = split(page);
+            items.append(&mut page_items);
+            match next {
+                None => return Ok(items),
+                Some(next) if !seen.insert(next.clone()) => {
+                    return Err(ClientError::Pagination { method: method.to_owned(), reason: format!("the cursor {next:?} came back a second time") });
+                }
+                Some(next) => cursor = Some(next),
+            }
+        }
+        Err(ClientError::Pagination { method: method.to_owned(), reason: format!("more than {MAX_LIST_PAGES} pages") })
+    }
+}
+
+fn decode_result<R: DeserializeOwned>(method: &str, raw: &RawValue) -> Result<R, ClientError> {
+    serde_json::from_str(raw.get()).map_err(|e| ClientError::InvalidResult { method: method.to_owned(), reason: e.to_string() })
+}
+
+async fn initialize(shared: &Arc<Shared>, options: &ClientOptions) -> Result<ServerDetails, ClientError> {
+    let params = InitializeRequestParams::new(options.protocol_version, options.handler.capabilities(), options.client_info.clone());
+    let timeout = RequestOptions::with_timeout(options.initialize_timeout);
+    // `initialize` is never cancelled (the spec forbids it): on timeout the transport is closed.
+    let raw = request(shared, methods::INITIALIZE, Some(&params), &timeout, options.initialize_timeout, false).await?;
+    let result: InitializeResult = decode_result(methods::INITIALIZE, &raw)?;
+    let protocol_version = ProtocolVersion::negotiate(&result.protocol_version)?;
+    shared.notify_raw(methods::INITIALIZED, &serde_json::json!({})).await?;
+    Ok(ServerDetails { protocol_version, server_info: result.server_info, capabilities: result.capabilities, instructions: result.instructions })
+}

@@ -1,0 +1,84 @@
+//! Requests the server sends to the client (roots, sampling, elicitation, ping).
+
+use plexus_jsonrpc::{ErrorCode, ErrorObject, RawValue, RequestId};
+use plexus_protocol::{ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ListRootsResult, methods};
+use plexus_transport::BoxFuture;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// Where a server request comes from.
+#[derive(Debug, Clone)]
+pub struct ServerRequestContext {
+    /// The server's name (as configured).
+    pub server: String,
+    /// The id of the server's request.
+    pub request_id: RequestId,
+}
+
+/// Answers the requests a server sends to the client.
+///
+/// Only the capabilities returned by [`capabilities`](Self::capabilities) are declared in
+/// `initialize` and answered; a request for an undeclared one gets "method not found". `ping` is
+/// always answered. A handler runs in its own task; a `notifications/cancelled` from the server
+/// aborts it.
+pub trait ClientHandler: Send + Sync + 'static {
+    /// The capabilities this handler implements (declared to the server).
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities::default()
+    }
+
+    /// `roots/list`: the client's roots.
+    fn list_roots(&self, context: ServerRequestContext) -> BoxFuture<'_, Result<ListRootsResult, ErrorObject>> {
+        let _ = context;
+        Box::pin(async { Err(not_supported(methods::ROOTS_LIST)) })
+    }
+
+    /// `sampling/createMessage`: ask the host's model.
+    fn create_message(&self, params: CreateMessageRequestParams, context: ServerRequestContext) -> BoxFuture<'_, Result<CreateMessageResult, ErrorObject>> {
+        let _ = (params, context);
+        Box::pin(async { Err(not_supported(methods::SAMPLING_CREATE_MESSAGE)) })
+    }
+
+    /// `elicitation/create`: ask the user (form or URL mode).
+    fn elicit(&self, params: ElicitRequestParams, context: ServerRequestContext) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
+        let _ = (params, context);
+        Box::pin(async { Err(not_supported(methods::ELICITATION_CREATE)) })
+    }
+}
+
+/// A handler that declares no capability: the server's requests other than `ping` are refused.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoHandler;
+
+impl ClientHandler for NoHandler {}
+
+fn not_supported(method: &str) -> ErrorObject {
+    ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, format!("the client does not support {method}"))
+}
+
+fn decode<T: DeserializeOwned>(method: &str, params: Option<&RawValue>) -> Result<T, ErrorObject> {
+    serde_json::from_str(params.map_or("{}", RawValue::get))
+        .map_err(|e| ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("invalid {method} params: {e}")))
+}
+
+fn encode<T: Serialize>(result: &T) -> Result<Box<RawValue>, ErrorObject> {
+    serde_json::value::to_raw_value(result).map_err(|e| ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("could not encode the result: {e}")))
+}
+
+/// Routes one server request to the handler, honouring the declared capabilities.
+pub(crate) async fn dispatch(handler: &dyn ClientHandler, method: &str, params: Option<&RawValue>, context: ServerRequestContext) -> Result<Box<RawValue>, ErrorObject> {
+    let capabilities = handler.capabilities();
+    match method {
+        methods::PING => encode(&serde_json::json!({})),
+        methods::ROOTS_LIST if capabilities.roots.is_some() => encode(&handler.list_roots(context).await?),
+        methods::SAMPLING_CREATE_MESSAGE if capabilities.sampling.is_some() => {
+            let params = decode(method, params)?;
+            encode(&handler.create_message(params, context).await?)
+        }
+        methods::ELICITATION_CREATE if capabilities.elicitation.is_some() => {
+            let params = decode(method, params)?;
+            encode(&handler.elicit(params, context).await?)
+        }
+        other => Err(not_supported(other)),
+    }
+}

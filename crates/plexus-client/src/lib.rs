@@ -1,0 +1,37 @@
+//! One MCP session over any `Transport`: version negotiation, request correlation, timeouts,
+//! cancellation, progress, server-to-client requests and notifications.
+//!
+//! The session's reader completes each caller's reply directly (no task sits between the
+//! transport and the caller), results stay raw JSON until the typed call decodes them, and a
+//! request only pays for a progress token or a cancellation when it is used. When the transport
+//! goes away every pending request fails at once with the reason, and close callbacks run.
+//!
+//! ```no_run
+//! # async fn demo(transport: Box<dyn plexus_transport::Transport>) -> Result<(), plexus_client::ClientError> {
+//! use plexus_client::{Client, ClientOptions};
+//!
+//! let client = Client::connect(transport, ClientOptions::new("everything")).await?;
+//! for tool in client.list_tools().await? {
+//!     println!("{}", tool.name);
+//! }
+//! let result = client.call_tool("echo", serde_json::json!({"text": "hi"}).as_object().cloned()).await?;
+//! println!("{result:?}");
+//! client.close().await?;
+//! # Ok(()) }
+//! ```
+#![forbid(unsafe_code)]
+
+mod client;
+mod error;
+mod handler;
+mod notifications;
+mod progress;
+mod request;
+mod session;
+
+pub use client::{Client, ClientOptions, DEFAULT_INITIALIZE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, MAX_LIST_PAGES, ServerDetails};
+pub use error::ClientError;
+pub use handler::{ClientHandler, NoHandler, ServerRequestContext};
+pub use notifications::ServerNotification;
+pub use progress::{ProgressCallback, progress_channel};
+pub use request::RequestOptions;

@@ -1,0 +1,41 @@
+//! Notifications the server sends, as subscribers see them.
+
+use plexus_jsonrpc::{Notification, RawValue};
+use plexus_protocol::{LoggingMessageNotificationParams, ResourceUpdatedNotificationParams, methods};
+
+/// A notification from the server (progress and cancellation are handled by the session itself).
+#[derive(Debug, Clone)]
+pub enum ServerNotification {
+    /// `notifications/tools/list_changed`.
+    ToolsListChanged,
+    /// `notifications/prompts/list_changed`.
+    PromptsListChanged,
+    /// `notifications/resources/list_changed`.
+    ResourcesListChanged,
+    /// `notifications/resources/updated`.
+    ResourceUpdated(ResourceUpdatedNotificationParams),
+    /// `notifications/message`: a log message.
+    LogMessage(LoggingMessageNotificationParams),
+    /// Any other notification, or a known one whose params did not parse.
+    Other {
+        /// The method.
+        method: String,
+        /// The params, raw.
+        params: Option<Box<RawValue>>,
+    },
+}
+
+impl ServerNotification {
+    pub(crate) fn parse(notification: Notification) -> Self {
+        let Notification { method, params } = notification;
+        let typed = match method.as_ref() {
+            methods::TOOLS_LIST_CHANGED => Some(ServerNotification::ToolsListChanged),
+            methods::PROMPTS_LIST_CHANGED => Some(ServerNotification::PromptsListChanged),
+            methods::RESOURCES_LIST_CHANGED => Some(ServerNotification::ResourcesListChanged),
+            methods::RESOURCES_UPDATED => params.as_deref().and_then(|p| serde_json::from_str(p.get()).ok()).map(ServerNotification::ResourceUpdated),
+            methods::LOGGING_MESSAGE => params.as_deref().and_then(|p| serde_json::from_str(p.get()).ok()).map(ServerNotification::LogMessage),
+            _ => None,
+        };
+        typed.unwrap_or_else(|| ServerNotification::Other { method: method.into_owned(), params })
+    }
+}

@@ -1,0 +1,174 @@
+//! One request: encoding, registration, the timer, progress and cancellation.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use plexus_jsonrpc::{RawValue, RequestId};
+use plexus_protocol::methods;
+use plexus_transport::{OutboundKind, OutboundMessage};
+use serde::Serialize;
+use tokio::sync::oneshot;
+
+use crate::progress::{ProgressCallback, ProgressState};
+use crate::session::{PendingEntry, Reply, Shared};
+use crate::ClientError;
+
+/// How one request behaves. The default uses the session's default timeout and asks for no
+/// progress.
+#[derive(Clone, Default)]
+pub struct RequestOptions {
+    /// The timeout; `None` uses the session's default (60 s unless configured).
+    pub timeout: Option<Duration>,
+    /// Receives the request's progress notifications. Setting it sends a progress token.
+    pub on_progress: Option<ProgressCallback>,
+    /// Each progress notification restarts the timeout…
+    pub reset_timeout_on_progress: bool,
+    /// …but never beyond this total (default: unbounded resets, still each bounded by `timeout`).
+    pub max_total_timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for RequestOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestOptions")
+            .field("timeout", &self.timeout)
+            .field("on_progress", &self.on_progress.is_some())
+            .field("reset_timeout_on_progress", &self.reset_timeout_on_progress)
+            .field("max_total_timeout", &self.max_total_timeout)
+            .finish()
+    }
+}
+
+impl RequestOptions {
+    /// Options with this timeout.
+    pub fn with_timeout(timeout: Duration) -> Self {
+        RequestOptions { timeout: Some(timeout), ..Self::default() }
+    }
+
+    /// Adds a progress callback.
+    #[must_use]
+    pub fn progress(mut self, callback: ProgressCallback) -> Self {
+        self.on_progress = Some(callback);
+        self
+    }
+
+    /// Restarts the timeout on each progress notification, up to `max_total`.
+    #[must_use]
+    pub fn reset_on_progress(mut self, max_total: Option<Duration>) -> Self {
+        self.reset_timeout_on_progress = true;
+        self.max_total_timeout = max_total;
+        self
+    }
+}
+
+/// Removes the pending entry if the request future is dropped early, and tells the server.
+struct PendingGuard<'a> {
+    shared: &'a Arc<Shared>,
+    id: i64,
+    /// The request reached the transport, so the server may be working on it.
+    sent: bool,
+    done: bool,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        if self.done || !self.shared.forget(self.id) || !self.sent {
+            return;
+        }
+        // The caller dropped the future while the server works on it.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let shared = Arc::clone(self.shared);
+            let id = self.id;
+            runtime.spawn(async move {
+                let _ = send_cancelled(&shared, id, "the caller cancelled the request").await;
+            });
+        }
+    }
+}
+
+async fn send_cancelled(shared: &Shared, id: i64, reason: &str) -> Result<(), ClientError> {
+    let params = serde_json::json!({ "requestId": id, "reason": reason });
+    shared.notify_raw(methods::CANCELLED, &params).await
+}
+
+/// Encodes the request line, adding `_meta.progressToken` when progress is wanted.
+fn encode<P: Serialize + ?Sized>(id: i64, method: &str, params: Option<&P>, progress: bool) -> Result<Vec<u8>, ClientError> {
+    let invalid = |e: serde_json::Error| ClientError::InvalidParams { method: method.to_owned(), reason: e.to_string() };
+    let mut line = Vec::with_capacity(128);
+    let request_id = RequestId::Number(id);
+    if progress {
+        let mut value = match params {
+            Some(p) => serde_json::to_value(p).map_err(invalid)?,
+            None => serde_json::Value::Object(serde_json::Map::new()),
+        };
+        let Some(object) = value.as_object_mut() else {
+            return Err(ClientError::InvalidParams { method: method.to_owned(), reason: "params must be an object to carry a progress token".into() });
+        };
+        let meta = object.entry("_meta").or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert("progressToken".into(), id.into());
+        }
+        plexus_jsonrpc::encode_request(&mut line, &request_id, method, Some(&value)).map_err(invalid)?;
+    } else {
+        plexus_jsonrpc::encode_request(&mut line, &request_id, method, params).map_err(invalid)?;
+    }
+    Ok(line)
+}
+
+/// Sends a request and waits for its result (raw JSON).
+pub(crate) async fn request<P: Serialize + ?Sized>(shared: &Arc<Shared>, method: &'static str, params: Option<&P>, options: &RequestOptions, default_timeout: Duration, cancellable: bool) -> Result<Box<RawValue>, ClientError> {
+    let id = shared.next_id();
+    let wants_progress = options.on_progress.is_some() || options.reset_timeout_on_progress;
+    let line = encode(id, method, params, wants_progress)?;
+    let progress = wants_progress.then(|| Arc::new(ProgressState::new(options.on_progress.clone())));
+    let (reply_tx, reply_rx) = oneshot::channel();
+    shared.register(id, PendingEntry { reply: reply_tx, progress: progress.clone() })?;
+    let mut guard = PendingGuard { shared, id, sent: false, done: !cancellable };
+    let kind = OutboundKind::Request { id: RequestId::Number(id), method: method.into() };
+    shared.sender.send(OutboundMessage::from_line(line, kind)).await?;
+    guard.sent = true;
+
+    let timeout = options.timeout.unwrap_or(default_timeout);
+    let outcome = if options.reset_timeout_on_progress {
+        wait_resetting(reply_rx, timeout, options.max_total_timeout, progress.as_deref()).await
+    } else {
+        tokio::time::timeout(timeout, reply_rx).await.ok()
+    };
+    let Some(reply) = outcome else {
+        guard.done = true;
+        shared.forget(id);
+        if cancellable {
+            let reason = format!("timed out after {}", crate::error::format_duration(timeout));
+            // Bounded: a transport too busy to take the notification soon is not waited for.
+            let _ = tokio::time::timeout(Duration::from_secs(1), send_cancelled(shared, id, &reason)).await;
+        }
+        return Err(ClientError::Timeout { method: method.to_owned(), after: timeout });
+    };
+    guard.done = true;
+    match reply {
+        Ok(Reply::Result(result)) => Ok(result),
+        Ok(Reply::Error(error)) => Err(ClientError::Rpc { method: method.to_owned(), error }),
+        Ok(Reply::Failed(reason)) => Err(reason),
+        Err(_) => Err(shared.closed_reason().unwrap_or(ClientError::SessionClosed)),
+    }
+}
+
+/// Waits for the reply; each progress report pushes the deadline to `last report + timeout`,
+/// never past `start + max_total`.
+async fn wait_resetting(mut reply: oneshot::Receiver<Reply>, timeout: Duration, max_total: Option<Duration>, progress: Option<&ProgressState>) -> Option<Result<Reply, oneshot::error::RecvError>> {
+    let start = Instant::now();
+    let cap = max_total.map(|m| start + m);
+    let mut deadline = start + timeout;
+    loop {
+        let bounded = cap.map_or(deadline, |c| deadline.min(c));
+        match tokio::time::timeout_at(bounded.into(), &mut reply).await {
+            Ok(reply) => return Some(reply),
+            Err(_) => {
+                let renewed = progress.and_then(ProgressState::last).map(|last| last + timeout);
+                match renewed {
+                    Some(next) if next > deadline && cap.is_none_or(|c| bounded < c) => deadline = next,
+                    _ => return None,
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! Declarative helpers shared by the schema modules: open string enums and tag-dispatched enums.
+
+/// An enum of known string values that keeps any other value in `Other(String)`, for fields the
+/// specification may extend (a newer server must not make decoding fail).
+macro_rules! open_string_enum {
+    (
+        $(#[$attr:meta])*
+        pub enum $name:ident {
+            $( $(#[$vattr:meta])* $variant:ident = $wire:literal, )+
+        }
+    ) => {
+        $(#[$attr])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $( $(#[$vattr])* $variant, )+
+            /// A value this crate does not know (from a newer revision or an extension), kept verbatim.
+            Other(String),
+        }
+
+        impl $name {
+            /// The value as spelled on the wire.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $( Self::$variant => $wire, )+
+                    Self::Other(other) => other,
+                }
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(value: &str) -> Self {
+                match value {
+                    $( $wire => Self::$variant, )+
+                    other => Self::Other(other.to_owned()),
+                }
+            }
+        }
+
+        impl From<String> for $name {
+            fn from(value: String) -> Self {
+                match value.as_str() {
+                    $( $wire => Self::$variant, )+
+                    _ => Self::Other(value),
+                }
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl ::serde::Serialize for $name {
+            fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                struct WireVisitor;
+
+                impl ::serde::de::Visitor<'_> for WireVisitor {
+                    type Value = $name;
+
+                    fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                        f.write_str(concat!("a string (", stringify!($name), ")"))
+                    }
+
+                    fn visit_str<E: ::serde::de::Error>(self, value: &str) -> Result<$name, E> {
+                        Ok($name::from(value))
+                    }
+
+                    fn visit_string<E: ::serde::de::Error>(self, value: String) -> Result<$name, E> {
+                        Ok($name::from(value))
+                    }
+                }
+
+                deserializer.deserialize_str(WireVisitor)
+            }
+        }
+    };
+}
+
+/// An enum over JSON objects whose kind is named by one field (`type` or `mode`).
+///
+/// Decoding reads the object once, removes the tag, and decodes the one variant the tag names (it never
+/// tries several types in turn, so a malformed known block is an error that names it, not a silent
+/// fallback). An object with a tag this crate does not know becomes `Unknown`, kept verbatim. An
+/// optional `absent` tag names the variant an object without the tag field belongs to.
+/// Encoding writes the tag first, then the variant's fields.
+macro_rules! tagged_enum {
+    (
+        $(#[$attr:meta])*
+        pub enum $name:ident {
+            what: $what:literal,
+            tag: $key:literal $(, absent: $absent:literal)?;
+            $( $(#[$vattr:meta])* $variant:ident($ty:ty) = $tag:literal, )+
+        }
+    ) => {
+        $(#[$attr])*
+        #[derive(Debug, Clone, PartialEq, ::serde::Serialize)]
+        #[serde(tag = $key)]
+        pub enum $name {
+            $( $(#[$vattr])* #[serde(rename = $tag)] $variant($ty), )+
+            /// An object whose tag this crate does not know (from a newer revision or an extension),
+            /// kept verbatim, tag included.
+            #[serde(untagged)]
+            Unknown($crate::JsonObject),
+        }
+
+        impl $name {
+            /// The tag that names this variant on the wire (for `Unknown`, the tag it arrived with).
+            pub fn tag(&self) -> &str {
+                match self {
+                    $( Self::$variant(_) => $tag, )+
+                    Self::Unknown(object) => object.get($key).and_then(::serde_json::Value::as_str).unwrap_or(""),
+                }
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                const ABSENT: Option<&str> = tagged_enum!(@absent $($absent)?);
+                let mut object = <$crate::JsonObject as ::serde::Deserialize>::deserialize(deserializer)?;
+                let tag = $crate::tagged::take_tag::<D::Error>(&mut object, $key, $what, ABSENT)?;
+                match tag.as_ref() {
+                    $( $tag => $crate::tagged::decode(object, $what, concat!($key, " `", $tag, "`")).map(Self::$variant), )+
+                    _ => {
+                        object.insert($key.to_owned(), ::serde_json::Value::String(tag.into_owned()));
+                        Ok(Self::Unknown(object))
+                    }
+                }
+            }
+        }
+    };
+    (@absent) => { None };
+    (@absent $absent:literal) => { Some($absent) };
+}

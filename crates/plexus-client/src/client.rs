@@ -7,21 +7,22 @@ use std::time::Duration;
 use plexus_jsonrpc::RawValue;
 use plexus_protocol::version::ProtocolVersion;
 use plexus_protocol::{
-    CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, Implementation, InitializeRequestParams,
-    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel, PaginatedRequestParams, Prompt,
-    ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities, SetLevelRequestParams, SubscribeRequestParams, Tool,
-    UnsubscribeRequestParams, methods,
+    CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult, GetPromptRequestParams,
+    GetPromptResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel, PaginatedRequestParams, Prompt,
+    ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities,
+    SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams, methods,
 };
 use plexus_transport::Transport;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::broadcast;
 
+use crate::ClientError;
 use crate::handler::{ClientHandler, NoHandler};
 use crate::notifications::ServerNotification;
 use crate::request::{RequestOptions, request};
 use crate::session::Shared;
-use crate::ClientError;
 
 /// The default timeout of a request: 60 s.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
@@ -134,7 +135,10 @@ pub struct Client {
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client").field("server", &self.shared.name).field("details", &self.details).finish_non_exhaustive()
+        f.debug_struct("Client")
+            .field("server", &self.shared.name)
+            .field("details", &self.details)
+            .finish_non_exhaustive()
     }
 }
 
@@ -174,12 +178,22 @@ impl Client {
     }
 
     /// Sends a request with any method and params and returns the raw result.
-    pub async fn request_raw<P: Serialize + ?Sized>(&self, method: &'static str, params: Option<&P>, options: &RequestOptions) -> Result<Box<RawValue>, ClientError> {
+    pub async fn request_raw<P: Serialize + ?Sized>(
+        &self,
+        method: &'static str,
+        params: Option<&P>,
+        options: &RequestOptions,
+    ) -> Result<Box<RawValue>, ClientError> {
         request(&self.shared, method, params, options, self.request_timeout, true).await
     }
 
     /// Sends a request and decodes its result.
-    pub async fn request<P: Serialize + ?Sized, R: DeserializeOwned>(&self, method: &'static str, params: Option<&P>, options: &RequestOptions) -> Result<R, ClientError> {
+    pub async fn request<P: Serialize + ?Sized, R: DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: Option<&P>,
+        options: &RequestOptions,
+    ) -> Result<R, ClientError> {
         let raw = self.request_raw(method, params, options).await?;
         decode_result(method, &raw)
     }
@@ -191,26 +205,45 @@ impl Client {
 
     /// `ping`.
     pub async fn ping(&self) -> Result<(), ClientError> {
-        self.request::<(), serde_json::Value>(methods::PING, None, &RequestOptions::default()).await.map(drop)
+        self.request::<(), serde_json::Value>(methods::PING, None, &RequestOptions::default())
+            .await
+            .map(drop)
     }
 
     /// One page of `tools/list`.
     pub async fn list_tools_page(&self, cursor: Option<String>) -> Result<ListToolsResult, ClientError> {
-        self.request(methods::TOOLS_LIST, Some(&PaginatedRequestParams::page(cursor)), &RequestOptions::default()).await
+        self.request(
+            methods::TOOLS_LIST,
+            Some(&PaginatedRequestParams::page(cursor)),
+            &RequestOptions::default(),
+        )
+        .await
     }
 
     /// Every tool, following `nextCursor` (a repeated cursor is an error, not a loop).
     pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
-        self.list_all(methods::TOOLS_LIST, |page: ListToolsResult| (page.tools, page.next_cursor)).await
+        self.list_all(methods::TOOLS_LIST, |page: ListToolsResult| {
+            (page.tools, page.next_cursor)
+        })
+        .await
     }
 
     /// Calls a tool with the tool-call timeout.
-    pub async fn call_tool(&self, name: &str, arguments: Option<serde_json::Map<String, serde_json::Value>>) -> Result<CallToolResult, ClientError> {
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<CallToolResult, ClientError> {
         self.call_tool_with(name, arguments, RequestOptions::default()).await
     }
 
     /// Calls a tool with explicit options (progress, timeout).
-    pub async fn call_tool_with(&self, name: &str, arguments: Option<serde_json::Map<String, serde_json::Value>>, mut options: RequestOptions) -> Result<CallToolResult, ClientError> {
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+        mut options: RequestOptions,
+    ) -> Result<CallToolResult, ClientError> {
         options.timeout.get_or_insert(self.tool_timeout);
         let params = CallToolRequestParams::new(name, arguments);
         self.request(methods::TOOLS_CALL, Some(&params), &options).await
@@ -218,47 +251,90 @@ impl Client {
 
     /// Every resource.
     pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
-        self.list_all(methods::RESOURCES_LIST, |page: ListResourcesResult| (page.resources, page.next_cursor)).await
+        self.list_all(methods::RESOURCES_LIST, |page: ListResourcesResult| {
+            (page.resources, page.next_cursor)
+        })
+        .await
     }
 
     /// Every resource template.
     pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
-        self.list_all(methods::RESOURCES_TEMPLATES_LIST, |page: ListResourceTemplatesResult| (page.resource_templates, page.next_cursor)).await
+        self.list_all(
+            methods::RESOURCES_TEMPLATES_LIST,
+            |page: ListResourceTemplatesResult| (page.resource_templates, page.next_cursor),
+        )
+        .await
     }
 
     /// `resources/read`.
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ClientError> {
-        self.request(methods::RESOURCES_READ, Some(&ReadResourceRequestParams::new(uri)), &RequestOptions::default()).await
+        self.request(
+            methods::RESOURCES_READ,
+            Some(&ReadResourceRequestParams::new(uri)),
+            &RequestOptions::default(),
+        )
+        .await
     }
 
     /// `resources/subscribe`.
     pub async fn subscribe_resource(&self, uri: &str) -> Result<(), ClientError> {
-        self.request::<_, serde_json::Value>(methods::RESOURCES_SUBSCRIBE, Some(&SubscribeRequestParams::new(uri)), &RequestOptions::default()).await.map(drop)
+        self.request::<_, serde_json::Value>(
+            methods::RESOURCES_SUBSCRIBE,
+            Some(&SubscribeRequestParams::new(uri)),
+            &RequestOptions::default(),
+        )
+        .await
+        .map(drop)
     }
 
     /// `resources/unsubscribe`.
     pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), ClientError> {
-        self.request::<_, serde_json::Value>(methods::RESOURCES_UNSUBSCRIBE, Some(&UnsubscribeRequestParams::new(uri)), &RequestOptions::default()).await.map(drop)
+        self.request::<_, serde_json::Value>(
+            methods::RESOURCES_UNSUBSCRIBE,
+            Some(&UnsubscribeRequestParams::new(uri)),
+            &RequestOptions::default(),
+        )
+        .await
+        .map(drop)
     }
 
     /// Every prompt.
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
-        self.list_all(methods::PROMPTS_LIST, |page: ListPromptsResult| (page.prompts, page.next_cursor)).await
+        self.list_all(methods::PROMPTS_LIST, |page: ListPromptsResult| {
+            (page.prompts, page.next_cursor)
+        })
+        .await
     }
 
     /// `prompts/get`.
-    pub async fn get_prompt(&self, name: &str, arguments: Option<std::collections::BTreeMap<String, String>>) -> Result<GetPromptResult, ClientError> {
-        self.request(methods::PROMPTS_GET, Some(&GetPromptRequestParams::new(name, arguments)), &RequestOptions::default()).await
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<std::collections::BTreeMap<String, String>>,
+    ) -> Result<GetPromptResult, ClientError> {
+        self.request(
+            methods::PROMPTS_GET,
+            Some(&GetPromptRequestParams::new(name, arguments)),
+            &RequestOptions::default(),
+        )
+        .await
     }
 
     /// `completion/complete`.
     pub async fn complete(&self, params: &CompleteRequestParams) -> Result<CompleteResult, ClientError> {
-        self.request(methods::COMPLETION_COMPLETE, Some(params), &RequestOptions::default()).await
+        self.request(methods::COMPLETION_COMPLETE, Some(params), &RequestOptions::default())
+            .await
     }
 
     /// `logging/setLevel`.
     pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<(), ClientError> {
-        self.request::<_, serde_json::Value>(methods::LOGGING_SET_LEVEL, Some(&SetLevelRequestParams::new(level)), &RequestOptions::default()).await.map(drop)
+        self.request::<_, serde_json::Value>(
+            methods::LOGGING_SET_LEVEL,
+            Some(&SetLevelRequestParams::new(level)),
+            &RequestOptions::default(),
+        )
+        .await
+        .map(drop)
     }
 
     /// Subscribes to the server's notifications (from now on; a subscriber that falls more than
@@ -294,37 +370,73 @@ impl Client {
         self.shared.sender.close().await.map_err(ClientError::from)
     }
 
-    async fn list_all<R: DeserializeOwned, T>(&self, method: &'static str, split: impl Fn(R) -> (Vec<T>, Option<String>)) -> Result<Vec<T>, ClientError> {
+    async fn list_all<R: DeserializeOwned, T>(
+        &self,
+        method: &'static str,
+        split: impl Fn(R) -> (Vec<T>, Option<String>),
+    ) -> Result<Vec<T>, ClientError> {
         let mut items = Vec::new();
         let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_LIST_PAGES {
-            let page: R = self.request(method, Some(&PaginatedRequestParams::page(cursor.clone())), &RequestOptions::default()).await?;
+            let page: R = self
+                .request(
+                    method,
+                    Some(&PaginatedRequestParams::page(cursor.clone())),
+                    &RequestOptions::default(),
+                )
+                .await?;
             let (mut page_items, next) = split(page);
             items.append(&mut page_items);
             match next {
                 None => return Ok(items),
                 Some(next) if !seen.insert(next.clone()) => {
-                    return Err(ClientError::Pagination { method: method.to_owned(), reason: format!("the cursor {next:?} came back a second time") });
+                    return Err(ClientError::Pagination {
+                        method: method.to_owned(),
+                        reason: format!("the cursor {next:?} came back a second time"),
+                    });
                 }
                 Some(next) => cursor = Some(next),
             }
         }
-        Err(ClientError::Pagination { method: method.to_owned(), reason: format!("more than {MAX_LIST_PAGES} pages") })
+        Err(ClientError::Pagination {
+            method: method.to_owned(),
+            reason: format!("more than {MAX_LIST_PAGES} pages"),
+        })
     }
 }
 
 fn decode_result<R: DeserializeOwned>(method: &str, raw: &RawValue) -> Result<R, ClientError> {
-    serde_json::from_str(raw.get()).map_err(|e| ClientError::InvalidResult { method: method.to_owned(), reason: e.to_string() })
+    serde_json::from_str(raw.get()).map_err(|e| ClientError::InvalidResult {
+        method: method.to_owned(),
+        reason: e.to_string(),
+    })
 }
 
 async fn initialize(shared: &Arc<Shared>, options: &ClientOptions) -> Result<ServerDetails, ClientError> {
-    let params = InitializeRequestParams::new(options.protocol_version, options.handler.capabilities(), options.client_info.clone());
+    let params = InitializeRequestParams::new(
+        options.protocol_version,
+        options.handler.capabilities(),
+        options.client_info.clone(),
+    );
     let timeout = RequestOptions::with_timeout(options.initialize_timeout);
     // `initialize` is never cancelled (the spec forbids it): on timeout the transport is closed.
-    let raw = request(shared, methods::INITIALIZE, Some(&params), &timeout, options.initialize_timeout, false).await?;
+    let raw = request(
+        shared,
+        methods::INITIALIZE,
+        Some(&params),
+        &timeout,
+        options.initialize_timeout,
+        false,
+    )
+    .await?;
     let result: InitializeResult = decode_result(methods::INITIALIZE, &raw)?;
     let protocol_version = ProtocolVersion::negotiate(&result.protocol_version)?;
     shared.notify_raw(methods::INITIALIZED, &serde_json::json!({})).await?;
-    Ok(ServerDetails { protocol_version, server_info: result.server_info, capabilities: result.capabilities, instructions: result.instructions })
+    Ok(ServerDetails {
+        protocol_version,
+        server_info: result.server_info,
+        capabilities: result.capabilities,
+        instructions: result.instructions,
+    })
 }

@@ -99,7 +99,10 @@ mod tests {
 
     #[test]
     fn timeout_message() {
-        let e = ClientError::Timeout { method: "tools/call".into(), after: Duration::from_secs(60) };
+        let e = ClientError::Timeout {
+            method: "tools/call".into(),
+            after: Duration::from_secs(60),
+        };
         assert_eq!(e.to_string(), "tools/call timed out after 1 min");
     }
 }

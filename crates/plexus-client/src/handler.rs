@@ -1,7 +1,10 @@
 //! Requests the server sends to the client (roots, sampling, elicitation, ping).
 
 use plexus_jsonrpc::{ErrorCode, ErrorObject, RawValue, RequestId};
-use plexus_protocol::{ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ListRootsResult, methods};
+use plexus_protocol::{
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ListRootsResult, methods,
+};
 use plexus_transport::BoxFuture;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -34,13 +37,21 @@ pub trait ClientHandler: Send + Sync + 'static {
     }
 
     /// `sampling/createMessage`: ask the host's model.
-    fn create_message(&self, params: CreateMessageRequestParams, context: ServerRequestContext) -> BoxFuture<'_, Result<CreateMessageResult, ErrorObject>> {
+    fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: ServerRequestContext,
+    ) -> BoxFuture<'_, Result<CreateMessageResult, ErrorObject>> {
         let _ = (params, context);
         Box::pin(async { Err(not_supported(methods::SAMPLING_CREATE_MESSAGE)) })
     }
 
     /// `elicitation/create`: ask the user (form or URL mode).
-    fn elicit(&self, params: ElicitRequestParams, context: ServerRequestContext) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
+    fn elicit(
+        &self,
+        params: ElicitRequestParams,
+        context: ServerRequestContext,
+    ) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
         let _ = (params, context);
         Box::pin(async { Err(not_supported(methods::ELICITATION_CREATE)) })
     }
@@ -53,7 +64,10 @@ pub struct NoHandler;
 impl ClientHandler for NoHandler {}
 
 fn not_supported(method: &str) -> ErrorObject {
-    ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, format!("the client does not support {method}"))
+    ErrorObject::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("the client does not support {method}"),
+    )
 }
 
 fn decode<T: DeserializeOwned>(method: &str, params: Option<&RawValue>) -> Result<T, ErrorObject> {
@@ -62,11 +76,17 @@ fn decode<T: DeserializeOwned>(method: &str, params: Option<&RawValue>) -> Resul
 }
 
 fn encode<T: Serialize>(result: &T) -> Result<Box<RawValue>, ErrorObject> {
-    serde_json::value::to_raw_value(result).map_err(|e| ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("could not encode the result: {e}")))
+    serde_json::value::to_raw_value(result)
+        .map_err(|e| ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("could not encode the result: {e}")))
 }
 
 /// Routes one server request to the handler, honouring the declared capabilities.
-pub(crate) async fn dispatch(handler: &dyn ClientHandler, method: &str, params: Option<&RawValue>, context: ServerRequestContext) -> Result<Box<RawValue>, ErrorObject> {
+pub(crate) async fn dispatch(
+    handler: &dyn ClientHandler,
+    method: &str,
+    params: Option<&RawValue>,
+    context: ServerRequestContext,
+) -> Result<Box<RawValue>, ErrorObject> {
     let capabilities = handler.capabilities();
     match method {
         methods::PING => encode(&serde_json::json!({})),

@@ -29,9 +29,13 @@ mod progress;
 mod request;
 mod session;
 
-pub use client::{Client, ClientOptions, DEFAULT_INITIALIZE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, MAX_LIST_PAGES, ServerDetails};
+pub use client::{
+    Client, ClientOptions, DEFAULT_INITIALIZE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, MAX_LIST_PAGES, ServerDetails,
+};
 pub use error::ClientError;
 pub use handler::{ClientHandler, NoHandler, ServerRequestContext};
 pub use notifications::ServerNotification;
+/// The boxed future type the [`ClientHandler`] methods return.
+pub use plexus_transport::BoxFuture;
 pub use progress::{ProgressCallback, progress_channel};
 pub use request::RequestOptions;

@@ -32,10 +32,19 @@ impl ServerNotification {
             methods::TOOLS_LIST_CHANGED => Some(ServerNotification::ToolsListChanged),
             methods::PROMPTS_LIST_CHANGED => Some(ServerNotification::PromptsListChanged),
             methods::RESOURCES_LIST_CHANGED => Some(ServerNotification::ResourcesListChanged),
-            methods::RESOURCES_UPDATED => params.as_deref().and_then(|p| serde_json::from_str(p.get()).ok()).map(ServerNotification::ResourceUpdated),
-            methods::LOGGING_MESSAGE => params.as_deref().and_then(|p| serde_json::from_str(p.get()).ok()).map(ServerNotification::LogMessage),
+            methods::RESOURCES_UPDATED => params
+                .as_deref()
+                .and_then(|p| serde_json::from_str(p.get()).ok())
+                .map(ServerNotification::ResourceUpdated),
+            methods::LOGGING_MESSAGE => params
+                .as_deref()
+                .and_then(|p| serde_json::from_str(p.get()).ok())
+                .map(ServerNotification::LogMessage),
             _ => None,
         };
-        typed.unwrap_or_else(|| ServerNotification::Other { method: method.into_owned(), params })
+        typed.unwrap_or_else(|| ServerNotification::Other {
+            method: method.into_owned(),
+            params,
+        })
     }
 }

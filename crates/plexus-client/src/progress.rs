@@ -34,7 +34,10 @@ pub(crate) struct ProgressState {
 
 impl ProgressState {
     pub(crate) fn new(callback: Option<ProgressCallback>) -> Self {
-        ProgressState { callback, last: Mutex::new(None) }
+        ProgressState {
+            callback,
+            last: Mutex::new(None),
+        }
     }
 
     pub(crate) fn record(&self, params: ProgressNotificationParams, at: Instant) {

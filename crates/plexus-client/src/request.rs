@@ -1,6 +1,7 @@
 //! One request: encoding, registration, the timer, progress and cancellation.
 
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use plexus_jsonrpc::{RawValue, RequestId};
@@ -9,9 +10,9 @@ use plexus_transport::{OutboundKind, OutboundMessage};
 use serde::Serialize;
 use tokio::sync::oneshot;
 
+use crate::ClientError;
 use crate::progress::{ProgressCallback, ProgressState};
 use crate::session::{PendingEntry, Reply, Shared};
-use crate::ClientError;
 
 /// How one request behaves. The default uses the session's default timeout and asks for no
 /// progress.
@@ -41,7 +42,10 @@ impl std::fmt::Debug for RequestOptions {
 impl RequestOptions {
     /// Options with this timeout.
     pub fn with_timeout(timeout: Duration) -> Self {
-        RequestOptions { timeout: Some(timeout), ..Self::default() }
+        RequestOptions {
+            timeout: Some(timeout),
+            ..Self::default()
+        }
     }
 
     /// Adds a progress callback.
@@ -91,8 +95,16 @@ async fn send_cancelled(shared: &Shared, id: i64, reason: &str) -> Result<(), Cl
 }
 
 /// Encodes the request line, adding `_meta.progressToken` when progress is wanted.
-fn encode<P: Serialize + ?Sized>(id: i64, method: &str, params: Option<&P>, progress: bool) -> Result<Vec<u8>, ClientError> {
-    let invalid = |e: serde_json::Error| ClientError::InvalidParams { method: method.to_owned(), reason: e.to_string() };
+fn encode<P: Serialize + ?Sized>(
+    id: i64,
+    method: &str,
+    params: Option<&P>,
+    progress: bool,
+) -> Result<Vec<u8>, ClientError> {
+    let invalid = |e: serde_json::Error| ClientError::InvalidParams {
+        method: method.to_owned(),
+        reason: e.to_string(),
+    };
     let mut line = Vec::with_capacity(128);
     let request_id = RequestId::Number(id);
     if progress {
@@ -101,9 +113,14 @@ fn encode<P: Serialize + ?Sized>(id: i64, method: &str, params: Option<&P>, prog
             None => serde_json::Value::Object(serde_json::Map::new()),
         };
         let Some(object) = value.as_object_mut() else {
-            return Err(ClientError::InvalidParams { method: method.to_owned(), reason: "params must be an object to carry a progress token".into() });
+            return Err(ClientError::InvalidParams {
+                method: method.to_owned(),
+                reason: "params must be an object to carry a progress token".into(),
+            });
         };
-        let meta = object.entry("_meta").or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+        let meta = object
+            .entry("_meta")
+            .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
         if let Some(meta) = meta.as_object_mut() {
             meta.insert("progressToken".into(), id.into());
         }
@@ -115,23 +132,67 @@ fn encode<P: Serialize + ?Sized>(id: i64, method: &str, params: Option<&P>, prog
 }
 
 /// Sends a request and waits for its result (raw JSON).
-pub(crate) async fn request<P: Serialize + ?Sized>(shared: &Arc<Shared>, method: &'static str, params: Option<&P>, options: &RequestOptions, default_timeout: Duration, cancellable: bool) -> Result<Box<RawValue>, ClientError> {
+pub(crate) async fn request<P: Serialize + ?Sized>(
+    shared: &Arc<Shared>,
+    method: &'static str,
+    params: Option<&P>,
+    options: &RequestOptions,
+    default_timeout: Duration,
+    cancellable: bool,
+) -> Result<Box<RawValue>, ClientError> {
     let id = shared.next_id();
     let wants_progress = options.on_progress.is_some() || options.reset_timeout_on_progress;
     let line = encode(id, method, params, wants_progress)?;
     let progress = wants_progress.then(|| Arc::new(ProgressState::new(options.on_progress.clone())));
     let (reply_tx, reply_rx) = oneshot::channel();
-    shared.register(id, PendingEntry { reply: reply_tx, progress: progress.clone() })?;
-    let mut guard = PendingGuard { shared, id, sent: false, done: !cancellable };
-    let kind = OutboundKind::Request { id: RequestId::Number(id), method: method.into() };
-    shared.sender.send(OutboundMessage::from_line(line, kind)).await?;
+    shared.register(
+        id,
+        PendingEntry {
+            reply: reply_tx,
+            progress: progress.clone(),
+        },
+    )?;
+    let mut guard = PendingGuard {
+        shared,
+        id,
+        sent: false,
+        done: !cancellable,
+    };
+    let kind = OutboundKind::Request {
+        id: RequestId::Number(id),
+        method: method.into(),
+    };
+    let timeout = options.timeout.unwrap_or(default_timeout);
+    let deadline = tokio::time::Instant::now() + timeout;
+    // A send that cannot complete at once (the transport's queue is full) waits within the
+    // request's deadline; the common path sets up no timer for it.
+    let mut send = shared.sender.send(OutboundMessage::from_line(line, kind));
+    let sent = match std::future::poll_fn(|cx| Poll::Ready(send.as_mut().poll(cx))).await {
+        Poll::Ready(sent) => sent,
+        Poll::Pending => match tokio::time::timeout_at(deadline, send).await {
+            Ok(sent) => sent,
+            Err(_) => {
+                return Err(ClientError::Timeout {
+                    method: method.to_owned(),
+                    after: timeout,
+                });
+            }
+        },
+    };
+    sent?;
     guard.sent = true;
 
-    let timeout = options.timeout.unwrap_or(default_timeout);
     let outcome = if options.reset_timeout_on_progress {
-        wait_resetting(reply_rx, timeout, options.max_total_timeout, progress.as_deref()).await
+        wait_resetting(
+            reply_rx,
+            deadline,
+            timeout,
+            options.max_total_timeout,
+            progress.as_deref(),
+        )
+        .await
     } else {
-        tokio::time::timeout(timeout, reply_rx).await.ok()
+        tokio::time::timeout_at(deadline, reply_rx).await.ok()
     };
     let Some(reply) = outcome else {
         guard.done = true;
@@ -141,12 +202,18 @@ pub(crate) async fn request<P: Serialize + ?Sized>(shared: &Arc<Shared>, method:
             // Bounded: a transport too busy to take the notification soon is not waited for.
             let _ = tokio::time::timeout(Duration::from_secs(1), send_cancelled(shared, id, &reason)).await;
         }
-        return Err(ClientError::Timeout { method: method.to_owned(), after: timeout });
+        return Err(ClientError::Timeout {
+            method: method.to_owned(),
+            after: timeout,
+        });
     };
     guard.done = true;
     match reply {
         Ok(Reply::Result(result)) => Ok(result),
-        Ok(Reply::Error(error)) => Err(ClientError::Rpc { method: method.to_owned(), error }),
+        Ok(Reply::Error(error)) => Err(ClientError::Rpc {
+            method: method.to_owned(),
+            error,
+        }),
         Ok(Reply::Failed(reason)) => Err(reason),
         Err(_) => Err(shared.closed_reason().unwrap_or(ClientError::SessionClosed)),
     }
@@ -154,10 +221,16 @@ pub(crate) async fn request<P: Serialize + ?Sized>(shared: &Arc<Shared>, method:
 
 /// Waits for the reply; each progress report pushes the deadline to `last report + timeout`,
 /// never past `start + max_total`.
-async fn wait_resetting(mut reply: oneshot::Receiver<Reply>, timeout: Duration, max_total: Option<Duration>, progress: Option<&ProgressState>) -> Option<Result<Reply, oneshot::error::RecvError>> {
+async fn wait_resetting(
+    mut reply: oneshot::Receiver<Reply>,
+    first_deadline: tokio::time::Instant,
+    timeout: Duration,
+    max_total: Option<Duration>,
+    progress: Option<&ProgressState>,
+) -> Option<Result<Reply, oneshot::error::RecvError>> {
     let start = Instant::now();
     let cap = max_total.map(|m| start + m);
-    let mut deadline = start + timeout;
+    let mut deadline = first_deadline.into_std();
     loop {
         let bounded = cap.map_or(deadline, |c| deadline.min(c));
         match tokio::time::timeout_at(bounded.into(), &mut reply).await {

@@ -12,10 +12,10 @@ use plexus_transport::{OutboundKind, OutboundMessage, TransportReceiver, Transpo
 use tokio::sync::{broadcast, oneshot, watch};
 use tokio::task::AbortHandle;
 
+use crate::ClientError;
 use crate::handler::{ClientHandler, ServerRequestContext};
 use crate::notifications::ServerNotification;
 use crate::progress::ProgressState;
-use crate::ClientError;
 
 /// At most this many server-to-client requests are handled at once; more are refused.
 pub(crate) const MAX_CONCURRENT_SERVER_REQUESTS: usize = 64;
@@ -161,8 +161,12 @@ impl Shared {
     /// Sends a notification, best effort (used for `notifications/cancelled`).
     pub(crate) async fn notify_raw(&self, method: &'static str, params: &serde_json::Value) -> Result<(), ClientError> {
         let mut line = Vec::with_capacity(96);
-        plexus_jsonrpc::encode_notification(&mut line, method, Some(params))
-            .map_err(|e| ClientError::InvalidParams { method: method.to_owned(), reason: e.to_string() })?;
+        plexus_jsonrpc::encode_notification(&mut line, method, Some(params)).map_err(|e| {
+            ClientError::InvalidParams {
+                method: method.to_owned(),
+                reason: e.to_string(),
+            }
+        })?;
         let message = OutboundMessage::from_line(line, OutboundKind::Notification { method: method.into() });
         self.sender.send(message).await.map_err(ClientError::from)
     }
@@ -220,7 +224,9 @@ impl Shared {
     }
 
     fn on_progress(&self, params: Option<&RawValue>) {
-        let Some(params) = params.and_then(|p| serde_json::from_str::<plexus_protocol::ProgressNotificationParams>(p.get()).ok()) else {
+        let Some(params) =
+            params.and_then(|p| serde_json::from_str::<plexus_protocol::ProgressNotificationParams>(p.get()).ok())
+        else {
             tracing::debug!(server = %self.name, "ignored a malformed progress notification");
             return;
         };
@@ -238,7 +244,10 @@ impl Shared {
     fn on_request(self: &Arc<Self>, request: Request) {
         if self.server_request_count.fetch_add(1, Ordering::Relaxed) >= MAX_CONCURRENT_SERVER_REQUESTS {
             self.server_request_count.fetch_sub(1, Ordering::Relaxed);
-            let error = ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("the client is already handling {MAX_CONCURRENT_SERVER_REQUESTS} requests of this server"));
+            let error = ErrorObject::new(
+                ErrorCode::INTERNAL_ERROR,
+                format!("the client is already handling {MAX_CONCURRENT_SERVER_REQUESTS} requests of this server"),
+            );
             self.spawn_reply(Response::error(Some(request.id), error));
             return;
         }
@@ -248,8 +257,12 @@ impl Shared {
         // Register under the lock before the task can finish and remove itself.
         let mut running = lock(&self.server_requests);
         let task = tokio::spawn(async move {
-            let context = ServerRequestContext { server: shared.name.clone(), request_id: request.id.clone() };
-            let outcome = crate::handler::dispatch(&*handler, request.method.as_ref(), request.params.as_deref(), context).await;
+            let context = ServerRequestContext {
+                server: shared.name.clone(),
+                request_id: request.id.clone(),
+            };
+            let outcome =
+                crate::handler::dispatch(&*handler, request.method.as_ref(), request.params.as_deref(), context).await;
             let response = match outcome {
                 Ok(result) => Response::success(request.id.clone(), result),
                 Err(error) => Response::error(Some(request.id.clone()), error),
@@ -257,7 +270,11 @@ impl Shared {
             if lock(&shared.server_requests).remove(&request.id).is_some() {
                 shared.server_request_count.fetch_sub(1, Ordering::Relaxed);
             }
-            if let Err(e) = shared.sender.send(OutboundMessage::from_message(&Message::Response(response))).await {
+            if let Err(e) = shared
+                .sender
+                .send(OutboundMessage::from_message(&Message::Response(response)))
+                .await
+            {
                 tracing::debug!(server = %shared.name, "could not answer the server's {}: {e}", request.method);
             }
         });
@@ -267,7 +284,10 @@ impl Shared {
     fn spawn_reply(self: &Arc<Self>, response: Response) {
         let shared = Arc::clone(self);
         tokio::spawn(async move {
-            let _ = shared.sender.send(OutboundMessage::from_message(&Message::Response(response))).await;
+            let _ = shared
+                .sender
+                .send(OutboundMessage::from_message(&Message::Response(response)))
+                .await;
         });
     }
 }

@@ -65,7 +65,11 @@ impl LineCodec {
 
     /// A codec accepting messages of at most `max_size` bytes (not counting the line ending).
     pub fn with_max_size(max_size: usize) -> Self {
-        LineCodec { max_size: max_size.max(1), scanned: 0, discarding: false }
+        LineCodec {
+            max_size: max_size.max(1),
+            scanned: 0,
+            discarding: false,
+        }
     }
 
     /// The limit in force.
@@ -173,11 +177,25 @@ mod tests {
         let input = b"\xff\xfe\n{nope\n[1,2]\n42\n{\"jsonrpc\":\"1.0\",\"method\":\"x\"}\n{\"jsonrpc\":\"2.0\"}\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
         let items = decode_all(&mut LineCodec::new(), input);
         assert_eq!(items.len(), 7);
-        assert_eq!(items[0].as_ref().unwrap_err(), &FrameError::Decode(DecodeError::InvalidUtf8 { offset: 0 }));
-        assert!(matches!(items[1], Err(FrameError::Decode(DecodeError::InvalidJson { .. }))));
+        assert_eq!(
+            items[0].as_ref().unwrap_err(),
+            &FrameError::Decode(DecodeError::InvalidUtf8 { offset: 0 })
+        );
+        assert!(matches!(
+            items[1],
+            Err(FrameError::Decode(DecodeError::InvalidJson { .. }))
+        ));
         assert_eq!(items[2].as_ref().unwrap_err(), &FrameError::Decode(DecodeError::Batch));
-        assert_eq!(items[3].as_ref().unwrap_err(), &FrameError::Decode(DecodeError::NotAnObject));
-        assert_eq!(items[4].as_ref().unwrap_err(), &FrameError::Decode(DecodeError::WrongVersion { found: "\"1.0\"".into() }));
+        assert_eq!(
+            items[3].as_ref().unwrap_err(),
+            &FrameError::Decode(DecodeError::NotAnObject)
+        );
+        assert_eq!(
+            items[4].as_ref().unwrap_err(),
+            &FrameError::Decode(DecodeError::WrongVersion {
+                found: "\"1.0\"".into()
+            })
+        );
         assert!(matches!(items[5], Err(FrameError::Decode(DecodeError::Invalid { .. }))));
         assert!(matches!(items[6], Ok(Message::Response(_))));
     }
@@ -187,7 +205,10 @@ mod tests {
         let mut codec = LineCodec::with_max_size(64);
         let mut buf = BytesMut::new();
         buf.extend_from_slice(&[b'x'; 100]);
-        assert!(matches!(codec.decode_line(&mut buf), Some(Err(FrameError::TooLarge { limit: 64 }))));
+        assert!(matches!(
+            codec.decode_line(&mut buf),
+            Some(Err(FrameError::TooLarge { limit: 64 }))
+        ));
         assert!(buf.is_empty());
         buf.extend_from_slice(&[b'y'; 100]);
         assert!(codec.decode_line(&mut buf).is_none());
@@ -208,7 +229,10 @@ mod tests {
         assert!(items[0].is_ok());
         let mut codec = LineCodec::with_max_size(msg.len() - 1);
         let items = decode_all(&mut codec, &input);
-        assert_eq!(items[0].as_ref().unwrap_err(), &FrameError::TooLarge { limit: msg.len() - 1 });
+        assert_eq!(
+            items[0].as_ref().unwrap_err(),
+            &FrameError::TooLarge { limit: msg.len() - 1 }
+        );
     }
 
     #[test]

@@ -58,7 +58,11 @@ pub struct ErrorObject {
 impl ErrorObject {
     /// An error object without data.
     pub fn new(code: i64, message: impl Into<String>) -> Self {
-        ErrorObject { code, message: message.into(), data: None }
+        ErrorObject {
+            code,
+            message: message.into(),
+            data: None,
+        }
     }
 }
 

@@ -98,7 +98,11 @@ mod tests {
 
     #[test]
     fn round_trips_numbers_and_strings() {
-        for (text, id) in [("7", RequestId::Number(7)), ("-3", RequestId::Number(-3)), (r#""a\nb""#, RequestId::from("a\nb"))] {
+        for (text, id) in [
+            ("7", RequestId::Number(7)),
+            ("-3", RequestId::Number(-3)),
+            (r#""a\nb""#, RequestId::from("a\nb")),
+        ] {
             let parsed: RequestId = serde_json::from_str(text).unwrap();
             assert_eq!(parsed, id);
             assert_eq!(serde_json::to_string(&parsed).unwrap(), text);
@@ -109,7 +113,17 @@ mod tests {
     fn refuses_null_float_and_huge() {
         let null = serde_json::from_str::<RequestId>("null").unwrap_err().to_string();
         assert!(null.contains("MCP forbids null ids"), "{null}");
-        assert!(serde_json::from_str::<RequestId>("1.5").unwrap_err().to_string().contains("not an integer"));
-        assert!(serde_json::from_str::<RequestId>("18446744073709551615").unwrap_err().to_string().contains("does not fit"));
+        assert!(
+            serde_json::from_str::<RequestId>("1.5")
+                .unwrap_err()
+                .to_string()
+                .contains("not an integer")
+        );
+        assert!(
+            serde_json::from_str::<RequestId>("18446744073709551615")
+                .unwrap_err()
+                .to_string()
+                .contains("does not fit")
+        );
     }
 }

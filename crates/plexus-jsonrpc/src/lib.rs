@@ -22,7 +22,9 @@ mod message;
 pub use codec::{DEFAULT_MAX_MESSAGE_SIZE, FrameError, LineCodec};
 pub use error::{ErrorCode, ErrorObject};
 pub use id::RequestId;
-pub use message::{DecodeError, Message, Notification, Request, Response, encode_notification, encode_request, encode_response};
+pub use message::{
+    DecodeError, Message, Notification, Request, Response, encode_notification, encode_request, encode_response,
+};
 pub use serde_json::value::RawValue;
 
 /// The only JSON-RPC version this crate speaks; every message carries it as `"jsonrpc"`.

@@ -42,12 +42,18 @@ pub struct Response {
 impl Response {
     /// A success response.
     pub fn success(id: RequestId, result: Box<RawValue>) -> Self {
-        Response { id: Some(id), outcome: Ok(result) }
+        Response {
+            id: Some(id),
+            outcome: Ok(result),
+        }
     }
 
     /// An error response.
     pub fn error(id: Option<RequestId>, error: ErrorObject) -> Self {
-        Response { id, outcome: Err(error) }
+        Response {
+            id,
+            outcome: Err(error),
+        }
     }
 
     /// Decodes the result into `T`, or returns the error object (a result that does not fit `T`
@@ -56,7 +62,10 @@ impl Response {
     pub fn into_result<T: DeserializeOwned>(self) -> Result<T, ErrorObject> {
         let raw = self.outcome?;
         serde_json::from_str(raw.get()).map_err(|e| {
-            ErrorObject::new(crate::ErrorCode::INVALID_PARAMS, format!("the result does not have the expected shape: {e}"))
+            ErrorObject::new(
+                crate::ErrorCode::INVALID_PARAMS,
+                format!("the result does not have the expected shape: {e}"),
+            )
         })
     }
 }
@@ -142,7 +151,9 @@ fn invalid(reason: impl Into<String>) -> DecodeError {
 impl Message {
     /// Decodes one message from bytes (no framing).
     pub fn from_slice(bytes: &[u8]) -> Result<Message, DecodeError> {
-        let text = std::str::from_utf8(bytes).map_err(|e| DecodeError::InvalidUtf8 { offset: e.valid_up_to() })?;
+        let text = std::str::from_utf8(bytes).map_err(|e| DecodeError::InvalidUtf8 {
+            offset: e.valid_up_to(),
+        })?;
         Message::from_str(text)
     }
 
@@ -174,13 +185,23 @@ impl Message {
         })?;
         match env.jsonrpc.map(RawValue::get) {
             Some("\"2.0\"") => {}
-            Some(other) => return Err(DecodeError::WrongVersion { found: other.to_owned() }),
-            None => return Err(DecodeError::WrongVersion { found: "missing".to_owned() }),
+            Some(other) => {
+                return Err(DecodeError::WrongVersion {
+                    found: other.to_owned(),
+                });
+            }
+            None => {
+                return Err(DecodeError::WrongVersion {
+                    found: "missing".to_owned(),
+                });
+            }
         }
         let id = match env.id {
             None => None,
             Some(raw) if raw.get() == "null" => Some(None),
-            Some(raw) => Some(Some(serde_json::from_str::<RequestId>(raw.get()).map_err(|e| invalid(format!("bad id: {e}")))?)),
+            Some(raw) => Some(Some(
+                serde_json::from_str::<RequestId>(raw.get()).map_err(|e| invalid(format!("bad id: {e}")))?,
+            )),
         };
         if let Some(method) = env.method {
             if env.result.is_some() || env.error.is_some() {
@@ -196,20 +217,28 @@ impl Message {
             };
             return match id {
                 None => Ok(Message::Notification(Notification { method, params })),
-                Some(None) => Err(invalid(format!("request {method} has a null id (MCP forbids null ids)"))),
+                Some(None) => Err(invalid(format!(
+                    "request {method} has a null id (MCP forbids null ids)"
+                ))),
                 Some(Some(id)) => Ok(Message::Request(Request { id, method, params })),
             };
         }
         match (env.result, env.error) {
             (Some(_), Some(_)) => Err(invalid("a response has both \"result\" and \"error\"")),
             (Some(result), None) => match id {
-                Some(Some(id)) => Ok(Message::Response(Response { id: Some(id), outcome: Ok(result) })),
+                Some(Some(id)) => Ok(Message::Response(Response {
+                    id: Some(id),
+                    outcome: Ok(result),
+                })),
                 _ => Err(invalid("a result response without an id")),
             },
             (None, Some(error)) => {
                 let error: ErrorObject =
                     serde_json::from_str(error.get()).map_err(|e| invalid(format!("bad \"error\" object: {e}")))?;
-                Ok(Message::Response(Response { id: id.flatten(), outcome: Err(error) }))
+                Ok(Message::Response(Response {
+                    id: id.flatten(),
+                    outcome: Err(error),
+                }))
             }
             (None, None) => Err(invalid("neither \"method\" nor \"result\" nor \"error\"")),
         }
@@ -297,7 +326,12 @@ impl Serialize for Message {
 
 /// Appends `,"key":value` (when there is a value), closes the object and the line. On a
 /// serialization error the output is truncated back to `start`.
-fn finish_object<P: Serialize + ?Sized>(out: &mut Vec<u8>, start: usize, key: &str, value: Option<&P>) -> Result<(), serde_json::Error> {
+fn finish_object<P: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    start: usize,
+    key: &str,
+    value: Option<&P>,
+) -> Result<(), serde_json::Error> {
     if let Some(value) = value {
         out.extend_from_slice(b",\"");
         out.extend_from_slice(key.as_bytes());
@@ -314,7 +348,12 @@ fn finish_object<P: Serialize + ?Sized>(out: &mut Vec<u8>, start: usize, key: &s
 
 /// Encodes a request line with typed params straight into `out`, without an intermediate [`Message`]
 /// or raw value.
-pub fn encode_request<P: Serialize + ?Sized>(out: &mut Vec<u8>, id: &RequestId, method: &str, params: Option<&P>) -> Result<(), serde_json::Error> {
+pub fn encode_request<P: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    id: &RequestId,
+    method: &str,
+    params: Option<&P>,
+) -> Result<(), serde_json::Error> {
     let start = out.len();
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     serde_json::to_writer(&mut *out, id)?;
@@ -324,7 +363,11 @@ pub fn encode_request<P: Serialize + ?Sized>(out: &mut Vec<u8>, id: &RequestId, 
 }
 
 /// Encodes a notification line with typed params.
-pub fn encode_notification<P: Serialize + ?Sized>(out: &mut Vec<u8>, method: &str, params: Option<&P>) -> Result<(), serde_json::Error> {
+pub fn encode_notification<P: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    method: &str,
+    params: Option<&P>,
+) -> Result<(), serde_json::Error> {
     let start = out.len();
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":");
     serde_json::to_writer(&mut *out, method)?;
@@ -332,7 +375,11 @@ pub fn encode_notification<P: Serialize + ?Sized>(out: &mut Vec<u8>, method: &st
 }
 
 /// Encodes a success response line with a typed result.
-pub fn encode_response<R: Serialize + ?Sized>(out: &mut Vec<u8>, id: &RequestId, result: &R) -> Result<(), serde_json::Error> {
+pub fn encode_response<R: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    id: &RequestId,
+    result: &R,
+) -> Result<(), serde_json::Error> {
     let start = out.len();
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     serde_json::to_writer(&mut *out, id)?;

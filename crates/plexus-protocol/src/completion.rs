@@ -85,11 +85,7 @@ pub struct CompleteRequestParams {
 
 impl CompleteRequestParams {
     /// The params that complete argument `name`, typed so far as `value`, of `reference`.
-    pub fn new(
-        reference: CompletionReference,
-        name: impl Into<String>,
-        value: impl Into<String>,
-    ) -> Self {
+    pub fn new(reference: CompletionReference, name: impl Into<String>, value: impl Into<String>) -> Self {
         CompleteRequestParams {
             reference,
             argument: CompletionArgument {

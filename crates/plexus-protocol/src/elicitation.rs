@@ -13,10 +13,9 @@ use crate::tasks::TaskMetadata;
 use crate::{JsonObject, RequestMeta};
 
 pub use schema::{
-    BooleanSchema, LegacyTitledEnumSchema, NumberSchema, NumberType, PrimitiveSchemaDefinition,
-    RequestedSchema, StringFormat, StringSchema, TitledEnumItems, TitledEnumOption,
-    TitledMultiSelectEnumSchema, TitledSingleSelectEnumSchema, UntitledEnumItems,
-    UntitledMultiSelectEnumSchema, UntitledSingleSelectEnumSchema,
+    BooleanSchema, LegacyTitledEnumSchema, NumberSchema, NumberType, PrimitiveSchemaDefinition, RequestedSchema,
+    StringFormat, StringSchema, TitledEnumItems, TitledEnumOption, TitledMultiSelectEnumSchema,
+    TitledSingleSelectEnumSchema, UntitledEnumItems, UntitledMultiSelectEnumSchema, UntitledSingleSelectEnumSchema,
 };
 
 /// The params of a form-mode `elicitation/create`: a message and a flat schema of the fields to ask for.
@@ -82,10 +81,9 @@ impl ElicitRequestParams {
         match self {
             ElicitRequestParams::Form(form) => &form.message,
             ElicitRequestParams::Url(url) => &url.message,
-            ElicitRequestParams::Unknown(object) => object
-                .get("message")
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or(""),
+            ElicitRequestParams::Unknown(object) => {
+                object.get("message").and_then(serde_json::Value::as_str).unwrap_or("")
+            }
         }
     }
 }
@@ -156,8 +154,7 @@ impl<'de> Deserialize<'de> for ElicitValue {
             }
 
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<ElicitValue, A::Error> {
-                Vec::deserialize(de::value::SeqAccessDeserializer::new(seq))
-                    .map(ElicitValue::StringArray)
+                Vec::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(ElicitValue::StringArray)
             }
         }
 

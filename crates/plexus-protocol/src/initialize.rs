@@ -25,11 +25,7 @@ pub struct InitializeRequestParams {
 
 impl InitializeRequestParams {
     /// The params that offer `version`.
-    pub fn new(
-        version: ProtocolVersion,
-        capabilities: ClientCapabilities,
-        client_info: Implementation,
-    ) -> Self {
+    pub fn new(version: ProtocolVersion, capabilities: ClientCapabilities, client_info: Implementation) -> Self {
         InitializeRequestParams {
             protocol_version: version.as_str().to_owned(),
             capabilities,

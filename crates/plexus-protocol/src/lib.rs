@@ -77,58 +77,49 @@ mod tools;
 pub mod version;
 
 pub use capabilities::{
-    ClientCapabilities, ClientTaskRequests, ClientTasksCapability, ElicitationCapability,
-    ElicitationTaskRequests, PromptsCapability, ResourcesCapability, RootsCapability,
-    SamplingCapability, SamplingTaskRequests, ServerCapabilities, ServerTaskRequests,
-    ServerTasksCapability, ToolTaskRequests, ToolsCapability,
+    ClientCapabilities, ClientTaskRequests, ClientTasksCapability, ElicitationCapability, ElicitationTaskRequests,
+    PromptsCapability, ResourcesCapability, RootsCapability, SamplingCapability, SamplingTaskRequests,
+    ServerCapabilities, ServerTaskRequests, ServerTasksCapability, ToolTaskRequests, ToolsCapability,
 };
 pub use common::{
-    Annotations, EmptyResult, Icon, IconTheme, Implementation, NotificationParams,
-    PaginatedRequestParams, ProgressToken, RequestMeta, RequestParams, Role,
+    Annotations, EmptyResult, Icon, IconTheme, Implementation, NotificationParams, PaginatedRequestParams,
+    ProgressToken, RequestMeta, RequestParams, Role,
 };
 pub use completion::{
-    CompleteRequestParams, CompleteResult, Completion, CompletionArgument, CompletionContext,
-    CompletionReference, PromptReference, ResourceTemplateReference,
+    CompleteRequestParams, CompleteResult, Completion, CompletionArgument, CompletionContext, CompletionReference,
+    PromptReference, ResourceTemplateReference,
 };
 pub use content::{
-    AudioContent, ContentBlock, EmbeddedResource, ImageContent, MediaContent, SamplingContentBlock,
-    TextContent, ToolResultContent, ToolUseContent,
+    AudioContent, ContentBlock, EmbeddedResource, ImageContent, MediaContent, SamplingContentBlock, TextContent,
+    ToolResultContent, ToolUseContent,
 };
 pub use elicitation::{
-    BooleanSchema, ElicitAction, ElicitRequestFormParams, ElicitRequestParams,
-    ElicitRequestUrlParams, ElicitResult, ElicitValue, ElicitationCompleteNotificationParams,
-    LegacyTitledEnumSchema, NumberSchema, NumberType, PrimitiveSchemaDefinition, RequestedSchema,
-    StringFormat, StringSchema, TitledEnumItems, TitledEnumOption, TitledMultiSelectEnumSchema,
-    TitledSingleSelectEnumSchema, UntitledEnumItems, UntitledMultiSelectEnumSchema,
+    BooleanSchema, ElicitAction, ElicitRequestFormParams, ElicitRequestParams, ElicitRequestUrlParams, ElicitResult,
+    ElicitValue, ElicitationCompleteNotificationParams, LegacyTitledEnumSchema, NumberSchema, NumberType,
+    PrimitiveSchemaDefinition, RequestedSchema, StringFormat, StringSchema, TitledEnumItems, TitledEnumOption,
+    TitledMultiSelectEnumSchema, TitledSingleSelectEnumSchema, UntitledEnumItems, UntitledMultiSelectEnumSchema,
     UntitledSingleSelectEnumSchema, UrlElicitationRequiredErrorData,
 };
 pub use initialize::{InitializeRequestParams, InitializeResult};
-pub use logging::{
-    LoggingLevel, LoggingMessageNotificationParams, ParseLoggingLevelError, SetLevelRequestParams,
-};
+pub use logging::{LoggingLevel, LoggingMessageNotificationParams, ParseLoggingLevelError, SetLevelRequestParams};
 pub use notifications::{CancelledNotificationParams, ProgressNotificationParams};
-pub use prompts::{
-    GetPromptRequestParams, GetPromptResult, ListPromptsResult, Prompt, PromptArgument,
-    PromptMessage,
-};
+pub use prompts::{GetPromptRequestParams, GetPromptResult, ListPromptsResult, Prompt, PromptArgument, PromptMessage};
 pub use resources::{
-    BlobResourceContents, ListResourceTemplatesResult, ListResourcesResult,
-    ReadResourceRequestParams, ReadResourceResult, Resource, ResourceContents,
-    ResourceRequestParams, ResourceTemplate, ResourceUpdatedNotificationParams,
-    SubscribeRequestParams, TextResourceContents, UnsubscribeRequestParams,
+    BlobResourceContents, ListResourceTemplatesResult, ListResourcesResult, ReadResourceRequestParams,
+    ReadResourceResult, Resource, ResourceContents, ResourceRequestParams, ResourceTemplate,
+    ResourceUpdatedNotificationParams, SubscribeRequestParams, TextResourceContents, UnsubscribeRequestParams,
 };
 pub use roots::{ListRootsResult, Root};
 pub use sampling::{
-    CreateMessageRequestParams, CreateMessageResult, IncludeContext, ModelHint, ModelPreferences,
-    SamplingContent, SamplingMessage, StopReason, ToolChoice, ToolChoiceMode,
+    CreateMessageRequestParams, CreateMessageResult, IncludeContext, ModelHint, ModelPreferences, SamplingContent,
+    SamplingMessage, StopReason, ToolChoice, ToolChoiceMode,
 };
 pub use tasks::{
-    CancelTaskResult, CreateTaskResult, GetTaskResult, ListTasksResult, Task, TaskMetadata,
-    TaskRequestParams, TaskStatus, TaskStatusNotificationParams,
+    CancelTaskResult, CreateTaskResult, GetTaskResult, ListTasksResult, Task, TaskMetadata, TaskRequestParams,
+    TaskStatus, TaskStatusNotificationParams,
 };
 pub use tools::{
-    CallToolRequestParams, CallToolResult, ListToolsResult, TaskSupport, Tool, ToolAnnotations,
-    ToolExecution,
+    CallToolRequestParams, CallToolResult, ListToolsResult, TaskSupport, Tool, ToolAnnotations, ToolExecution,
 };
 pub use version::{NegotiationError, ParseVersionError, ProtocolVersion};
 

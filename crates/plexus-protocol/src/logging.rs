@@ -81,9 +81,7 @@ impl FromStr for LoggingLevel {
         LoggingLevel::ALL
             .into_iter()
             .find(|level| level.as_str() == s)
-            .ok_or_else(|| ParseLoggingLevelError {
-                level: s.to_owned(),
-            })
+            .ok_or_else(|| ParseLoggingLevelError { level: s.to_owned() })
     }
 }
 

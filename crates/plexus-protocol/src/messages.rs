@@ -6,16 +6,14 @@ use serde::de::DeserializeOwned;
 
 use crate::methods;
 use crate::{
-    CallToolRequestParams, CallToolResult, CancelTaskResult, CancelledNotificationParams,
-    CompleteRequestParams, CompleteResult, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, ElicitationCompleteNotificationParams, EmptyResult,
-    GetPromptRequestParams, GetPromptResult, GetTaskResult, InitializeRequestParams,
-    InitializeResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListRootsResult, ListTasksResult, ListToolsResult,
-    LoggingMessageNotificationParams, NotificationParams, PaginatedRequestParams,
-    ProgressNotificationParams, ReadResourceRequestParams, ReadResourceResult, RequestParams,
-    ResourceUpdatedNotificationParams, SetLevelRequestParams, SubscribeRequestParams,
-    TaskRequestParams, TaskStatusNotificationParams, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResult, CancelTaskResult, CancelledNotificationParams, CompleteRequestParams,
+    CompleteResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationCompleteNotificationParams, EmptyResult, GetPromptRequestParams, GetPromptResult, GetTaskResult,
+    InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListRootsResult, ListTasksResult, ListToolsResult, LoggingMessageNotificationParams,
+    NotificationParams, PaginatedRequestParams, ProgressNotificationParams, ReadResourceRequestParams,
+    ReadResourceResult, RequestParams, ResourceUpdatedNotificationParams, SetLevelRequestParams,
+    SubscribeRequestParams, TaskRequestParams, TaskStatusNotificationParams, UnsubscribeRequestParams,
 };
 
 /// An MCP request method: its name, the type of its params and the type of its result.

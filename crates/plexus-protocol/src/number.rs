@@ -14,10 +14,7 @@ const EXACT_INTEGER_LIMIT: f64 = 9_007_199_254_740_992.0;
 #[allow(clippy::trivially_copy_pass_by_ref)] // the signature serde's `serialize_with` requires
 pub(crate) fn serialize<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
     // `-0.0` stays a float: as the integer `0` it would lose its sign.
-    if value.fract() == 0.0
-        && value.abs() < EXACT_INTEGER_LIMIT
-        && !(*value == 0.0 && value.is_sign_negative())
-    {
+    if value.fract() == 0.0 && value.abs() < EXACT_INTEGER_LIMIT && !(*value == 0.0 && value.is_sign_negative()) {
         #[allow(clippy::cast_possible_truncation)] // integral and within ±2^53: exact
         serializer.serialize_i64(*value as i64)
     } else {
@@ -27,10 +24,7 @@ pub(crate) fn serialize<S: Serializer>(value: &f64, serializer: S) -> Result<S::
 
 /// Serializes an optional `f64` (the field is skipped when `None`), integral values as integers.
 #[allow(clippy::ref_option)] // the signature serde's `serialize_with` requires
-pub(crate) fn serialize_option<S: Serializer>(
-    value: &Option<f64>,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
+pub(crate) fn serialize_option<S: Serializer>(value: &Option<f64>, serializer: S) -> Result<S::Ok, S::Error> {
     match value {
         Some(value) => serialize(value, serializer),
         None => serializer.serialize_none(),

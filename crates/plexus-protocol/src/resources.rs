@@ -170,9 +170,7 @@ impl<'de> Deserialize<'de> for ResourceContents {
                         "resource contents of {uri} have neither `text` nor `blob`"
                     )));
                 };
-                decoded.map_err(|err| {
-                    de::Error::custom(format_args!("invalid {kind} resource contents: {err}"))
-                })
+                decoded.map_err(|err| de::Error::custom(format_args!("invalid {kind} resource contents: {err}")))
             }
         }
 

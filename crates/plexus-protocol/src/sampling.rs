@@ -53,8 +53,7 @@ impl<'de> Deserialize<'de> for SamplingContent {
             }
 
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<SamplingContent, A::Error> {
-                Vec::deserialize(de::value::SeqAccessDeserializer::new(seq))
-                    .map(SamplingContent::Multiple)
+                Vec::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(SamplingContent::Multiple)
             }
         }
 
@@ -237,11 +236,7 @@ pub struct CreateMessageResult {
 
 impl CreateMessageResult {
     /// An assistant message from `model` with `content`.
-    pub fn new(
-        model: impl Into<String>,
-        content: impl Into<SamplingContent>,
-        stop_reason: Option<StopReason>,
-    ) -> Self {
+    pub fn new(model: impl Into<String>, content: impl Into<SamplingContent>, stop_reason: Option<StopReason>) -> Self {
         CreateMessageResult {
             role: Role::Assistant,
             content: content.into(),

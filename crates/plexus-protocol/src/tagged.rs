@@ -27,11 +27,7 @@ pub(crate) fn take_tag<E: Error>(
 }
 
 /// Decodes `object` (tag already removed) as one variant; the error names `what` and the variant's `kind`.
-pub(crate) fn decode<T: DeserializeOwned, E: Error>(
-    object: JsonObject,
-    what: &str,
-    kind: &str,
-) -> Result<T, E> {
+pub(crate) fn decode<T: DeserializeOwned, E: Error>(object: JsonObject, what: &str, kind: &str) -> Result<T, E> {
     serde_json::from_value(Value::Object(object))
         .map_err(|err| E::custom(format_args!("invalid {what} ({kind}): {err}")))
 }

@@ -34,10 +34,7 @@ open_string_enum! {
 impl TaskStatus {
     /// Whether the task has finished (completed, failed or cancelled).
     pub fn is_terminal(&self) -> bool {
-        matches!(
-            self,
-            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
-        )
+        matches!(self, TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled)
     }
 }
 

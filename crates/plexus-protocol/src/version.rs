@@ -170,9 +170,7 @@ impl FromStr for ProtocolVersion {
         ProtocolVersion::SUPPORTED
             .into_iter()
             .find(|version| version.as_str() == s)
-            .ok_or_else(|| ParseVersionError {
-                version: s.to_owned(),
-            })
+            .ok_or_else(|| ParseVersionError { version: s.to_owned() })
     }
 }
 

@@ -8,21 +8,18 @@ use std::path::Path;
 
 use plexus_jsonrpc::{ErrorObject, Message};
 use plexus_protocol::messages::{
-    CallToolRequest, CancelledNotification, CompleteRequest, CreateMessageRequest, ElicitRequest,
-    GetPromptRequest, ListPromptsRequest, ListResourceTemplatesRequest, ListResourcesRequest,
-    ListRootsRequest, ListToolsRequest, LoggingMessageNotification, McpNotification, McpRequest,
-    ProgressNotification, PromptListChangedNotification, ReadResourceRequest,
-    ResourceListChangedNotification, ResourceUpdatedNotification, ToolListChangedNotification,
+    CallToolRequest, CancelledNotification, CompleteRequest, CreateMessageRequest, ElicitRequest, GetPromptRequest,
+    ListPromptsRequest, ListResourceTemplatesRequest, ListResourcesRequest, ListRootsRequest, ListToolsRequest,
+    LoggingMessageNotification, McpNotification, McpRequest, ProgressNotification, PromptListChangedNotification,
+    ReadResourceRequest, ResourceListChangedNotification, ResourceUpdatedNotification, ToolListChangedNotification,
 };
 use plexus_protocol::{
-    CallToolRequestParams, CallToolResult, CancelledNotificationParams, ClientCapabilities,
-    CompleteRequestParams, CompleteResult, ContentBlock, CreateMessageRequestParams,
-    CreateMessageResult, ElicitRequestParams, ElicitResult, GetPromptRequestParams,
-    GetPromptResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListRootsResult, ListToolsResult, LoggingMessageNotificationParams, ModelPreferences,
-    PaginatedRequestParams, PrimitiveSchemaDefinition, ProgressNotificationParams,
-    ReadResourceResult, Resource, ResourceContents, ResourceUpdatedNotificationParams, Root,
-    SamplingContentBlock, SamplingMessage, ServerCapabilities, Tool,
+    CallToolRequestParams, CallToolResult, CancelledNotificationParams, ClientCapabilities, CompleteRequestParams,
+    CompleteResult, ContentBlock, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    GetPromptRequestParams, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListRootsResult, ListToolsResult, LoggingMessageNotificationParams, ModelPreferences, PaginatedRequestParams,
+    PrimitiveSchemaDefinition, ProgressNotificationParams, ReadResourceResult, Resource, ResourceContents,
+    ResourceUpdatedNotificationParams, Root, SamplingContentBlock, SamplingMessage, ServerCapabilities, Tool,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -100,10 +97,7 @@ fn field_schema(kind: &'static str) -> Check {
 }
 
 /// Replaces `message[key]`, when present, by its decoded-and-encoded form.
-fn roundtrip_member<T: DeserializeOwned + Serialize>(
-    message: &Value,
-    key: &str,
-) -> Result<Value, String> {
+fn roundtrip_member<T: DeserializeOwned + Serialize>(message: &Value, key: &str) -> Result<Value, String> {
     let mut message = message.clone();
     if let Some(member) = message.get(key) {
         let again = encode(&decode::<T>(member).map_err(|err| format!("`{key}` {err}"))?)?;
@@ -143,8 +137,7 @@ fn response<R: McpRequest>() -> Check {
 /// A JSON-RPC error response, through `plexus_jsonrpc`.
 fn error_response() -> Check {
     Box::new(|message| {
-        let decoded = Message::from_str(&message.to_string())
-            .map_err(|err| format!("does not decode: {err}"))?;
+        let decoded = Message::from_str(&message.to_string()).map_err(|err| format!("does not decode: {err}"))?;
         match &decoded {
             Message::Response(response) if response.outcome.is_err() => {}
             other => return Err(format!("is not an error response: {other:?}")),
@@ -168,44 +161,26 @@ fn covered() -> BTreeMap<&'static str, Check> {
         ("StringSchema", field_schema("string")),
         ("NumberSchema", field_schema("number")),
         ("BooleanSchema", field_schema("boolean")),
-        (
-            "UntitledSingleSelectEnumSchema",
-            field_schema("untitled single"),
-        ),
-        (
-            "TitledSingleSelectEnumSchema",
-            field_schema("titled single"),
-        ),
-        (
-            "UntitledMultiSelectEnumSchema",
-            field_schema("untitled multi"),
-        ),
+        ("UntitledSingleSelectEnumSchema", field_schema("untitled single")),
+        ("TitledSingleSelectEnumSchema", field_schema("titled single")),
+        ("UntitledMultiSelectEnumSchema", field_schema("untitled multi")),
         ("TitledMultiSelectEnumSchema", field_schema("titled multi")),
         ("ElicitRequestFormParams", elicitation("form")),
         ("ElicitRequestURLParams", elicitation("url")),
         ("CallToolRequestParams", plain::<CallToolRequestParams>()),
         ("CallToolResult", plain::<CallToolResult>()),
-        (
-            "CancelledNotificationParams",
-            plain::<CancelledNotificationParams>(),
-        ),
+        ("CancelledNotificationParams", plain::<CancelledNotificationParams>()),
         ("ClientCapabilities", plain::<ClientCapabilities>()),
         ("ServerCapabilities", plain::<ServerCapabilities>()),
         ("CompleteRequestParams", plain::<CompleteRequestParams>()),
         ("CompleteResult", plain::<CompleteResult>()),
-        (
-            "CreateMessageRequestParams",
-            plain::<CreateMessageRequestParams>(),
-        ),
+        ("CreateMessageRequestParams", plain::<CreateMessageRequestParams>()),
         ("CreateMessageResult", plain::<CreateMessageResult>()),
         ("ElicitResult", plain::<ElicitResult>()),
         ("GetPromptRequestParams", plain::<GetPromptRequestParams>()),
         ("GetPromptResult", plain::<GetPromptResult>()),
         ("ListPromptsResult", plain::<ListPromptsResult>()),
-        (
-            "ListResourceTemplatesResult",
-            plain::<ListResourceTemplatesResult>(),
-        ),
+        ("ListResourceTemplatesResult", plain::<ListResourceTemplatesResult>()),
         ("ListResourcesResult", plain::<ListResourcesResult>()),
         ("ListRootsResult", plain::<ListRootsResult>()),
         ("ListToolsResult", plain::<ListToolsResult>()),
@@ -215,10 +190,7 @@ fn covered() -> BTreeMap<&'static str, Check> {
         ),
         ("ModelPreferences", plain::<ModelPreferences>()),
         ("PaginatedRequestParams", plain::<PaginatedRequestParams>()),
-        (
-            "ProgressNotificationParams",
-            plain::<ProgressNotificationParams>(),
-        ),
+        ("ProgressNotificationParams", plain::<ProgressNotificationParams>()),
         ("ReadResourceResult", plain::<ReadResourceResult>()),
         ("Resource", plain::<Resource>()),
         (
@@ -242,18 +214,12 @@ fn covered() -> BTreeMap<&'static str, Check> {
         ("ListRootsRequest", request::<ListRootsRequest>()),
         ("ListToolsRequest", request::<ListToolsRequest>()),
         ("ReadResourceRequest", request::<ReadResourceRequest>()),
-        (
-            "CancelledNotification",
-            notification::<CancelledNotification>(),
-        ),
+        ("CancelledNotification", notification::<CancelledNotification>()),
         (
             "LoggingMessageNotification",
             notification::<LoggingMessageNotification>(),
         ),
-        (
-            "ProgressNotification",
-            notification::<ProgressNotification>(),
-        ),
+        ("ProgressNotification", notification::<ProgressNotification>()),
         (
             "PromptListChangedNotification",
             notification::<PromptListChangedNotification>(),
@@ -273,23 +239,14 @@ fn covered() -> BTreeMap<&'static str, Check> {
         ("CallToolResultResponse", response::<CallToolRequest>()),
         ("CompleteResultResponse", response::<CompleteRequest>()),
         ("GetPromptResultResponse", response::<GetPromptRequest>()),
-        (
-            "ListPromptsResultResponse",
-            response::<ListPromptsRequest>(),
-        ),
+        ("ListPromptsResultResponse", response::<ListPromptsRequest>()),
         (
             "ListResourceTemplatesResultResponse",
             response::<ListResourceTemplatesRequest>(),
         ),
-        (
-            "ListResourcesResultResponse",
-            response::<ListResourcesRequest>(),
-        ),
+        ("ListResourcesResultResponse", response::<ListResourcesRequest>()),
         ("ListToolsResultResponse", response::<ListToolsRequest>()),
-        (
-            "ReadResourceResultResponse",
-            response::<ReadResourceRequest>(),
-        ),
+        ("ReadResourceResultResponse", response::<ReadResourceRequest>()),
         ("HeaderMismatchError", error_response()),
         ("MissingRequiredClientCapabilityError", error_response()),
         ("UnsupportedProtocolVersionError", error_response()),
@@ -314,10 +271,7 @@ const SKIPPED: &[(&str, &str)] = &[
         "DiscoverResultResponse",
         "`server/discover` is new in 2026-07-28 (stateless era)",
     ),
-    (
-        "InputRequests",
-        "multi-round-trip input requests are new in 2026-07-28",
-    ),
+    ("InputRequests", "multi-round-trip input requests are new in 2026-07-28"),
     (
         "InputRequiredResult",
         "multi-round-trip input requests are new in 2026-07-28",
@@ -383,9 +337,7 @@ fn every_example_round_trips_or_is_skipped_with_a_reason() {
     }
     for name in covered.keys().chain(skipped.keys()) {
         if !seen.iter().any(|seen| seen == name) {
-            failures.push(format!(
-                "{name}: listed here, but there is no such example directory"
-            ));
+            failures.push(format!("{name}: listed here, but there is no such example directory"));
         }
     }
     assert!(

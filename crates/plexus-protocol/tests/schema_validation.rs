@@ -8,21 +8,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use plexus_jsonrpc::RequestId;
 use plexus_protocol::messages::{
     CallToolRequest, CancelledNotification, CompleteRequest, GetPromptRequest, InitializeRequest,
-    InitializedNotification, ListPromptsRequest, ListResourceTemplatesRequest,
-    ListResourcesRequest, ListToolsRequest, McpNotification, McpRequest, PingRequest,
-    ProgressNotification, ReadResourceRequest, RootsListChangedNotification, SetLevelRequest,
-    SubscribeRequest, UnsubscribeRequest,
+    InitializedNotification, ListPromptsRequest, ListResourceTemplatesRequest, ListResourcesRequest, ListToolsRequest,
+    McpNotification, McpRequest, PingRequest, ProgressNotification, ReadResourceRequest, RootsListChangedNotification,
+    SetLevelRequest, SubscribeRequest, UnsubscribeRequest,
 };
 use plexus_protocol::{
-    CallToolRequestParams, CancelledNotificationParams, ClientCapabilities, ClientTaskRequests,
-    ClientTasksCapability, CompleteRequestParams, CompletionContext, CompletionReference,
-    CreateMessageResult, ElicitResult, ElicitValue, ElicitationCapability, ElicitationTaskRequests,
-    EmptyResult, GetPromptRequestParams, Icon, Implementation, InitializeRequestParams, JsonObject,
-    ListRootsResult, LoggingLevel, MediaContent, NotificationParams, PaginatedRequestParams,
-    ProgressNotificationParams, PromptReference, ProtocolVersion, ReadResourceRequestParams,
-    RequestMeta, RequestParams, ResourceTemplateReference, Root, RootsCapability,
-    SamplingCapability, SamplingContent, SamplingContentBlock, SamplingTaskRequests,
-    SetLevelRequestParams, StopReason, TaskMetadata, ToolUseContent, methods,
+    CallToolRequestParams, CancelledNotificationParams, ClientCapabilities, ClientTaskRequests, ClientTasksCapability,
+    CompleteRequestParams, CompletionContext, CompletionReference, CreateMessageResult, ElicitResult, ElicitValue,
+    ElicitationCapability, ElicitationTaskRequests, EmptyResult, GetPromptRequestParams, Icon, Implementation,
+    InitializeRequestParams, JsonObject, ListRootsResult, LoggingLevel, MediaContent, NotificationParams,
+    PaginatedRequestParams, ProgressNotificationParams, PromptReference, ProtocolVersion, ReadResourceRequestParams,
+    RequestMeta, RequestParams, ResourceTemplateReference, Root, RootsCapability, SamplingCapability, SamplingContent,
+    SamplingContentBlock, SamplingTaskRequests, SetLevelRequestParams, StopReason, TaskMetadata, ToolUseContent,
+    methods,
 };
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -37,9 +35,7 @@ struct Schema {
 
 impl Schema {
     fn load(version: ProtocolVersion) -> Schema {
-        let path = support::spec_dir()
-            .join(version.as_str())
-            .join("schema.json");
+        let path = support::spec_dir().join(version.as_str()).join("schema.json");
         let root = support::read_json(&path);
         let defs_key = if root.get("$defs").is_some() {
             "$defs"
@@ -82,11 +78,7 @@ impl Schema {
 
     /// The errors of `instance` against definition `name`; panics when the schema lacks it.
     fn errors(&self, name: &str, instance: &Value) -> Vec<String> {
-        assert!(
-            self.has(name),
-            "the {} schema has no definition {name}",
-            self.version
-        );
+        assert!(self.has(name), "the {} schema has no definition {name}", self.version);
         let wrapper = json!({
             "$schema": self.root["$schema"],
             self.defs_key: self.root[self.defs_key],
@@ -95,12 +87,7 @@ impl Schema {
         let validator = jsonschema::options()
             .should_validate_formats(true)
             .build(&wrapper)
-            .unwrap_or_else(|err| {
-                panic!(
-                    "cannot build a validator for {name} of {}: {err}",
-                    self.version
-                )
-            });
+            .unwrap_or_else(|err| panic!("cannot build a validator for {name} of {}: {err}", self.version));
         validator
             .iter_errors(instance)
             .map(|err| format!("{err} (at `{}`)", err.instance_path))
@@ -111,8 +98,7 @@ impl Schema {
 /// A request line as the client encodes it, parsed back.
 fn request<R: McpRequest>(id: i64, params: &R::Params) -> Value {
     let mut line = Vec::new();
-    plexus_jsonrpc::encode_request(&mut line, &RequestId::Number(id), R::METHOD, Some(params))
-        .unwrap();
+    plexus_jsonrpc::encode_request(&mut line, &RequestId::Number(id), R::METHOD, Some(params)).unwrap();
     serde_json::from_slice(&line).unwrap()
 }
 
@@ -142,10 +128,7 @@ fn client_capabilities(version: ProtocolVersion) -> ClientCapabilities {
             ..Default::default()
         }),
         sampling: Some(SamplingCapability::default()),
-        experimental: Some(BTreeMap::from([(
-            "plexus/demo".to_owned(),
-            JsonObject::new(),
-        )])),
+        experimental: Some(BTreeMap::from([("plexus/demo".to_owned(), JsonObject::new())])),
         ..Default::default()
     };
     if version.has_elicitation() {
@@ -212,31 +195,21 @@ fn client_messages(version: ProtocolVersion) -> Vec<(&'static str, Value)> {
             "InitializeRequest",
             request::<InitializeRequest>(
                 0,
-                &InitializeRequestParams::new(
-                    version,
-                    client_capabilities(version),
-                    client_info(version),
-                ),
+                &InitializeRequestParams::new(version, client_capabilities(version), client_info(version)),
             ),
         ),
         (
             "InitializedNotification",
             notification::<InitializedNotification>(&NotificationParams::default()),
         ),
-        (
-            "PingRequest",
-            request::<PingRequest>(1, &RequestParams::default()),
-        ),
+        ("PingRequest", request::<PingRequest>(1, &RequestParams::default())),
         (
             "ListToolsRequest",
             request::<ListToolsRequest>(2, &PaginatedRequestParams::default()),
         ),
         (
             "ListToolsRequest",
-            request::<ListToolsRequest>(
-                3,
-                &PaginatedRequestParams::page(Some("page-2".to_owned())),
-            ),
+            request::<ListToolsRequest>(3, &PaginatedRequestParams::page(Some("page-2".to_owned()))),
         ),
         (
             "ListResourcesRequest",
@@ -268,10 +241,7 @@ fn client_messages(version: ProtocolVersion) -> Vec<(&'static str, Value)> {
                 10,
                 &GetPromptRequestParams::new(
                     "code_review",
-                    Some(BTreeMap::from([(
-                        "code".to_owned(),
-                        "fn main() {}".to_owned(),
-                    )])),
+                    Some(BTreeMap::from([("code".to_owned(), "fn main() {}".to_owned())])),
                 ),
             ),
         ),
@@ -323,11 +293,7 @@ fn client_messages(version: ProtocolVersion) -> Vec<(&'static str, Value)> {
         ),
         (
             "ProgressNotification",
-            notification::<ProgressNotification>(&ProgressNotificationParams::new(
-                7,
-                0.5,
-                Some(1.0),
-            )),
+            notification::<ProgressNotification>(&ProgressNotificationParams::new(7, 0.5, Some(1.0))),
         ),
         (
             "RootsListChangedNotification",
@@ -372,10 +338,7 @@ fn client_messages(version: ProtocolVersion) -> Vec<(&'static str, Value)> {
 fn feature_messages(version: ProtocolVersion) -> Vec<(&'static str, Value)> {
     let progress = Some(RequestMeta::with_progress_token("call-7"));
     let mut messages = Vec::new();
-    let mut call = CallToolRequestParams::new(
-        "get_weather",
-        Some(object(json!({"city": "Paris", "days": 3}))),
-    );
+    let mut call = CallToolRequestParams::new("get_weather", Some(object(json!({"city": "Paris", "days": 3}))));
     call.meta.clone_from(&progress);
     messages.push(("CallToolRequest", request::<CallToolRequest>(14, &call)));
     messages.push((
@@ -384,18 +347,12 @@ fn feature_messages(version: ProtocolVersion) -> Vec<(&'static str, Value)> {
     ));
     let mut read = ReadResourceRequestParams::new("https://example.com/data.json");
     read.meta = progress;
-    messages.push((
-        "ReadResourceRequest",
-        request::<ReadResourceRequest>(16, &read),
-    ));
+    messages.push(("ReadResourceRequest", request::<ReadResourceRequest>(16, &read)));
 
     if version.has_progress_message() {
         let mut params = ProgressNotificationParams::new("call-7", 3.0, None);
         params.message = Some("3 files indexed".to_owned());
-        messages.push((
-            "ProgressNotification",
-            notification::<ProgressNotification>(&params),
-        ));
+        messages.push(("ProgressNotification", notification::<ProgressNotification>(&params)));
     }
     if version.has_audio_content() {
         messages.push((
@@ -418,10 +375,7 @@ fn feature_messages(version: ProtocolVersion) -> Vec<(&'static str, Value)> {
             "fla",
         );
         params.context = Some(CompletionContext {
-            arguments: Some(BTreeMap::from([(
-                "language".to_owned(),
-                "python".to_owned(),
-            )])),
+            arguments: Some(BTreeMap::from([("language".to_owned(), "python".to_owned())])),
             ..Default::default()
         });
         messages.push(("CompleteRequest", request::<CompleteRequest>(17, &params)));
@@ -506,8 +460,7 @@ fn client_messages_validate_against_every_revision() {
 /// The validator is not vacuous: a message missing a required field, or with a wrong type, fails.
 #[test]
 fn the_validator_rejects_invalid_messages() {
-    let no_name =
-        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"arguments": {}}});
+    let no_name = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"arguments": {}}});
     for version in ProtocolVersion::SUPPORTED {
         assert_eq!(
             Schema::load(version).errors("CallToolRequest", &no_name),
@@ -528,11 +481,9 @@ fn feature_table_matches_the_schemas() {
     type Claim = fn(ProtocolVersion) -> bool;
     type Probe = fn(&Schema) -> bool;
     let features: [(&str, Claim, Probe); 14] = [
-        (
-            "tool annotations",
-            ProtocolVersion::has_tool_annotations,
-            |s| s.has("ToolAnnotations"),
-        ),
+        ("tool annotations", ProtocolVersion::has_tool_annotations, |s| {
+            s.has("ToolAnnotations")
+        }),
         ("audio content", ProtocolVersion::has_audio_content, |s| {
             s.has("AudioContent")
         }),
@@ -541,27 +492,16 @@ fn feature_table_matches_the_schemas() {
             ProtocolVersion::has_completions_capability,
             |s| s.has_property("ServerCapabilities", &["completions"]),
         ),
-        (
-            "progress message",
-            ProtocolVersion::has_progress_message,
-            |s| {
-                s.has_property("ProgressNotificationParams", &["message"])
-                    || s.has_property("ProgressNotification", &["params", "message"])
-            },
-        ),
-        (
-            "JSON-RPC batching",
-            ProtocolVersion::has_json_rpc_batching,
-            |s| s.has("JSONRPCBatchRequest"),
-        ),
-        (
-            "structured content",
-            ProtocolVersion::has_structured_content,
-            |s| {
-                s.has_property("CallToolResult", &["structuredContent"])
-                    && s.has_property("Tool", &["outputSchema"])
-            },
-        ),
+        ("progress message", ProtocolVersion::has_progress_message, |s| {
+            s.has_property("ProgressNotificationParams", &["message"])
+                || s.has_property("ProgressNotification", &["params", "message"])
+        }),
+        ("JSON-RPC batching", ProtocolVersion::has_json_rpc_batching, |s| {
+            s.has("JSONRPCBatchRequest")
+        }),
+        ("structured content", ProtocolVersion::has_structured_content, |s| {
+            s.has_property("CallToolResult", &["structuredContent"]) && s.has_property("Tool", &["outputSchema"])
+        }),
         ("elicitation", ProtocolVersion::has_elicitation, |s| {
             s.has("ElicitRequest") && s.has("ElicitResult")
         }),
@@ -571,19 +511,13 @@ fn feature_table_matches_the_schemas() {
         ("titles", ProtocolVersion::has_titles, |s| {
             s.has_property("Tool", &["title"]) && s.has_property("Implementation", &["title"])
         }),
-        (
-            "completion context",
-            ProtocolVersion::has_completion_context,
-            |s| {
-                s.has_property("CompleteRequestParams", &["context"])
-                    || s.has_property("CompleteRequest", &["params", "context"])
-            },
-        ),
-        (
-            "URL elicitation",
-            ProtocolVersion::has_url_elicitation,
-            |s| s.has("ElicitRequestURLParams"),
-        ),
+        ("completion context", ProtocolVersion::has_completion_context, |s| {
+            s.has_property("CompleteRequestParams", &["context"])
+                || s.has_property("CompleteRequest", &["params", "context"])
+        }),
+        ("URL elicitation", ProtocolVersion::has_url_elicitation, |s| {
+            s.has("ElicitRequestURLParams")
+        }),
         ("sampling tools", ProtocolVersion::has_sampling_tools, |s| {
             s.has("ToolUseContent") && s.has("ToolChoice")
         }),
@@ -598,9 +532,7 @@ fn feature_table_matches_the_schemas() {
         for (feature, claimed, probe) in &features {
             let (claimed, defined) = (claimed(version), probe(&schema));
             if claimed != defined {
-                mismatches.push(format!(
-                    "{version}: {feature} claimed {claimed}, schema says {defined}"
-                ));
+                mismatches.push(format!("{version}: {feature} claimed {claimed}, schema says {defined}"));
             }
         }
     }

@@ -3,11 +3,10 @@
 
 use plexus_jsonrpc::{Message, RequestId};
 use plexus_protocol::{
-    CallToolResult, ClientCapabilities, ContentBlock, CreateMessageRequestParams, ElicitAction,
-    ElicitRequestParams, ElicitResult, Implementation, IncludeContext, InitializeRequestParams,
-    InitializeResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParams, NumberType,
-    PrimitiveSchemaDefinition, ProgressNotificationParams, ProgressToken, ProtocolVersion,
-    ReadResourceResult, ResourceContents, Role, SamplingContent, SamplingContentBlock,
+    CallToolResult, ClientCapabilities, ContentBlock, CreateMessageRequestParams, ElicitAction, ElicitRequestParams,
+    ElicitResult, Implementation, IncludeContext, InitializeRequestParams, InitializeResult, ListToolsResult,
+    LoggingLevel, LoggingMessageNotificationParams, NumberType, PrimitiveSchemaDefinition, ProgressNotificationParams,
+    ProgressToken, ProtocolVersion, ReadResourceResult, ResourceContents, Role, SamplingContent, SamplingContentBlock,
     StringFormat, TaskStatus, TaskStatusNotificationParams, TaskSupport, ToolChoiceMode,
     UrlElicitationRequiredErrorData,
 };
@@ -57,10 +56,7 @@ fn initialize_result_of_an_older_server() {
     assert_eq!(caps.resources.as_ref().unwrap().list_changed, None);
     assert_eq!(caps.tools.as_ref().unwrap().list_changed, Some(true));
     assert!(caps.logging.is_some() && caps.completions.is_some() && caps.tasks.is_none());
-    assert_eq!(
-        caps.experimental.as_ref().unwrap()["vendor/streaming"]["chunk"],
-        4096
-    );
+    assert_eq!(caps.experimental.as_ref().unwrap()["vendor/streaming"]["chunk"], 4096);
     assert_eq!(caps.extra["vendor/unknown"], json!({"level": 2}));
     assert_eq!(result.server_info.title.as_deref(), Some("Everything"));
     assert_eq!(
@@ -92,23 +88,14 @@ fn tools_list_page_with_annotations_and_output_schema() {
 
     assert_eq!(weather.display_name(), "Weather");
     let hints = weather.annotations.as_ref().unwrap();
-    assert!(
-        hints.is_read_only()
-            && !hints.is_destructive()
-            && !hints.is_idempotent()
-            && hints.is_open_world()
-    );
+    assert!(hints.is_read_only() && !hints.is_destructive() && !hints.is_idempotent() && hints.is_open_world());
     assert_eq!(
         weather.output_schema.as_ref().unwrap()["required"],
         json!(["temperature"])
     );
     assert_eq!(weather.input_schema["properties"]["city"]["type"], "string");
     assert_eq!(
-        weather.icons.as_ref().unwrap()[0]
-            .theme
-            .as_ref()
-            .unwrap()
-            .as_str(),
+        weather.icons.as_ref().unwrap()[0].theme.as_ref().unwrap().as_str(),
         "light"
     );
     assert_eq!(
@@ -119,12 +106,7 @@ fn tools_list_page_with_annotations_and_output_schema() {
 
     assert_eq!(delete.display_name(), "Delete a file");
     let hints = delete.annotations.as_ref().unwrap();
-    assert!(
-        !hints.is_read_only()
-            && hints.is_destructive()
-            && hints.is_idempotent()
-            && !hints.is_open_world()
-    );
+    assert!(!hints.is_read_only() && hints.is_destructive() && hints.is_idempotent() && !hints.is_open_world());
 
     assert_eq!(plain.display_name(), "plain");
     assert!(plain.annotations.is_none());
@@ -159,10 +141,7 @@ fn call_result_with_structured_content_and_every_content_type() {
     });
     let result: CallToolResult = roundtrip(&answer);
     assert!(!result.is_error());
-    assert_eq!(
-        result.structured_content.as_ref().unwrap()["temperature"],
-        22.5
-    );
+    assert_eq!(result.structured_content.as_ref().unwrap()["temperature"], 22.5);
     let tags: Vec<&str> = result.content.iter().map(ContentBlock::tag).collect();
     assert_eq!(
         tags,
@@ -187,10 +166,7 @@ fn call_result_with_structured_content_and_every_content_type() {
         Some(&[Role::User, Role::Assistant][..])
     );
     assert_eq!(annotations.priority, Some(0.8));
-    assert_eq!(
-        annotations.last_modified.as_deref(),
-        Some("2025-05-03T14:30:00Z")
-    );
+    assert_eq!(annotations.last_modified.as_deref(), Some("2025-05-03T14:30:00Z"));
     let ContentBlock::Audio(audio) = &result.content[2] else {
         panic!()
     };
@@ -204,10 +180,7 @@ fn call_result_with_structured_content_and_every_content_type() {
     let ContentBlock::ResourceLink(link) = &result.content[3] else {
         panic!()
     };
-    assert_eq!(
-        (link.uri.as_str(), link.size),
-        ("file:///tmp/report.csv", Some(2048))
-    );
+    assert_eq!((link.uri.as_str(), link.size), ("file:///tmp/report.csv", Some(2048)));
     let ContentBlock::Resource(embedded) = &result.content[4] else {
         panic!()
     };
@@ -228,10 +201,8 @@ fn call_result_with_structured_content_and_every_content_type() {
 
 #[test]
 fn tool_error_results_decode_as_results() {
-    let result: CallToolResult = serde_json::from_str(
-        r#"{"content":[{"type":"text","text":"city not found"}],"isError":true}"#,
-    )
-    .unwrap();
+    let result: CallToolResult =
+        serde_json::from_str(r#"{"content":[{"type":"text","text":"city not found"}],"isError":true}"#).unwrap();
     assert!(result.is_error());
     assert_eq!(result.content[0].as_text(), Some("city not found"));
 }
@@ -252,9 +223,7 @@ fn malformed_answers_fail_with_errors_that_say_what_is_wrong() {
             "content block: `type` must be a string, found 7",
         ),
         (
-            decode_error::<ReadResourceResult>(
-                r#"{"contents":[{"uri":"file:///x","mimeType":"text/plain"}]}"#,
-            ),
+            decode_error::<ReadResourceResult>(r#"{"contents":[{"uri":"file:///x","mimeType":"text/plain"}]}"#),
             "resource contents of file:///x have neither `text` nor `blob` at line 1 column 56",
         ),
         (
@@ -267,9 +236,7 @@ fn malformed_answers_fail_with_errors_that_say_what_is_wrong() {
              `alert`, `emergency` at line 1 column 15",
         ),
         (
-            decode_error::<InitializeResult>(
-                r#"{"protocolVersion":"2025-06-18","capabilities":{}}"#,
-            ),
+            decode_error::<InitializeResult>(r#"{"protocolVersion":"2025-06-18","capabilities":{}}"#),
             "missing field `serverInfo` at line 1 column 50",
         ),
     ];
@@ -312,12 +279,8 @@ fn elicitation_requests_of_every_mode() {
         .iter()
         .map(|(name, schema)| {
             let kind = match schema {
-                PrimitiveSchemaDefinition::String(s) if s.format == Some(StringFormat::Email) => {
-                    "email"
-                }
-                PrimitiveSchemaDefinition::Number(n) if n.number_type == NumberType::Integer => {
-                    "integer"
-                }
+                PrimitiveSchemaDefinition::String(s) if s.format == Some(StringFormat::Email) => "email",
+                PrimitiveSchemaDefinition::Number(n) if n.number_type == NumberType::Integer => "integer",
                 PrimitiveSchemaDefinition::Boolean(b) if b.default == Some(true) => "boolean",
                 PrimitiveSchemaDefinition::UntitledSingleSelect(_) => "single",
                 PrimitiveSchemaDefinition::TitledSingleSelect(_) => "titled single",
@@ -357,10 +320,7 @@ fn elicitation_requests_of_every_mode() {
 
     let future = json!({"mode": "telepathy", "message": "Think of a number"});
     let params: ElicitRequestParams = roundtrip(&future);
-    assert_eq!(
-        (params.tag(), params.message()),
-        ("telepathy", "Think of a number")
-    );
+    assert_eq!((params.tag(), params.message()), ("telepathy", "Think of a number"));
     assert!(matches!(params, ElicitRequestParams::Unknown(_)));
 
     assert_eq!(
@@ -403,10 +363,7 @@ fn sampling_request_with_tools() {
         params.tool_choice.as_ref().unwrap().mode,
         Some(ToolChoiceMode::Required)
     );
-    assert_eq!(
-        params.model_preferences.as_ref().unwrap().cost_priority,
-        Some(1.0)
-    );
+    assert_eq!(params.model_preferences.as_ref().unwrap().cost_priority, Some(1.0));
     assert!(
         matches!(&params.messages[0].content, SamplingContent::Single(SamplingContentBlock::Text(t)) if t.text == "Weather in Paris?")
     );
@@ -425,21 +382,18 @@ fn sampling_request_with_tools() {
 
 #[test]
 fn notifications_from_the_server() {
-    let log: LoggingMessageNotificationParams = roundtrip(
-        &json!({"level": "warning", "logger": "db", "data": {"error": "slow query", "ms": 812}}),
-    );
+    let log: LoggingMessageNotificationParams =
+        roundtrip(&json!({"level": "warning", "logger": "db", "data": {"error": "slow query", "ms": 812}}));
     assert!(log.level > LoggingLevel::Info && log.level < LoggingLevel::Error);
     assert_eq!(log.data["ms"], 812);
 
-    let progress: ProgressNotificationParams = roundtrip(
-        &json!({"progressToken": "t-1", "progress": 50, "total": 100, "message": "halfway"}),
-    );
+    let progress: ProgressNotificationParams =
+        roundtrip(&json!({"progressToken": "t-1", "progress": 50, "total": 100, "message": "halfway"}));
     assert_eq!(
         (progress.progress_token, progress.progress, progress.total),
         (ProgressToken::from("t-1"), 50.0, Some(100.0))
     );
-    let progress: ProgressNotificationParams =
-        roundtrip(&json!({"progressToken": 9, "progress": 0.25}));
+    let progress: ProgressNotificationParams = roundtrip(&json!({"progressToken": 9, "progress": 0.25}));
     assert_eq!(progress.progress_token, ProgressToken::Number(9));
 
     let status: TaskStatusNotificationParams = roundtrip(&json!({
@@ -472,8 +426,7 @@ fn what_the_client_encodes_is_minimal_and_exact() {
         serde_json::to_string(&ElicitResult::decline()).unwrap(),
         r#"{"action":"decline"}"#
     );
-    let accepted: ElicitResult =
-        serde_json::from_str(r#"{"action":"accept","content":{"n":1}}"#).unwrap();
+    let accepted: ElicitResult = serde_json::from_str(r#"{"action":"accept","content":{"n":1}}"#).unwrap();
     assert_eq!(accepted.action, ElicitAction::Accept);
     assert_eq!(
         serde_json::to_string(&ContentBlock::text("hi")).unwrap(),

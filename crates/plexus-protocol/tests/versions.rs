@@ -1,8 +1,8 @@
 //! Protocol versions: parsing, ordering, negotiation and its errors; property tests of the codecs.
 
 use plexus_protocol::{
-    ContentBlock, LoggingLevel, NegotiationError, ParseVersionError, ProgressNotificationParams,
-    ProgressToken, ProtocolVersion,
+    ContentBlock, LoggingLevel, NegotiationError, ParseVersionError, ProgressNotificationParams, ProgressToken,
+    ProtocolVersion,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -11,19 +11,9 @@ use serde_json::{Value, json};
 fn supported_is_newest_first_and_starts_with_latest() {
     assert_eq!(ProtocolVersion::SUPPORTED[0], ProtocolVersion::LATEST);
     assert_eq!(ProtocolVersion::LATEST.as_str(), "2025-11-25");
-    let strings: Vec<&str> = ProtocolVersion::SUPPORTED
-        .iter()
-        .map(|v| v.as_str())
-        .collect();
-    assert_eq!(
-        strings,
-        ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
-    );
-    assert!(
-        ProtocolVersion::SUPPORTED
-            .windows(2)
-            .all(|pair| pair[0] > pair[1])
-    );
+    let strings: Vec<&str> = ProtocolVersion::SUPPORTED.iter().map(|v| v.as_str()).collect();
+    assert_eq!(strings, ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]);
+    assert!(ProtocolVersion::SUPPORTED.windows(2).all(|pair| pair[0] > pair[1]));
 }
 
 #[test]

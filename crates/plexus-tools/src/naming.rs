@@ -7,7 +7,15 @@ pub const TRUNCATION_MARKER: &str = "… [truncated]";
 
 /// Replaces every character outside `[A-Za-z0-9_-]` by `_` (hosts' tool-name rules allow only these).
 pub fn normalize_name(name: &str) -> String {
-    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// The name of a server's tool in the host's pool: `mcp__<server>__<tool>`, both parts normalized.
@@ -23,7 +31,10 @@ pub fn truncate_description(description: &str) -> std::borrow::Cow<'_, str> {
         return std::borrow::Cow::Borrowed(description);
     }
     let keep = MAX_DESCRIPTION_CHARS - TRUNCATION_MARKER.chars().count();
-    let cut = description.char_indices().nth(keep).map_or(description.len(), |(i, _)| i);
+    let cut = description
+        .char_indices()
+        .nth(keep)
+        .map_or(description.len(), |(i, _)| i);
     std::borrow::Cow::Owned(format!("{}{TRUNCATION_MARKER}", &description[..cut]))
 }
 

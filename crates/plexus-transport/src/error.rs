@@ -82,12 +82,18 @@ impl From<FrameError> for TransportError {
 impl TransportError {
     /// An I/O error with what the transport was doing.
     pub fn from_io(context: impl Into<String>, source: io::Error) -> Self {
-        TransportError::Io { context: context.into(), source: Arc::new(source) }
+        TransportError::Io {
+            context: context.into(),
+            source: Arc::new(source),
+        }
     }
 
     /// A `Closed` error without a stderr tail.
     pub fn closed(reason: impl Into<String>) -> Self {
-        TransportError::Closed { reason: reason.into(), stderr_tail: None }
+        TransportError::Closed {
+            reason: reason.into(),
+            stderr_tail: None,
+        }
     }
 
     /// The class of this error.
@@ -131,10 +137,22 @@ mod tests {
 
     #[test]
     fn classification() {
-        for kind in [io::ErrorKind::ConnectionReset, io::ErrorKind::TimedOut, io::ErrorKind::BrokenPipe, io::ErrorKind::ConnectionRefused] {
-            assert_eq!(TransportError::from_io("x", kind.into()).class(), ErrorClass::TerminalIo, "{kind:?}");
+        for kind in [
+            io::ErrorKind::ConnectionReset,
+            io::ErrorKind::TimedOut,
+            io::ErrorKind::BrokenPipe,
+            io::ErrorKind::ConnectionRefused,
+        ] {
+            assert_eq!(
+                TransportError::from_io("x", kind.into()).class(),
+                ErrorClass::TerminalIo,
+                "{kind:?}"
+            );
         }
-        assert_eq!(TransportError::from_io("x", io::ErrorKind::PermissionDenied.into()).class(), ErrorClass::Closed);
+        assert_eq!(
+            TransportError::from_io("x", io::ErrorKind::PermissionDenied.into()).class(),
+            ErrorClass::Closed
+        );
         assert_eq!(TransportError::TooLarge { limit: 1 }.class(), ErrorClass::TooLarge);
         assert!(!TransportError::Protocol { reason: "r".into() }.is_terminal());
         assert!(TransportError::closed("bye").is_terminal());
@@ -142,8 +160,14 @@ mod tests {
 
     #[test]
     fn closed_error_shows_the_stderr_tail() {
-        let e = TransportError::Closed { reason: "the server exited with status 3".into(), stderr_tail: Some("boom\n".into()) };
-        assert_eq!(e.to_string(), "the connection is closed: the server exited with status 3\n--- last stderr output of the server ---\nboom");
+        let e = TransportError::Closed {
+            reason: "the server exited with status 3".into(),
+            stderr_tail: Some("boom\n".into()),
+        };
+        assert_eq!(
+            e.to_string(),
+            "the connection is closed: the server exited with status 3\n--- last stderr output of the server ---\nboom"
+        );
     }
 
     #[test]
@@ -151,6 +175,9 @@ mod tests {
         let too_large: TransportError = FrameError::TooLarge { limit: 8 }.into();
         assert_eq!(too_large.class(), ErrorClass::TooLarge);
         let bad: TransportError = FrameError::Decode(plexus_jsonrpc::DecodeError::Batch).into();
-        assert_eq!(bad.to_string(), "the server sent an invalid message: the message is a JSON array (a JSON-RPC batch); MCP does not allow batching");
+        assert_eq!(
+            bad.to_string(),
+            "the server sent an invalid message: the message is a JSON array (a JSON-RPC batch); MCP does not allow batching"
+        );
     }
 }

@@ -46,8 +46,13 @@ impl OutboundMessage {
     /// Encodes a [`Message`].
     pub fn from_message(message: &Message) -> Self {
         let kind = match message {
-            Message::Request(r) => OutboundKind::Request { id: r.id.clone(), method: r.method.clone() },
-            Message::Notification(n) => OutboundKind::Notification { method: n.method.clone() },
+            Message::Request(r) => OutboundKind::Request {
+                id: r.id.clone(),
+                method: r.method.clone(),
+            },
+            Message::Notification(n) => OutboundKind::Notification {
+                method: n.method.clone(),
+            },
             Message::Response(r) => OutboundKind::Response { id: r.id.clone() },
         };
         let mut line = Vec::with_capacity(128);

@@ -7,15 +7,27 @@ fn decode(text: &str) -> Result<Message, DecodeError> {
 
 #[test]
 fn classifies_the_four_shapes() {
-    let Message::Request(r) = decode(r#"{"jsonrpc":"2.0","id":"a","method":"tools/list","params":{"cursor":"x"}}"#).unwrap() else { panic!() };
+    let Message::Request(r) =
+        decode(r#"{"jsonrpc":"2.0","id":"a","method":"tools/list","params":{"cursor":"x"}}"#).unwrap()
+    else {
+        panic!()
+    };
     assert_eq!(r.id, RequestId::from("a"));
     assert_eq!(r.method, "tools/list");
     assert_eq!(r.params.unwrap().get(), r#"{"cursor":"x"}"#);
-    let Message::Notification(n) = decode(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap() else { panic!() };
+    let Message::Notification(n) = decode(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap() else {
+        panic!()
+    };
     assert!(n.params.is_none());
-    let Message::Response(ok) = decode(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#).unwrap() else { panic!() };
+    let Message::Response(ok) = decode(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#).unwrap() else {
+        panic!()
+    };
     assert_eq!(ok.outcome.unwrap().get(), "{}");
-    let Message::Response(err) = decode(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#).unwrap() else { panic!() };
+    let Message::Response(err) =
+        decode(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#).unwrap()
+    else {
+        panic!()
+    };
     assert_eq!(err.id, None);
     assert_eq!(err.outcome.unwrap_err(), ErrorObject::new(-32700, "Parse error"));
 }
@@ -23,25 +35,54 @@ fn classifies_the_four_shapes() {
 #[test]
 fn rejects_each_malformed_shape_with_its_reason() {
     let cases = [
-        (r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#, "request x has a null id (MCP forbids null ids)"),
-        (r#"{"jsonrpc":"2.0","id":1,"method":"x","result":{}}"#, "a message has both \"method\" and \"result\"/\"error\""),
-        (r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#, "a response has both \"result\" and \"error\""),
+        (
+            r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#,
+            "request x has a null id (MCP forbids null ids)",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"x","result":{}}"#,
+            "a message has both \"method\" and \"result\"/\"error\"",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#,
+            "a response has both \"result\" and \"error\"",
+        ),
         (r#"{"jsonrpc":"2.0","result":{}}"#, "a result response without an id"),
-        (r#"{"jsonrpc":"2.0","id":1}"#, "neither \"method\" nor \"result\" nor \"error\""),
-        (r#"{"jsonrpc":"2.0","method":"x","params":3}"#, "\"params\" of x must be an object or array"),
+        (
+            r#"{"jsonrpc":"2.0","id":1}"#,
+            "neither \"method\" nor \"result\" nor \"error\"",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","method":"x","params":3}"#,
+            "\"params\" of x must be an object or array",
+        ),
     ];
     for (text, reason) in cases {
-        assert_eq!(decode(text).unwrap_err(), DecodeError::Invalid { reason: reason.into() }, "{text}");
+        assert_eq!(
+            decode(text).unwrap_err(),
+            DecodeError::Invalid { reason: reason.into() },
+            "{text}"
+        );
     }
-    assert_eq!(decode(r#"{"method":"x"}"#).unwrap_err(), DecodeError::WrongVersion { found: "missing".into() });
-    assert_eq!(decode(r#"[{"jsonrpc":"2.0","method":"x"}]"#).unwrap_err(), DecodeError::Batch);
+    assert_eq!(
+        decode(r#"{"method":"x"}"#).unwrap_err(),
+        DecodeError::WrongVersion {
+            found: "missing".into()
+        }
+    );
+    assert_eq!(
+        decode(r#"[{"jsonrpc":"2.0","method":"x"}]"#).unwrap_err(),
+        DecodeError::Batch
+    );
     assert_eq!(decode("true").unwrap_err(), DecodeError::NotAnObject);
     assert!(matches!(decode("[oops").unwrap_err(), DecodeError::InvalidJson { .. }));
 }
 
 #[test]
 fn a_null_result_is_still_a_result() {
-    let Message::Response(r) = decode(r#"{"jsonrpc":"2.0","id":1,"result":null}"#).unwrap() else { panic!() };
+    let Message::Response(r) = decode(r#"{"jsonrpc":"2.0","id":1,"result":null}"#).unwrap() else {
+        panic!()
+    };
     assert_eq!(r.outcome.unwrap().get(), "null");
 }
 
@@ -65,7 +106,12 @@ fn typed_encoders_match_message_encoding() {
     encode_request(&mut typed, &RequestId::Number(9), "tools/call", Some(&params)).unwrap();
     let raw = RawValue::from_string(params.to_string()).unwrap();
     let mut generic = Vec::new();
-    Message::Request(Request { id: RequestId::Number(9), method: "tools/call".into(), params: Some(raw) }).encode_line(&mut generic);
+    Message::Request(Request {
+        id: RequestId::Number(9),
+        method: "tools/call".into(),
+        params: Some(raw),
+    })
+    .encode_line(&mut generic);
     assert_eq!(String::from_utf8(typed).unwrap(), String::from_utf8(generic).unwrap());
     let mut n = Vec::new();
     encode_notification::<()>(&mut n, "notifications/initialized", None).unwrap();
@@ -76,7 +122,10 @@ fn typed_encoders_match_message_encoding() {
 }
 
 fn arb_id() -> impl Strategy<Value = RequestId> {
-    prop_oneof![any::<i64>().prop_map(RequestId::Number), ".{0,16}".prop_map(RequestId::String)]
+    prop_oneof![
+        any::<i64>().prop_map(RequestId::Number),
+        ".{0,16}".prop_map(RequestId::String)
+    ]
 }
 
 fn arb_json() -> impl Strategy<Value = serde_json::Value> {
@@ -89,7 +138,8 @@ fn arb_json() -> impl Strategy<Value = serde_json::Value> {
     leaf.prop_recursive(3, 24, 4, |inner| {
         prop_oneof![
             proptest::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
-            proptest::collection::btree_map(".{0,6}", inner, 0..4).prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            proptest::collection::btree_map(".{0,6}", inner, 0..4)
+                .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
         ]
     })
 }

@@ -38,10 +38,7 @@ impl Default for RequestedSchema {
 
 impl RequestedSchema {
     /// An object schema with these fields, of which `required` must be filled.
-    pub fn new(
-        properties: BTreeMap<String, PrimitiveSchemaDefinition>,
-        required: Option<Vec<String>>,
-    ) -> Self {
+    pub fn new(properties: BTreeMap<String, PrimitiveSchemaDefinition>, required: Option<Vec<String>>) -> Self {
         RequestedSchema {
             dialect: None,
             schema_type: "object".to_owned(),
@@ -362,11 +359,7 @@ impl Serialize for PrimitiveSchemaDefinition {
             schema: &T,
             serializer: S,
         ) -> Result<S::Ok, S::Error> {
-            WithType {
-                schema_type,
-                schema,
-            }
-            .serialize(serializer)
+            WithType { schema_type, schema }.serialize(serializer)
         }
         match self {
             Self::String(schema) => with_type("string", schema, serializer),
@@ -395,10 +388,7 @@ impl<'de> Deserialize<'de> for PrimitiveSchemaDefinition {
                 f.write_str("an elicitation field schema (an object with `type`)")
             }
 
-            fn visit_map<A: MapAccess<'de>>(
-                self,
-                map: A,
-            ) -> Result<PrimitiveSchemaDefinition, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<PrimitiveSchemaDefinition, A::Error> {
                 let object = JsonObject::deserialize(de::value::MapAccessDeserializer::new(map))?;
                 classify(object)
             }

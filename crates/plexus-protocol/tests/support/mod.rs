@@ -22,8 +22,6 @@ pub(crate) fn spec_dir() -> PathBuf {
 
 /// Reads and parses a JSON file, naming it in any failure.
 pub(crate) fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|err| panic!("cannot read {}: {err}", path.display()));
-    serde_json::from_str(&text)
-        .unwrap_or_else(|err| panic!("{} is not JSON: {err}", path.display()))
+    let text = std::fs::read_to_string(path).unwrap_or_else(|err| panic!("cannot read {}: {err}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|err| panic!("{} is not JSON: {err}", path.display()))
 }

@@ -1,0 +1,159 @@
+//! Connecting every selected server at once, bounded, with progress on stderr.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use plexus::config::{ServerConfig, ServerKind};
+use plexus::{Client, ConnectError};
+use tokio::sync::Semaphore;
+
+/// How many stdio servers start at once (`MCP_SERVER_CONNECTION_BATCH_SIZE`).
+const DEFAULT_LOCAL_BATCH: usize = 3;
+/// How many remote servers connect at once (`MCP_REMOTE_SERVER_CONNECTION_BATCH_SIZE`).
+const DEFAULT_REMOTE_BATCH: usize = 20;
+
+/// The state of one server after the connect attempt.
+pub(crate) enum Connection {
+    Connected(Client),
+    Failed(ConnectError),
+    Disabled,
+}
+
+/// One configured server and its connection.
+pub(crate) struct Attempt {
+    pub(crate) name: String,
+    pub(crate) kind: ServerKind,
+    pub(crate) connection: Connection,
+}
+
+fn batch_size(var: &str, default: usize) -> usize {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|n: &usize| *n > 0)
+        .unwrap_or(default)
+}
+
+/// Connects every server of `servers` (disabled ones are not started), at most 3 local and 20
+/// remote at once; results come back in name order.
+pub(crate) async fn connect_all(servers: &BTreeMap<String, ServerConfig>) -> Vec<Attempt> {
+    let local = Arc::new(Semaphore::new(batch_size(
+        "MCP_SERVER_CONNECTION_BATCH_SIZE",
+        DEFAULT_LOCAL_BATCH,
+    )));
+    let remote = Arc::new(Semaphore::new(batch_size(
+        "MCP_REMOTE_SERVER_CONNECTION_BATCH_SIZE",
+        DEFAULT_REMOTE_BATCH,
+    )));
+    let done = Arc::new(AtomicUsize::new(0));
+    let spinner = Spinner::start(
+        servers.values().filter(|s| !s.options().disabled).count(),
+        Arc::clone(&done),
+    );
+    let mut tasks = Vec::with_capacity(servers.len());
+    for (name, config) in servers {
+        let name = name.clone();
+        let config = config.clone();
+        let gate = if config.kind() == ServerKind::Stdio {
+            Arc::clone(&local)
+        } else {
+            Arc::clone(&remote)
+        };
+        let done = Arc::clone(&done);
+        tasks.push(tokio::spawn(async move {
+            let kind = config.kind();
+            if config.options().disabled {
+                return Attempt {
+                    name,
+                    kind,
+                    connection: Connection::Disabled,
+                };
+            }
+            let _permit = gate.acquire_owned().await;
+            let options = plexus::ClientOptions::from_env(&name);
+            let connection = match plexus::connect(&name, &config, options).await {
+                Ok(client) => Connection::Connected(client),
+                Err(e) => Connection::Failed(e),
+            };
+            done.fetch_add(1, Ordering::Relaxed);
+            Attempt { name, kind, connection }
+        }));
+    }
+    let mut attempts = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        match task.await {
+            Ok(attempt) => attempts.push(attempt),
+            Err(e) => tracing::error!("a connect task failed: {e}"),
+        }
+    }
+    spinner.stop().await;
+    attempts
+}
+
+/// Closes every connected session (each bounded by its transport's shutdown).
+pub(crate) async fn close_all(attempts: &[Attempt]) {
+    let closing = attempts.iter().filter_map(|a| match &a.connection {
+        Connection::Connected(client) => Some(client.clone()),
+        _ => None,
+    });
+    let tasks: Vec<_> = closing
+        .map(|client| tokio::spawn(async move { client.close().await }))
+        .collect();
+    for task in tasks {
+        if let Ok(Err(e)) = task.await {
+            tracing::debug!("closing a session: {e}");
+        }
+    }
+}
+
+/// "connecting N servers" on stderr: a spinner on a terminal, one line otherwise, nothing for
+/// zero servers.
+struct Spinner {
+    task: Option<tokio::task::JoinHandle<()>>,
+    stop: Arc<tokio::sync::Notify>,
+}
+
+impl Spinner {
+    fn start(total: usize, done: Arc<AtomicUsize>) -> Spinner {
+        let stop = Arc::new(tokio::sync::Notify::new());
+        if total == 0 {
+            return Spinner { task: None, stop };
+        }
+        let noun = if total == 1 { "server" } else { "servers" };
+        if !std::io::stderr().is_terminal() {
+            eprintln!("connecting {total} {noun}…");
+            return Spinner { task: None, stop };
+        }
+        let signal = Arc::clone(&stop);
+        let task = tokio::spawn(async move {
+            const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+            let mut frame = 0;
+            loop {
+                let finished = done.load(Ordering::Relaxed);
+                eprint!(
+                    "\r{} connecting {total} {noun} ({finished} done)",
+                    FRAMES[frame % FRAMES.len()]
+                );
+                let _ = std::io::stderr().flush();
+                frame += 1;
+                tokio::select! {
+                    () = signal.notified() => break,
+                    () = tokio::time::sleep(Duration::from_millis(80)) => {}
+                }
+            }
+            eprint!("\r\x1b[2K");
+            let _ = std::io::stderr().flush();
+        });
+        Spinner { task: Some(task), stop }
+    }
+
+    async fn stop(self) {
+        self.stop.notify_one();
+        if let Some(task) = self.task {
+            let _ = task.await;
+        }
+    }
+}

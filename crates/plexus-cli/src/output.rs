@@ -1,0 +1,231 @@
+//! Human tables and the stable JSON shapes.
+
+use plexus::protocol::CallToolResult;
+use plexus::tools::ToolEntry;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::connect::{Attempt, Connection};
+
+/// One line of `plexus servers`; serializes to the documented JSON shape.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ServerRow {
+    name: String,
+    kind: String,
+    status: &'static str,
+    protocol_version: Option<String>,
+    server_info: Option<Value>,
+    tool_count: Option<usize>,
+    error: Option<String>,
+}
+
+impl ServerRow {
+    pub(crate) async fn from_attempt(attempt: &Attempt) -> ServerRow {
+        let mut row = ServerRow {
+            name: attempt.name.clone(),
+            kind: attempt.kind.to_string(),
+            status: "failed",
+            protocol_version: None,
+            server_info: None,
+            tool_count: None,
+            error: None,
+        };
+        match &attempt.connection {
+            Connection::Disabled => row.status = "disabled",
+            Connection::Failed(e) => row.error = Some(e.to_string()),
+            Connection::Connected(client) => {
+                let details = client.server();
+                row.protocol_version = Some(details.protocol_version.to_string());
+                row.server_info =
+                    Some(json!({"name": details.server_info.name, "version": details.server_info.version}));
+                match client.list_tools().await {
+                    Ok(tools) => {
+                        row.status = "connected";
+                        row.tool_count = Some(tools.len());
+                    }
+                    Err(e) => row.error = Some(format!("listing tools failed: {e}")),
+                }
+            }
+        }
+        row
+    }
+}
+
+fn print_json<T: Serialize + ?Sized>(value: &T) {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => println!("{text}"),
+        Err(e) => eprintln!("plexus: cannot encode the output as JSON: {e}"),
+    }
+}
+
+/// Prints rows as a table with a header, each column as wide as its widest cell.
+fn print_table(header: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut out = String::new();
+        for (i, cell) in cells.enumerate() {
+            if i + 1 == widths.len() {
+                out.push_str(cell);
+            } else {
+                out.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+            }
+        }
+        println!("{}", out.trim_end());
+    };
+    line(&mut header.iter().copied());
+    for row in rows {
+        line(&mut row.iter().map(String::as_str));
+    }
+}
+
+/// The first line of `text`, at most `max` characters.
+fn one_line(text: &str, max: usize) -> String {
+    let first = text.lines().next().unwrap_or_default().trim();
+    if first.chars().count() <= max && !text.trim().contains('\n') {
+        return first.to_owned();
+    }
+    let cut: String = first.chars().take(max.saturating_sub(1)).collect();
+    format!("{}…", cut.trim_end())
+}
+
+pub(crate) fn print_servers(rows: &[ServerRow], json: bool) {
+    if json {
+        return print_json(rows);
+    }
+    if rows.is_empty() {
+        println!("no servers configured");
+        return;
+    }
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let info = r.server_info.as_ref().map_or_else(String::new, |i| {
+                format!(
+                    "{} {}",
+                    i["name"].as_str().unwrap_or(""),
+                    i["version"].as_str().unwrap_or("")
+                )
+            });
+            vec![
+                r.name.clone(),
+                r.kind.clone(),
+                r.status.to_owned(),
+                r.protocol_version.clone().unwrap_or_default(),
+                info,
+                r.tool_count.map_or_else(String::new, |n| n.to_string()),
+                r.error.as_deref().map_or_else(String::new, |e| one_line(e, 100)),
+            ]
+        })
+        .collect();
+    print_table(
+        &["NAME", "KIND", "STATUS", "PROTOCOL", "SERVER", "TOOLS", "ERROR"],
+        &table,
+    );
+}
+
+pub(crate) fn print_tools(entries: &[ToolEntry], json: bool) {
+    if json {
+        return print_json(entries);
+    }
+    if entries.is_empty() {
+        println!("no tools");
+        return;
+    }
+    let table: Vec<Vec<String>> = entries
+        .iter()
+        .map(|e| {
+            let mut flags = Vec::new();
+            if e.read_only {
+                flags.push("read-only");
+            }
+            if e.destructive {
+                flags.push("destructive");
+            }
+            if e.open_world {
+                flags.push("open-world");
+            }
+            vec![
+                e.name.clone(),
+                e.title.clone(),
+                flags.join(","),
+                one_line(&e.description, 70),
+            ]
+        })
+        .collect();
+    print_table(&["NAME", "TITLE", "FLAGS", "DESCRIPTION"], &table);
+}
+
+pub(crate) fn print_call_result(result: &CallToolResult, json: bool) {
+    if json {
+        let content = serde_json::to_value(&result.content).unwrap_or(Value::Null);
+        return print_json(&json!({
+            "isError": result.is_error(),
+            "content": content,
+            "structuredContent": result.structured_content.clone().unwrap_or(Value::Null),
+        }));
+    }
+    if result.is_error() {
+        println!("the tool reported an error:");
+    }
+    for block in &result.content {
+        let block = serde_json::to_value(block).unwrap_or(Value::Null);
+        println!("{}", describe_block(&block));
+    }
+    if let Some(structured) = &result.structured_content {
+        let text = serde_json::to_string_pretty(structured).unwrap_or_default();
+        println!("structured content:\n{text}");
+    }
+}
+
+/// Text as itself; binary and linked content as a one-line summary.
+fn describe_block(block: &Value) -> String {
+    let text = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or_default();
+    match text("type") {
+        "text" => text("text").to_owned(),
+        kind @ ("image" | "audio") => format!("[{kind}: {}, {} bytes of base64]", text("mimeType"), text("data").len()),
+        "resource_link" => format!("[resource link: {} ({})]", text("uri"), text("name")),
+        "resource" => {
+            let resource = &block["resource"];
+            match resource.get("text").and_then(Value::as_str) {
+                Some(body) => format!("[resource {}]\n{body}", resource["uri"].as_str().unwrap_or_default()),
+                None => format!(
+                    "[resource {}: {} bytes of base64]",
+                    resource["uri"].as_str().unwrap_or_default(),
+                    resource["blob"].as_str().map_or(0, str::len)
+                ),
+            }
+        }
+        other => format!("[{other} content]"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_cuts_and_marks() {
+        assert_eq!(one_line("short", 10), "short");
+        assert_eq!(one_line("first\nsecond", 10), "first…");
+        assert_eq!(one_line("abcdefghijkl", 5), "abcd…");
+    }
+
+    #[test]
+    fn blocks_are_summarised() {
+        assert_eq!(describe_block(&json!({"type": "text", "text": "hi"})), "hi");
+        assert_eq!(
+            describe_block(&json!({"type": "image", "mimeType": "image/png", "data": "AAAA"})),
+            "[image: image/png, 4 bytes of base64]"
+        );
+        assert_eq!(
+            describe_block(&json!({"type": "resource_link", "uri": "file:///a", "name": "a"})),
+            "[resource link: file:///a (a)]"
+        );
+    }
+}

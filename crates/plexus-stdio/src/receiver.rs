@@ -1,0 +1,125 @@
+//! The receiving half: the server's stdout, framed and polled directly by the session's reader.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures_core::Stream;
+use plexus_jsonrpc::{LineCodec, Message};
+use plexus_transport::{TransportError, TransportReceiver};
+use tokio::process::ChildStdout;
+use tokio::time::Sleep;
+use tokio_util::codec::FramedRead;
+
+use crate::config::STDERR_TAIL_BYTES;
+use crate::process::{CLOSED_BY_CLIENT, EventsSnapshot, ExitInfo, ProcessGuard, Shared};
+
+/// The initial read buffer of stdout (it grows up to the message size limit when needed).
+const READ_BUFFER: usize = 16 * 1024;
+
+/// The receiving half of a [`StdioTransport`](crate::StdioTransport).
+///
+/// [`poll_recv`](TransportReceiver::poll_recv) reads the server's stdout itself: no task or
+/// channel sits between the pipe and the caller. A bad line comes out as a non-terminal error and
+/// reading goes on. When the server's stdout ends or the server exits, it waits a bounded time
+/// ([`ShutdownTimings::exit_wait`](crate::ShutdownTimings::exit_wait)) for the exit status and
+/// the last of stderr, then yields [`TransportError::Closed`] with the reason and the tail of
+/// stderr; every later poll yields the same error.
+#[derive(Debug)]
+pub struct StdioReceiver {
+    frames: FramedRead<ChildStdout, LineCodec>,
+    stdout_ended: bool,
+    /// Started when the end begins (stdout ended or the server exited): how long to wait for the rest.
+    end_deadline: Option<Pin<Box<Sleep>>>,
+    /// The terminal error, once given.
+    finished: Option<TransportError>,
+    guard: Arc<ProcessGuard>,
+}
+
+impl StdioReceiver {
+    pub(crate) fn new(stdout: ChildStdout, max_message_size: usize, guard: Arc<ProcessGuard>) -> Self {
+        StdioReceiver {
+            frames: FramedRead::with_capacity(stdout, LineCodec::with_max_size(max_message_size), READ_BUFFER),
+            stdout_ended: false,
+            end_deadline: None,
+            finished: None,
+            guard,
+        }
+    }
+
+    fn shared(&self) -> &Arc<Shared> {
+        &self.guard.shared
+    }
+
+    /// Ends the stream with `error` now; later polls get a `Closed` error.
+    fn finish(&mut self, error: TransportError, later: TransportError) -> TransportError {
+        self.shared().mark_closed(later.clone());
+        self.finished = Some(later);
+        error
+    }
+
+    /// The terminal `Closed` error: why the server went away, and the tail of its stderr.
+    fn closed_error(&self, exit: Option<&ExitInfo>) -> TransportError {
+        let reason = if self.shared().closed_by_client() {
+            CLOSED_BY_CLIENT.to_owned()
+        } else if let Some(exit) = exit {
+            exit.reason()
+        } else {
+            "the server closed its stdout".to_owned()
+        };
+        TransportError::Closed {
+            reason,
+            stderr_tail: Some(self.shared().stderr.tail(STDERR_TAIL_BYTES)),
+        }
+    }
+
+    fn finish_closed(&mut self, events: &EventsSnapshot) -> TransportError {
+        let error = self.closed_error(events.exit.as_ref());
+        self.finish(error.clone(), error)
+    }
+}
+
+impl TransportReceiver for StdioReceiver {
+    fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Result<Message, TransportError>> {
+        if let Some(closed) = &self.finished {
+            return Poll::Ready(Err(closed.clone()));
+        }
+        // Once the end has begun, a server (or a grandchild) that keeps writing gets no more than
+        // the wait.
+        if self.end_deadline.as_ref().is_some_and(|deadline| deadline.is_elapsed()) {
+            let events = self.shared().poll_events(cx);
+            return Poll::Ready(Err(self.finish_closed(&events)));
+        }
+        if !self.stdout_ended {
+            match Pin::new(&mut self.frames).poll_next(cx) {
+                Poll::Ready(Some(Ok(Ok(message)))) => return Poll::Ready(Ok(message)),
+                Poll::Ready(Some(Ok(Err(bad_line)))) => {
+                    return Poll::Ready(Err(TransportError::from(bad_line)));
+                }
+                Poll::Ready(Some(Err(e))) => {
+                    let error = TransportError::from_io("reading the server's stdout", e);
+                    let later = TransportError::closed(format!("reading the server's stdout failed: {error}"));
+                    return Poll::Ready(Err(self.finish(error, later)));
+                }
+                Poll::Ready(None) => self.stdout_ended = true,
+                Poll::Pending => {}
+            }
+        }
+        let events = self.shared().poll_events(cx);
+        if !self.stdout_ended && events.exit.is_none() {
+            return Poll::Pending;
+        }
+        let settled = self.stdout_ended && events.exit.is_some() && events.stderr_closed;
+        if !settled {
+            let wait = self.shared().timings.exit_wait;
+            let deadline = self
+                .end_deadline
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep(wait)));
+            if deadline.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+        }
+        Poll::Ready(Err(self.finish_closed(&events)))
+    }
+}

@@ -1,0 +1,124 @@
+//! Starting the child: its own process group, piped stdio, and errors that name what failed.
+
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use plexus_transport::TransportError;
+use tokio::net::unix::pipe;
+use tokio::process::{ChildStderr, ChildStdout};
+
+use crate::config::StdioConfig;
+
+/// A started child with its pipes registered with Tokio.
+pub(crate) struct SpawnedChild {
+    /// The leader, to be handed to the waiter thread (its only reaper).
+    pub(crate) child: std::process::Child,
+    /// The process group: the leader's pid.
+    pub(crate) pgid: Pid,
+    pub(crate) stdin: pipe::Sender,
+    pub(crate) stdout: ChildStdout,
+    pub(crate) stderr: ChildStderr,
+}
+
+/// Starts the command of `config` in a new process group with all three stdio streams piped
+/// (stderr is never inherited). `target` (the command line) names it in errors.
+pub(crate) fn spawn_child(config: &StdioConfig, target: &str) -> Result<SpawnedChild, TransportError> {
+    let connect_error = |reason: String| TransportError::Connect {
+        target: target.to_owned(),
+        reason,
+    };
+    if config.command.is_empty() {
+        return Err(connect_error("the command is empty".to_owned()));
+    }
+    if tokio::runtime::Handle::try_current().is_err() {
+        return Err(connect_error(
+            "a stdio server must be spawned from within a Tokio runtime".to_owned(),
+        ));
+    }
+    if let Some(cwd) = &config.cwd {
+        check_working_directory(cwd).map_err(connect_error)?;
+    }
+    let mut command = Command::new(&config.command);
+    command
+        .args(&config.args)
+        .envs(&config.env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    if let Some(cwd) = &config.cwd {
+        command.current_dir(cwd);
+    }
+    let mut child = command.spawn().map_err(|e| connect_error(spawn_failure(config, &e)))?;
+    let Ok(raw_pid) = i32::try_from(child.id()) else {
+        // Unreachable on Unix (pids are positive `pid_t`s); handled rather than assumed.
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(connect_error(format!("the pid {} does not fit a pid_t", child.id())));
+    };
+    let pgid = Pid::from_raw(raw_pid);
+    match register_pipes(&mut child) {
+        Ok((stdin, stdout, stderr)) => Ok(SpawnedChild {
+            child,
+            pgid,
+            stdin,
+            stdout,
+            stderr,
+        }),
+        Err(e) => {
+            kill_and_reap(child, pgid);
+            Err(connect_error(format!("could not set up the pipes to the server: {e}")))
+        }
+    }
+}
+
+/// Kills a group that will never be used, and reaps its leader (quick after `SIGKILL`).
+pub(crate) fn kill_and_reap(mut child: std::process::Child, pgid: Pid) {
+    let _ = killpg(pgid, Signal::SIGKILL);
+    let _ = child.wait();
+}
+
+fn check_working_directory(cwd: &Path) -> Result<(), String> {
+    match std::fs::metadata(cwd) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(format!("the working directory {} is not a directory", cwd.display())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Err(format!("the working directory {} does not exist", cwd.display()))
+        }
+        Err(e) => Err(format!(
+            "the working directory {} is not accessible: {e}",
+            cwd.display()
+        )),
+    }
+}
+
+/// Why `spawn` failed, naming the command.
+fn spawn_failure(config: &StdioConfig, error: &io::Error) -> String {
+    let command = config.command.to_string_lossy();
+    match error.kind() {
+        io::ErrorKind::NotFound if command.contains('/') && Path::new(&config.command).is_file() => {
+            format!("{command} exists but its interpreter was not found (check its #! line)")
+        }
+        io::ErrorKind::NotFound => format!("command not found: {command}"),
+        io::ErrorKind::PermissionDenied => format!("permission denied: {command}"),
+        _ => format!("could not start {command}: {error}"),
+    }
+}
+
+/// Takes the three pipes of `child` and registers them with Tokio's reactor.
+fn register_pipes(child: &mut std::process::Child) -> io::Result<(pipe::Sender, ChildStdout, ChildStderr)> {
+    let missing = |which: &str| io::Error::other(format!("the child has no {which} pipe"));
+    let stdin = child.stdin.take().ok_or_else(|| missing("stdin"))?;
+    let stdout = child.stdout.take().ok_or_else(|| missing("stdout"))?;
+    let stderr = child.stderr.take().ok_or_else(|| missing("stderr"))?;
+    Ok((
+        // A pipe sender (not `ChildStdin`) so that callers can `try_write` through a shared handle.
+        pipe::Sender::from_owned_fd(std::os::fd::OwnedFd::from(stdin))?,
+        ChildStdout::from_std(stdout)?,
+        ChildStderr::from_std(stderr)?,
+    ))
+}

@@ -1,0 +1,479 @@
+//! What the server offers: tool definitions, resources, resource templates, prompts and the
+//! completion candidates, as the JSON that the list methods return.
+
+use serde_json::{Value, json};
+
+use crate::faults::MAX_FAULT_BYTES;
+use crate::tools::{MAX_DRIP_CHUNK, MAX_DRIP_DELAY_MS, MAX_SLOW_MS, MAX_SLOW_STEPS};
+
+/// A 1×1 RGBA PNG, base64-encoded (the `image` tool's content).
+pub(crate) const TINY_PNG_BASE64: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
+/// The text resource `test://static/hello.txt`.
+pub(crate) const HELLO_URI: &str = "test://static/hello.txt";
+const HELLO_TEXT: &str = "Hello from plexus-testserver!\n";
+/// The binary resource `test://static/data.bin`: the bytes 0 to 15.
+const DATA_URI: &str = "test://static/data.bin";
+const DATA_BASE64: &str = "AAECAwQFBgcICQoLDA0ODw==";
+const README_URI: &str = "test://static/readme.md";
+const README_TEXT: &str =
+    "# plexus-testserver\n\nA real MCP server with switchable faults, for tests, benchmarks and demos.\n";
+const ITEM_PREFIX: &str = "test://items/";
+const ECHO_PREFIX: &str = "test://echo/";
+
+/// Completion candidates of the `id` argument of `test://items/{id}`.
+const ITEM_IDS: &[&str] = &["1", "2", "3", "10", "42"];
+const LANGUAGES: &[&str] = &["go", "python", "rust", "typescript"];
+const STYLES: &[&str] = &["concise", "thorough"];
+
+/// The server's `instructions` in the initialize result.
+pub(crate) const INSTRUCTIONS: &str = "plexus-testserver is a test MCP server. Call `echo` to get your text back, `add` to add two numbers, \
+`slow` for progress notifications, `elicit`, `sample` and `roots` for requests to the client, and the fault tools \
+(`crash`, `hang`, `garbage`, `oversize`, `drip`, `stderr`) to see how a client copes.";
+
+/// The name of generated tool `n` (1-based) out of `count`: `tool-0001`, zero-padded to at least 4
+/// digits.
+pub(crate) fn generated_tool_name(n: usize, count: usize) -> String {
+    let width = count.to_string().len().max(4);
+    format!("tool-{n:0width$}")
+}
+
+/// Whether `name` is one of the `count` generated tools.
+pub(crate) fn is_generated_tool(name: &str, count: usize) -> bool {
+    name.strip_prefix("tool-")
+        .and_then(|digits| digits.parse::<usize>().ok())
+        .is_some_and(|n| (1..=count).contains(&n) && generated_tool_name(n, count) == name)
+}
+
+fn schema(properties: &Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": properties, "required": required})
+}
+
+fn tool(name: &str, title: &str, description: &str, input_schema: Value, annotations: &Value) -> Value {
+    let mut annotations = annotations.clone();
+    annotations["title"] = json!(title);
+    let mut tool = json!({"name": name, "title": title, "description": description, "annotations": annotations});
+    tool["inputSchema"] = input_schema;
+    tool
+}
+
+fn read_only() -> Value {
+    json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
+}
+
+fn side_effects() -> Value {
+    json!({"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false})
+}
+
+fn asks_client() -> Value {
+    json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": false, "openWorldHint": true})
+}
+
+fn bytes_property(what: &str) -> Value {
+    json!({"type": "integer", "minimum": 0, "maximum": MAX_FAULT_BYTES, "description": what})
+}
+
+/// The built-in tools, in list order.
+pub(crate) fn builtin_tools() -> Vec<Value> {
+    let mut tools = basic_tools();
+    tools.extend(client_tools());
+    tools.extend(fault_tools());
+    tools
+}
+
+fn no_arguments() -> Value {
+    schema(&json!({}), &[])
+}
+
+/// The tools that answer by themselves.
+fn basic_tools() -> Vec<Value> {
+    let mut add = tool(
+        "add",
+        "Add",
+        "Adds two numbers; the sum comes as text and as structured content.",
+        schema(&json!({"a": {"type": "number"}, "b": {"type": "number"}}), &["a", "b"]),
+        &read_only(),
+    );
+    add["outputSchema"] = schema(&json!({"sum": {"type": "number"}}), &["sum"]);
+    vec![
+        tool(
+            "echo",
+            "Echo",
+            "Returns `text` unchanged as one text content.",
+            schema(&json!({"text": {"type": "string"}}), &["text"]),
+            &read_only(),
+        ),
+        add,
+        tool(
+            "large",
+            "Large output",
+            "Returns one text content of exactly `bytes` bytes.",
+            schema(&json!({"bytes": bytes_property("the length of the text")}), &["bytes"]),
+            &read_only(),
+        ),
+        tool(
+            "image",
+            "Image",
+            "Returns a tiny PNG image and a text.",
+            no_arguments(),
+            &read_only(),
+        ),
+        tool(
+            "slow",
+            "Slow",
+            "Waits `ms` milliseconds; with a progress token, sends `steps` progress notifications along the way.",
+            schema(
+                &json!({"ms": {"type": "integer", "minimum": 0, "maximum": MAX_SLOW_MS}, "steps": {"type": "integer", "minimum": 0, "maximum": MAX_SLOW_STEPS, "default": 5}}),
+                &["ms"],
+            ),
+            &read_only(),
+        ),
+        tool(
+            "trigger-list-changed",
+            "Trigger tools/list_changed",
+            "Adds a new tool and sends notifications/tools/list_changed.",
+            no_arguments(),
+            &side_effects(),
+        ),
+        tool(
+            "update-resource",
+            "Update a resource",
+            "Sends notifications/resources/updated for `uri` if the client subscribed to it.",
+            schema(&json!({"uri": {"type": "string"}}), &["uri"]),
+            &side_effects(),
+        ),
+    ]
+}
+
+/// The tools that talk to the client (or fail on purpose).
+fn client_tools() -> Vec<Value> {
+    let log_levels = json!([
+        "debug",
+        "info",
+        "notice",
+        "warning",
+        "error",
+        "critical",
+        "alert",
+        "emergency"
+    ]);
+    vec![
+        tool(
+            "elicit",
+            "Elicit",
+            "Asks the client for input (elicitation/create, form mode) and returns its answer as JSON.",
+            schema(&json!({"message": {"type": "string"}}), &["message"]),
+            &asks_client(),
+        ),
+        tool(
+            "sample",
+            "Sample",
+            "Asks the client's model (sampling/createMessage) and returns the answer's text.",
+            schema(
+                &json!({"prompt": {"type": "string"}, "maxTokens": {"type": "integer", "minimum": 1, "default": 100}}),
+                &["prompt"],
+            ),
+            &asks_client(),
+        ),
+        tool(
+            "roots",
+            "Roots",
+            "Asks the client for its roots (roots/list) and returns them as JSON.",
+            no_arguments(),
+            &asks_client(),
+        ),
+        tool(
+            "log",
+            "Log",
+            "Sends a notifications/message at `level` (unless logging/setLevel set a higher one).",
+            schema(
+                &json!({"level": {"type": "string", "enum": log_levels}, "message": {"type": "string"}, "logger": {"type": "string"}}),
+                &["level", "message"],
+            ),
+            &side_effects(),
+        ),
+        tool(
+            "error",
+            "Tool error",
+            "Returns a result with isError: true.",
+            no_arguments(),
+            &read_only(),
+        ),
+        tool(
+            "fail",
+            "Protocol error",
+            "Answers with a JSON-RPC error response.",
+            no_arguments(),
+            &read_only(),
+        ),
+    ]
+}
+
+/// The fault tools.
+fn fault_tools() -> Vec<Value> {
+    vec![
+        tool(
+            "crash",
+            "Crash",
+            "Fault: writes to stderr and exits the process with `code` without answering.",
+            schema(
+                &json!({"code": {"type": "integer", "minimum": 0, "maximum": 255, "default": 1}}),
+                &[],
+            ),
+            &json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": false}),
+        ),
+        tool(
+            "hang",
+            "Hang",
+            "Fault: never answers (until cancelled).",
+            no_arguments(),
+            &read_only(),
+        ),
+        tool(
+            "garbage",
+            "Garbage",
+            "Fault: writes a line that is not JSON, then answers.",
+            no_arguments(),
+            &read_only(),
+        ),
+        tool(
+            "oversize",
+            "Oversize",
+            "Fault: writes one valid JSON line (a log notification) of exactly `bytes` bytes, then answers.",
+            schema(
+                &json!({"bytes": bytes_property("the line's length without its newline")}),
+                &["bytes"],
+            ),
+            &read_only(),
+        ),
+        tool(
+            "drip",
+            "Drip",
+            "Fault: writes the response line in chunks of `chunk` bytes, `delay_ms` apart.",
+            schema(
+                &json!({"delay_ms": {"type": "integer", "minimum": 0, "maximum": MAX_DRIP_DELAY_MS}, "chunk": {"type": "integer", "minimum": 1, "maximum": MAX_DRIP_CHUNK, "default": 8}}),
+                &["delay_ms"],
+            ),
+            &read_only(),
+        ),
+        tool(
+            "stderr",
+            "Stderr",
+            "Fault: writes `bytes` bytes of lines to stderr, then answers.",
+            schema(&json!({"bytes": bytes_property("how much to write")}), &["bytes"]),
+            &read_only(),
+        ),
+    ]
+}
+
+/// Generated tool `n` of `count` (see `--tools`).
+pub(crate) fn generated_tool(n: usize, count: usize) -> Value {
+    let name = generated_tool_name(n, count);
+    json!({
+        "name": name,
+        "description": format!("Generated tool {n} of {count} (for pagination tests); returns its arguments as JSON."),
+        "inputSchema": {"type": "object", "properties": {}},
+        "annotations": read_only(),
+    })
+}
+
+/// The tool named `name` that `trigger-list-changed` adds.
+pub(crate) fn dynamic_tool(name: &str) -> Value {
+    json!({
+        "name": name,
+        "description": "Added by trigger-list-changed; returns its arguments as JSON.",
+        "inputSchema": {"type": "object", "properties": {}},
+        "annotations": read_only(),
+    })
+}
+
+/// The static resources, in list order.
+pub(crate) fn resources() -> Vec<Value> {
+    vec![
+        json!({"uri": HELLO_URI, "name": "hello.txt", "title": "Hello", "description": "A short text.", "mimeType": "text/plain", "size": HELLO_TEXT.len()}),
+        json!({"uri": DATA_URI, "name": "data.bin", "title": "Binary data", "description": "The bytes 0 to 15.", "mimeType": "application/octet-stream", "size": 16}),
+        json!({"uri": README_URI, "name": "readme.md", "title": "Read me", "description": "What this server is.", "mimeType": "text/markdown", "size": README_TEXT.len()}),
+    ]
+}
+
+/// The resource templates, in list order.
+pub(crate) fn resource_templates() -> Vec<Value> {
+    vec![
+        json!({"uriTemplate": format!("{ITEM_PREFIX}{{id}}"), "name": "item", "title": "Item by id", "description": "A numbered item.", "mimeType": "text/plain"}),
+        json!({"uriTemplate": format!("{ECHO_PREFIX}{{text}}"), "name": "echo", "title": "Echo", "description": "A resource whose text is the end of its URI.", "mimeType": "text/plain"}),
+    ]
+}
+
+/// The contents of the resource at `uri` (a `contents` entry of resources/read), if it exists.
+pub(crate) fn read_resource(uri: &str) -> Option<Value> {
+    match uri {
+        HELLO_URI => {
+            return Some(json!({"uri": uri, "mimeType": "text/plain", "text": HELLO_TEXT}));
+        }
+        DATA_URI => {
+            return Some(json!({"uri": uri, "mimeType": "application/octet-stream", "blob": DATA_BASE64}));
+        }
+        README_URI => {
+            return Some(json!({"uri": uri, "mimeType": "text/markdown", "text": README_TEXT}));
+        }
+        _ => {}
+    }
+    if let Some(id) = uri
+        .strip_prefix(ITEM_PREFIX)
+        .filter(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Some(json!({"uri": uri, "mimeType": "text/plain", "text": format!("item {id}")}));
+    }
+    let text = uri.strip_prefix(ECHO_PREFIX).filter(|text| !text.is_empty())?;
+    Some(json!({"uri": uri, "mimeType": "text/plain", "text": text}))
+}
+
+/// The prompts, in list order.
+pub(crate) fn prompts() -> Vec<Value> {
+    vec![
+        json!({"name": "simple", "title": "Simple prompt", "description": "A prompt without arguments."}),
+        json!({"name": "greeting", "title": "Greeting", "description": "Greets someone by name.", "arguments": [
+            {"name": "name", "title": "Name", "description": "Who to greet.", "required": true}
+        ]}),
+        json!({"name": "code-review", "title": "Code review", "description": "Asks for a review of code in a language.", "arguments": [
+            {"name": "language", "title": "Language", "description": "The code's language.", "required": true},
+            {"name": "style", "title": "Style", "description": "concise or thorough.", "required": false}
+        ]}),
+    ]
+}
+
+/// Why prompts/get could not build a prompt.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum PromptError {
+    /// No prompt has that name.
+    #[error("unknown prompt {0:?}")]
+    Unknown(String),
+    /// A required argument is missing.
+    #[error("prompt {prompt:?} needs the argument {argument:?}")]
+    MissingArgument {
+        /// The prompt.
+        prompt: &'static str,
+        /// The missing argument.
+        argument: &'static str,
+    },
+}
+
+/// The `messages` of prompt `name` with `arguments` (string values by argument name).
+pub(crate) fn prompt_messages(name: &str, arguments: &serde_json::Map<String, Value>) -> Result<Value, PromptError> {
+    let argument = |prompt: &'static str, argument: &'static str| -> Result<String, PromptError> {
+        match arguments.get(argument).and_then(Value::as_str) {
+            Some(value) => Ok(value.to_owned()),
+            None => Err(PromptError::MissingArgument { prompt, argument }),
+        }
+    };
+    let user = |text: String| json!([{"role": "user", "content": {"type": "text", "text": text}}]);
+    Ok(match name {
+        "simple" => user("This is a simple prompt without arguments.".to_owned()),
+        "greeting" => user(format!(
+            "Hello, {}! Please greet me back.",
+            argument("greeting", "name")?
+        )),
+        "code-review" => {
+            let language = argument("code-review", "language")?;
+            let style = arguments.get("style").and_then(Value::as_str).unwrap_or("thorough");
+            user(format!(
+                "Please give a {style} review of the following {language} code."
+            ))
+        }
+        other => return Err(PromptError::Unknown(other.to_owned())),
+    })
+}
+
+/// What a completion request refers to.
+pub(crate) enum CompletionRef<'a> {
+    /// A prompt's argument.
+    Prompt(&'a str),
+    /// A resource template's argument.
+    Resource(&'a str),
+}
+
+/// The candidates for argument `argument` of `reference` that start with `prefix`; `None` if the
+/// prompt or template does not exist.
+pub(crate) fn complete(reference: &CompletionRef<'_>, argument: &str, prefix: &str) -> Option<Vec<&'static str>> {
+    let candidates: &[&str] = match reference {
+        CompletionRef::Prompt("code-review") => match argument {
+            "language" => LANGUAGES,
+            "style" => STYLES,
+            _ => &[],
+        },
+        CompletionRef::Prompt("simple" | "greeting") => &[],
+        CompletionRef::Resource(template) if *template == format!("{ITEM_PREFIX}{{id}}") => {
+            if argument == "id" {
+                ITEM_IDS
+            } else {
+                &[]
+            }
+        }
+        CompletionRef::Resource(template) if *template == format!("{ECHO_PREFIX}{{text}}") => &[],
+        CompletionRef::Prompt(_) | CompletionRef::Resource(_) => return None,
+    };
+    Some(candidates.iter().copied().filter(|c| c.starts_with(prefix)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_names_are_padded_and_recognized() {
+        assert_eq!(generated_tool_name(1, 25), "tool-0001");
+        assert_eq!(generated_tool_name(7, 12_345), "tool-00007");
+        assert!(is_generated_tool("tool-0025", 25));
+        assert!(!is_generated_tool("tool-0026", 25));
+        assert!(!is_generated_tool("tool-0000", 25));
+        assert!(!is_generated_tool("tool-25", 25));
+        assert!(!is_generated_tool("tool-0001", 0));
+    }
+
+    #[test]
+    fn every_listed_resource_reads_and_templates_resolve() {
+        for resource in resources() {
+            let uri = resource["uri"].as_str().unwrap();
+            assert_eq!(read_resource(uri).unwrap()["uri"], uri);
+        }
+        assert_eq!(read_resource("test://items/42").unwrap()["text"], "item 42");
+        assert_eq!(read_resource("test://echo/hi there").unwrap()["text"], "hi there");
+        assert!(read_resource("test://items/x").is_none());
+        assert!(read_resource("test://items/").is_none());
+        assert!(read_resource("file:///etc/passwd").is_none());
+    }
+
+    #[test]
+    fn prompts_check_their_arguments() {
+        let mut args = serde_json::Map::new();
+        assert_eq!(
+            prompt_messages("greeting", &args).unwrap_err().to_string(),
+            "prompt \"greeting\" needs the argument \"name\""
+        );
+        args.insert("name".into(), json!("Ada"));
+        assert_eq!(
+            prompt_messages("greeting", &args).unwrap()[0]["content"]["text"],
+            "Hello, Ada! Please greet me back."
+        );
+        assert_eq!(
+            prompt_messages("nope", &args).unwrap_err(),
+            PromptError::Unknown("nope".into())
+        );
+    }
+
+    #[test]
+    fn completion_filters_by_prefix() {
+        assert_eq!(
+            complete(&CompletionRef::Prompt("code-review"), "language", "r"),
+            Some(vec!["rust"])
+        );
+        assert_eq!(
+            complete(&CompletionRef::Resource("test://items/{id}"), "id", "1"),
+            Some(vec!["1", "10"])
+        );
+        assert_eq!(complete(&CompletionRef::Prompt("greeting"), "name", ""), Some(vec![]));
+        assert_eq!(complete(&CompletionRef::Prompt("nope"), "x", ""), None);
+        assert_eq!(complete(&CompletionRef::Resource("test://nope/{x}"), "x", ""), None);
+    }
+}

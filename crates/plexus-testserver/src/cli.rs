@@ -1,0 +1,209 @@
+//! The command line: subcommands and the options of each mode.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::builder::TypedValueParser;
+use clap::{Args, Parser, Subcommand};
+use plexus_jsonrpc::DEFAULT_MAX_MESSAGE_SIZE;
+
+/// The default time the server waits for the client's answer to one of its own requests
+/// (`elicitation/create`, `sampling/createMessage`, `roots/list`): 5 minutes, since a person may
+/// be answering an elicitation in the demo.
+pub(crate) const DEFAULT_CLIENT_TIMEOUT_MS: u64 = 300_000;
+
+/// The most generated tools `--tools` accepts.
+pub(crate) const MAX_GENERATED_TOOLS: usize = 100_000;
+
+/// The `plexus-testserver` command line.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "plexus-testserver",
+    version,
+    about = "A real MCP server with switchable faults, for tests, benchmarks and demos."
+)]
+pub struct Cli {
+    /// The transport to serve on.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The transports the server speaks.
+#[derive(Debug, Clone, Subcommand)]
+pub enum Command {
+    /// Serve one MCP session on standard input and output (newline-delimited JSON-RPC).
+    Stdio(StdioOptions),
+}
+
+/// Runs the mode that `cli` selects and returns the process's exit code.
+pub fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Stdio(options) => crate::run_stdio(options),
+    }
+}
+
+/// Options of the stdio mode (`plexus-testserver stdio`).
+#[derive(Debug, Clone, Args)]
+pub struct StdioOptions {
+    /// What the MCP session offers and which protocol faults it injects.
+    #[command(flatten)]
+    pub server: ServerOptions,
+    /// Process-level faults and test aids.
+    #[command(flatten)]
+    pub process: ProcessOptions,
+    /// The largest input line (one JSON-RPC message) accepted, in bytes; a longer line is answered
+    /// with an error and skipped.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_MESSAGE_SIZE, value_parser = clap::value_parser!(u64).range(1..=1 << 30).map(|n| n as usize))]
+    pub max_line_bytes: usize,
+}
+
+impl Default for StdioOptions {
+    fn default() -> Self {
+        StdioOptions {
+            server: ServerOptions::default(),
+            process: ProcessOptions::default(),
+            max_line_bytes: DEFAULT_MAX_MESSAGE_SIZE,
+        }
+    }
+}
+
+/// What the MCP session offers, and the protocol-level faults it injects. Independent of the
+/// transport.
+#[derive(Debug, Clone, Args)]
+pub struct ServerOptions {
+    /// Add N generated tools `tool-0001`, `tool-0002`, … (for pagination tests).
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=MAX_GENERATED_TOOLS as u64).map(|n| n as usize))]
+    pub tools: usize,
+    /// Paginate tools/list, resources/list, resources/templates/list and prompts/list with pages
+    /// of N entries and opaque cursors.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000).map(|n| n as usize))]
+    pub page_size: Option<usize>,
+    /// Fault: tools/list always returns the same `nextCursor`, so a client that follows cursors
+    /// blindly never stops.
+    #[arg(long)]
+    pub repeat_cursor: bool,
+    /// Answer initialize with exactly this protocol version, whatever the client asked for.
+    #[arg(long, value_name = "VERSION")]
+    pub protocol_version: Option<String>,
+    /// Send a `notifications/message` before the initialize result.
+    #[arg(long)]
+    pub notify_before_init: bool,
+    /// Fault: write a line that is not JSON before every response.
+    #[arg(long)]
+    pub garbage_line: bool,
+    /// Fault: exit with status 1 right after answering the N-th tools/call.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub crash_after: Option<u64>,
+    /// How long to wait for the client's answer to a server-to-client request, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_CLIENT_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    pub client_timeout_ms: u64,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            tools: 0,
+            page_size: None,
+            repeat_cursor: false,
+            protocol_version: None,
+            notify_before_init: false,
+            garbage_line: false,
+            crash_after: None,
+            client_timeout_ms: DEFAULT_CLIENT_TIMEOUT_MS,
+        }
+    }
+}
+
+/// Process-level faults and test aids, common to every transport.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ProcessOptions {
+    /// Append one JSON line per observed event to PATH: `start`, `request`, `notification` (every
+    /// client notification, with its params), `response`, `signal`, `stdin-closed`, `exit`.
+    #[arg(long, value_name = "PATH")]
+    pub event_log: Option<PathBuf>,
+    /// Ignore SIGINT and SIGTERM (they are still logged); by default either makes the server log
+    /// it and exit with status 0.
+    #[arg(long)]
+    pub ignore_signals: bool,
+    /// Keep running after stdin closes (logged as `stdin-closed`) until a signal ends the server:
+    /// with `--ignore-signals`, a server only SIGKILL stops.
+    #[arg(long)]
+    pub ignore_stdin_close: bool,
+    /// Spawn a long-lived grandchild (1 hour at most) that stays in this process group and ignores
+    /// SIGINT and SIGTERM, and write its PID to PIDFILE.
+    #[arg(long, value_name = "PIDFILE")]
+    pub spawn_grandchild: Option<PathBuf>,
+    /// Write this many bytes of lines to stderr at start, concurrently with serving.
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(0..=crate::faults::MAX_FAULT_BYTES as u64).map(|n| n as usize))]
+    pub flood_stderr: Option<usize>,
+    /// Write a line to stderr and exit with CODE before reading stdin.
+    #[arg(long, value_name = "CODE")]
+    pub exit_at_start: Option<u8>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_an_empty_command_line() {
+        let cli = Cli::try_parse_from(["plexus-testserver", "stdio"]).unwrap();
+        let Command::Stdio(parsed) = cli.command;
+        let default = StdioOptions::default();
+        assert_eq!(format!("{parsed:?}"), format!("{default:?}"));
+    }
+
+    #[test]
+    fn every_flag_parses() {
+        let cli = Cli::try_parse_from([
+            "plexus-testserver",
+            "stdio",
+            "--tools=3",
+            "--page-size=2",
+            "--repeat-cursor",
+            "--protocol-version=2024-11-05",
+            "--notify-before-init",
+            "--garbage-line",
+            "--crash-after=4",
+            "--client-timeout-ms=50",
+            "--event-log=/tmp/e",
+            "--ignore-signals",
+            "--spawn-grandchild=/tmp/p",
+            "--flood-stderr=100",
+            "--exit-at-start=9",
+            "--max-line-bytes=1000",
+        ])
+        .unwrap();
+        let Command::Stdio(o) = cli.command;
+        assert_eq!(
+            (
+                o.server.tools,
+                o.server.page_size,
+                o.server.crash_after,
+                o.server.client_timeout_ms
+            ),
+            (3, Some(2), Some(4), 50)
+        );
+        assert!(
+            o.server.repeat_cursor && o.server.notify_before_init && o.server.garbage_line && o.process.ignore_signals
+        );
+        assert_eq!(o.server.protocol_version.as_deref(), Some("2024-11-05"));
+        assert_eq!(
+            (o.process.flood_stderr, o.process.exit_at_start, o.max_line_bytes),
+            (Some(100), Some(9), 1000)
+        );
+    }
+
+    #[test]
+    fn out_of_range_values_are_refused() {
+        for args in [
+            ["--page-size", "0"],
+            ["--tools", "100001"],
+            ["--exit-at-start", "256"],
+            ["--crash-after", "0"],
+        ] {
+            let err = Cli::try_parse_from(["plexus-testserver", "stdio", args[0], args[1]]).unwrap_err();
+            assert!(err.to_string().contains(args[0]), "{args:?}: {err}");
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! The `plexus-testserver` binary: parses the command line and runs the server.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    plexus_testserver::run(plexus_testserver::Cli::parse())
+}

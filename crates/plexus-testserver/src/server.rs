@@ -1,0 +1,693 @@
+//! The MCP logic: what the server offers ([`Server`]) and one session's state with the handling of
+//! one decoded message ([`Session::handle`]), independent of how messages are framed or carried.
+//!
+//! Quick requests are answered inline into the caller's output list; work that waits (slow tools,
+//! requests to the client) runs on a task of its own and sends its outputs through the session's
+//! outbox, which the transport drains.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use plexus_jsonrpc::{
+    ErrorCode, ErrorObject, FrameError, Message, Notification, RawValue, Request, RequestId, Response,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
+
+use crate::ServerOptions;
+use crate::catalog::{self, CompletionRef};
+use crate::events::EventLog;
+use crate::faults::GARBAGE_LINE;
+
+/// The protocol version the server prefers, and answers with when the client's is unknown.
+pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// Every protocol version the server speaks, newest first.
+pub const SUPPORTED_PROTOCOL_VERSIONS: [&str; 4] = [LATEST_PROTOCOL_VERSION, "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The most tool calls running on tasks of their own at once; more are refused with an error.
+const MAX_IN_FLIGHT: usize = 4096;
+/// The most requests to the client waiting for an answer at once.
+const MAX_PENDING_CLIENT_REQUESTS: usize = 1024;
+/// How many outputs of background tasks may wait for the transport.
+pub(crate) const OUTBOX_CAPACITY: usize = 1024;
+
+/// Something the session wants written to the client, in order.
+#[derive(Debug)]
+pub(crate) enum Output {
+    /// One JSON-RPC message encoded as a line (ending with `\n`).
+    Message(Vec<u8>),
+    /// Bytes that are no well-behaved protocol message (a fault), ending with `\n`.
+    Raw(Vec<u8>),
+    /// A message line to be written `chunk` bytes at a time, `delay` apart (the `drip` fault).
+    Drip {
+        line: Vec<u8>,
+        chunk: usize,
+        delay: Duration,
+    },
+    /// Exit the process with `code` once everything before this is written, saying `reason` on
+    /// stderr (the `crash` fault and `--crash-after`).
+    Exit { code: i32, reason: String },
+}
+
+/// MCP logging levels, least severe first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum LogLevel {
+    Debug,
+    Info,
+    Notice,
+    Warning,
+    Error,
+    Critical,
+    Alert,
+    Emergency,
+}
+
+/// What the server offers; shared by all its sessions.
+#[derive(Debug)]
+pub(crate) struct Server {
+    pub(crate) options: ServerOptions,
+    pub(crate) events: Arc<EventLog>,
+    builtin_tools: Vec<Value>,
+    resources: Vec<Value>,
+    templates: Vec<Value>,
+    prompts: Vec<Value>,
+}
+
+impl Server {
+    pub(crate) fn new(options: ServerOptions, events: Arc<EventLog>) -> Self {
+        Server {
+            options,
+            events,
+            builtin_tools: catalog::builtin_tools(),
+            resources: catalog::resources(),
+            templates: catalog::resource_templates(),
+            prompts: catalog::prompts(),
+        }
+    }
+}
+
+/// What the client declared it can do, from its initialize request.
+#[derive(Debug, Default, Clone, Copy)]
+#[allow(clippy::struct_excessive_bools)] // one flag per capability, as the protocol has them.
+pub(crate) struct ClientCapabilities {
+    pub(crate) elicitation: bool,
+    pub(crate) sampling: bool,
+    pub(crate) roots: bool,
+}
+
+/// The mutable part of a session.
+#[derive(Debug, Default)]
+pub(crate) struct SessionState {
+    pub(crate) protocol_version: Option<String>,
+    pub(crate) client: ClientCapabilities,
+    pub(crate) log_level: Option<LogLevel>,
+    pub(crate) subscriptions: HashSet<String>,
+    pub(crate) dynamic_tools: Vec<Value>,
+}
+
+/// A client response to a server-to-client request.
+type ClientAnswer = Result<Box<RawValue>, ErrorObject>;
+
+/// One MCP session: one client, its negotiated state, its in-flight work and its outbox.
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub(crate) server: Arc<Server>,
+    outbox: mpsc::Sender<Output>,
+    pub(crate) state: Mutex<SessionState>,
+    pending: Mutex<HashMap<RequestId, oneshot::Sender<ClientAnswer>>>,
+    in_flight: Mutex<HashMap<RequestId, AbortHandle>>,
+    next_client_request: AtomicU64,
+    tool_calls_answered: AtomicU64,
+}
+
+/// Why a server-to-client request got no usable answer.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ClientRequestError {
+    /// The client did not declare the capability the request needs.
+    #[error("the client did not declare the {capability} capability")]
+    NotDeclared { capability: &'static str },
+    /// Too many requests to the client are waiting.
+    #[error("{limit} requests to the client are already waiting for an answer")]
+    TooMany { limit: usize },
+    /// No answer in time.
+    #[error("the client did not answer {method} within {ms} ms")]
+    Timeout { method: &'static str, ms: u64 },
+    /// The client answered with an error.
+    #[error("the client answered {method} with an error: {error}")]
+    Refused { method: &'static str, error: ErrorObject },
+    /// The session ended first.
+    #[error("the session closed before the client answered {method}")]
+    Closed { method: &'static str },
+}
+
+/// Locks `mutex`, ignoring poisoning (a panicked holder leaves consistent maps behind).
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Serializes `value` as a raw JSON result.
+pub(crate) fn raw<T: Serialize + ?Sized>(value: &T) -> Result<Box<RawValue>, ErrorObject> {
+    serde_json::value::to_raw_value(value)
+        .map_err(|e| ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("cannot serialize the result: {e}")))
+}
+
+/// Parses the params of `method`, naming the method in the error.
+pub(crate) fn parse_params<'a, T: Deserialize<'a>>(method: &str, params: &'a str) -> Result<T, ErrorObject> {
+    serde_json::from_str(params)
+        .map_err(|e| ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("invalid params for {method}: {e}")))
+}
+
+/// A notification line.
+pub(crate) fn notification_line(method: &str, params: Option<&Value>) -> Vec<u8> {
+    let mut line = Vec::with_capacity(128);
+    plexus_jsonrpc::encode_notification(&mut line, method, params).expect("a JSON value always serializes");
+    line
+}
+
+fn raw_to_value(raw: Option<&RawValue>) -> Value {
+    raw.and_then(|raw| serde_json::from_str(raw.get()).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// An empty result (`{}`).
+fn empty() -> Result<Box<RawValue>, ErrorObject> {
+    raw(&json!({}))
+}
+
+#[derive(Deserialize)]
+struct CursorParams {
+    #[serde(default)]
+    cursor: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct InitializeParams {
+    protocol_version: String,
+    capabilities: Map<String, Value>,
+    /// Required by the protocol; checked, not used.
+    #[serde(rename = "clientInfo")]
+    _client_info: ClientInfo,
+}
+
+#[derive(Deserialize)]
+#[allow(dead_code)] // checked for presence; the server has no use for the values.
+struct ClientInfo {
+    name: String,
+    version: String,
+}
+
+#[derive(Deserialize)]
+struct UriParams<'a> {
+    #[serde(borrow)]
+    uri: Cow<'a, str>,
+}
+
+#[derive(Deserialize)]
+struct GetPromptParams<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(default)]
+    arguments: Map<String, Value>,
+}
+
+#[derive(Deserialize)]
+struct CompleteParams {
+    #[serde(rename = "ref")]
+    reference: CompleteRef,
+    argument: CompleteArgument,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type")]
+enum CompleteRef {
+    #[serde(rename = "ref/prompt")]
+    Prompt { name: String },
+    #[serde(rename = "ref/resource")]
+    Resource { uri: String },
+}
+
+#[derive(Deserialize)]
+struct CompleteArgument {
+    name: String,
+    value: String,
+}
+
+#[derive(Deserialize)]
+struct SetLevelParams {
+    level: LogLevel,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CancelledParams {
+    request_id: RequestId,
+}
+
+impl Session {
+    /// A session of `server` whose background outputs go to `outbox`.
+    pub(crate) fn new(server: Arc<Server>, outbox: mpsc::Sender<Output>) -> Arc<Self> {
+        Arc::new(Session {
+            server,
+            outbox,
+            state: Mutex::new(SessionState::default()),
+            pending: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(HashMap::new()),
+            next_client_request: AtomicU64::new(0),
+            tool_calls_answered: AtomicU64::new(0),
+        })
+    }
+
+    fn options(&self) -> &ServerOptions {
+        &self.server.options
+    }
+
+    /// Handles one decoded message: outputs that are ready now go to `out`, in order; later ones
+    /// go through the outbox.
+    pub(crate) fn handle(self: &Arc<Self>, message: Message, out: &mut Vec<Output>) {
+        match message {
+            Message::Request(request) => self.handle_request(request, out),
+            Message::Notification(notification) => self.handle_notification(&notification),
+            Message::Response(response) => self.handle_response(response),
+        }
+    }
+
+    /// Answers a line that could not be decoded with a JSON-RPC error whose id is `null`.
+    pub(crate) fn handle_frame_error(error: &FrameError, out: &mut Vec<Output>) {
+        let code = match error {
+            FrameError::Decode(
+                plexus_jsonrpc::DecodeError::InvalidJson { .. } | plexus_jsonrpc::DecodeError::InvalidUtf8 { .. },
+            ) => ErrorCode::PARSE_ERROR,
+            FrameError::TooLarge { .. } | FrameError::Decode(_) => ErrorCode::INVALID_REQUEST,
+        };
+        let mut line = Vec::with_capacity(160);
+        Message::Response(Response::error(None, ErrorObject::new(code, error.to_string()))).encode_line(&mut line);
+        out.push(Output::Message(line));
+    }
+
+    fn handle_request(self: &Arc<Self>, request: Request, out: &mut Vec<Output>) {
+        let events = &self.server.events;
+        if events.enabled() {
+            events.record(&json!({"event": "request", "id": request.id, "method": request.method, "params": raw_to_value(request.params.as_deref())}));
+        }
+        let params = request.params.as_deref().map_or("{}", RawValue::get);
+        let method = &*request.method;
+        let outcome = match method {
+            "tools/call" => return self.call_tool(request.id, params, out),
+            "initialize" => self.initialize(params, out),
+            "ping" => empty(),
+            "tools/list" => self.list_tools(params),
+            "resources/list" => self.list(method, "resources", &self.server.resources, params),
+            "resources/templates/list" => self.list(method, "resourceTemplates", &self.server.templates, params),
+            "prompts/list" => self.list(method, "prompts", &self.server.prompts, params),
+            "resources/read" => Self::read_resource(params),
+            "resources/subscribe" => self.subscribe(params, true),
+            "resources/unsubscribe" => self.subscribe(params, false),
+            "prompts/get" => Self::get_prompt(params),
+            "completion/complete" => Self::complete(params),
+            "logging/setLevel" => self.set_level(params),
+            other => Err(ErrorObject::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("method not found: {other}"),
+            )),
+        };
+        self.respond(request.id, outcome, out);
+    }
+
+    fn handle_notification(&self, notification: &Notification) {
+        let events = &self.server.events;
+        if events.enabled() {
+            events.record(&json!({"event": "notification", "method": notification.method, "params": raw_to_value(notification.params.as_deref())}));
+        }
+        if notification.method == "notifications/cancelled" {
+            let params = notification.params.as_deref().map_or("{}", RawValue::get);
+            if let Ok(CancelledParams { request_id }) = serde_json::from_str(params) {
+                if let Some(task) = lock(&self.in_flight).remove(&request_id) {
+                    task.abort();
+                }
+            }
+        }
+    }
+
+    fn handle_response(&self, response: Response) {
+        let events = &self.server.events;
+        if events.enabled() {
+            let outcome = match &response.outcome {
+                Ok(result) => json!({"result": raw_to_value(Some(result))}),
+                Err(error) => json!({"error": {"code": error.code, "message": error.message}}),
+            };
+            events.record(&json!({"event": "response", "id": response.id, "outcome": outcome}));
+        }
+        let waiter = response.id.as_ref().and_then(|id| lock(&self.pending).remove(id));
+        match waiter {
+            // The asker may have given up (timeout, cancellation) a moment ago.
+            Some(waiter) => drop(waiter.send(response.outcome)),
+            None => eprintln!(
+                "plexus-testserver: a response for request id {} that is not waiting for one",
+                response.id.map_or_else(|| "null".to_owned(), |id| id.to_string())
+            ),
+        }
+    }
+
+    /// Queues `outcome` as the response to `id` (after a garbage line with `--garbage-line`).
+    pub(crate) fn respond(&self, id: RequestId, outcome: Result<Box<RawValue>, ErrorObject>, out: &mut Vec<Output>) {
+        if self.options().garbage_line {
+            out.push(Output::Raw(GARBAGE_LINE.to_vec()));
+        }
+        let mut line = Vec::with_capacity(64 + outcome.as_ref().map_or(64, |r| r.get().len()));
+        Message::Response(Response { id: Some(id), outcome }).encode_line(&mut line);
+        out.push(Output::Message(line));
+    }
+
+    /// Like [`respond`](Self::respond) for a tools/call, then exits when `--crash-after` says so.
+    pub(crate) fn respond_to_tool_call(
+        &self,
+        id: RequestId,
+        outcome: Result<Box<RawValue>, ErrorObject>,
+        out: &mut Vec<Output>,
+    ) {
+        self.respond(id, outcome, out);
+        let answered = self.tool_calls_answered.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.options().crash_after == Some(answered) {
+            out.push(Output::Exit {
+                code: 1,
+                reason: format!("crashing after {answered} tool calls as asked (--crash-after)"),
+            });
+        }
+    }
+
+    /// Sends an output from a background task (in order with the task's other outputs).
+    pub(crate) async fn emit(&self, output: Output) {
+        // The receiver is gone only when the transport is shutting down: nothing left to tell.
+        let _ = self.outbox.send(output).await;
+    }
+
+    /// Runs the tools/call `id` on a task of its own; a `notifications/cancelled` for `id` aborts
+    /// it (and no response is sent).
+    pub(crate) fn spawn_tool_call<F>(self: &Arc<Self>, id: RequestId, work: F, out: &mut Vec<Output>)
+    where
+        F: Future<Output = Result<Box<RawValue>, ErrorObject>> + Send + 'static,
+    {
+        let mut in_flight = lock(&self.in_flight);
+        if in_flight.len() >= MAX_IN_FLIGHT {
+            drop(in_flight);
+            let error = ErrorObject::new(
+                ErrorCode::INTERNAL_ERROR,
+                format!("{MAX_IN_FLIGHT} tool calls are already running; try again later"),
+            );
+            return self.respond_to_tool_call(id, Err(error), out);
+        }
+        let session = Arc::clone(self);
+        let task_id = id.clone();
+        let task = tokio::spawn(async move {
+            let outcome = work.await;
+            lock(&session.in_flight).remove(&task_id);
+            let mut outputs = Vec::with_capacity(2);
+            session.respond_to_tool_call(task_id, outcome, &mut outputs);
+            for output in outputs {
+                session.emit(output).await;
+            }
+        });
+        in_flight.insert(id, task.abort_handle());
+    }
+
+    /// Sends `method` to the client and waits (at most `--client-timeout-ms`) for its result,
+    /// unless the client did not declare the capability that `method` needs.
+    pub(crate) async fn ask_client(
+        &self,
+        method: &'static str,
+        params: &Value,
+    ) -> Result<Box<RawValue>, ClientRequestError> {
+        let client = lock(&self.state).client;
+        let (capability, declared) = match method {
+            "elicitation/create" => ("elicitation", client.elicitation),
+            "sampling/createMessage" => ("sampling", client.sampling),
+            "roots/list" => ("roots", client.roots),
+            _ => ("", true),
+        };
+        if !declared {
+            return Err(ClientRequestError::NotDeclared { capability });
+        }
+        let id = RequestId::String(format!(
+            "s-{}",
+            self.next_client_request.fetch_add(1, Ordering::Relaxed) + 1
+        ));
+        let (answer_tx, answer_rx) = oneshot::channel();
+        {
+            let mut pending = lock(&self.pending);
+            if pending.len() >= MAX_PENDING_CLIENT_REQUESTS {
+                return Err(ClientRequestError::TooMany {
+                    limit: MAX_PENDING_CLIENT_REQUESTS,
+                });
+            }
+            pending.insert(id.clone(), answer_tx);
+        }
+        // Forgets the request however this future ends (answer, timeout, cancellation).
+        let _forget = PendingGuard { session: self, id: &id };
+        let mut line = Vec::with_capacity(256);
+        plexus_jsonrpc::encode_request(&mut line, &id, method, Some(params)).expect("a JSON value always serializes");
+        self.emit(Output::Message(line)).await;
+        let ms = self.options().client_timeout_ms;
+        match tokio::time::timeout(Duration::from_millis(ms), answer_rx).await {
+            Ok(Ok(Ok(result))) => Ok(result),
+            Ok(Ok(Err(error))) => Err(ClientRequestError::Refused { method, error }),
+            Ok(Err(_)) => Err(ClientRequestError::Closed { method }),
+            Err(_) => Err(ClientRequestError::Timeout { method, ms }),
+        }
+    }
+
+    fn initialize(&self, params: &str, out: &mut Vec<Output>) -> Result<Box<RawValue>, ErrorObject> {
+        let params: InitializeParams = parse_params("initialize", params)?;
+        let version = match &self.options().protocol_version {
+            Some(forced) => forced.clone(),
+            None if SUPPORTED_PROTOCOL_VERSIONS.contains(&params.protocol_version.as_str()) => params.protocol_version,
+            None => LATEST_PROTOCOL_VERSION.to_owned(),
+        };
+        {
+            let mut state = lock(&self.state);
+            state.protocol_version = Some(version.clone());
+            state.client = ClientCapabilities {
+                elicitation: params.capabilities.contains_key("elicitation"),
+                sampling: params.capabilities.contains_key("sampling"),
+                roots: params.capabilities.contains_key("roots"),
+            };
+        }
+        if self.options().notify_before_init {
+            let message = json!({"level": "info", "logger": "plexus-testserver", "data": "this notification comes before the initialize result (--notify-before-init)"});
+            out.push(Output::Message(notification_line(
+                "notifications/message",
+                Some(&message),
+            )));
+        }
+        raw(&json!({
+            "protocolVersion": version,
+            "capabilities": {
+                "tools": {"listChanged": true},
+                "resources": {"subscribe": true, "listChanged": true},
+                "prompts": {"listChanged": true},
+                "logging": {},
+                "completions": {},
+            },
+            "serverInfo": {"name": "plexus-testserver", "title": "plexus test server", "version": env!("CARGO_PKG_VERSION")},
+            "instructions": catalog::INSTRUCTIONS,
+        }))
+    }
+
+    /// The range of entries of the page that `params` asks for, and the next cursor.
+    fn page(
+        &self,
+        method: &str,
+        params: &str,
+        len: usize,
+        repeat_cursor: bool,
+    ) -> Result<(Range<usize>, Option<String>), ErrorObject> {
+        let CursorParams { cursor } = parse_params(method, params)?;
+        let start = match cursor {
+            None => 0,
+            Some(cursor) => decode_cursor(&cursor, len).ok_or_else(|| {
+                ErrorObject::new(
+                    ErrorCode::INVALID_PARAMS,
+                    format!("invalid params for {method}: unknown cursor {cursor:?}"),
+                )
+            })?,
+        };
+        let page_size = self.options().page_size;
+        let end = page_size.map_or(len, |size| start.saturating_add(size).min(len));
+        let next = if repeat_cursor {
+            Some(encode_cursor(page_size.unwrap_or(len).min(len)))
+        } else {
+            (end < len).then(|| encode_cursor(end))
+        };
+        Ok((start..end, next))
+    }
+
+    fn list(&self, method: &str, key: &str, entries: &[Value], params: &str) -> Result<Box<RawValue>, ErrorObject> {
+        let (range, next) = self.page(method, params, entries.len(), false)?;
+        list_result(key, &entries[range], next)
+    }
+
+    fn list_tools(&self, params: &str) -> Result<Box<RawValue>, ErrorObject> {
+        let builtin = &self.server.builtin_tools;
+        let generated = self.options().tools;
+        let state = lock(&self.state);
+        let len = builtin.len() + generated + state.dynamic_tools.len();
+        let (range, next) = self.page("tools/list", params, len, self.options().repeat_cursor)?;
+        let page: Vec<Cow<'_, Value>> = range
+            .map(|i| {
+                if i < builtin.len() {
+                    Cow::Borrowed(&builtin[i])
+                } else if i < builtin.len() + generated {
+                    Cow::Owned(catalog::generated_tool(i - builtin.len() + 1, generated))
+                } else {
+                    Cow::Borrowed(&state.dynamic_tools[i - builtin.len() - generated])
+                }
+            })
+            .collect();
+        list_result("tools", &page, next)
+    }
+
+    fn read_resource(params: &str) -> Result<Box<RawValue>, ErrorObject> {
+        let UriParams { uri } = parse_params("resources/read", params)?;
+        let contents = catalog::read_resource(&uri).ok_or_else(|| resource_not_found(&uri))?;
+        raw(&json!({"contents": [contents]}))
+    }
+
+    fn subscribe(&self, params: &str, subscribe: bool) -> Result<Box<RawValue>, ErrorObject> {
+        let method = if subscribe {
+            "resources/subscribe"
+        } else {
+            "resources/unsubscribe"
+        };
+        let UriParams { uri } = parse_params(method, params)?;
+        let mut state = lock(&self.state);
+        if subscribe {
+            if catalog::read_resource(&uri).is_none() {
+                return Err(resource_not_found(&uri));
+            }
+            state.subscriptions.insert(uri.into_owned());
+        } else {
+            state.subscriptions.remove(&*uri);
+        }
+        empty()
+    }
+
+    fn get_prompt(params: &str) -> Result<Box<RawValue>, ErrorObject> {
+        let GetPromptParams { name, arguments } = parse_params("prompts/get", params)?;
+        let messages = catalog::prompt_messages(&name, &arguments).map_err(|e| {
+            ErrorObject::new(
+                ErrorCode::INVALID_PARAMS,
+                format!("invalid params for prompts/get: {e}"),
+            )
+        })?;
+        raw(&json!({"description": format!("The {name} prompt."), "messages": messages}))
+    }
+
+    fn complete(params: &str) -> Result<Box<RawValue>, ErrorObject> {
+        let CompleteParams { reference, argument } = parse_params("completion/complete", params)?;
+        let (reference, what) = match &reference {
+            CompleteRef::Prompt { name } => (CompletionRef::Prompt(name), format!("prompt {name:?}")),
+            CompleteRef::Resource { uri } => (CompletionRef::Resource(uri), format!("resource template {uri:?}")),
+        };
+        let values = catalog::complete(&reference, &argument.name, &argument.value).ok_or_else(|| {
+            ErrorObject::new(
+                ErrorCode::INVALID_PARAMS,
+                format!("invalid params for completion/complete: unknown {what}"),
+            )
+        })?;
+        raw(&json!({"completion": {"values": values, "total": values.len(), "hasMore": false}}))
+    }
+
+    fn set_level(&self, params: &str) -> Result<Box<RawValue>, ErrorObject> {
+        let SetLevelParams { level } = parse_params("logging/setLevel", params)?;
+        lock(&self.state).log_level = Some(level);
+        empty()
+    }
+}
+
+/// Removes a server-to-client request from the pending map when its asker stops waiting.
+struct PendingGuard<'a> {
+    session: &'a Session,
+    id: &'a RequestId,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        lock(&self.session.pending).remove(self.id);
+    }
+}
+
+fn resource_not_found(uri: &str) -> ErrorObject {
+    let mut error = ErrorObject::new(ErrorCode::RESOURCE_NOT_FOUND, format!("resource not found: {uri}"));
+    error.data = raw(&json!({"uri": uri})).ok();
+    error
+}
+
+fn list_result<T: Serialize>(key: &str, page: &[T], next: Option<String>) -> Result<Box<RawValue>, ErrorObject> {
+    #[derive(Serialize)]
+    struct Page<'a, T> {
+        #[serde(flatten)]
+        entries: HashMap<&'a str, &'a [T]>,
+        #[serde(rename = "nextCursor", skip_serializing_if = "Option::is_none")]
+        next_cursor: Option<String>,
+    }
+    raw(&Page {
+        entries: HashMap::from([(key, page)]),
+        next_cursor: next,
+    })
+}
+
+/// Cursors are opaque to the client; this server spells them `page:<offset>`.
+fn encode_cursor(offset: usize) -> String {
+    format!("page:{offset}")
+}
+
+fn decode_cursor(cursor: &str, len: usize) -> Option<usize> {
+    cursor
+        .strip_prefix("page:")?
+        .parse()
+        .ok()
+        .filter(|offset| *offset <= len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_refuse_strangers() {
+        assert_eq!(decode_cursor(&encode_cursor(7), 10), Some(7));
+        assert_eq!(decode_cursor(&encode_cursor(10), 10), Some(10));
+        assert_eq!(decode_cursor(&encode_cursor(11), 10), None);
+        assert_eq!(decode_cursor("7", 10), None);
+        assert_eq!(decode_cursor("page:-1", 10), None);
+    }
+
+    #[test]
+    fn log_levels_order_by_severity() {
+        let level: LogLevel = serde_json::from_str("\"warning\"").unwrap();
+        assert!(LogLevel::Debug < level && level < LogLevel::Emergency);
+        assert!(serde_json::from_str::<LogLevel>("\"loud\"").is_err());
+    }
+
+    #[test]
+    fn list_results_have_the_entries_and_an_optional_cursor() {
+        let page = [json!({"name": "a"})];
+        assert_eq!(
+            list_result("tools", &page, None).unwrap().get(),
+            r#"{"tools":[{"name":"a"}]}"#
+        );
+        assert_eq!(
+            list_result("prompts", &page[..0], Some("page:1".into())).unwrap().get(),
+            r#"{"prompts":[],"nextCursor":"page:1"}"#
+        );
+    }
+}

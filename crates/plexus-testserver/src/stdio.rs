@@ -1,0 +1,319 @@
+//! The stdio mode: newline-delimited JSON-RPC on standard input and output, one session, on a
+//! current-thread runtime.
+//!
+//! One loop reads input, decodes every complete line, answers quick requests inline into an output
+//! buffer and writes that buffer once the input read so far is used up, so pipelined requests
+//! coalesce into one write. Background work (slow tools, requests to the client) sends its outputs
+//! through the session's outbox, which the same loop drains.
+
+use std::io;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use plexus_jsonrpc::LineCodec;
+use serde_json::json;
+use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio::sync::mpsc;
+
+use crate::StdioOptions;
+use crate::events::EventLog;
+use crate::faults;
+use crate::pipes::{Stdin, Stdout};
+use crate::server::{OUTBOX_CAPACITY, Output, Server, Session};
+
+/// How much input is read at once.
+const READ_CHUNK: usize = 64 * 1024;
+/// Buffered output past this size is written without waiting for the input to run dry.
+const FLUSH_AT: usize = 256 * 1024;
+/// How many queued background outputs are written before the loop looks at its input again.
+const OUTBOX_BATCH: usize = 256;
+
+/// The exit status for a start-up failure (bad event log path, grandchild not spawned, …).
+const SETUP_FAILURE: u8 = 2;
+
+/// Serves one MCP session on this process's stdin and stdout until stdin closes (status 0), a
+/// SIGINT or SIGTERM arrives (status 0, unless `--ignore-signals`), or stdout fails (status 1).
+///
+/// Blocks the calling thread on a current-thread tokio runtime of its own, so it must not be called
+/// from within a runtime. Work still in flight at the end is abandoned. The `crash` tool and
+/// `--crash-after` end the whole process with `std::process::exit`, as a crashing server would.
+pub fn run_stdio(options: StdioOptions) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("plexus-testserver: cannot start the async runtime: {e}");
+            return ExitCode::from(SETUP_FAILURE);
+        }
+    };
+    let code = runtime.block_on(serve(options));
+    // In-flight tasks and a stdin reader thread blocked in read(2) are abandoned, not awaited.
+    runtime.shutdown_background();
+    code
+}
+
+/// Why the serving loop ended.
+enum End {
+    StdinClosed,
+    Signal,
+    Crash { code: i32, reason: String },
+    Io(String),
+}
+
+async fn serve(options: StdioOptions) -> ExitCode {
+    let StdioOptions {
+        server,
+        process,
+        max_line_bytes,
+    } = options;
+    let events = match EventLog::open(process.event_log.as_deref()) {
+        Ok(events) => Arc::new(events),
+        Err(e) => {
+            let path = process
+                .event_log
+                .as_deref()
+                .unwrap_or_else(|| std::path::Path::new(""))
+                .display();
+            eprintln!("plexus-testserver: cannot open the event log {path}: {e}");
+            return ExitCode::from(SETUP_FAILURE);
+        }
+    };
+    events.record(&json!({"event": "start", "pid": std::process::id()}));
+    let setup = async {
+        if let Some(code) = process.exit_at_start {
+            eprintln!("plexus-testserver: exiting with status {code} at start as asked (--exit-at-start)");
+            return Err(code);
+        }
+        let signals = Signals::install()
+            .map_err(|e| setup_failure(&format!("cannot install the SIGINT and SIGTERM handlers: {e}")))?;
+        if let Some(pidfile) = &process.spawn_grandchild {
+            faults::spawn_grandchild(pidfile)
+                .map_err(|e| setup_failure(&format!("cannot spawn the grandchild: {e}")))?;
+        }
+        if let Some(bytes) = process.flood_stderr {
+            faults::flood_stderr(bytes).map_err(|e| setup_failure(&format!("cannot start the stderr flood: {e}")))?;
+        }
+        Ok(signals)
+    };
+    let signals = match setup.await {
+        Ok(signals) => signals,
+        Err(code) => {
+            events.exit(code.into());
+            return ExitCode::from(code);
+        }
+    };
+    let (outbox_tx, outbox) = mpsc::channel(OUTBOX_CAPACITY);
+    let session = Session::new(Arc::new(Server::new(server, Arc::clone(&events))), outbox_tx);
+    let mut stdio = StdioLoop {
+        session,
+        codec: LineCodec::with_max_size(max_line_bytes),
+        input: BytesMut::with_capacity(READ_CHUNK),
+        outputs: Vec::new(),
+        writer: Writer {
+            stdout: Stdout::open(),
+            buffer: Vec::with_capacity(FLUSH_AT),
+        },
+        events: Arc::clone(&events),
+    };
+    match stdio
+        .run(
+            Stdin::open(),
+            signals,
+            outbox,
+            process.ignore_signals,
+            process.ignore_stdin_close,
+        )
+        .await
+    {
+        End::StdinClosed => {
+            events.record(&json!({"event": "stdin-closed"}));
+            events.exit(0);
+            ExitCode::SUCCESS
+        }
+        End::Signal => {
+            events.exit(0);
+            ExitCode::SUCCESS
+        }
+        End::Crash { code, reason } => {
+            eprintln!("plexus-testserver: {reason}");
+            events.exit(code);
+            std::process::exit(code)
+        }
+        End::Io(reason) => {
+            eprintln!("plexus-testserver: {reason}");
+            events.exit(1);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn setup_failure(reason: &str) -> u8 {
+    eprintln!("plexus-testserver: {reason}");
+    SETUP_FAILURE
+}
+
+/// SIGINT and SIGTERM, caught (so never fatal by themselves).
+struct Signals {
+    interrupt: Signal,
+    terminate: Signal,
+}
+
+impl Signals {
+    fn install() -> io::Result<Self> {
+        Ok(Signals {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
+    }
+
+    /// The name of the next signal.
+    async fn recv(&mut self) -> &'static str {
+        let received = tokio::select! {
+            received = self.interrupt.recv() => received.map(|()| "SIGINT"),
+            received = self.terminate.recv() => received.map(|()| "SIGTERM"),
+        };
+        match received {
+            Some(name) => name,
+            // The runtime's signal driver is gone: no signal will come.
+            None => std::future::pending().await,
+        }
+    }
+}
+
+struct StdioLoop {
+    session: Arc<Session>,
+    codec: LineCodec,
+    input: BytesMut,
+    /// Reused for the outputs of each inline message.
+    outputs: Vec<Output>,
+    writer: Writer,
+    events: Arc<EventLog>,
+}
+
+impl StdioLoop {
+    async fn run(
+        &mut self,
+        mut stdin: Stdin,
+        mut signals: Signals,
+        mut outbox: mpsc::Receiver<Output>,
+        ignore_signals: bool,
+        ignore_stdin_close: bool,
+    ) -> End {
+        let mut chunk = vec![0u8; READ_CHUNK].into_boxed_slice();
+        let mut stdin_open = true;
+        loop {
+            let step = tokio::select! {
+                biased;
+                name = signals.recv() => {
+                    self.events.record(&json!({"event": "signal", "signal": name, "ms": self.events.elapsed_ms()}));
+                    if ignore_signals { Ok(()) } else { Err(End::Signal) }
+                }
+                read = stdin.read(&mut chunk), if stdin_open => match read {
+                    Ok(0) if ignore_stdin_close => {
+                        stdin_open = false;
+                        self.events.record(&json!({"event": "stdin-closed"}));
+                        self.end_of_input().await.or_else(|end| if matches!(end, End::StdinClosed) { Ok(()) } else { Err(end) })
+                    }
+                    Ok(0) => self.end_of_input().await,
+                    Ok(n) => {
+                        self.input.extend_from_slice(&chunk[..n]);
+                        self.dispatch_input().await
+                    }
+                    Err(e) => Err(End::Io(format!("cannot read stdin: {e}"))),
+                },
+                Some(output) = outbox.recv() => self.drain_outbox(output, &mut outbox).await,
+            };
+            if let Err(end) = step {
+                return end;
+            }
+        }
+    }
+
+    /// Handles every complete line of the input, then writes what they produced.
+    async fn dispatch_input(&mut self) -> Result<(), End> {
+        while let Some(item) = self.codec.decode_line(&mut self.input) {
+            match item {
+                Ok(message) => self.session.handle(message, &mut self.outputs),
+                Err(error) => Session::handle_frame_error(&error, &mut self.outputs),
+            }
+            for output in self.outputs.drain(..) {
+                self.writer.put(output).await?;
+            }
+        }
+        self.writer.flush().await
+    }
+
+    /// Handles a last line without its newline, and ends.
+    async fn end_of_input(&mut self) -> Result<(), End> {
+        if !self.input.is_empty() {
+            self.input.extend_from_slice(b"\n");
+            self.dispatch_input().await?;
+        }
+        Err(End::StdinClosed)
+    }
+
+    /// Writes `first` and whatever else the background tasks queued meanwhile, up to a batch.
+    async fn drain_outbox(&mut self, first: Output, outbox: &mut mpsc::Receiver<Output>) -> Result<(), End> {
+        self.writer.put(first).await?;
+        for _ in 1..OUTBOX_BATCH {
+            let Ok(output) = outbox.try_recv() else { break };
+            self.writer.put(output).await?;
+        }
+        self.writer.flush().await
+    }
+}
+
+/// Buffered writes to stdout, in output order.
+struct Writer {
+    stdout: Stdout,
+    buffer: Vec<u8>,
+}
+
+impl Writer {
+    async fn put(&mut self, output: Output) -> Result<(), End> {
+        match output {
+            Output::Message(line) | Output::Raw(line) if line.len() >= FLUSH_AT => {
+                self.flush().await?;
+                self.write(&line).await
+            }
+            Output::Message(line) | Output::Raw(line) => {
+                self.buffer.extend_from_slice(&line);
+                if self.buffer.len() >= FLUSH_AT {
+                    self.flush().await
+                } else {
+                    Ok(())
+                }
+            }
+            Output::Drip { line, chunk, delay } => {
+                self.flush().await?;
+                for (i, piece) in line.chunks(chunk).enumerate() {
+                    if i > 0 {
+                        tokio::time::sleep(delay).await;
+                    }
+                    self.write(piece).await?;
+                }
+                Ok(())
+            }
+            Output::Exit { code, reason } => {
+                self.flush().await?;
+                Err(End::Crash { code, reason })
+            }
+        }
+    }
+
+    async fn flush(&mut self) -> Result<(), End> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let result = self.stdout.write_all(&self.buffer).await;
+        self.buffer.clear();
+        result.map_err(|e| End::Io(format!("cannot write to stdout: {e}")))
+    }
+
+    async fn write(&mut self, bytes: &[u8]) -> Result<(), End> {
+        self.stdout
+            .write_all(bytes)
+            .await
+            .map_err(|e| End::Io(format!("cannot write to stdout: {e}")))
+    }
+}

@@ -1,0 +1,539 @@
+//! tools/call: argument parsing and the behaviour of every tool. Quick tools answer inline; tools
+//! that wait run on a task of their own (see [`Session::spawn_tool_call`]).
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Duration;
+
+use plexus_jsonrpc::{ErrorCode, ErrorObject, RawValue, RequestId};
+use serde::{Deserialize, Serialize};
+use serde_json::{Number, Value, json};
+
+use crate::catalog::{self, TINY_PNG_BASE64};
+use crate::faults::{self, GARBAGE_LINE, MAX_FAULT_BYTES, MIN_OVERSIZE_BYTES};
+use crate::server::{LogLevel, Output, Session, lock, notification_line, parse_params, raw};
+
+/// The longest `slow` call, in milliseconds (10 minutes).
+pub(crate) const MAX_SLOW_MS: u64 = 600_000;
+/// The most progress steps of one `slow` call.
+pub(crate) const MAX_SLOW_STEPS: u32 = 10_000;
+/// The longest pause between two chunks of `drip`, in milliseconds.
+pub(crate) const MAX_DRIP_DELAY_MS: u64 = 10_000;
+/// The largest chunk of `drip`, in bytes.
+pub(crate) const MAX_DRIP_CHUNK: usize = 65_536;
+
+type Outcome = Result<Box<RawValue>, ErrorObject>;
+
+#[derive(Deserialize)]
+struct CallParams<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
+    #[serde(default, rename = "_meta")]
+    meta: Option<RequestMeta>,
+}
+
+#[derive(Deserialize)]
+struct RequestMeta {
+    #[serde(default, rename = "progressToken")]
+    progress_token: Option<Value>,
+}
+
+#[derive(Serialize)]
+struct TextResult<'a> {
+    content: [TextContent<'a>; 1],
+    #[serde(rename = "isError", skip_serializing_if = "std::ops::Not::not")]
+    is_error: bool,
+}
+
+#[derive(Serialize)]
+struct TextContent<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+}
+
+/// A result with one text content.
+fn text(text: &str) -> Outcome {
+    raw(&TextResult {
+        content: [TextContent { kind: "text", text }],
+        is_error: false,
+    })
+}
+
+/// A tool execution error: one text content and `isError: true`.
+fn tool_error(text: &str) -> Outcome {
+    raw(&TextResult {
+        content: [TextContent { kind: "text", text }],
+        is_error: true,
+    })
+}
+
+fn invalid(tool: &str, reason: impl std::fmt::Display) -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::INVALID_PARAMS,
+        format!("invalid arguments for tool {tool}: {reason}"),
+    )
+}
+
+/// Parses the arguments of `tool` (absent arguments are `{}`).
+fn arguments<'a, T: Deserialize<'a>>(tool: &str, arguments: Option<&'a RawValue>) -> Result<T, ErrorObject> {
+    let text = arguments.map_or("{}", RawValue::get);
+    if !text.trim_start().starts_with('{') {
+        return Err(invalid(tool, "the arguments must be a JSON object"));
+    }
+    serde_json::from_str(text).map_err(|e| invalid(tool, e))
+}
+
+/// Checks that `value` is at most `max`, naming the argument otherwise.
+fn at_most<T: Copy + PartialOrd + std::fmt::Display>(
+    tool: &str,
+    argument: &str,
+    value: T,
+    max: T,
+) -> Result<T, ErrorObject> {
+    if value > max {
+        return Err(invalid(
+            tool,
+            format!("{argument} is {value}, more than the limit {max}"),
+        ));
+    }
+    Ok(value)
+}
+
+#[derive(Deserialize)]
+struct EchoArgs<'a> {
+    #[serde(borrow)]
+    text: Cow<'a, str>,
+}
+
+#[derive(Deserialize)]
+struct AddArgs {
+    a: Number,
+    b: Number,
+}
+
+#[derive(Deserialize)]
+struct BytesArgs {
+    bytes: usize,
+}
+
+#[derive(Deserialize)]
+struct SlowArgs {
+    ms: u64,
+    #[serde(default = "default_steps")]
+    steps: u32,
+}
+
+fn default_steps() -> u32 {
+    5
+}
+
+#[derive(Deserialize)]
+struct UriArgs {
+    uri: String,
+}
+
+#[derive(Deserialize)]
+struct MessageArgs {
+    message: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SampleArgs {
+    prompt: String,
+    #[serde(default = "default_max_tokens")]
+    max_tokens: u32,
+}
+
+fn default_max_tokens() -> u32 {
+    100
+}
+
+#[derive(Deserialize)]
+struct LogArgs {
+    level: LogLevel,
+    message: String,
+    #[serde(default)]
+    logger: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct CrashArgs {
+    #[serde(default = "default_crash_code")]
+    code: u8,
+}
+
+fn default_crash_code() -> u8 {
+    1
+}
+
+#[derive(Deserialize)]
+struct DripArgs {
+    delay_ms: u64,
+    #[serde(default = "default_drip_chunk")]
+    chunk: usize,
+}
+
+fn default_drip_chunk() -> usize {
+    8
+}
+
+impl Session {
+    /// Handles tools/call `id`: answers into `out`, or spawns the work and answers later.
+    pub(crate) fn call_tool(self: &Arc<Self>, id: RequestId, params: &str, out: &mut Vec<Output>) {
+        let call: CallParams<'_> = match parse_params("tools/call", params) {
+            Ok(call) => call,
+            Err(error) => return self.respond_to_tool_call(id, Err(error), out),
+        };
+        let name = &*call.name;
+        let args = call.arguments;
+        let outcome = match name {
+            "echo" => arguments(name, args).and_then(|EchoArgs { text: echoed }| text(&echoed)),
+            "add" => arguments(name, args).and_then(add),
+            "large" => arguments(name, args).and_then(|BytesArgs { bytes }| large(bytes)),
+            "image" => raw(&json!({"content": [
+                {"type": "image", "data": TINY_PNG_BASE64, "mimeType": "image/png"},
+                {"type": "text", "text": "a 1×1 PNG image"},
+            ]})),
+            "trigger-list-changed" => self.trigger_list_changed(out),
+            "update-resource" => arguments(name, args).and_then(|UriArgs { uri }| self.update_resource(&uri, out)),
+            "log" => arguments(name, args).and_then(|log| self.log(&log, out)),
+            "error" => tool_error("the error tool failed as asked"),
+            "fail" => Err(ErrorObject::new(
+                ErrorCode::INTERNAL_ERROR,
+                "the fail tool answers with a JSON-RPC error as asked",
+            )),
+            "garbage" => {
+                out.push(Output::Raw(GARBAGE_LINE.to_vec()));
+                text("a garbage line came before this response")
+            }
+            "oversize" => arguments(name, args).and_then(|BytesArgs { bytes }| oversize(bytes, out)),
+            "slow" | "elicit" | "sample" | "roots" | "stderr" => {
+                return match self.start_waiting_tool(name, args, call.meta) {
+                    Ok(work) => self.spawn_tool_call(id, work, out),
+                    Err(error) => self.respond_to_tool_call(id, Err(error), out),
+                };
+            }
+            "crash" => match arguments(name, args) {
+                Ok(CrashArgs { code }) => {
+                    return out.push(Output::Exit {
+                        code: code.into(),
+                        reason: "crashing as asked".to_owned(),
+                    });
+                }
+                Err(error) => Err(error),
+            },
+            "hang" => return,
+            "drip" => match arguments(name, args).and_then(drip_args) {
+                Ok((chunk, delay)) => return self.drip(id, chunk, delay, out),
+                Err(error) => Err(error),
+            },
+            other => self.call_listed_tool(other, args),
+        };
+        self.respond_to_tool_call(id, outcome, out);
+    }
+
+    /// A generated or added tool: answers with its arguments as JSON; any other name is unknown.
+    fn call_listed_tool(&self, name: &str, args: Option<&RawValue>) -> Outcome {
+        let listed = catalog::is_generated_tool(name, self.server.options.tools)
+            || lock(&self.state).dynamic_tools.iter().any(|tool| tool["name"] == name);
+        if !listed {
+            return Err(ErrorObject::new(
+                ErrorCode::INVALID_PARAMS,
+                format!("unknown tool: {name}"),
+            ));
+        }
+        let _: serde_json::Map<String, Value> = arguments(name, args)?;
+        text(args.map_or("{}", RawValue::get))
+    }
+
+    fn trigger_list_changed(&self, out: &mut Vec<Output>) -> Outcome {
+        let name = {
+            let mut state = lock(&self.state);
+            let name = format!("dynamic-{}", state.dynamic_tools.len() + 1);
+            state.dynamic_tools.push(catalog::dynamic_tool(&name));
+            name
+        };
+        out.push(Output::Message(notification_line(
+            "notifications/tools/list_changed",
+            None,
+        )));
+        text(&format!("added tool {name} and sent notifications/tools/list_changed"))
+    }
+
+    fn update_resource(&self, uri: &str, out: &mut Vec<Output>) -> Outcome {
+        if catalog::read_resource(uri).is_none() {
+            return Err(invalid("update-resource", format!("no resource has the URI {uri:?}")));
+        }
+        if !lock(&self.state).subscriptions.contains(uri) {
+            return text(&format!("the client is not subscribed to {uri}; nothing sent"));
+        }
+        out.push(Output::Message(notification_line(
+            "notifications/resources/updated",
+            Some(&json!({"uri": uri})),
+        )));
+        text(&format!("sent notifications/resources/updated for {uri}"))
+    }
+
+    fn log(&self, args: &LogArgs, out: &mut Vec<Output>) -> Outcome {
+        let threshold = lock(&self.state).log_level;
+        if let Some(threshold) = threshold.filter(|threshold| args.level < *threshold) {
+            let threshold = serde_json::to_value(threshold).unwrap_or_default();
+            return text(&format!(
+                "not sent: below the level {threshold} set by logging/setLevel"
+            ));
+        }
+        let params = json!({"level": args.level, "logger": args.logger.as_deref().unwrap_or("plexus-testserver"), "data": args.message});
+        out.push(Output::Message(notification_line(
+            "notifications/message",
+            Some(&params),
+        )));
+        text("sent notifications/message")
+    }
+
+    fn drip(&self, id: RequestId, chunk: usize, delay: Duration, out: &mut Vec<Output>) {
+        let mut answer = Vec::with_capacity(3);
+        let outcome = text(&format!(
+            "this response was written {chunk} bytes at a time, {} ms apart",
+            delay.as_millis()
+        ));
+        self.respond_to_tool_call(id, outcome, &mut answer);
+        out.extend(answer.into_iter().map(|output| match output {
+            Output::Message(line) => Output::Drip { line, chunk, delay },
+            other => other,
+        }));
+    }
+
+    /// Checks the arguments of a tool that waits and returns its work, to run on a task.
+    fn start_waiting_tool(
+        self: &Arc<Self>,
+        name: &str,
+        args: Option<&RawValue>,
+        meta: Option<RequestMeta>,
+    ) -> Result<std::pin::Pin<Box<dyn Future<Output = Outcome> + Send>>, ErrorObject> {
+        let session = Arc::clone(self);
+        Ok(match name {
+            "slow" => {
+                let SlowArgs { ms, steps } = arguments(name, args)?;
+                let ms = at_most(name, "ms", ms, MAX_SLOW_MS)?;
+                let steps = at_most(name, "steps", steps, MAX_SLOW_STEPS)?;
+                let token = meta.and_then(|meta| meta.progress_token);
+                if let Some(token) = token
+                    .as_ref()
+                    .filter(|token| !(token.is_string() || token.is_i64() || token.is_u64()))
+                {
+                    return Err(ErrorObject::new(
+                        ErrorCode::INVALID_PARAMS,
+                        format!(
+                            "invalid params for tools/call: _meta.progressToken must be a string or an integer, not {token}"
+                        ),
+                    ));
+                }
+                Box::pin(async move { session.slow(ms, steps, token).await })
+            }
+            "elicit" => {
+                let MessageArgs { message } = arguments(name, args)?;
+                Box::pin(async move { session.elicit(message).await })
+            }
+            "sample" => {
+                let SampleArgs { prompt, max_tokens } = arguments(name, args)?;
+                Box::pin(async move { session.sample(prompt, max_tokens).await })
+            }
+            "roots" => Box::pin(async move { session.roots().await }),
+            _ => {
+                let BytesArgs { bytes } = arguments(name, args)?;
+                let bytes = at_most(name, "bytes", bytes, MAX_FAULT_BYTES)?;
+                Box::pin(async move {
+                    match tokio::task::spawn_blocking(move || faults::write_stderr_bytes(bytes, "stderr-tool")).await {
+                        Ok(Ok(())) => text(&format!("wrote {bytes} bytes to stderr")),
+                        Ok(Err(e)) => tool_error(&format!("cannot write to stderr: {e}")),
+                        Err(e) => tool_error(&format!("the stderr writer failed: {e}")),
+                    }
+                })
+            }
+        })
+    }
+
+    async fn slow(&self, ms: u64, steps: u32, token: Option<Value>) -> Outcome {
+        let total = Duration::from_millis(ms);
+        match token {
+            Some(token) if steps > 0 => {
+                for step in 1..=steps {
+                    tokio::time::sleep(total / steps).await;
+                    let params = json!({"progressToken": token, "progress": step, "total": steps, "message": format!("step {step} of {steps}")});
+                    self.emit(Output::Message(notification_line(
+                        "notifications/progress",
+                        Some(&params),
+                    )))
+                    .await;
+                }
+            }
+            _ => tokio::time::sleep(total).await,
+        }
+        text(&format!("slow: done after {ms} ms"))
+    }
+
+    async fn elicit(&self, message: String) -> Outcome {
+        let mut params = json!({
+            "message": message,
+            "requestedSchema": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "title": "Name", "description": "Your name"},
+                    "confirm": {"type": "boolean", "title": "Confirm", "default": false},
+                },
+                "required": ["name"],
+            },
+        });
+        // The `mode` member exists from 2025-11-25 on.
+        if lock(&self.state)
+            .protocol_version
+            .as_deref()
+            .is_none_or(|version| version >= "2025-11-25")
+        {
+            params["mode"] = json!("form");
+        }
+        match self.ask_client("elicitation/create", &params).await {
+            Ok(result) => text(result.get()),
+            Err(e) => tool_error(&e.to_string()),
+        }
+    }
+
+    async fn sample(&self, prompt: String, max_tokens: u32) -> Outcome {
+        #[derive(Deserialize)]
+        struct Sampled {
+            content: Value,
+        }
+        let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}], "maxTokens": max_tokens});
+        let result = match self.ask_client("sampling/createMessage", &params).await {
+            Ok(result) => result,
+            Err(e) => return tool_error(&e.to_string()),
+        };
+        match serde_json::from_str::<Sampled>(result.get()) {
+            Ok(Sampled { content }) => match content.get("text").and_then(Value::as_str) {
+                Some(answer) if content["type"] == "text" => text(answer),
+                _ => text(&content.to_string()),
+            },
+            Err(e) => tool_error(&format!(
+                "the client's sampling/createMessage result is invalid ({e}): {}",
+                result.get()
+            )),
+        }
+    }
+
+    async fn roots(&self) -> Outcome {
+        #[derive(Deserialize)]
+        struct Roots {
+            roots: Vec<Value>,
+        }
+        let result = match self.ask_client("roots/list", &json!({})).await {
+            Ok(result) => result,
+            Err(e) => return tool_error(&e.to_string()),
+        };
+        match serde_json::from_str::<Roots>(result.get()) {
+            Ok(Roots { roots }) => text(&Value::Array(roots).to_string()),
+            Err(e) => tool_error(&format!(
+                "the client's roots/list result is invalid ({e}): {}",
+                result.get()
+            )),
+        }
+    }
+}
+
+fn add(AddArgs { a, b }: AddArgs) -> Outcome {
+    let sum = match (a.as_i64(), b.as_i64()) {
+        (Some(a), Some(b)) if a.checked_add(b).is_some() => Number::from(a + b),
+        _ => a
+            .as_f64()
+            .zip(b.as_f64())
+            .and_then(|(a, b)| Number::from_f64(a + b))
+            .ok_or_else(|| invalid("add", format!("the sum of {a} and {b} is not a finite number")))?,
+    };
+    raw(&json!({"content": [{"type": "text", "text": sum.to_string()}], "structuredContent": {"sum": sum}}))
+}
+
+fn large(bytes: usize) -> Outcome {
+    const PATTERN: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let bytes = at_most("large", "bytes", bytes, MAX_FAULT_BYTES)?;
+    let body: Vec<u8> = PATTERN.iter().copied().cycle().take(bytes).collect();
+    text(std::str::from_utf8(&body).expect("the pattern is ASCII"))
+}
+
+fn oversize(bytes: usize, out: &mut Vec<Output>) -> Outcome {
+    let bytes = at_most("oversize", "bytes", bytes, MAX_FAULT_BYTES)?;
+    let line = faults::oversize_line(bytes).ok_or_else(|| {
+        invalid(
+            "oversize",
+            format!("bytes is {bytes}, less than the {MIN_OVERSIZE_BYTES} bytes of the smallest JSON-RPC notification"),
+        )
+    })?;
+    out.push(Output::Raw(line));
+    text(&format!("a {bytes}-byte line came before this response"))
+}
+
+fn drip_args(DripArgs { delay_ms, chunk }: DripArgs) -> Result<(usize, Duration), ErrorObject> {
+    let delay_ms = at_most("drip", "delay_ms", delay_ms, MAX_DRIP_DELAY_MS)?;
+    let chunk = at_most("drip", "chunk", chunk, MAX_DRIP_CHUNK)?;
+    if chunk == 0 {
+        return Err(invalid("drip", "chunk must be at least 1"));
+    }
+    Ok((chunk, Duration::from_millis(delay_ms)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn add_keeps_integers_exact_and_refuses_infinity() {
+        let sum = |a: Value, b: Value| {
+            let args = serde_json::from_value(json!({"a": a, "b": b})).unwrap();
+            add(args).map(|raw| serde_json::from_str::<Value>(raw.get()).unwrap()["structuredContent"]["sum"].clone())
+        };
+        assert_eq!(
+            sum(json!(9_007_199_254_740_993_i64), json!(1)).unwrap(),
+            json!(9_007_199_254_740_994_i64)
+        );
+        assert_eq!(sum(json!(0.5), json!(1)).unwrap(), json!(1.5));
+        assert_eq!(sum(json!(i64::MAX), json!(1)).unwrap(), json!(9.223_372_036_854_776e18));
+        let error = sum(json!(1.7e308), json!(1.7e308)).unwrap_err();
+        assert_eq!(
+            error.message,
+            "invalid arguments for tool add: the sum of 1.7e+308 and 1.7e+308 is not a finite number"
+        );
+    }
+
+    #[test]
+    fn large_is_exact() {
+        for bytes in [0, 1, 37, 100_000] {
+            let raw = large(bytes).unwrap();
+            let value: Value = serde_json::from_str(raw.get()).unwrap();
+            assert_eq!(value["content"][0]["text"].as_str().unwrap().len(), bytes);
+        }
+        assert_eq!(
+            large(MAX_FAULT_BYTES + 1).unwrap_err().message,
+            format!(
+                "invalid arguments for tool large: bytes is {}, more than the limit {MAX_FAULT_BYTES}",
+                MAX_FAULT_BYTES + 1
+            )
+        );
+    }
+
+    #[test]
+    fn arguments_must_be_an_object() {
+        let raw = RawValue::from_string("[\"hi\"]".into()).unwrap();
+        let error = arguments::<EchoArgs<'_>>("echo", Some(&raw)).err().unwrap();
+        assert_eq!(
+            error.message,
+            "invalid arguments for tool echo: the arguments must be a JSON object"
+        );
+        let error = arguments::<EchoArgs<'_>>("echo", None).err().unwrap();
+        assert_eq!(
+            error.message,
+            "invalid arguments for tool echo: missing field `text` at line 1 column 2"
+        );
+    }
+}

@@ -1,0 +1,73 @@
+//! The project's automation, run as `cargo xtask <command>` (see `.cargo/config.toml`).
+//!
+//! - `cargo xtask ci` runs every check CI runs and ends with `N passed, N failed`.
+//! - `cargo xtask fuzz [TARGET] [SECONDS]` builds and runs the cargo-fuzz targets in `fuzz/`.
+//! - `cargo xtask bench` measures plexus against a raw floor in the same run.
+//!
+//! Each command lives in its own module; `cmd` holds the helpers for running child processes.
+#![forbid(unsafe_code)]
+
+mod bench;
+mod ci;
+mod cmd;
+mod fuzz;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Held by every test that starts a process or writes an executable: a process forked by one test
+/// thread while another holds a freshly written script open for writing makes running that script
+/// fail with "text file busy" (ETXTBSY). nextest runs tests in separate processes, `cargo test`
+/// in threads.
+#[cfg(test)]
+static PROCESS_TEST_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Takes [`PROCESS_TEST_LOCK`], whether or not an earlier test panicked while holding it.
+#[cfg(test)]
+fn process_test_lock() -> std::sync::MutexGuard<'static, ()> {
+    PROCESS_TEST_LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The project's automation.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask", about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Task,
+}
+
+/// The tasks.
+#[derive(Debug, Subcommand)]
+enum Task {
+    /// Run every CI check in order (fmt, clippy, tests, doctests, rustdoc, layer check, cargo deny,
+    /// fuzz smoke), continue past failures, and end with `N passed, N failed`.
+    Ci(ci::CiArgs),
+    /// Build and run the cargo-fuzz targets on the stable toolchain; fails if a crash is found.
+    Fuzz(fuzz::FuzzArgs),
+    /// Measure plexus against a raw floor (stdio round trips), in one run, and print the ratios.
+    Bench,
+}
+
+/// Prints a task's error; true when it succeeded.
+fn report<E: std::fmt::Display>(result: Result<(), E>) -> bool {
+    match result {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("error: {e}");
+            false
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let ok = match &cli.command {
+        Task::Ci(args) => ci::run(args),
+        Task::Fuzz(args) => report(fuzz::run(args)),
+        Task::Bench => report(bench::run()),
+    };
+    if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}

@@ -1,0 +1,209 @@
+//! Reading one server entry from JSON into a typed [`ServerConfig`].
+
+use serde_json::Value;
+
+use crate::ServerKind;
+use crate::diagnostic::Diagnostic;
+use crate::json::{describe, quote};
+use crate::server::{
+    ClaudeAiProxyConfig, HttpConfig, OAuthConfig, ServerConfig, ServerOptions, SseIdeConfig, StdioConfig, WsConfig,
+    WsIdeConfig,
+};
+use crate::values::{
+    ANY_STRING, Fields, Report, Schemes, boolean, env_name, header_name, header_value, no_nul, non_empty, port, scopes,
+    secure_url, string_list, string_map, timeout, url,
+};
+
+impl ServerConfig {
+    /// Reads one entry (the value under a server's name in `mcpServers`).
+    ///
+    /// `Ok` holds the entry and its warnings (unknown fields, an ignored timeout); `Err` holds every
+    /// problem found, at least one of them an error. The diagnostics name the field but no file or
+    /// server; [`ConfigFile`](crate::ConfigFile) adds those.
+    ///
+    /// The values are taken literally: `${VAR}` references must be expanded before this is called.
+    pub fn from_json(value: &Value) -> Result<(ServerConfig, Vec<Diagnostic>), Vec<Diagnostic>> {
+        let mut report = Report::default();
+        match read_entry(value, &mut report) {
+            Some(config) if !report.failed() => Ok((config, report.diagnostics)),
+            _ => Err(report.diagnostics),
+        }
+    }
+}
+
+fn read_entry(value: &Value, report: &mut Report) -> Option<ServerConfig> {
+    let Value::Object(object) = value else {
+        report.error(
+            None,
+            format!(
+                "expected an object with the server's settings, found {}",
+                describe(value)
+            ),
+        );
+        return None;
+    };
+    let mut fields = Fields::new(object, "");
+    let kind = read_kind(&mut fields, report)?;
+    let config = match kind {
+        ServerKind::Stdio => read_stdio(&mut fields, report).map(ServerConfig::Stdio),
+        ServerKind::Sse => read_http(&mut fields, kind, report).map(ServerConfig::Sse),
+        ServerKind::Http => read_http(&mut fields, kind, report).map(ServerConfig::Http),
+        ServerKind::Ws => read_ws(&mut fields, report).map(ServerConfig::Ws),
+        ServerKind::SseIde => read_sse_ide(&mut fields, report).map(ServerConfig::SseIde),
+        ServerKind::WsIde => read_ws_ide(&mut fields, report).map(ServerConfig::WsIde),
+        ServerKind::ClaudeAiProxy => read_claudeai_proxy(&mut fields, report).map(ServerConfig::ClaudeAiProxy),
+    };
+    let timeout = fields.optional("timeout", report, timeout);
+    let disabled = fields.optional("disabled", report, boolean).unwrap_or(false);
+    let unknown_fields = fields.into_unknown(&format!("for a {} server", quote(kind.as_str())), report);
+    let mut config = config?;
+    *config.options_mut() = ServerOptions {
+        timeout,
+        disabled,
+        unknown_fields,
+    };
+    Some(config)
+}
+
+fn read_kind(fields: &mut Fields<'_>, report: &mut Report) -> Option<ServerKind> {
+    match fields.get("type") {
+        None if fields.contains("url") => {
+            report.error(
+                Some("type"),
+                "missing; a server with a \"url\" needs a \"type\": add \"type\": \"http\" (Streamable HTTP) \
+                 or \"type\": \"sse\" (legacy HTTP+SSE)",
+            );
+            None
+        }
+        None => Some(ServerKind::Stdio),
+        Some(Value::String(type_name)) => {
+            let kind = ServerKind::from_config_type(type_name);
+            if kind.is_none() {
+                report.error(Some("type"), unknown_type_message(type_name));
+            }
+            kind
+        }
+        Some(other) => {
+            report.error(Some("type"), format!("expected a string, found {}", describe(other)));
+            None
+        }
+    }
+}
+
+fn unknown_type_message(type_name: &str) -> String {
+    if let Some(kind) = ServerKind::from_config_type(&type_name.to_ascii_lowercase()) {
+        return format!(
+            "unknown server type {}; did you mean {}?",
+            quote(type_name),
+            quote(kind.as_str())
+        );
+    }
+    let mut known: Vec<String> = ServerKind::ALL.iter().map(|kind| quote(kind.as_str())).collect();
+    known.insert(3, quote("streamable-http"));
+    format!(
+        "unknown server type {}; expected one of {}",
+        quote(type_name),
+        known.join(", ")
+    )
+}
+
+fn read_stdio(fields: &mut Fields<'_>, report: &mut Report) -> Option<StdioConfig> {
+    let command = fields.required("command", ServerKind::Stdio, report, non_empty(no_nul));
+    let args = fields.optional("args", report, string_list(no_nul));
+    let env = fields.optional("env", report, string_map(env_name, no_nul));
+    let cwd = fields.optional("cwd", report, non_empty(no_nul));
+    Some(StdioConfig {
+        command: command?,
+        args: args.unwrap_or_default(),
+        env: env.unwrap_or_default(),
+        cwd: cwd.map(Into::into),
+        options: ServerOptions::default(),
+    })
+}
+
+fn read_http(fields: &mut Fields<'_>, kind: ServerKind, report: &mut Report) -> Option<HttpConfig> {
+    let url = fields.required("url", kind, report, url(Schemes::Http));
+    let headers = fields.optional("headers", report, string_map(header_name, header_value));
+    let headers_helper = fields.optional("headersHelper", report, non_empty(ANY_STRING));
+    let oauth = fields.optional("oauth", report, read_oauth);
+    Some(HttpConfig {
+        url: url?,
+        headers: headers.unwrap_or_default(),
+        headers_helper,
+        oauth,
+        options: ServerOptions::default(),
+    })
+}
+
+fn read_oauth(value: &Value, path: &str, report: &mut Report) -> Option<OAuthConfig> {
+    let Value::Object(object) = value else {
+        report.error(
+            Some(path),
+            format!("expected an object of OAuth settings, found {}", describe(value)),
+        );
+        return None;
+    };
+    let mut fields = Fields::new(object, path);
+    let client_id = fields.optional("clientId", report, non_empty(ANY_STRING));
+    let client_secret = fields.optional("clientSecret", report, non_empty(ANY_STRING));
+    let callback_port = fields.optional("callbackPort", report, port);
+    let auth_server_metadata_url = fields.optional("authServerMetadataUrl", report, secure_url);
+    let scopes = fields.optional("scopes", report, scopes);
+    let unknown_fields = fields.into_unknown(&format!("in {}", quote(path)), report);
+    Some(OAuthConfig {
+        client_id,
+        client_secret,
+        callback_port,
+        auth_server_metadata_url,
+        scopes: scopes.unwrap_or_default(),
+        unknown_fields,
+    })
+}
+
+fn read_ws(fields: &mut Fields<'_>, report: &mut Report) -> Option<WsConfig> {
+    let url = fields.required("url", ServerKind::Ws, report, url(Schemes::WebSocket));
+    let headers = fields.optional("headers", report, string_map(header_name, header_value));
+    let headers_helper = fields.optional("headersHelper", report, non_empty(ANY_STRING));
+    Some(WsConfig {
+        url: url?,
+        headers: headers.unwrap_or_default(),
+        headers_helper,
+        options: ServerOptions::default(),
+    })
+}
+
+fn read_sse_ide(fields: &mut Fields<'_>, report: &mut Report) -> Option<SseIdeConfig> {
+    let url = fields.required("url", ServerKind::SseIde, report, url(Schemes::Http));
+    let ide_name = fields.required("ideName", ServerKind::SseIde, report, non_empty(ANY_STRING));
+    let ide_running_in_windows = fields.optional("ideRunningInWindows", report, boolean);
+    Some(SseIdeConfig {
+        url: url?,
+        ide_name: ide_name?,
+        ide_running_in_windows: ide_running_in_windows.unwrap_or(false),
+        options: ServerOptions::default(),
+    })
+}
+
+fn read_ws_ide(fields: &mut Fields<'_>, report: &mut Report) -> Option<WsIdeConfig> {
+    let url = fields.required("url", ServerKind::WsIde, report, url(Schemes::WebSocket));
+    let ide_name = fields.required("ideName", ServerKind::WsIde, report, non_empty(ANY_STRING));
+    let auth_token = fields.optional("authToken", report, non_empty(header_value));
+    let ide_running_in_windows = fields.optional("ideRunningInWindows", report, boolean);
+    Some(WsIdeConfig {
+        url: url?,
+        ide_name: ide_name?,
+        auth_token,
+        ide_running_in_windows: ide_running_in_windows.unwrap_or(false),
+        options: ServerOptions::default(),
+    })
+}
+
+fn read_claudeai_proxy(fields: &mut Fields<'_>, report: &mut Report) -> Option<ClaudeAiProxyConfig> {
+    let url = fields.required("url", ServerKind::ClaudeAiProxy, report, url(Schemes::Http));
+    let id = fields.required("id", ServerKind::ClaudeAiProxy, report, non_empty(ANY_STRING));
+    Some(ClaudeAiProxyConfig {
+        url: url?,
+        id: id?,
+        options: ServerOptions::default(),
+    })
+}

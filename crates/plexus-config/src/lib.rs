@@ -1,0 +1,144 @@
+//! MCP server configuration: every scope's config file read, merged, `${VAR}`-expanded, validated and governed by policy, with cache keys, file editing and import from other clients.
+//!
+//! [`ConfigSources`] finds the file of every [`Scope`] (see [`ConfigPaths`]) and
+//! [`ConfigSources::load`] turns them into a [`MergedConfig`]: one [`MergedServer`] per name, the
+//! entry of the highest scope used whole (explicit `--config` files > local > project > user),
+//! with its scope, source file, [`ServerStatus`], warnings and cache key. Nothing fails the load:
+//! a file that is not JSON, a bad entry, a broken policy are all data on the result, and
+//! everything else still loads.
+//!
+//! ```
+//! use plexus_config::{ConfigSources, DiscoveryOptions, Scope, ServerName, ServerStatus};
+//!
+//! let root = tempfile::tempdir()?;
+//! let (home, project) = (root.path().join("home"), root.path().join("project"));
+//! std::fs::create_dir_all(project.join(".git"))?;
+//! std::fs::write(
+//!     project.join(".mcp.json"),
+//!     r#"{"mcpServers": {"docs": {"type": "http", "url": "https://${DOCS_HOST}/mcp"}}}"#,
+//! )?;
+//! let options = DiscoveryOptions::new(&home, &project)
+//!     .with_managed_file(None)
+//!     .with_env([("DOCS_HOST", "docs.example.com")].into_iter().collect());
+//! let sources = ConfigSources::discover(&options);
+//!
+//! let merged = sources.load();
+//! let docs = merged.server("docs").unwrap();
+//! assert_eq!((docs.scope, docs.source.clone()), (Scope::Project, project.join(".mcp.json")));
+//! assert_eq!(docs.config.url().unwrap().as_str(), "https://docs.example.com/mcp");
+//! // A project's servers are someone else's code: they wait for the user's approval.
+//! assert_eq!(docs.status, ServerStatus::PendingApproval);
+//!
+//! sources.approve(&[ServerName::new("docs")?])?;
+//! assert!(sources.load().server("docs").unwrap().is_active());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A single file can also be read on its own, taking its values literally: a bad entry is
+//! reported as a [`Diagnostic`] (file, server, field, reason) and skipped, and the rest of the file
+//! still loads.
+//!
+//! ```
+//! use plexus_config::{ConfigFile, ServerConfig, ServerKind};
+//!
+//! let text = r#"{
+//!   "mcpServers": {
+//!     "files": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."] },
+//!     "docs": { "type": "http", "url": "https://example.com/mcp", "timeout": 20000 },
+//!     "broken": { "command": "uvx", "args": ["tool", 3] }
+//!   }
+//! }"#;
+//! let file = ConfigFile::parse(text, "/project/.mcp.json").unwrap();
+//!
+//! let Some(ServerConfig::Stdio(files)) = file.server("files") else { panic!("a stdio server") };
+//! assert_eq!(files.command, "npx");
+//! assert_eq!(file.server("docs").unwrap().kind(), ServerKind::Http);
+//! assert!(file.server("broken").is_none());
+//! assert_eq!(
+//!     file.diagnostics()[0].to_string(),
+//!     r#"/project/.mcp.json: server "broken": field "args[1]": expected a string, found 3"#
+//! );
+//! ```
+//!
+//! # Decisions
+//!
+//! - **Files.** User settings: `<home>/settings.json`, where the home is `$PLEXUS_HOME` or
+//!   `~/.plexus`. Project: the nearest `.mcp.json` from the working directory (or `--project DIR`)
+//!   up to the repository root. Local settings: `<project>/.plexus/settings.local.json`: they are
+//!   private to one project, so they live with it, and `PLEXUS_HOME` moves only the user file
+//!   (tests put both the home and the project in temporary directories). Managed:
+//!   `/etc/plexus/managed-mcp.json` or `$PLEXUS_MANAGED_CONFIG`.
+//! - **Precedence.** The highest scope's entry is used whole, even if it is invalid (then the
+//!   server is listed in [`MergedConfig::invalid`] and not run; a lower scope never stands in).
+//! - **Policy fails closed.** A deny rule wins over everything; no allow-list allows all, an empty
+//!   one none. A managed file that defines `mcpServers` replaces every other scope. A managed file
+//!   that exists but cannot be read, or holds a malformed rule, blocks every server until fixed: a
+//!   dropped deny rule must not let a server through. Policy applies with `--strict-config` too.
+//! - **Approval.** Project servers run once approved by name (`enabledMcpjsonServers`) or by
+//!   `enableAllProjectMcpServers`, in the user or local settings; a rejection
+//!   (`disabledMcpjsonServers`) wins over both.
+//! - **Expansion** (see [`expand_vars`]) runs on the raw entry before it is checked, in `command`,
+//!   `args`, `env` values, `cwd`, `url`, `headers` values and `headersHelper`.
+//!   `${VAR:-default}` takes the default when `VAR` is unset or empty, as in the shell.
+//! - **Writing** ([`SettingsEdit`]) edits the file's text in place, so unknown keys, their order and
+//!   their formatting survive byte for byte, and replaces the file atomically.
+//!
+//! Dependencies: `url` parses and checks the URLs of remote servers (WHATWG rules, the same ones
+//! the HTTP and WebSocket clients apply), so a bad URL is reported here, with its field, rather than
+//! at connect time. `tempfile` creates the temporary file, next to the target, that an atomic write
+//! renames into place.
+#![forbid(unsafe_code)]
+
+mod approval;
+mod cache_key;
+mod diagnostic;
+mod discover;
+mod entry;
+mod error;
+mod expand;
+mod file;
+mod import;
+mod json;
+mod kind;
+mod merge;
+mod name;
+mod new_entry;
+mod policy;
+mod scope;
+mod server;
+mod values;
+mod write;
+
+use std::time::Duration;
+
+pub use approval::{DISABLED_KEY, ENABLE_ALL_KEY, ENABLED_KEY};
+pub use cache_key::{cache_key, canonical_json};
+pub use diagnostic::{Diagnostic, Severity};
+pub use discover::{
+    ConfigPaths, DEFAULT_MANAGED_FILE, DiscoveryError, DiscoveryOptions, LOCAL_SETTINGS_FILE, PROJECT_FILE,
+    USER_SETTINGS_FILE,
+};
+pub use error::ConfigError;
+pub use expand::{Environment, Expanded, ExpansionTooLong, MAX_EXPANDED_LEN, expand_vars};
+pub use file::{ConfigFile, MAX_FILE_SIZE, SERVERS_KEY};
+pub use import::{
+    Import, ImportContext, ImportError, ImportInput, ImportNote, ImportSource, ImportedServer, MAX_IMPORT_FILE_SIZE,
+    NoteKind, UnknownImportSource, WriteOutcome, import_servers,
+};
+pub use kind::ServerKind;
+pub use merge::{
+    ConfigSources, FileOutcome, InvalidServer, MergedConfig, MergedServer, Origin, ServerStatus, SourceFile,
+};
+pub use name::{InvalidServerName, ServerName};
+pub use new_entry::{EntryError, NewEntry, check_entry, entry_from_args, entry_from_json, parse_transport};
+pub use policy::{ALLOWED_KEY, DENIED_KEY, PolicyBlock, PolicyMatcher};
+pub use scope::{Scope, UnknownScope};
+pub use server::{
+    ClaudeAiProxyConfig, HttpConfig, OAuthConfig, ServerConfig, ServerOptions, SseIdeConfig, StdioConfig, WsConfig,
+    WsIdeConfig,
+};
+pub use url::Url;
+pub use write::{SettingsEdit, WriteError};
+
+/// The shortest per-server `timeout` honoured; smaller values are ignored with a warning.
+pub const MIN_TIMEOUT: Duration = Duration::from_secs(1);

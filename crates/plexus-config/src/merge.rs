@@ -1,0 +1,455 @@
+//! Every scope read, expanded, merged by precedence, and governed by policy and approval.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::approval::{Approvals, Decision, SETTINGS_KEYS};
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::expand::expand_entry;
+use crate::file::{RawFile, read_definition};
+use crate::policy::{ALLOWED_KEY, DENIED_KEY, Policy, PolicyBlock};
+use crate::{ConfigError, ConfigPaths, DiscoveryOptions, Environment, Scope, ServerConfig, ServerName, cache_key};
+
+/// The files of every scope and the environment to expand with: load them with
+/// [`ConfigSources::load`].
+#[derive(Debug, Clone)]
+pub struct ConfigSources {
+    paths: ConfigPaths,
+    env: Environment,
+}
+
+/// Whether a server may run, and if not, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerStatus {
+    /// It may be connected.
+    Active,
+    /// A project server nobody has approved yet (`plexus approve NAME`).
+    PendingApproval,
+    /// Its entry says `"disabled": true`.
+    DisabledByConfig,
+    /// Managed policy keeps it from running; the block names the rule.
+    DeniedByPolicy(PolicyBlock),
+    /// A project server the user rejected (listed in `disabledMcpjsonServers`).
+    RejectedByUser,
+}
+
+impl ServerStatus {
+    /// A short word for tables: `active`, `pending-approval`, `disabled`, `denied`, `rejected`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            ServerStatus::Active => "active",
+            ServerStatus::PendingApproval => "pending-approval",
+            ServerStatus::DisabledByConfig => "disabled",
+            ServerStatus::DeniedByPolicy(_) => "denied",
+            ServerStatus::RejectedByUser => "rejected",
+        }
+    }
+}
+
+impl fmt::Display for ServerStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServerStatus::Active => f.write_str("active"),
+            ServerStatus::PendingApproval => f.write_str("pending approval (a project server runs only once approved)"),
+            ServerStatus::DisabledByConfig => f.write_str("disabled by its entry"),
+            ServerStatus::DeniedByPolicy(block) => write!(f, "disabled by managed policy: {block}"),
+            ServerStatus::RejectedByUser => f.write_str("rejected (disabledMcpjsonServers)"),
+        }
+    }
+}
+
+/// A scope and file that define a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// The scope.
+    pub scope: Scope,
+    /// The file.
+    pub file: PathBuf,
+}
+
+/// One server of the merged configuration: the entry of the highest scope that defines it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MergedServer {
+    /// The server's name.
+    pub name: ServerName,
+    /// The scope its entry comes from.
+    pub scope: Scope,
+    /// The file its entry comes from.
+    pub source: PathBuf,
+    /// The entry, with `${VAR}` references expanded.
+    pub config: ServerConfig,
+    /// Whether it may run.
+    pub status: ServerStatus,
+    /// The entry's warnings (unknown fields, ignored timeouts, unset variables), each naming the
+    /// file and the server.
+    pub warnings: Vec<Diagnostic>,
+    /// Lower scopes that define the same name; their entries are not used.
+    pub overridden: Vec<Origin>,
+    cache_key: String,
+}
+
+impl MergedServer {
+    /// The connection's identity: [`cache_key`](crate::cache_key()) of the name and the expanded entry.
+    pub fn cache_key(&self) -> &str {
+        &self.cache_key
+    }
+
+    /// Whether the server may run.
+    pub fn is_active(&self) -> bool {
+        self.status == ServerStatus::Active
+    }
+}
+
+/// A server whose winning entry (the highest scope's) is invalid: it is not run, and lower scopes'
+/// entries of the same name are not used in its place.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InvalidServer {
+    /// The name as written (it may itself be the problem).
+    pub name: String,
+    /// The scope of the invalid entry.
+    pub scope: Scope,
+    /// The file of the invalid entry.
+    pub source: PathBuf,
+    /// Why the entry is invalid: file, server, field and reason, at least one.
+    pub errors: Vec<Diagnostic>,
+    /// The entry's warnings.
+    pub warnings: Vec<Diagnostic>,
+    /// Lower scopes that define the same name.
+    pub overridden: Vec<Origin>,
+}
+
+/// What happened to one file that was looked at.
+#[derive(Debug, Clone)]
+pub enum FileOutcome {
+    /// It was read; this many entries loaded (valid or not).
+    Loaded {
+        /// The number of entries in its `mcpServers`.
+        entries: usize,
+    },
+    /// It does not exist (fine for every scope but explicit files).
+    Missing,
+    /// It could not be read or parsed; its entries are left out and the other files still load.
+    Failed(Arc<ConfigError>),
+}
+
+/// A file that was looked at, and what came of it.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// Its scope.
+    pub scope: Scope,
+    /// The file.
+    pub path: PathBuf,
+    /// What happened.
+    pub outcome: FileOutcome,
+}
+
+/// The merged configuration: every server of every scope with its status, and every problem as
+/// data.
+#[derive(Debug, Clone)]
+pub struct MergedConfig {
+    /// The servers with a valid entry, in name order, whatever their status.
+    pub servers: Vec<MergedServer>,
+    /// The servers whose winning entry is invalid, in name order.
+    pub invalid: Vec<InvalidServer>,
+    /// Every file looked at, in the order read (managed, user, project, local, explicit).
+    pub files: Vec<SourceFile>,
+    /// Diagnostics not attached to a listed server: file-level warnings, problems in settings and
+    /// policy, and the diagnostics of entries overridden by a higher scope.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl MergedConfig {
+    /// The server called `name`, if it has a valid entry.
+    pub fn server(&self, name: &str) -> Option<&MergedServer> {
+        self.servers
+            .binary_search_by(|server| server.name.as_str().cmp(name))
+            .ok()
+            .map(|index| &self.servers[index])
+    }
+
+    /// The invalid server called `name`, if its winning entry is invalid.
+    pub fn invalid_server(&self, name: &str) -> Option<&InvalidServer> {
+        self.invalid.iter().find(|server| server.name == name)
+    }
+
+    /// The servers that may run.
+    pub fn active(&self) -> impl Iterator<Item = &MergedServer> {
+        self.servers.iter().filter(|server| server.is_active())
+    }
+
+    /// The project servers waiting for approval.
+    pub fn pending_approval(&self) -> impl Iterator<Item = &MergedServer> {
+        self.servers
+            .iter()
+            .filter(|server| server.status == ServerStatus::PendingApproval)
+    }
+
+    /// The files that could not be read or parsed, with why.
+    pub fn file_errors(&self) -> impl Iterator<Item = (&SourceFile, &ConfigError)> {
+        self.files.iter().filter_map(|file| match &file.outcome {
+            FileOutcome::Failed(error) => Some((file, &**error)),
+            _ => None,
+        })
+    }
+
+    /// Whether any file failed, any server is invalid, or any error diagnostic was recorded.
+    pub fn has_errors(&self) -> bool {
+        self.file_errors().next().is_some()
+            || !self.invalid.is_empty()
+            || self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+}
+
+impl ConfigSources {
+    /// Finds every scope's file from `options` (see [`ConfigPaths::discover`]).
+    pub fn discover(options: &DiscoveryOptions) -> ConfigSources {
+        ConfigSources {
+            paths: ConfigPaths::discover(options),
+            env: options.env.clone(),
+        }
+    }
+
+    /// Sources with the given paths and environment.
+    pub fn new(paths: ConfigPaths, env: Environment) -> ConfigSources {
+        ConfigSources { paths, env }
+    }
+
+    /// Where every scope's file is.
+    pub fn paths(&self) -> &ConfigPaths {
+        &self.paths
+    }
+
+    /// The environment `${VAR}` references are expanded from.
+    pub fn env(&self) -> &Environment {
+        &self.env
+    }
+
+    /// Reads every file, expands and checks every entry, merges by precedence and applies managed
+    /// policy and project approval. Never fails: every problem is data on the result.
+    pub fn load(&self) -> MergedConfig {
+        let mut loader = Loader {
+            env: &self.env,
+            merged: MergedConfig {
+                servers: Vec::new(),
+                invalid: Vec::new(),
+                files: Vec::new(),
+                diagnostics: Vec::new(),
+            },
+            definitions: Vec::new(),
+            managed_has_servers: false,
+        };
+        let paths = &self.paths;
+        let mut policy = Policy::none();
+        if let Some(managed) = &paths.managed_file {
+            match loader.read(Scope::Managed, managed, &[ALLOWED_KEY, DENIED_KEY], false) {
+                Ok(Some(settings)) => {
+                    policy = Policy::read(
+                        managed,
+                        settings.get(ALLOWED_KEY),
+                        settings.get(DENIED_KEY),
+                        loader.managed_has_servers,
+                        &mut loader.merged.diagnostics,
+                    );
+                }
+                Ok(None) => {}
+                Err(problem) => policy = Policy::unusable(managed, problem),
+            }
+        }
+        let mut approvals = Approvals::default();
+        if !paths.strict {
+            for (scope, path) in [
+                (Scope::User, &paths.user_file),
+                (Scope::Project, &paths.project_file),
+                (Scope::Local, &paths.local_file),
+            ] {
+                let keys: &[&str] = if scope == Scope::Project { &[] } else { &SETTINGS_KEYS };
+                if let Ok(Some(settings)) = loader.read(scope, path, keys, false) {
+                    approvals.read(path, &settings, &mut loader.merged.diagnostics);
+                }
+            }
+        }
+        for path in &paths.explicit_files {
+            // Problems are recorded on the file; explicit files carry no settings.
+            let _ = loader.read(Scope::Explicit, path, &[], true);
+        }
+        loader.merge(&policy, &approvals)
+    }
+}
+
+/// One entry as read from one file, in the order files were read.
+struct Read {
+    name: String,
+    origin: Origin,
+    server: Option<(ServerName, ServerConfig)>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+struct Loader<'e> {
+    env: &'e Environment,
+    merged: MergedConfig,
+    definitions: Vec<Read>,
+    managed_has_servers: bool,
+}
+
+impl Loader<'_> {
+    /// Reads one file, recording its outcome and its entries. `Ok(None)`: the file is missing;
+    /// `Err`: it exists but failed (the message says why).
+    fn read(
+        &mut self,
+        scope: Scope,
+        path: &Path,
+        keys: &[&str],
+        required: bool,
+    ) -> Result<Option<BTreeMap<String, Value>>, String> {
+        let (outcome, result) = match RawFile::load(path, keys) {
+            Ok(raw) => {
+                let outcome = FileOutcome::Loaded {
+                    entries: raw.entries.len(),
+                };
+                if scope == Scope::Managed {
+                    self.managed_has_servers = raw.has_servers;
+                }
+                // A warning about one entry (defined twice) travels with that entry.
+                let mut about_entries: BTreeMap<String, Vec<Diagnostic>> = BTreeMap::new();
+                for diagnostic in raw.diagnostics {
+                    match &diagnostic.server {
+                        Some(name) if raw.entries.contains_key(name) => {
+                            about_entries.entry(name.clone()).or_default().push(diagnostic);
+                        }
+                        _ => self.merged.diagnostics.push(diagnostic),
+                    }
+                }
+                for (name, value) in &raw.entries {
+                    let earlier = about_entries.remove(name).unwrap_or_default();
+                    self.define(scope, path, name, value, earlier);
+                }
+                (outcome, Ok(Some(raw.settings)))
+            }
+            Err(error) if error.is_not_found() && !required => (FileOutcome::Missing, Ok(None)),
+            Err(error) => {
+                let message = error.to_string();
+                (FileOutcome::Failed(Arc::new(error)), Err(message))
+            }
+        };
+        self.merged.files.push(SourceFile {
+            scope,
+            path: path.to_owned(),
+            outcome,
+        });
+        result
+    }
+
+    fn define(&mut self, scope: Scope, path: &Path, name: &str, value: &Value, mut diagnostics: Vec<Diagnostic>) {
+        let (server, found) = expand_and_read(path, name, value, self.env);
+        diagnostics.extend(found);
+        self.definitions.push(Read {
+            name: name.to_owned(),
+            origin: Origin {
+                scope,
+                file: path.to_owned(),
+            },
+            server,
+            diagnostics,
+        });
+    }
+
+    fn merge(mut self, policy: &Policy, approvals: &Approvals) -> MergedConfig {
+        // Highest precedence first: by scope, then the later of two explicit files.
+        let mut by_name: BTreeMap<String, Vec<(usize, Read)>> = BTreeMap::new();
+        for (order, read) in self.definitions.into_iter().enumerate() {
+            by_name.entry(read.name.clone()).or_default().push((order, read));
+        }
+        for (_, mut reads) in by_name {
+            reads.sort_by(|(a_order, a), (b_order, b)| (b.origin.scope, b_order).cmp(&(a.origin.scope, a_order)));
+            let mut reads = reads.into_iter().map(|(_, read)| read);
+            let Some(winner) = reads.next() else { continue };
+            let mut overridden = Vec::new();
+            for shadowed in reads {
+                overridden.push(shadowed.origin);
+                self.merged.diagnostics.extend(shadowed.diagnostics);
+            }
+            let (warnings, errors): (Vec<_>, Vec<_>) = winner
+                .diagnostics
+                .into_iter()
+                .partition(|diagnostic| diagnostic.severity == Severity::Warning);
+            match winner.server {
+                Some((name, config)) => {
+                    let status = status(&name, &config, winner.origin.scope, policy, approvals);
+                    self.merged.servers.push(MergedServer {
+                        cache_key: cache_key(&name, &config),
+                        name,
+                        scope: winner.origin.scope,
+                        source: winner.origin.file,
+                        config,
+                        status,
+                        warnings,
+                        overridden,
+                    });
+                }
+                None => self.merged.invalid.push(InvalidServer {
+                    name: winner.name,
+                    scope: winner.origin.scope,
+                    source: winner.origin.file,
+                    errors,
+                    warnings,
+                    overridden,
+                }),
+            }
+        }
+        self.merged
+    }
+}
+
+/// The status of a valid server: policy first, then the user's rejection, the entry's own
+/// `disabled`, and approval.
+fn status(
+    name: &ServerName,
+    config: &ServerConfig,
+    scope: Scope,
+    policy: &Policy,
+    approvals: &Approvals,
+) -> ServerStatus {
+    if let Some(block) = policy.check(name, config, scope == Scope::Managed) {
+        return ServerStatus::DeniedByPolicy(block);
+    }
+    let decision = if scope == Scope::Project {
+        approvals.decision(name.as_str())
+    } else {
+        Decision::Approved
+    };
+    match decision {
+        Decision::Rejected => ServerStatus::RejectedByUser,
+        _ if config.options().disabled => ServerStatus::DisabledByConfig,
+        Decision::Undecided => ServerStatus::PendingApproval,
+        Decision::Approved => ServerStatus::Active,
+    }
+}
+
+/// Expands the entry `value` called `name` in the file at `path`, then checks it. The result's
+/// diagnostics name the file and the server.
+pub(crate) fn expand_and_read(
+    path: &Path,
+    name: &str,
+    value: &Value,
+    env: &Environment,
+) -> (Option<(ServerName, ServerConfig)>, Vec<Diagnostic>) {
+    let expanded = expand_entry(value, env);
+    let definition = read_definition(path, name, &expanded.value);
+    let expansion_failed = expanded.diagnostics.iter().any(Diagnostic::is_error);
+    let mut diagnostics: Vec<Diagnostic> = expanded
+        .diagnostics
+        .into_iter()
+        .map(|mut diagnostic| {
+            diagnostic.file = Some(path.to_owned());
+            diagnostic.server = Some(name.to_owned());
+            diagnostic
+        })
+        .collect();
+    diagnostics.extend(definition.diagnostics);
+    let server = definition.server.filter(|_| !expansion_failed);
+    (server, diagnostics)
+}

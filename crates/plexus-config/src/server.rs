@@ -1,0 +1,336 @@
+//! Typed server entries: one variant per server kind, and their JSON form as users write it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+use url::Url;
+
+use crate::ServerKind;
+
+/// One `mcpServers` entry, typed by its kind.
+///
+/// Parse one with [`ServerConfig::from_json`] (or as part of a file with
+/// [`ConfigFile`](crate::ConfigFile)); write it back with [`ServerConfig::to_json`], which gives the
+/// camelCase form users write and keeps fields this crate does not know.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerConfig {
+    /// `"type": "stdio"` or no `type`: a local child process.
+    Stdio(StdioConfig),
+    /// `"type": "sse"`: legacy HTTP+SSE.
+    Sse(HttpConfig),
+    /// `"type": "http"` or `"streamable-http"`: Streamable HTTP.
+    Http(HttpConfig),
+    /// `"type": "ws"`: WebSocket.
+    Ws(WsConfig),
+    /// `"type": "sse-ide"`: an IDE extension's server on legacy HTTP+SSE.
+    SseIde(SseIdeConfig),
+    /// `"type": "ws-ide"`: an IDE extension's server over WebSocket.
+    WsIde(WsIdeConfig),
+    /// `"type": "claudeai-proxy"`: a server behind the claude.ai connector proxy.
+    ClaudeAiProxy(ClaudeAiProxyConfig),
+}
+
+/// Fields every kind of entry has.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerOptions {
+    /// `timeout`: the connect timeout for this server, written in milliseconds; `None` means the
+    /// default. Values below [`MIN_TIMEOUT`](crate::MIN_TIMEOUT) are ignored when parsing.
+    pub timeout: Option<Duration>,
+    /// `disabled`: the server is configured but not connected.
+    pub disabled: bool,
+    /// Fields of the entry this crate does not use, kept as written so that writing the entry back
+    /// loses nothing.
+    pub unknown_fields: Map<String, Value>,
+}
+
+/// A local server run as a child process (`stdio`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StdioConfig {
+    /// `command`: the program to run, a path or a name looked up in `PATH`. Never empty.
+    pub command: String,
+    /// `args`: its arguments.
+    pub args: Vec<String>,
+    /// `env`: variables added to its environment.
+    pub env: BTreeMap<String, String>,
+    /// `cwd`: its working directory; `None` means the host's.
+    pub cwd: Option<PathBuf>,
+    /// Fields every kind has.
+    pub options: ServerOptions,
+}
+
+/// A remote server over HTTP: the settings of both `sse` and `http` entries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpConfig {
+    /// `url`: the endpoint, `http` or `https`.
+    pub url: Url,
+    /// `headers`: sent with every request.
+    pub headers: BTreeMap<String, String>,
+    /// `headersHelper`: a shell command whose output (JSON object of headers) is added to every
+    /// connection's headers.
+    pub headers_helper: Option<String>,
+    /// `oauth`: settings for the OAuth sign-in.
+    pub oauth: Option<OAuthConfig>,
+    /// Fields every kind has.
+    pub options: ServerOptions,
+}
+
+/// The `oauth` object of an `sse` or `http` entry.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OAuthConfig {
+    /// `clientId`: a pre-registered client id, for servers without dynamic client registration.
+    pub client_id: Option<String>,
+    /// `clientSecret`: the secret of a pre-registered confidential client.
+    pub client_secret: Option<String>,
+    /// `callbackPort`: a fixed port for the `http://localhost:<port>/callback` redirect.
+    pub callback_port: Option<u16>,
+    /// `authServerMetadataUrl`: the authorization server's metadata, skipping discovery. `https`,
+    /// or `http` on a loopback host.
+    pub auth_server_metadata_url: Option<Url>,
+    /// `scopes`: the scopes to request. Written as one space-separated string (the form the
+    /// reference CLI reads); an array of strings is accepted too.
+    pub scopes: Vec<String>,
+    /// Fields of the `oauth` object this crate does not use, kept as written.
+    pub unknown_fields: Map<String, Value>,
+}
+
+/// A remote server over WebSocket (`ws`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WsConfig {
+    /// `url`: the endpoint, `ws` or `wss`.
+    pub url: Url,
+    /// `headers`: sent with the opening handshake.
+    pub headers: BTreeMap<String, String>,
+    /// `headersHelper`: a shell command whose output (JSON object of headers) is added to the
+    /// handshake's headers.
+    pub headers_helper: Option<String>,
+    /// Fields every kind has.
+    pub options: ServerOptions,
+}
+
+/// An IDE extension's server on legacy HTTP+SSE (`sse-ide`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SseIdeConfig {
+    /// `url`: the endpoint, `http` or `https`.
+    pub url: Url,
+    /// `ideName`: the IDE's display name.
+    pub ide_name: String,
+    /// `ideRunningInWindows`: the IDE runs on Windows while the host runs elsewhere (WSL).
+    pub ide_running_in_windows: bool,
+    /// Fields every kind has.
+    pub options: ServerOptions,
+}
+
+/// An IDE extension's server over WebSocket (`ws-ide`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WsIdeConfig {
+    /// `url`: the endpoint, `ws` or `wss`.
+    pub url: Url,
+    /// `ideName`: the IDE's display name.
+    pub ide_name: String,
+    /// `authToken`: the token from the IDE's lockfile, sent as `X-Claude-Code-Ide-Authorization`.
+    pub auth_token: Option<String>,
+    /// `ideRunningInWindows`: the IDE runs on Windows while the host runs elsewhere (WSL).
+    pub ide_running_in_windows: bool,
+    /// Fields every kind has.
+    pub options: ServerOptions,
+}
+
+/// A server behind the claude.ai connector proxy (`claudeai-proxy`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaudeAiProxyConfig {
+    /// `url`: the proxy endpoint, `http` or `https`.
+    pub url: Url,
+    /// `id`: the connector's id at claude.ai.
+    pub id: String,
+    /// Fields every kind has.
+    pub options: ServerOptions,
+}
+
+impl ServerConfig {
+    /// The kind of server this entry describes.
+    pub fn kind(&self) -> ServerKind {
+        match self {
+            ServerConfig::Stdio(_) => ServerKind::Stdio,
+            ServerConfig::Sse(_) => ServerKind::Sse,
+            ServerConfig::Http(_) => ServerKind::Http,
+            ServerConfig::Ws(_) => ServerKind::Ws,
+            ServerConfig::SseIde(_) => ServerKind::SseIde,
+            ServerConfig::WsIde(_) => ServerKind::WsIde,
+            ServerConfig::ClaudeAiProxy(_) => ServerKind::ClaudeAiProxy,
+        }
+    }
+
+    /// The fields every kind has.
+    pub fn options(&self) -> &ServerOptions {
+        match self {
+            ServerConfig::Stdio(config) => &config.options,
+            ServerConfig::Sse(config) | ServerConfig::Http(config) => &config.options,
+            ServerConfig::Ws(config) => &config.options,
+            ServerConfig::SseIde(config) => &config.options,
+            ServerConfig::WsIde(config) => &config.options,
+            ServerConfig::ClaudeAiProxy(config) => &config.options,
+        }
+    }
+
+    /// The fields every kind has, to change.
+    pub fn options_mut(&mut self) -> &mut ServerOptions {
+        match self {
+            ServerConfig::Stdio(config) => &mut config.options,
+            ServerConfig::Sse(config) | ServerConfig::Http(config) => &mut config.options,
+            ServerConfig::Ws(config) => &mut config.options,
+            ServerConfig::SseIde(config) => &mut config.options,
+            ServerConfig::WsIde(config) => &mut config.options,
+            ServerConfig::ClaudeAiProxy(config) => &mut config.options,
+        }
+    }
+
+    /// The remote endpoint, for every kind but `stdio`.
+    pub fn url(&self) -> Option<&Url> {
+        match self {
+            ServerConfig::Stdio(_) => None,
+            ServerConfig::Sse(config) | ServerConfig::Http(config) => Some(&config.url),
+            ServerConfig::Ws(config) => Some(&config.url),
+            ServerConfig::SseIde(config) => Some(&config.url),
+            ServerConfig::WsIde(config) => Some(&config.url),
+            ServerConfig::ClaudeAiProxy(config) => Some(&config.url),
+        }
+    }
+
+    /// The entry as users write it: camelCase fields, `type` always present, empty and default
+    /// fields left out, timeouts in whole milliseconds, unknown fields kept.
+    ///
+    /// A known field wins over an unknown field of the same name.
+    pub fn to_json(&self) -> Value {
+        let mut object = Map::new();
+        object.insert("type".into(), self.kind().as_str().into());
+        match self {
+            ServerConfig::Stdio(config) => {
+                object.insert("command".into(), config.command.clone().into());
+                if !config.args.is_empty() {
+                    object.insert("args".into(), config.args.clone().into());
+                }
+                insert_string_map(&mut object, "env", &config.env);
+                if let Some(cwd) = &config.cwd {
+                    object.insert("cwd".into(), cwd.to_string_lossy().into_owned().into());
+                }
+            }
+            ServerConfig::Sse(config) | ServerConfig::Http(config) => {
+                object.insert("url".into(), config.url.as_str().into());
+                insert_string_map(&mut object, "headers", &config.headers);
+                insert_string(&mut object, "headersHelper", config.headers_helper.as_deref());
+                if let Some(oauth) = &config.oauth {
+                    object.insert("oauth".into(), oauth.to_json());
+                }
+            }
+            ServerConfig::Ws(config) => {
+                object.insert("url".into(), config.url.as_str().into());
+                insert_string_map(&mut object, "headers", &config.headers);
+                insert_string(&mut object, "headersHelper", config.headers_helper.as_deref());
+            }
+            ServerConfig::SseIde(config) => {
+                object.insert("url".into(), config.url.as_str().into());
+                object.insert("ideName".into(), config.ide_name.clone().into());
+                insert_flag(&mut object, "ideRunningInWindows", config.ide_running_in_windows);
+            }
+            ServerConfig::WsIde(config) => {
+                object.insert("url".into(), config.url.as_str().into());
+                object.insert("ideName".into(), config.ide_name.clone().into());
+                insert_string(&mut object, "authToken", config.auth_token.as_deref());
+                insert_flag(&mut object, "ideRunningInWindows", config.ide_running_in_windows);
+            }
+            ServerConfig::ClaudeAiProxy(config) => {
+                object.insert("url".into(), config.url.as_str().into());
+                object.insert("id".into(), config.id.clone().into());
+            }
+        }
+        let options = self.options();
+        if let Some(timeout) = options.timeout {
+            // Durations parsed from a file come from a u64 of milliseconds, so this does not truncate.
+            object.insert("timeout".into(), (timeout.as_millis() as u64).into());
+        }
+        insert_flag(&mut object, "disabled", options.disabled);
+        insert_unknown(&mut object, &options.unknown_fields);
+        Value::Object(object)
+    }
+}
+
+impl OAuthConfig {
+    /// The `oauth` object as users write it, with `scopes` as one space-separated string and unknown
+    /// fields kept.
+    pub fn to_json(&self) -> Value {
+        let mut object = Map::new();
+        insert_string(&mut object, "clientId", self.client_id.as_deref());
+        insert_string(&mut object, "clientSecret", self.client_secret.as_deref());
+        if let Some(port) = self.callback_port {
+            object.insert("callbackPort".into(), port.into());
+        }
+        insert_string(
+            &mut object,
+            "authServerMetadataUrl",
+            self.auth_server_metadata_url.as_ref().map(Url::as_str),
+        );
+        if !self.scopes.is_empty() {
+            object.insert("scopes".into(), self.scopes.join(" ").into());
+        }
+        insert_unknown(&mut object, &self.unknown_fields);
+        Value::Object(object)
+    }
+}
+
+fn insert_string(object: &mut Map<String, Value>, key: &str, value: Option<&str>) {
+    if let Some(value) = value {
+        object.insert(key.into(), value.into());
+    }
+}
+
+fn insert_string_map(object: &mut Map<String, Value>, key: &str, map: &BTreeMap<String, String>) {
+    if !map.is_empty() {
+        let entries = map
+            .iter()
+            .map(|(name, value)| (name.clone(), Value::from(value.as_str())))
+            .collect();
+        object.insert(key.into(), Value::Object(entries));
+    }
+}
+
+fn insert_flag(object: &mut Map<String, Value>, key: &str, flag: bool) {
+    if flag {
+        object.insert(key.into(), true.into());
+    }
+}
+
+fn insert_unknown(object: &mut Map<String, Value>, unknown: &Map<String, Value>) {
+    for (key, value) in unknown {
+        if !object.contains_key(key) {
+            object.insert(key.clone(), value.clone());
+        }
+    }
+}
+
+/// Serializes as [`ServerConfig::to_json`].
+impl Serialize for ServerConfig {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(serializer)
+    }
+}
+
+/// Deserializes with [`ServerConfig::from_json`]; warnings are dropped, and the errors of an invalid
+/// entry become one message.
+impl<'de> Deserialize<'de> for ServerConfig {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        ServerConfig::from_json(&value)
+            .map(|(config, _warnings)| config)
+            .map_err(|diagnostics| {
+                let errors: Vec<String> = diagnostics
+                    .iter()
+                    .filter(|diagnostic| diagnostic.is_error())
+                    .map(ToString::to_string)
+                    .collect();
+                serde::de::Error::custom(errors.join("; "))
+            })
+    }
+}

@@ -19,6 +19,11 @@ pub enum ErrorClass {
     Protocol,
     /// The transport could not be established (spawn failed, refused, timed out).
     Connect,
+    /// The server needs a login (a 401 that refreshing could not fix).
+    NeedsAuth,
+    /// The server ended the session (HTTP 404 for a request with a session id): reconnect and
+    /// retry once.
+    SessionExpired,
 }
 
 /// An error of a transport. Cloneable: one failure is delivered to every waiting caller.
@@ -61,6 +66,45 @@ pub enum TransportError {
         /// What was wrong.
         reason: String,
     },
+    /// The server needs a login.
+    #[error("the server needs authentication: {reason}")]
+    NeedsAuth {
+        /// Why (for example the challenge the server sent).
+        reason: String,
+    },
+    /// Authentication failed for a reason a login would not fix (a rejected static header, a
+    /// failing headers helper).
+    #[error("authentication failed: {reason}")]
+    AuthFailed {
+        /// Why.
+        reason: String,
+    },
+    /// The server no longer knows the session (Streamable HTTP: 404 for a request that carried a
+    /// session id). Every in-flight call fails with this error; the owner reconnects and retries
+    /// the call once.
+    #[error("the server ended the session {session_id:?} (it answered 404); reconnect and retry")]
+    SessionExpired {
+        /// The session id the server no longer knows.
+        session_id: String,
+    },
+    /// An HTTP status the transport cannot act on.
+    #[error("the server answered HTTP {status} to {what}{}", body_suffix(.body))]
+    Http {
+        /// The status code.
+        status: u16,
+        /// What was being done ("POST https://…", "opening the event stream").
+        what: String,
+        /// The start of the response body (at most 16 KiB read, a short excerpt kept).
+        body: String,
+    },
+}
+
+fn body_suffix(body: &str) -> String {
+    if body.trim().is_empty() {
+        String::new()
+    } else {
+        format!(": {}", body.trim())
+    }
 }
 
 fn stderr_suffix(tail: Option<&str>) -> String {
@@ -99,11 +143,15 @@ impl TransportError {
     /// The class of this error.
     pub fn class(&self) -> ErrorClass {
         match self {
-            TransportError::Connect { .. } => ErrorClass::Connect,
+            TransportError::Connect { .. } | TransportError::AuthFailed { .. } | TransportError::Http { .. } => {
+                ErrorClass::Connect
+            }
             TransportError::Io { source, .. } if is_terminal_io(source.kind()) => ErrorClass::TerminalIo,
             TransportError::Io { .. } | TransportError::Closed { .. } => ErrorClass::Closed,
             TransportError::TooLarge { .. } => ErrorClass::TooLarge,
             TransportError::Protocol { .. } => ErrorClass::Protocol,
+            TransportError::NeedsAuth { .. } => ErrorClass::NeedsAuth,
+            TransportError::SessionExpired { .. } => ErrorClass::SessionExpired,
         }
     }
 

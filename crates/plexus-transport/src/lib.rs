@@ -18,6 +18,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod auth;
 mod error;
 mod outbound;
 
@@ -25,6 +26,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+pub use auth::{AuthChallenge, AuthDecision, AuthFailure, AuthHeaders, AuthProvider, StaticHeaders, WwwAuthenticate};
 pub use error::{ErrorClass, TransportError, is_terminal_io};
 pub use outbound::{OutboundKind, OutboundMessage};
 pub use plexus_jsonrpc::Message;

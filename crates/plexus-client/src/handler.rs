@@ -102,3 +102,92 @@ pub(crate) async fn dispatch(
         other => Err(not_supported(other)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use plexus_protocol::{Root, RootsCapability};
+
+    use super::*;
+
+    /// Declares roots only.
+    struct RootsOnly;
+
+    impl ClientHandler for RootsOnly {
+        fn capabilities(&self) -> ClientCapabilities {
+            ClientCapabilities {
+                roots: Some(RootsCapability::default()),
+                ..ClientCapabilities::default()
+            }
+        }
+
+        fn list_roots(&self, _context: ServerRequestContext) -> BoxFuture<'_, Result<ListRootsResult, ErrorObject>> {
+            Box::pin(async {
+                Ok(ListRootsResult {
+                    roots: vec![Root::new("file:///work", None)],
+                    ..ListRootsResult::default()
+                })
+            })
+        }
+    }
+
+    fn context() -> ServerRequestContext {
+        ServerRequestContext {
+            server: "s".into(),
+            request_id: RequestId::Number(1),
+        }
+    }
+
+    #[tokio::test]
+    async fn declared_capabilities_are_answered_and_others_refused() {
+        let roots = dispatch(&RootsOnly, methods::ROOTS_LIST, None, context())
+            .await
+            .unwrap();
+        assert_eq!(roots.get(), r#"{"roots":[{"uri":"file:///work"}]}"#);
+        let ping = dispatch(&RootsOnly, methods::PING, None, context()).await.unwrap();
+        assert_eq!(ping.get(), "{}");
+        let refused = dispatch(&RootsOnly, methods::ELICITATION_CREATE, None, context())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            refused,
+            ErrorObject::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "the client does not support elicitation/create"
+            )
+        );
+        let nothing = dispatch(&NoHandler, methods::ROOTS_LIST, None, context())
+            .await
+            .unwrap_err();
+        assert_eq!(nothing.message, "the client does not support roots/list");
+        assert_eq!(
+            dispatch(&NoHandler, methods::PING, None, context())
+                .await
+                .unwrap()
+                .get(),
+            "{}"
+        );
+    }
+
+    #[tokio::test]
+    async fn bad_params_are_invalid_params() {
+        struct Sampler;
+        impl ClientHandler for Sampler {
+            fn capabilities(&self) -> ClientCapabilities {
+                ClientCapabilities {
+                    sampling: Some(plexus_protocol::SamplingCapability::default()),
+                    ..ClientCapabilities::default()
+                }
+            }
+        }
+        let params = RawValue::from_string(r#"{"messages": 3}"#.to_owned()).unwrap();
+        let error = dispatch(&Sampler, methods::SAMPLING_CREATE_MESSAGE, Some(&params), context())
+            .await
+            .unwrap_err();
+        assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+        assert!(
+            error.message.starts_with("invalid sampling/createMessage params: "),
+            "{}",
+            error.message
+        );
+    }
+}

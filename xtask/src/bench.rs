@@ -3,8 +3,9 @@
 
 use crate::cmd::{self, CommandError, cargo};
 
-/// Runs the stdio benchmark (`crates/plexus/benches/stdio.rs`) twice: pinned to CPU 0 (the
-/// method of the reference figures, which the targets are judged by) and unpinned.
+/// Runs the stdio benchmark (`crates/plexus/benches/stdio.rs`) twice, pinned to CPU 0 (the
+/// method of the reference figures, which the targets are judged by) and unpinned, then the
+/// Streamable HTTP benchmark (`crates/plexus/benches/http.rs`).
 pub(crate) fn run() -> Result<(), CommandError> {
     cmd::run_streaming(&mut cargo([
         "build",
@@ -24,5 +25,7 @@ pub(crate) fn run() -> Result<(), CommandError> {
         };
         cmd::run_streaming(&mut bench)?;
     }
-    Ok(())
+    let mut http = cargo(["bench", "--package", "plexus", "--bench", "http"]);
+    http.env("PLEXUS_TESTSERVER_BIN", &server);
+    cmd::run_streaming(&mut http)
 }

@@ -8,7 +8,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::cmd;
+use crate::conformance::{self, ConformanceArgs};
 use crate::fuzz::{self, FuzzError};
+use crate::peers;
 
 /// How long the fuzz smoke run fuzzes each target when `--fuzz-seconds` is not given.
 const DEFAULT_FUZZ_SECONDS: u64 = 10;
@@ -135,6 +137,11 @@ pub(crate) fn run(args: &CiArgs) -> bool {
         println!("\ncargo-nextest is not installed: running the tests with cargo test");
         ci.cargo_step("tests (cargo test)", &["test", "--workspace", "--no-fail-fast"], &[]);
     }
+    // Real third-party peers and the official conformance suite (npm registry and PyPI needed).
+    ci.step("peers", |_| Outcome::from_result(peers::run()));
+    ci.step("conformance", |_| {
+        Outcome::from_result(conformance::run(&ConformanceArgs::default()))
+    });
     ci.cargo_step("doctests", &["test", "--workspace", "--doc"], &[]);
     ci.cargo_step(
         "rustdoc",

@@ -3,6 +3,9 @@
 //! - `cargo xtask ci` runs every check CI runs and ends with `N passed, N failed`.
 //! - `cargo xtask fuzz [TARGET] [SECONDS]` builds and runs the cargo-fuzz targets in `fuzz/`.
 //! - `cargo xtask bench` measures plexus against a raw floor in the same run.
+//! - `cargo xtask peers` installs pinned third-party MCP servers and runs plexus against them.
+//! - `cargo xtask conformance [SCENARIO]...` runs the official MCP conformance suite against
+//!   plexus's conformance client.
 //!
 //! Each command lives in its own module; `cmd` holds the helpers for running child processes.
 #![forbid(unsafe_code)]
@@ -10,7 +13,9 @@
 mod bench;
 mod ci;
 mod cmd;
+mod conformance;
 mod fuzz;
+mod peers;
 
 use std::process::ExitCode;
 
@@ -42,13 +47,19 @@ struct Cli {
 /// The tasks.
 #[derive(Debug, Subcommand)]
 enum Task {
-    /// Run every CI check in order (fmt, clippy, tests, doctests, rustdoc, layer check, cargo deny,
-    /// fuzz smoke), continue past failures, and end with `N passed, N failed`.
+    /// Run every CI check in order (fmt, clippy, tests, peers, conformance, doctests, rustdoc, layer
+    /// check, cargo deny, fuzz smoke), continue past failures, and end with `N passed, N failed`.
     Ci(ci::CiArgs),
     /// Build and run the cargo-fuzz targets on the stable toolchain; fails if a crash is found.
     Fuzz(fuzz::FuzzArgs),
     /// Measure plexus against a raw floor (stdio round trips), in one run, and print the ratios.
     Bench,
+    /// Install the pinned third-party MCP peers under target/peers/ (the everything server, the
+    /// Python SDK servers) and run the peer tests against them.
+    Peers,
+    /// Run the official MCP conformance suite against plexus-conformance-client, print a table per
+    /// suite version, and fail unless every must-pass scenario passes.
+    Conformance(conformance::ConformanceArgs),
 }
 
 /// Prints a task's error; true when it succeeded.
@@ -68,6 +79,8 @@ fn main() -> ExitCode {
         Task::Ci(args) => ci::run(args),
         Task::Fuzz(args) => report(fuzz::run(args)),
         Task::Bench => report(bench::run()),
+        Task::Peers => report(peers::run()),
+        Task::Conformance(args) => report(conformance::run(args)),
     };
     if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }

@@ -1,70 +1,118 @@
-//! The subcommands.
+//! The subcommands that talk to servers (`servers`, `tools`, `call`), and the dispatcher.
 
 use std::io::Read;
 
+use plexus::config::{ConfigSources, ServerConfig};
 use plexus::protocol::CallToolResult;
 use plexus::tools::{ToolEntry, normalize_name};
 use serde_json::{Map, Value};
 
 use crate::connect::{Attempt, Connection, close_all, connect_all};
 use crate::output::{ServerRow, print_call_result, print_servers, print_tools};
-use crate::sources::{self, Servers};
-use crate::{Cli, Command, Outcome};
+use crate::sources::{self, Configured, Server};
+use crate::{Cli, Command, Outcome, block_on, edit, get, import};
+
+/// The most text read from stdin for `call NAME -` and `add-json NAME -` (16 MiB).
+const MAX_STDIN: u64 = 16 * 1024 * 1024;
 
 /// Runs one command and says how it ended.
-pub(crate) async fn run(cli: Cli) -> Outcome {
-    let servers = match sources::load(&cli.config) {
-        Ok(servers) => servers,
-        Err(e) => {
-            eprintln!("plexus: {}", e.0);
-            return Outcome::Usage;
-        }
+pub(crate) fn run(cli: Cli) -> Outcome {
+    let globals = &cli.globals;
+    let sources = match sources::discover_or_report(globals) {
+        Ok(sources) => sources,
+        Err(outcome) => return outcome,
     };
-    for diagnostic in &servers.diagnostics {
-        eprintln!("plexus: {diagnostic}");
-    }
-    if servers.demo {
-        tracing::info!("no config file found: using the built-in demo server");
-    }
+    let json = globals.json;
     match cli.command {
-        Command::Servers => servers_command(&servers, cli.json).await,
-        Command::Tools { server } => tools_command(&servers, server.as_deref(), cli.json).await,
-        Command::Call { name, arguments } => call_command(&servers, &name, arguments.as_deref(), cli.json).await,
+        Command::Servers => with_config(&sources, |configured| block_on(servers_command(configured, json))),
+        Command::Tools { server } => with_config(&sources, |configured| {
+            block_on(tools_command(configured, server.as_deref(), json))
+        }),
+        Command::Call { name, arguments } => {
+            // Bad arguments are reported before anything is read or started.
+            let arguments = match parse_arguments(arguments.as_deref()) {
+                Ok(arguments) => arguments,
+                Err(e) => {
+                    eprintln!("plexus: {e}");
+                    return Outcome::Usage;
+                }
+            };
+            with_config(&sources, |configured| {
+                block_on(call_command(configured, &name, arguments, json))
+            })
+        }
+        Command::Get { name } => with_config(&sources, |configured| get::get_command(&configured, &name, json)),
+        Command::Add(args) => edit::add(&sources, &args),
+        Command::AddJson { name, entry, scope } => edit::add_json(&sources, &name, &entry, scope),
+        Command::Remove { name, scope } => edit::remove(&sources, &name, scope),
+        Command::Approve { names, all } => edit::approve(&sources, &names, all),
+        Command::Reject { names } => edit::reject(&sources, &names),
+        Command::Import(args) => import::import_command(&sources, &args, json),
         Command::DemoServer(_) => unreachable!("the demo server runs before the runtime starts"),
     }
 }
 
-async fn servers_command(servers: &Servers, json: bool) -> Outcome {
-    let attempts = connect_all(&servers.servers).await;
-    let mut rows = Vec::with_capacity(attempts.len());
-    for attempt in &attempts {
-        rows.push(ServerRow::from_attempt(attempt).await);
+/// Loads every scope (see [`sources::load`]) and runs `job` on the result.
+fn with_config(sources: &ConfigSources, job: impl FnOnce(Configured) -> Outcome) -> Outcome {
+    match sources::load(sources) {
+        Ok(configured) => job(configured),
+        Err(outcome) => outcome,
+    }
+}
+
+/// The servers among `selected` that may run, as `connect_all` takes them.
+fn runnable<'s>(selected: impl IntoIterator<Item = &'s Server>) -> Vec<(String, ServerConfig)> {
+    selected
+        .into_iter()
+        .filter_map(|server| Some((server.name.clone(), server.runnable()?.clone())))
+        .collect()
+}
+
+async fn servers_command(configured: Configured, json: bool) -> Outcome {
+    let attempts = connect_all(&runnable(&configured.servers)).await;
+    let mut rows = Vec::with_capacity(configured.servers.len());
+    for server in &configured.servers {
+        let attempt = attempts.iter().find(|attempt| attempt.name == server.name);
+        rows.push(ServerRow::new(server, attempt).await);
     }
     close_all(&attempts).await;
     print_servers(&rows, json);
     Outcome::Ok
 }
 
-async fn tools_command(servers: &Servers, only: Option<&str>, json: bool) -> Outcome {
-    let selected = match only {
-        None => servers.servers.clone(),
-        Some(name) => match servers.servers.get(name) {
-            Some(config) => [(name.to_owned(), config.clone())].into(),
+async fn tools_command(configured: Configured, only: Option<&str>, json: bool) -> Outcome {
+    let selected: Vec<&Server> = match only {
+        None => configured.servers.iter().collect(),
+        Some(name) => match configured.server(name) {
+            Some(server) => vec![server],
             None => {
                 eprintln!(
                     "plexus: no server named {name:?} is configured (configured: {})",
-                    configured_names(servers)
+                    configured.names()
                 );
                 return Outcome::Usage;
             }
         },
     };
-    let attempts = connect_all(&selected).await;
+    for server in &selected {
+        server.report_diagnostics();
+    }
+    if let [server] = selected[..]
+        && only.is_some()
+        && server.runnable().is_none()
+    {
+        eprintln!("plexus: {}", server.not_started());
+        return Outcome::Usage;
+    }
+    for server in selected.iter().filter(|server| server.is_pending()) {
+        eprintln!("plexus: {}", server.not_started());
+    }
+    let attempts = connect_all(&runnable(selected)).await;
     let mut entries = Vec::new();
     let mut outcome = Outcome::Ok;
     for attempt in &attempts {
         match &attempt.connection {
-            Connection::Connected(client) => match client.list_tools().await {
+            Connection::Connected(client, _) => match client.list_tools().await {
                 Ok(tools) => entries.extend(tools.iter().map(|tool| ToolEntry::new(&attempt.name, tool))),
                 Err(e) => {
                     eprintln!("plexus: server {:?}: listing tools failed: {e}", attempt.name);
@@ -75,7 +123,6 @@ async fn tools_command(servers: &Servers, only: Option<&str>, json: bool) -> Out
                 eprintln!("plexus: {e}");
                 outcome = outcome.max(Outcome::Connection);
             }
-            Connection::Disabled => {}
         }
     }
     close_all(&attempts).await;
@@ -83,30 +130,21 @@ async fn tools_command(servers: &Servers, only: Option<&str>, json: bool) -> Out
     outcome
 }
 
-fn configured_names(servers: &Servers) -> String {
-    if servers.servers.is_empty() {
-        return "none".to_owned();
-    }
-    servers
-        .servers
-        .keys()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .join(", ")
+/// Reads at most [`MAX_STDIN`] bytes of text from stdin.
+pub(crate) fn read_stdin() -> Result<String, String> {
+    let mut text = String::new();
+    std::io::stdin()
+        .take(MAX_STDIN)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read stdin: {e}"))?;
+    Ok(text)
 }
 
 /// Reads the arguments: none → `{}`, `-` → stdin, else the text; it must be a JSON object.
 fn parse_arguments(arguments: Option<&str>) -> Result<Map<String, Value>, String> {
     let text = match arguments {
         None => return Ok(Map::new()),
-        Some("-") => {
-            let mut text = String::new();
-            std::io::stdin()
-                .take(16 * 1024 * 1024)
-                .read_to_string(&mut text)
-                .map_err(|e| format!("cannot read the arguments from stdin: {e}"))?;
-            text
-        }
+        Some("-") => read_stdin().map_err(|e| format!("cannot read the arguments: {e}"))?,
         Some(text) => text.to_owned(),
     };
     match serde_json::from_str::<Value>(&text) {
@@ -130,29 +168,31 @@ fn json_kind(value: &Value) -> &'static str {
     }
 }
 
-async fn call_command(servers: &Servers, name: &str, arguments: Option<&str>, json: bool) -> Outcome {
-    let arguments = match parse_arguments(arguments) {
-        Ok(arguments) => arguments,
-        Err(e) => {
-            eprintln!("plexus: {e}");
-            return Outcome::Usage;
-        }
-    };
+async fn call_command(configured: Configured, name: &str, arguments: Map<String, Value>, json: bool) -> Outcome {
     // Only the servers whose prefix matches can hold the tool.
-    let candidates: std::collections::BTreeMap<_, _> = servers
+    let candidates: Vec<&Server> = configured
         .servers
         .iter()
-        .filter(|(server, _)| name.starts_with(&format!("mcp__{}__", normalize_name(server))))
-        .map(|(k, v)| (k.clone(), v.clone()))
+        .filter(|server| name.starts_with(&format!("mcp__{}__", normalize_name(&server.name))))
         .collect();
     if candidates.is_empty() {
         eprintln!(
             "plexus: {name:?} names no tool of a configured server (tool names look like mcp__<server>__<tool>; servers: {})",
-            configured_names(servers)
+            configured.names()
         );
         return Outcome::Usage;
     }
-    let attempts = connect_all(&candidates).await;
+    for server in &candidates {
+        server.report_diagnostics();
+        if server.runnable().is_none() {
+            eprintln!("plexus: {}", server.not_started());
+        }
+    }
+    let startable = runnable(candidates);
+    if startable.is_empty() {
+        return Outcome::Usage;
+    }
+    let attempts = connect_all(&startable).await;
     let outcome = call_in(&attempts, name, arguments, json).await;
     close_all(&attempts).await;
     outcome
@@ -162,14 +202,10 @@ async fn call_in(attempts: &[Attempt], name: &str, arguments: Map<String, Value>
     let mut outcome = Outcome::Usage;
     for attempt in attempts {
         let client = match &attempt.connection {
-            Connection::Connected(client) => client,
+            Connection::Connected(client, _) => client,
             Connection::Failed(e) => {
                 eprintln!("plexus: {e}");
                 outcome = Outcome::Connection;
-                continue;
-            }
-            Connection::Disabled => {
-                eprintln!("plexus: server {:?} is disabled in its configuration", attempt.name);
                 continue;
             }
         };

@@ -1,6 +1,5 @@
 //! Connecting every selected server at once, bounded, with progress on stderr.
 
-use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,15 +16,14 @@ const DEFAULT_REMOTE_BATCH: usize = 20;
 
 /// The state of one server after the connect attempt.
 pub(crate) enum Connection {
-    Connected(Client),
+    /// A live session, and the fallback note when another transport than the entry's kind was used.
+    Connected(Client, Option<String>),
     Failed(ConnectError),
-    Disabled,
 }
 
 /// One configured server and its connection.
 pub(crate) struct Attempt {
     pub(crate) name: String,
-    pub(crate) kind: ServerKind,
     pub(crate) connection: Connection,
 }
 
@@ -37,9 +35,9 @@ fn batch_size(var: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// Connects every server of `servers` (disabled ones are not started), at most 3 local and 20
-/// remote at once; results come back in name order.
-pub(crate) async fn connect_all(servers: &BTreeMap<String, ServerConfig>) -> Vec<Attempt> {
+/// Connects every server of `servers` (name and entry; only servers that may run are given), at
+/// most 3 local and 20 remote at once; results come back in the order given.
+pub(crate) async fn connect_all(servers: &[(String, ServerConfig)]) -> Vec<Attempt> {
     let local = Arc::new(Semaphore::new(batch_size(
         "MCP_SERVER_CONNECTION_BATCH_SIZE",
         DEFAULT_LOCAL_BATCH,
@@ -49,10 +47,7 @@ pub(crate) async fn connect_all(servers: &BTreeMap<String, ServerConfig>) -> Vec
         DEFAULT_REMOTE_BATCH,
     )));
     let done = Arc::new(AtomicUsize::new(0));
-    let spinner = Spinner::start(
-        servers.values().filter(|s| !s.options().disabled).count(),
-        Arc::clone(&done),
-    );
+    let spinner = Spinner::start(servers.len(), Arc::clone(&done));
     let mut tasks = Vec::with_capacity(servers.len());
     for (name, config) in servers {
         let name = name.clone();
@@ -64,22 +59,14 @@ pub(crate) async fn connect_all(servers: &BTreeMap<String, ServerConfig>) -> Vec
         };
         let done = Arc::clone(&done);
         tasks.push(tokio::spawn(async move {
-            let kind = config.kind();
-            if config.options().disabled {
-                return Attempt {
-                    name,
-                    kind,
-                    connection: Connection::Disabled,
-                };
-            }
             let _permit = gate.acquire_owned().await;
             let options = plexus::ClientOptions::from_env(&name);
-            let connection = match plexus::connect(&name, &config, options).await {
-                Ok(client) => Connection::Connected(client),
+            let connection = match plexus::connect_detailed(&name, &config, options).await {
+                Ok(connected) => Connection::Connected(connected.client, connected.fallback),
                 Err(e) => Connection::Failed(e),
             };
             done.fetch_add(1, Ordering::Relaxed);
-            Attempt { name, kind, connection }
+            Attempt { name, connection }
         }));
     }
     let mut attempts = Vec::with_capacity(tasks.len());
@@ -96,8 +83,8 @@ pub(crate) async fn connect_all(servers: &BTreeMap<String, ServerConfig>) -> Vec
 /// Closes every connected session (each bounded by its transport's shutdown).
 pub(crate) async fn close_all(attempts: &[Attempt]) {
     let closing = attempts.iter().filter_map(|a| match &a.connection {
-        Connection::Connected(client) => Some(client.clone()),
-        _ => None,
+        Connection::Connected(client, _) => Some(client.clone()),
+        Connection::Failed(_) => None,
     });
     let tasks: Vec<_> = closing
         .map(|client| tokio::spawn(async move { client.close().await }))

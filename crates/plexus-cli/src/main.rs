@@ -1,15 +1,20 @@
-//! The `plexus` command: list, inspect and call the tools of the MCP servers a config describes.
+//! The `plexus` command: list, inspect and call the tools of the MCP servers a config describes, and
+//! edit that config (add, remove, approve, import).
 #![forbid(unsafe_code)]
 
 mod commands;
 mod connect;
+mod edit;
+mod get;
+mod import;
 mod output;
 mod sources;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
+use plexus::config::{ImportSource, Scope, ServerKind, parse_transport};
 
 /// How the command ended (the documented exit codes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -18,7 +23,7 @@ pub(crate) enum Outcome {
     Ok = 0,
     /// 1: the tool returned `isError`.
     ToolError = 1,
-    /// 2: usage or config error.
+    /// 2: usage or config error (including a config file that could not be written).
     Usage = 2,
     /// 3: connection or protocol error.
     Connection = 3,
@@ -29,22 +34,35 @@ pub(crate) enum Outcome {
 #[derive(Debug, Parser)]
 #[command(name = "plexus", version, about = "List, inspect and call the tools of MCP servers.", long_about = None)]
 pub(crate) struct Cli {
-    /// A config file with an `mcpServers` object (repeatable; later files win for a server defined twice).
+    #[command(flatten)]
+    pub(crate) globals: Globals,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// The flags every command takes.
+#[derive(Debug, Args)]
+pub(crate) struct Globals {
+    /// A config file with an `mcpServers` object; it wins over every scope (repeatable; later files win).
     #[arg(long = "config", value_name = "FILE", global = true)]
     pub(crate) config: Vec<PathBuf>,
+    /// Read servers only from the --config files (managed policy still applies).
+    #[arg(long, global = true, requires = "config")]
+    pub(crate) strict_config: bool,
+    /// Look for the project (`.mcp.json`, local settings) from DIR instead of the working directory.
+    #[arg(long, value_name = "DIR", global = true)]
+    pub(crate) project: Option<PathBuf>,
     /// Print machine-readable JSON (stable; see the README).
     #[arg(long, global = true)]
     pub(crate) json: bool,
     /// More tracing on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub(crate) verbose: u8,
-    #[command(subcommand)]
-    pub(crate) command: Command,
 }
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Every configured server: kind, status, protocol version, server info, tool count, error.
+    /// Every configured server: scope, source, kind, status, protocol version, server info, tool count, problems.
     Servers,
     /// Every tool of every server, or of one server.
     Tools {
@@ -58,8 +76,100 @@ pub(crate) enum Command {
         /// The arguments as a JSON object; `-` reads them from stdin; none means `{}`.
         arguments: Option<String>,
     },
+    /// Show one server's merged entry: scope, source file, status and its expanded config.
+    Get {
+        /// The server's name.
+        name: String,
+    },
+    /// Add a server: `plexus add NAME URL` or `plexus add NAME -- COMMAND [ARGS...]`.
+    Add(AddArgs),
+    /// Add a server from its JSON entry (`-` reads it from stdin).
+    AddJson {
+        /// The server's name.
+        name: String,
+        /// The entry, a JSON object as in `mcpServers`; `-` reads it from stdin.
+        #[arg(value_name = "JSON")]
+        entry: String,
+        /// Where to write it.
+        #[arg(long, short = 's', default_value = "local", value_name = "local|project|user")]
+        scope: Scope,
+    },
+    /// Remove a server from the one scope that defines it, or from --scope.
+    Remove {
+        /// The server's name.
+        name: String,
+        /// The scope to remove it from (needed when several define it).
+        #[arg(long, short = 's', value_name = "local|project|user")]
+        scope: Option<Scope>,
+    },
+    /// Approve project servers (`.mcp.json`) so that they run; recorded in the local settings.
+    Approve {
+        /// The servers to approve.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        names: Vec<String>,
+        /// Approve every project server that is waiting for approval.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Reject project servers (`.mcp.json`) so that they never run; recorded in the local settings.
+    Reject {
+        /// The servers to reject.
+        #[arg(required = true)]
+        names: Vec<String>,
+    },
+    /// Import servers from another client's config file.
+    Import(ImportArgs),
     /// Run the built-in demo MCP server over stdio.
     DemoServer(plexus_testserver::StdioOptions),
+}
+
+/// `plexus add`.
+#[derive(Debug, Args)]
+pub(crate) struct AddArgs {
+    /// Where to write it: local (this project, only you), project (`.mcp.json`, shared), user (every project).
+    #[arg(long, short = 's', default_value = "local", value_name = "local|project|user")]
+    pub(crate) scope: Scope,
+    /// The transport; by default `http` for an http(s):// URL, `ws` for a ws(s):// URL, else `stdio`.
+    #[arg(long, short = 't', value_name = "stdio|sse|http|ws", value_parser = transport)]
+    pub(crate) transport: Option<ServerKind>,
+    /// An environment variable of a stdio server (repeatable).
+    #[arg(short = 'e', long = "env", value_name = "KEY=VALUE")]
+    pub(crate) env: Vec<String>,
+    /// A header of a remote server (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "'Name: value'")]
+    pub(crate) headers: Vec<String>,
+    /// The server's name.
+    pub(crate) name: String,
+    /// The server's URL, or `-- COMMAND [ARGS...]`.
+    #[arg(value_name = "URL | -- COMMAND [ARGS]")]
+    pub(crate) target: Vec<String>,
+}
+
+/// `plexus import`.
+#[derive(Debug, Args)]
+pub(crate) struct ImportArgs {
+    /// The client whose config to read.
+    #[arg(long, value_name = "claude-desktop|vscode|cursor|claude-code")]
+    pub(crate) from: ImportSource,
+    /// Its config file; by default the client's usual places are looked at.
+    pub(crate) file: Option<PathBuf>,
+    /// Where to write the servers.
+    #[arg(long, short = 's', default_value = "local", value_name = "local|project|user")]
+    pub(crate) scope: Scope,
+    /// Replace servers the target file already defines (by default they are kept).
+    #[arg(long)]
+    pub(crate) overwrite: bool,
+}
+
+/// Prints `message` as a `plexus: ...` line on stderr and says the command failed with a usage or
+/// config error.
+pub(crate) fn fail(message: impl std::fmt::Display) -> Outcome {
+    eprintln!("plexus: {message}");
+    Outcome::Usage
+}
+
+fn transport(name: &str) -> Result<ServerKind, String> {
+    parse_transport(name).map_err(|e| e.to_string())
 }
 
 fn main() -> ExitCode {
@@ -77,28 +187,33 @@ fn main() -> ExitCode {
     if let Command::DemoServer(args) = cli.command {
         return plexus_testserver::run_stdio(args);
     }
-    init_tracing(cli.verbose);
+    init_tracing(cli.globals.verbose);
+    ExitCode::from(commands::run(cli) as u8)
+}
+
+/// Runs `job` on a multi-threaded runtime, then gives the runtime a bounded moment for the tasks
+/// that are still closing transports.
+pub(crate) fn block_on(job: impl Future<Output = Outcome>) -> Outcome {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("plexus: could not start the async runtime: {e}");
-            return ExitCode::from(Outcome::Connection as u8);
+            return Outcome::Connection;
         }
     };
-    let outcome = runtime.block_on(commands::run(cli));
-    // Server shutdowns started by dropped sessions finish on their own threads; give the runtime
-    // a bounded moment for the tasks that are still closing transports.
+    let outcome = runtime.block_on(job);
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
-    ExitCode::from(outcome as u8)
+    outcome
 }
 
 fn init_tracing(verbose: u8) {
     use tracing_subscriber::EnvFilter;
     let filter = match std::env::var("RUST_LOG") {
         Ok(spec) if !spec.is_empty() => EnvFilter::new(spec),
+        // -v shows each server's stderr lines (logged at debug, tagged with the server's name).
         _ => EnvFilter::new(match verbose {
             0 => "off",
-            1 => "info",
+            1 => "info,plexus_stdio::stderr=debug",
             2 => "debug",
             _ => "trace",
         }),
@@ -108,4 +223,14 @@ fn init_tracing(verbose: u8) {
         .with_writer(std::io::stderr)
         .with_target(false)
         .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
 }

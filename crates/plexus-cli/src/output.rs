@@ -1,40 +1,55 @@
 //! Human tables and the stable JSON shapes.
 
+use std::fmt::Write;
+
+use plexus::config::Scope;
 use plexus::protocol::CallToolResult;
 use plexus::tools::ToolEntry;
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::connect::{Attempt, Connection};
+use crate::sources::Server;
 
 /// One line of `plexus servers`; serializes to the documented JSON shape.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ServerRow {
     name: String,
-    kind: String,
+    scope: Option<&'static str>,
+    source: Option<String>,
+    kind: Option<String>,
     status: &'static str,
+    reason: Option<String>,
     protocol_version: Option<String>,
     server_info: Option<Value>,
     tool_count: Option<usize>,
     error: Option<String>,
+    warnings: Vec<String>,
+    errors: Vec<String>,
 }
 
 impl ServerRow {
-    pub(crate) async fn from_attempt(attempt: &Attempt) -> ServerRow {
+    /// The row of `server`, with its connect `attempt` if it was started.
+    pub(crate) async fn new(server: &Server, attempt: Option<&Attempt>) -> ServerRow {
         let mut row = ServerRow {
-            name: attempt.name.clone(),
-            kind: attempt.kind.to_string(),
+            name: server.name.clone(),
+            scope: server.scope.map(Scope::as_str),
+            source: server.source.as_ref().map(|path| path.display().to_string()),
+            kind: server.kind().map(|kind| kind.to_string()),
             status: "failed",
+            reason: server.reason(),
             protocol_version: None,
             server_info: None,
             tool_count: None,
-            error: None,
+            error: server.error_summary(),
+            warnings: server.warnings.iter().map(ToString::to_string).collect(),
+            errors: server.errors.iter().map(ToString::to_string).collect(),
         };
-        match &attempt.connection {
-            Connection::Disabled => row.status = "disabled",
-            Connection::Failed(e) => row.error = Some(e.to_string()),
-            Connection::Connected(client) => {
+        match attempt.map(|attempt| &attempt.connection) {
+            Some(Connection::Failed(e)) => row.error = Some(e.to_string()),
+            Some(Connection::Connected(client, fallback)) => {
+                row.warnings.extend(fallback.clone());
                 let details = client.server();
                 row.protocol_version = Some(details.protocol_version.to_string());
                 row.server_info =
@@ -47,12 +62,15 @@ impl ServerRow {
                     Err(e) => row.error = Some(format!("listing tools failed: {e}")),
                 }
             }
+            None if server.runnable().is_some() => row.error = Some("the connect attempt did not finish".to_owned()),
+            // Pending, disabled, or `failed` for an invalid entry.
+            None => row.status = server.state(),
         }
         row
     }
 }
 
-fn print_json<T: Serialize + ?Sized>(value: &T) {
+pub(crate) fn print_json<T: Serialize + ?Sized>(value: &T) {
     match serde_json::to_string_pretty(value) {
         Ok(text) => println!("{text}"),
         Err(e) => eprintln!("plexus: cannot encode the output as JSON: {e}"),
@@ -73,7 +91,7 @@ fn print_table(header: &[&str], rows: &[Vec<String>]) {
             if i + 1 == widths.len() {
                 out.push_str(cell);
             } else {
-                out.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+                let _ = write!(out, "{cell:<w$}  ", w = widths[i]);
             }
         }
         println!("{}", out.trim_end());
@@ -94,6 +112,7 @@ fn one_line(text: &str, max: usize) -> String {
     format!("{}…", cut.trim_end())
 }
 
+/// The servers as a table, then every server's warnings and errors in full, one per line.
 pub(crate) fn print_servers(rows: &[ServerRow], json: bool) {
     if json {
         return print_json(rows);
@@ -112,21 +131,39 @@ pub(crate) fn print_servers(rows: &[ServerRow], json: bool) {
                     i["version"].as_str().unwrap_or("")
                 )
             });
+            let note = r.error.as_deref().or(r.reason.as_deref());
             vec![
                 r.name.clone(),
-                r.kind.clone(),
+                r.scope.unwrap_or_default().to_owned(),
+                r.kind.clone().unwrap_or_default(),
                 r.status.to_owned(),
                 r.protocol_version.clone().unwrap_or_default(),
                 info,
                 r.tool_count.map_or_else(String::new, |n| n.to_string()),
-                r.error.as_deref().map_or_else(String::new, |e| one_line(e, 100)),
+                r.source.clone().unwrap_or_default(),
+                note.map_or_else(String::new, |e| one_line(e, 100)),
             ]
         })
         .collect();
     print_table(
-        &["NAME", "KIND", "STATUS", "PROTOCOL", "SERVER", "TOOLS", "ERROR"],
+        &[
+            "NAME", "SCOPE", "KIND", "STATUS", "PROTOCOL", "SERVER", "TOOLS", "SOURCE", "ERROR",
+        ],
         &table,
     );
+    let mut details = rows
+        .iter()
+        .flat_map(|r| {
+            let warnings = r.warnings.iter().map(|w| format!("warning: {w}"));
+            warnings.chain(r.errors.iter().map(|e| format!("error: {e}")))
+        })
+        .peekable();
+    if details.peek().is_some() {
+        println!();
+        for line in details {
+            println!("{line}");
+        }
+    }
 }
 
 pub(crate) fn print_tools(entries: &[ToolEntry], json: bool) {

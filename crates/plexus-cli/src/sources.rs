@@ -1,103 +1,224 @@
-//! Which config files the CLI reads, and the demo fallback.
+//! Where the CLI's servers come from: every scope read and merged by `plexus-config`, or, when no
+//! config file exists anywhere, the built-in demo server.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use plexus::config::{ConfigFile, Diagnostic, ServerConfig, ServerOptions, StdioConfig};
+use plexus::config::{
+    ConfigSources, Diagnostic, DiscoveryOptions, FileOutcome, InvalidServer, MergedConfig, MergedServer, Origin, Scope,
+    ServerConfig, ServerKind, ServerOptions, ServerStatus, StdioConfig,
+};
 
-/// The servers to use, in name order, and what was said about the files.
-pub(crate) struct Servers {
-    pub(crate) servers: BTreeMap<String, ServerConfig>,
-    pub(crate) diagnostics: Vec<Diagnostic>,
-    /// Whether these are the built-in demo servers (no config file was found).
-    pub(crate) demo: bool,
-}
+use crate::{Globals, Outcome};
 
-/// Why no server set could be made.
-#[derive(Debug)]
-pub(crate) struct SourceError(pub(crate) String);
+/// The name of the built-in demo server.
+const DEMO: &str = "demo";
 
-/// Loads `explicit` files when given (a missing one is an error); otherwise the nearest project
-/// `.mcp.json` and the user's `settings.json`; otherwise the demo.
-pub(crate) fn load(explicit: &[PathBuf]) -> Result<Servers, SourceError> {
-    let (files, required) = if explicit.is_empty() {
-        (discover(), false)
-    } else {
-        (explicit.to_vec(), true)
-    };
-    let mut servers = BTreeMap::new();
-    let mut diagnostics = Vec::new();
-    let mut found = false;
-    for path in files {
-        match ConfigFile::load(&path) {
-            Ok(file) => {
-                found = true;
-                let (file_servers, file_diagnostics) = file.into_parts();
-                diagnostics.extend(file_diagnostics);
-                // Later files win, whole entries (fields are never merged).
-                servers.extend(
-                    file_servers
-                        .into_iter()
-                        .map(|(name, config)| (name.into_string(), config)),
-                );
-            }
-            Err(e) if !required && e.is_not_found() => {}
-            Err(e) => return Err(SourceError(e.to_string())),
+/// Finds every scope's file from the global flags and the process's environment (`PLEXUS_HOME`,
+/// `HOME`, `PLEXUS_MANAGED_CONFIG`, the working directory). Reads nothing but directory entries.
+pub(crate) fn discover(globals: &Globals) -> Result<ConfigSources, String> {
+    if let Some(dir) = &globals.project {
+        match std::fs::metadata(dir) {
+            Ok(metadata) if metadata.is_dir() => {}
+            Ok(_) => return Err(format!("--project {}: not a directory", dir.display())),
+            Err(e) => return Err(format!("--project {}: {e}", dir.display())),
         }
     }
-    if found {
-        return Ok(Servers {
-            servers,
-            diagnostics,
-            demo: false,
-        });
-    }
-    Ok(Servers {
-        servers: demo_servers()?,
-        diagnostics,
-        demo: true,
+    let options = DiscoveryOptions::from_process(globals.project.clone())
+        .map_err(|e| e.to_string())?
+        .with_explicit_files(globals.config.clone(), globals.strict_config);
+    Ok(ConfigSources::discover(&options))
+}
+
+/// [`discover`], printing why it failed.
+pub(crate) fn discover_or_report(globals: &Globals) -> Result<ConfigSources, Outcome> {
+    discover(globals).map_err(|message| {
+        eprintln!("plexus: {message}");
+        Outcome::Usage
     })
 }
 
-/// The user's settings first, then the project's `.mcp.json`, so that the project wins.
-fn discover() -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    if let Some(home) = plexus_home() {
-        files.push(home.join("settings.json"));
-    }
-    if let Ok(cwd) = std::env::current_dir()
-        && let Some(project) = nearest_project_file(&cwd)
-    {
-        files.push(project);
-    }
-    files
+/// One configured server, whatever its state: a merged server, an invalid one, or the demo.
+pub(crate) struct Server {
+    pub(crate) name: String,
+    /// `None` for the demo.
+    pub(crate) scope: Option<Scope>,
+    /// `None` for the demo.
+    pub(crate) source: Option<PathBuf>,
+    /// The expanded entry; `None` when it is invalid.
+    pub(crate) config: Option<ServerConfig>,
+    /// Whether it may run; `None` when the entry is invalid.
+    pub(crate) status: Option<ServerStatus>,
+    pub(crate) warnings: Vec<Diagnostic>,
+    pub(crate) errors: Vec<Diagnostic>,
+    /// Lower scopes defining the same name.
+    pub(crate) overridden: Vec<Origin>,
 }
 
-fn plexus_home() -> Option<PathBuf> {
-    match std::env::var_os("PLEXUS_HOME") {
-        Some(home) if !home.is_empty() => Some(PathBuf::from(home)),
-        _ => std::env::var_os("HOME").map(|home| Path::new(&home).join(".plexus")),
+impl Server {
+    fn merged(server: &MergedServer) -> Server {
+        Server {
+            name: server.name.to_string(),
+            scope: Some(server.scope),
+            source: Some(server.source.clone()),
+            config: Some(server.config.clone()),
+            status: Some(server.status.clone()),
+            warnings: server.warnings.clone(),
+            errors: Vec::new(),
+            overridden: server.overridden.clone(),
+        }
+    }
+
+    fn invalid(server: &InvalidServer) -> Server {
+        Server {
+            name: server.name.clone(),
+            scope: Some(server.scope),
+            source: Some(server.source.clone()),
+            config: None,
+            status: None,
+            warnings: server.warnings.clone(),
+            errors: server.errors.clone(),
+            overridden: server.overridden.clone(),
+        }
+    }
+
+    pub(crate) fn kind(&self) -> Option<ServerKind> {
+        self.config.as_ref().map(ServerConfig::kind)
+    }
+
+    /// The entry, if the server may run.
+    pub(crate) fn runnable(&self) -> Option<&ServerConfig> {
+        match self.status {
+            Some(ServerStatus::Active) => self.config.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The configuration state: `active`, `pending`, `disabled` or `failed` (invalid entry).
+    pub(crate) fn state(&self) -> &'static str {
+        match &self.status {
+            None => "failed",
+            Some(ServerStatus::Active) => "active",
+            Some(ServerStatus::PendingApproval) => "pending",
+            Some(ServerStatus::DisabledByConfig | ServerStatus::DeniedByPolicy(_) | ServerStatus::RejectedByUser) => {
+                "disabled"
+            }
+        }
+    }
+
+    /// Why a valid server does not run (pending or disabled), with what to do about it.
+    pub(crate) fn reason(&self) -> Option<String> {
+        let status = self.status.as_ref()?;
+        match status {
+            ServerStatus::Active => None,
+            ServerStatus::PendingApproval | ServerStatus::RejectedByUser => {
+                Some(format!("{status}; approve it with: plexus approve {}", self.name))
+            }
+            ServerStatus::DisabledByConfig | ServerStatus::DeniedByPolicy(_) => Some(status.to_string()),
+        }
+    }
+
+    /// Every error of an invalid entry, in one line.
+    pub(crate) fn error_summary(&self) -> Option<String> {
+        if self.errors.is_empty() {
+            return None;
+        }
+        let errors: Vec<String> = self.errors.iter().map(ToString::to_string).collect();
+        Some(errors.join("; "))
+    }
+
+    /// Whether it is a project server waiting for approval.
+    pub(crate) fn is_pending(&self) -> bool {
+        self.status == Some(ServerStatus::PendingApproval)
+    }
+
+    /// Why the server is not started, for a server that is not runnable (for an invalid entry, the
+    /// errors are reported with [`Server::report_diagnostics`]).
+    pub(crate) fn not_started(&self) -> String {
+        match self.reason() {
+            Some(reason) => format!("server {:?} is not started: {reason}", self.name),
+            None => format!("server {:?} is not started: its entry is invalid", self.name),
+        }
+    }
+
+    /// Prints the server's warnings and errors on stderr, one `plexus: ...` line each.
+    pub(crate) fn report_diagnostics(&self) {
+        for diagnostic in self.warnings.iter().chain(&self.errors) {
+            eprintln!("plexus: {diagnostic}");
+        }
     }
 }
 
-/// The nearest `.mcp.json` in `dir` or its ancestors, stopping at a repository root.
-fn nearest_project_file(dir: &Path) -> Option<PathBuf> {
-    for ancestor in dir.ancestors() {
-        let candidate = ancestor.join(".mcp.json");
-        if candidate.is_file() {
-            return Some(candidate);
-        }
-        if ancestor.join(".git").exists() {
-            break;
-        }
+/// The configuration the commands work on.
+pub(crate) struct Configured {
+    /// Every server, valid or not, in name order.
+    pub(crate) servers: Vec<Server>,
+    /// The merged configuration (empty for the demo).
+    pub(crate) merged: MergedConfig,
+}
+
+impl Configured {
+    pub(crate) fn server(&self, name: &str) -> Option<&Server> {
+        self.servers.iter().find(|server| server.name == name)
     }
-    None
+
+    /// The servers' names for messages: `a, b` or `none`.
+    pub(crate) fn names(&self) -> String {
+        if self.servers.is_empty() {
+            return "none".to_owned();
+        }
+        let names: Vec<&str> = self.servers.iter().map(|server| server.name.as_str()).collect();
+        names.join(", ")
+    }
+}
+
+/// Loads every scope. File-level problems (a file that cannot be read or parsed, settings and
+/// policy problems, overridden entries' diagnostics) are printed on stderr as `plexus: ...` lines;
+/// an explicit `--config` file that cannot be loaded stops the command (exit 2). When no config
+/// file exists in any scope, the servers are the built-in demo.
+pub(crate) fn load(sources: &ConfigSources) -> Result<Configured, Outcome> {
+    let merged = sources.load();
+    let mut explicit_failed = false;
+    for (file, error) in merged.file_errors() {
+        eprintln!("plexus: {error}");
+        explicit_failed |= file.scope == Scope::Explicit;
+    }
+    if explicit_failed {
+        return Err(Outcome::Usage);
+    }
+    for diagnostic in &merged.diagnostics {
+        eprintln!("plexus: {diagnostic}");
+    }
+    let no_file = merged
+        .files
+        .iter()
+        .all(|file| matches!(file.outcome, FileOutcome::Missing));
+    if no_file {
+        tracing::info!("no config file found: using the built-in demo server");
+        return Ok(Configured {
+            servers: vec![demo_server()?],
+            merged,
+        });
+    }
+    let mut by_name: BTreeMap<String, Server> = BTreeMap::new();
+    for server in &merged.servers {
+        by_name.insert(server.name.to_string(), Server::merged(server));
+    }
+    for server in &merged.invalid {
+        by_name.insert(server.name.clone(), Server::invalid(server));
+    }
+    Ok(Configured {
+        servers: by_name.into_values().collect(),
+        merged,
+    })
 }
 
 /// One stdio server: this very binary running `plexus demo-server`.
-fn demo_servers() -> Result<BTreeMap<String, ServerConfig>, SourceError> {
-    let exe = std::env::current_exe()
-        .map_err(|e| SourceError(format!("cannot locate the plexus binary for the demo server: {e}")))?;
+fn demo_server() -> Result<Server, Outcome> {
+    let exe = std::env::current_exe().map_err(|e| {
+        eprintln!("plexus: cannot locate the plexus binary for the demo server: {e}");
+        Outcome::Usage
+    })?;
     let entry = StdioConfig {
         command: exe.to_string_lossy().into_owned(),
         args: vec!["demo-server".to_owned()],
@@ -105,5 +226,14 @@ fn demo_servers() -> Result<BTreeMap<String, ServerConfig>, SourceError> {
         cwd: None,
         options: ServerOptions::default(),
     };
-    Ok(BTreeMap::from([("demo".to_owned(), ServerConfig::Stdio(entry))]))
+    Ok(Server {
+        name: DEMO.to_owned(),
+        scope: None,
+        source: None,
+        config: Some(ServerConfig::Stdio(entry)),
+        status: Some(ServerStatus::Active),
+        warnings: Vec::new(),
+        errors: Vec::new(),
+        overridden: Vec::new(),
+    })
 }

@@ -1,37 +1,35 @@
 //! The `plexus` binary end to end: real config files in temp dirs, real server processes (the
 //! binary's own demo server), exact output and exit codes.
 
+mod support;
+
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::{Value, json};
+use support::{Workspace, demo};
 
-const PLEXUS: &str = env!("CARGO_BIN_EXE_plexus");
-
-/// Runs `plexus ARGS` in `dir` with `dir/home` as the plexus home (never the real one).
-fn plexus(dir: &Path, args: &[&str]) -> Output {
-    plexus_with_stdin(dir, args, None)
+/// Runs `plexus ARGS` in `ws` (or a directory inside it), every location inside the workspace.
+fn plexus_in(ws: &Workspace, dir: &Path, args: &[&str]) -> Output {
+    ws.command(dir, args).output().unwrap()
 }
 
-fn plexus_with_stdin(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(PLEXUS)
-        .args(args)
-        .current_dir(dir)
-        .env("PLEXUS_HOME", dir.join("home"))
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let mut pipe = child.stdin.take().unwrap();
-        if let Some(text) = stdin {
-            pipe.write_all(text.as_bytes()).unwrap();
-        }
+fn plexus(ws: &Workspace, args: &[&str]) -> Output {
+    plexus_in(ws, ws.path(), args)
+}
+
+fn plexus_with_stdin(ws: &Workspace, args: &[&str], stdin: Option<&str>) -> Output {
+    let run = ws.run_with_stdin(args, stdin.unwrap_or_default());
+    Output {
+        status: exit_status(run.code),
+        stdout: run.stdout.into_bytes(),
+        stderr: run.stderr.into_bytes(),
     }
-    child.wait_with_output().unwrap()
+}
+
+fn exit_status(code: Option<i32>) -> std::process::ExitStatus {
+    use std::os::unix::process::ExitStatusExt;
+    std::process::ExitStatus::from_raw(code.unwrap_or(255) << 8)
 }
 
 fn stdout(output: &Output) -> String {
@@ -43,33 +41,19 @@ fn stderr(output: &Output) -> String {
 }
 
 /// A temp dir that is its own repository root, so no `.mcp.json` above it is found.
-fn workspace() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join(".git")).unwrap();
-    dir
+fn workspace() -> Workspace {
+    Workspace::new()
 }
 
 /// Writes a config file with these servers and returns its path.
-fn config(dir: &Path, servers: &Value) -> String {
-    let path = dir.join("servers.json");
-    std::fs::write(
-        &path,
-        serde_json::to_string_pretty(&json!({ "mcpServers": servers })).unwrap(),
-    )
-    .unwrap();
-    path.to_str().unwrap().to_owned()
-}
-
-fn demo(extra: &[&str]) -> Value {
-    let mut args = vec!["demo-server"];
-    args.extend_from_slice(extra);
-    json!({ "command": PLEXUS, "args": args })
+fn config(ws: &Workspace, servers: &Value) -> String {
+    ws.write_servers("servers.json", servers).to_str().unwrap().to_owned()
 }
 
 #[test]
 fn with_no_config_the_demo_server_is_used() {
     let dir = workspace();
-    let output = plexus(dir.path(), &["tools"]);
+    let output = plexus(&dir, &["tools"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let text = stdout(&output);
     assert!(text.starts_with("NAME "), "{text}");
@@ -84,7 +68,7 @@ fn with_no_config_the_demo_server_is_used() {
 #[test]
 fn tools_json_is_the_documented_shape() {
     let dir = workspace();
-    let output = plexus(dir.path(), &["--json", "tools"]);
+    let output = plexus(&dir, &["--json", "tools"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let tools: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
     let echo = tools.iter().find(|t| t["name"] == "mcp__demo__echo").unwrap();
@@ -124,25 +108,50 @@ fn tools_json_is_the_documented_shape() {
 fn servers_json_reports_each_status() {
     let dir = workspace();
     let path = config(
-        dir.path(),
+        &dir,
         &json!({
             "demo": demo(&[]),
             "gone": {"command": "plexus-no-such-command"},
             "off": {"command": "true", "disabled": true},
-            "remote": {"type": "http", "url": "https://example.invalid/mcp"},
+            "remote": {"type": "ws-ide", "url": "ws://127.0.0.1:9/", "ideName": "code"},
         }),
     );
-    let output = plexus(dir.path(), &["--config", &path, "--json", "servers"]);
+    let output = plexus(&dir, &["--config", &path, "--json", "servers"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let rows: Value = serde_json::from_slice(&output.stdout).unwrap();
     let version = env!("CARGO_PKG_VERSION");
+    let row = |name: &str, kind: &str, status: &str, details: Value| {
+        let mut row = json!({
+            "name": name, "scope": "explicit", "source": path, "kind": kind, "status": status, "reason": null,
+            "protocolVersion": null, "serverInfo": null, "toolCount": null, "error": null, "warnings": [], "errors": []
+        });
+        for (key, value) in details.as_object().unwrap() {
+            row[key] = value.clone();
+        }
+        row
+    };
     assert_eq!(
         rows,
         json!([
-            {"name": "demo", "kind": "stdio", "status": "connected", "protocolVersion": "2025-11-25", "serverInfo": {"name": "plexus-testserver", "version": version}, "toolCount": 19, "error": null},
-            {"name": "gone", "kind": "stdio", "status": "failed", "protocolVersion": null, "serverInfo": null, "toolCount": null, "error": "server \"gone\": could not connect to plexus-no-such-command: command not found: plexus-no-such-command"},
-            {"name": "off", "kind": "stdio", "status": "disabled", "protocolVersion": null, "serverInfo": null, "toolCount": null, "error": null},
-            {"name": "remote", "kind": "http", "status": "failed", "protocolVersion": null, "serverInfo": null, "toolCount": null, "error": "server \"remote\": http servers are not supported by this build of plexus (only stdio servers are supported so far; remote transports are planned)"},
+            row(
+                "demo",
+                "stdio",
+                "connected",
+                json!({"protocolVersion": "2025-11-25", "serverInfo": {"name": "plexus-testserver", "version": version}, "toolCount": 19})
+            ),
+            row(
+                "gone",
+                "stdio",
+                "failed",
+                json!({"error": "server \"gone\": could not connect to plexus-no-such-command: command not found: plexus-no-such-command"})
+            ),
+            row("off", "stdio", "disabled", json!({"reason": "disabled by its entry"})),
+            row(
+                "remote",
+                "ws-ide",
+                "failed",
+                json!({"error": "server \"remote\": ws-ide servers are not supported yet (their IDE or proxy authentication is not implemented)"})
+            ),
         ])
     );
 }
@@ -150,11 +159,12 @@ fn servers_json_reports_each_status() {
 #[test]
 fn servers_table_is_tidy() {
     let dir = workspace();
-    let output = plexus(dir.path(), &["servers"]);
+    let output = plexus(&dir, &["servers"]);
     assert_eq!(output.status.code(), Some(0));
     let version = env!("CARGO_PKG_VERSION");
+    // The demo server comes from no scope and no file.
     let expected = format!(
-        "NAME  KIND   STATUS     PROTOCOL    SERVER{pad}TOOLS  ERROR\ndemo  stdio  connected  2025-11-25  plexus-testserver {version}  19\n",
+        "NAME  SCOPE  KIND   STATUS     PROTOCOL    SERVER{pad}TOOLS  SOURCE  ERROR\ndemo         stdio  connected  2025-11-25  plexus-testserver {version}  19\n",
         pad = " ".repeat(format!("plexus-testserver {version}").len() - "SERVER".len() + 2)
     );
     assert_eq!(stdout(&output), expected);
@@ -163,13 +173,13 @@ fn servers_table_is_tidy() {
 #[test]
 fn call_prints_the_result_and_sets_the_exit_code() {
     let dir = workspace();
-    let output = plexus(dir.path(), &["call", "mcp__demo__echo", r#"{"text":"hello there"}"#]);
+    let output = plexus(&dir, &["call", "mcp__demo__echo", r#"{"text":"hello there"}"#]);
     assert_eq!(
         (output.status.code(), stdout(&output)),
         (Some(0), "hello there\n".to_owned())
     );
 
-    let output = plexus(dir.path(), &["--json", "call", "mcp__demo__add", r#"{"a":2,"b":40}"#]);
+    let output = plexus(&dir, &["--json", "call", "mcp__demo__add", r#"{"a":2,"b":40}"#]);
     assert_eq!(output.status.code(), Some(0));
     let result: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(
@@ -177,14 +187,14 @@ fn call_prints_the_result_and_sets_the_exit_code() {
         json!({"isError": false, "content": [{"type": "text", "text": "42"}], "structuredContent": {"sum": 42}})
     );
 
-    let output = plexus(dir.path(), &["--json", "call", "mcp__demo__error"]);
+    let output = plexus(&dir, &["--json", "call", "mcp__demo__error"]);
     assert_eq!(output.status.code(), Some(1));
     let result: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(result["isError"], true);
     assert_eq!(result["structuredContent"], Value::Null);
 
     let output = plexus_with_stdin(
-        dir.path(),
+        &dir,
         &["call", "mcp__demo__echo", "-"],
         Some(r#"{"text":"from stdin"}"#),
     );
@@ -193,7 +203,7 @@ fn call_prints_the_result_and_sets_the_exit_code() {
         (Some(0), "from stdin\n".to_owned())
     );
 
-    let output = plexus(dir.path(), &["call", "mcp__demo__image"]);
+    let output = plexus(&dir, &["call", "mcp__demo__image"]);
     assert_eq!(
         stdout(&output),
         "[image: image/png, 96 bytes of base64]\na 1×1 PNG image\n"
@@ -222,15 +232,15 @@ fn usage_errors_exit_2_with_the_reason() {
         ),
     ];
     for (args, message) in cases {
-        let output = plexus(dir.path(), args);
+        let output = plexus(&dir, args);
         assert_eq!(
             (output.status.code(), stderr(&output)),
             (Some(2), message.to_owned()),
             "{args:?}"
         );
     }
-    let missing = dir.path().join("missing.json");
-    let output = plexus(dir.path(), &["--config", missing.to_str().unwrap(), "tools"]);
+    let missing = dir.join("missing.json");
+    let output = plexus(&dir, &["--config", missing.to_str().unwrap(), "tools"]);
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(
         stderr(&output),
@@ -239,7 +249,7 @@ fn usage_errors_exit_2_with_the_reason() {
             missing.display()
         )
     );
-    let output = plexus(dir.path(), &["frobnicate"]);
+    let output = plexus(&dir, &["frobnicate"]);
     assert_eq!(output.status.code(), Some(2));
 }
 
@@ -247,10 +257,10 @@ fn usage_errors_exit_2_with_the_reason() {
 fn a_failing_server_does_not_hide_the_others_tools_and_exits_3() {
     let dir = workspace();
     let path = config(
-        dir.path(),
+        &dir,
         &json!({"demo": demo(&[]), "broken": demo(&["--exit-at-start", "5"])}),
     );
-    let output = plexus(dir.path(), &["--config", &path, "--json", "tools"]);
+    let output = plexus(&dir, &["--config", &path, "--json", "tools"]);
     assert_eq!(output.status.code(), Some(3));
     let tools: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(tools.len(), 19);
@@ -262,7 +272,7 @@ fn a_failing_server_does_not_hide_the_others_tools_and_exits_3() {
 #[test]
 fn a_server_dying_mid_call_exits_3_with_its_stderr() {
     let dir = workspace();
-    let output = plexus(dir.path(), &["call", "mcp__demo__crash", r#"{"code": 9}"#]);
+    let output = plexus(&dir, &["call", "mcp__demo__crash", r#"{"code": 9}"#]);
     assert_eq!(output.status.code(), Some(3));
     assert!(stderr(&output).ends_with("plexus: calling mcp__demo__crash: the connection is closed: the server exited with status 9\n--- last stderr output of the server ---\nplexus-testserver: crashing as asked\n"), "{}", stderr(&output));
 }
@@ -271,19 +281,30 @@ fn a_server_dying_mid_call_exits_3_with_its_stderr() {
 fn the_project_file_is_found_from_a_subdirectory_and_bad_entries_are_reported() {
     let dir = workspace();
     let servers = json!({"mcpServers": {"proj": demo(&[]), "bad name!": {"command": "x"}}});
-    std::fs::write(dir.path().join(".mcp.json"), servers.to_string()).unwrap();
-    let sub = dir.path().join("src/deep");
+    std::fs::write(dir.join(".mcp.json"), servers.to_string()).unwrap();
+    let sub = dir.join("src/deep");
     std::fs::create_dir_all(&sub).unwrap();
-    let output = plexus(&sub, &["--json", "tools"]);
+    // A project's servers run once approved; the approval is found from the subdirectory too.
+    let output = plexus_in(&dir, &sub, &["approve", "proj"]);
+    assert_eq!(
+        (output.status.code(), stdout(&output)),
+        (
+            Some(0),
+            format!(
+                "approved project server \"proj\" (recorded in {})\n",
+                dir.shown(".plexus/settings.local.json")
+            )
+        ),
+        "{}",
+        stderr(&output)
+    );
+    let output = plexus_in(&dir, &sub, &["--json", "tools"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let tools: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
     assert!(tools.iter().all(|t| t["server"] == "proj") && !tools.is_empty());
     let errors = stderr(&output);
     assert!(
-        errors.starts_with(&format!(
-            "plexus: {}: server \"bad name!\": ",
-            dir.path().join(".mcp.json").display()
-        )),
+        errors.starts_with(&format!("plexus: {}: server \"bad name!\": ", dir.shown(".mcp.json"))),
         "{errors}"
     );
 }
@@ -291,8 +312,8 @@ fn the_project_file_is_found_from_a_subdirectory_and_bad_entries_are_reported() 
 #[test]
 fn later_config_files_win_whole_entries() {
     let dir = workspace();
-    let first = dir.path().join("a.json");
-    let second = dir.path().join("b.json");
+    let first = dir.join("a.json");
+    let second = dir.join("b.json");
     std::fs::write(
         &first,
         json!({"mcpServers": {"s": {"command": "plexus-no-such-command"}}}).to_string(),
@@ -300,7 +321,7 @@ fn later_config_files_win_whole_entries() {
     .unwrap();
     std::fs::write(&second, json!({"mcpServers": {"s": demo(&[])}}).to_string()).unwrap();
     let output = plexus(
-        dir.path(),
+        &dir,
         &[
             "--config",
             first.to_str().unwrap(),

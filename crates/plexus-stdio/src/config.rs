@@ -135,13 +135,6 @@ impl StdioConfig {
         }
     }
 
-    /// Sets the name that tags tracing output.
-    #[must_use]
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-
     /// Appends one argument.
     #[must_use]
     pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
@@ -174,32 +167,17 @@ impl StdioConfig {
         self
     }
 
-    /// Sets the largest message accepted from the server.
-    #[must_use]
-    pub fn max_message_size(mut self, bytes: usize) -> Self {
-        self.max_message_size = bytes;
-        self
-    }
-
-    /// Sets how many bytes of recent stderr output are kept.
-    #[must_use]
-    pub fn stderr_capacity(mut self, bytes: usize) -> Self {
-        self.stderr_capacity = bytes;
-        self
-    }
-
-    /// Sets how many messages may be queued for the writer.
-    #[must_use]
-    pub fn send_queue_capacity(mut self, messages: usize) -> Self {
-        self.send_queue_capacity = messages;
-        self
-    }
-
-    /// Sets the shutdown timings.
-    #[must_use]
-    pub fn timings(mut self, timings: ShutdownTimings) -> Self {
-        self.timings = timings;
-        self
+    plexus_transport::setters! {
+        /// Sets the name that tags tracing output.
+        name: impl Into<String>,
+        /// Sets the largest message accepted from the server.
+        max_message_size: usize,
+        /// Sets how many bytes of recent stderr output are kept.
+        stderr_capacity: usize,
+        /// Sets how many messages may be queued for the writer.
+        send_queue_capacity: usize,
+        /// Sets the shutdown timings.
+        timings: ShutdownTimings,
     }
 
     /// The command line, quoted like a shell would need it (for logs and errors).

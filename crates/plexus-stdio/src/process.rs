@@ -152,7 +152,62 @@ impl Shared {
         first
     }
 
-    /// The error a send gets once the transport is closed.
+    /// Why the server went away, as far as is known: the client closed it, or its exit status
+    /// (else that it closed its stdout), with the tail of its stderr.
+    pub(crate) fn gone_error(&self, exit: Option<&ExitInfo>) -> TransportError {
+        let reason = if self.closed_by_client() {
+            CLOSED_BY_CLIENT.to_owned()
+        } else if let Some(exit) = exit {
+            exit.reason()
+        } else {
+            "the server closed its stdout".to_owned()
+        };
+        TransportError::Closed {
+            reason,
+            stderr_tail: Some(self.stderr.tail(crate::config::STDERR_TAIL_BYTES)),
+        }
+    }
+
+    /// Waits (at most the exit wait) for the server's exit and the end of its stderr; returns
+    /// how it exited, if it has.
+    async fn wait_settled(&self) -> Option<ExitInfo> {
+        let deadline = tokio::time::Instant::now() + self.timings.exit_wait;
+        loop {
+            let (exit, stderr_closed) = {
+                let events = lock(&self.events);
+                (events.exit.clone(), events.stderr_closed)
+            };
+            // The stderr tail is complete once stderr is closed (or the wait is over).
+            if (exit.is_some() && stderr_closed) || tokio::time::Instant::now() >= deadline {
+                return exit;
+            }
+            tokio::time::sleep(self.timings.poll_interval).await;
+        }
+    }
+
+    /// The error a send gets once the transport is closed: unless the client closed it, why the
+    /// server went away (its status and stderr tail, after a bounded wait for them).
+    pub(crate) async fn send_error(&self) -> TransportError {
+        if !self.closed_by_client()
+            && let Some(exit) = self.wait_settled().await
+        {
+            return self.gone_error(Some(&exit));
+        }
+        self.closed_error()
+    }
+
+    /// After a failed write to stdin: a broken pipe usually means the server is gone, so the
+    /// error says why (status and stderr, after a bounded wait) rather than "broken pipe".
+    pub(crate) async fn write_failure(&self, error: std::io::Error) -> TransportError {
+        if error.kind() == std::io::ErrorKind::BrokenPipe
+            && let Some(exit) = self.wait_settled().await
+        {
+            return self.gone_error(Some(&exit));
+        }
+        TransportError::from_io("writing to the server's stdin", error)
+    }
+
+    /// The first reason the transport closed for.
     pub(crate) fn closed_error(&self) -> TransportError {
         lock(&self.close_reason)
             .clone()

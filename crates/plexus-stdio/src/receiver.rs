@@ -12,8 +12,7 @@ use tokio::process::ChildStdout;
 use tokio::time::Sleep;
 use tokio_util::codec::FramedRead;
 
-use crate::config::STDERR_TAIL_BYTES;
-use crate::process::{CLOSED_BY_CLIENT, EventsSnapshot, ExitInfo, ProcessGuard, Shared};
+use crate::process::{EventsSnapshot, ProcessGuard, Shared};
 
 /// The initial read buffer of stdout (it grows up to the message size limit when needed).
 const READ_BUFFER: usize = 16 * 1024;
@@ -59,23 +58,8 @@ impl StdioReceiver {
         error
     }
 
-    /// The terminal `Closed` error: why the server went away, and the tail of its stderr.
-    fn closed_error(&self, exit: Option<&ExitInfo>) -> TransportError {
-        let reason = if self.shared().closed_by_client() {
-            CLOSED_BY_CLIENT.to_owned()
-        } else if let Some(exit) = exit {
-            exit.reason()
-        } else {
-            "the server closed its stdout".to_owned()
-        };
-        TransportError::Closed {
-            reason,
-            stderr_tail: Some(self.shared().stderr.tail(STDERR_TAIL_BYTES)),
-        }
-    }
-
     fn finish_closed(&mut self, events: &EventsSnapshot) -> TransportError {
-        let error = self.closed_error(events.exit.as_ref());
+        let error = self.shared().gone_error(events.exit.as_ref());
         self.finish(error.clone(), error)
     }
 }

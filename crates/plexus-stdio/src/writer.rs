@@ -163,19 +163,19 @@ impl TransportSender for StdioSender {
             let mut line = Some(message.into_line());
             loop {
                 if shared.is_closed() {
-                    return Err(shared.closed_error());
+                    return Err(shared.send_error().await);
                 }
                 // Registered before the offer, so that room made in between is not missed.
                 let mut room = pin!(self.outbox.room.notified());
                 room.as_mut().enable();
                 match self.outbox.offer(&mut line) {
                     Ok(Offer::Taken) => return Ok(()),
-                    Ok(Offer::Closed) => return Err(shared.closed_error()),
+                    Ok(Offer::Closed) => return Err(shared.send_error().await),
                     Ok(Offer::Full) => room.await,
                     Err(e) => {
-                        let error = TransportError::from_io("writing to the server's stdin", e);
-                        shared.mark_closed(error);
-                        return Err(shared.closed_error());
+                        let error = shared.write_failure(e).await;
+                        shared.mark_closed(error.clone());
+                        return Err(error);
                     }
                 }
             }
@@ -205,7 +205,8 @@ pub(crate) async fn write_to_stdin(outbox: Arc<Outbox>, shared: Arc<Shared>) {
     };
     if let Err(e) = result {
         tracing::debug!(server = %shared.name, "writing to the server's stdin failed: {e}");
-        shared.mark_closed(TransportError::from_io("writing to the server's stdin", e));
+        let error = shared.write_failure(e).await;
+        shared.mark_closed(error);
     }
     outbox.close();
     shared.set_stdin_closed();

@@ -7,6 +7,8 @@ use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand};
 use plexus_jsonrpc::DEFAULT_MAX_MESSAGE_SIZE;
 
+use crate::remote::{HttpOptions, SseOptions, WsOptions};
+
 /// The default time the server waits for the client's answer to one of its own requests
 /// (`elicitation/create`, `sampling/createMessage`, `roots/list`): 5 minutes, since a person may
 /// be answering an elicitation in the demo.
@@ -30,15 +32,28 @@ pub struct Cli {
 
 /// The transports the server speaks.
 #[derive(Debug, Clone, Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once per process.
 pub enum Command {
     /// Serve one MCP session on standard input and output (newline-delimited JSON-RPC).
     Stdio(StdioOptions),
+    /// Serve MCP over Streamable HTTP (2025-11-25) on 127.0.0.1; prints
+    /// `listening on http://127.0.0.1:PORT/PATH` first.
+    Http(HttpOptions),
+    /// Serve MCP over the legacy HTTP+SSE transport (2024-11-05) on 127.0.0.1; prints
+    /// `listening on http://127.0.0.1:PORT/PATH` (the SSE stream's URL) first.
+    Sse(SseOptions),
+    /// Serve MCP over WebSocket (subprotocol `mcp`) on 127.0.0.1; prints
+    /// `listening on ws://127.0.0.1:PORT/PATH` first.
+    Ws(WsOptions),
 }
 
 /// Runs the mode that `cli` selects and returns the process's exit code.
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Stdio(options) => crate::run_stdio(options),
+        Command::Http(options) => crate::remote::run_http(options),
+        Command::Sse(options) => crate::remote::run_sse(options),
+        Command::Ws(options) => crate::remote::run_ws(options),
     }
 }
 
@@ -55,6 +70,10 @@ pub struct StdioOptions {
     /// with an error and skipped.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_MESSAGE_SIZE, value_parser = clap::value_parser!(u64).range(1..=1 << 30).map(|n| n as usize))]
     pub max_line_bytes: usize,
+    /// Keep running after stdin closes (logged as `stdin-closed`) until a signal ends the server:
+    /// with `--ignore-signals`, a server only SIGKILL stops.
+    #[arg(long)]
+    pub ignore_stdin_close: bool,
 }
 
 impl Default for StdioOptions {
@@ -63,6 +82,7 @@ impl Default for StdioOptions {
             server: ServerOptions::default(),
             process: ProcessOptions::default(),
             max_line_bytes: DEFAULT_MAX_MESSAGE_SIZE,
+            ignore_stdin_close: false,
         }
     }
 }
@@ -118,17 +138,15 @@ impl Default for ServerOptions {
 #[derive(Debug, Clone, Default, Args)]
 pub struct ProcessOptions {
     /// Append one JSON line per observed event to PATH: `start`, `request`, `notification` (every
-    /// client notification, with its params), `response`, `signal`, `stdin-closed`, `exit`.
+    /// client notification, with its params), `response`, `signal`, `stdin-closed`, `exit`; the
+    /// remote modes add `listening`, `http` (every HTTP request), `session-start`, `session-end`
+    /// and `fault`.
     #[arg(long, value_name = "PATH")]
     pub event_log: Option<PathBuf>,
     /// Ignore SIGINT and SIGTERM (they are still logged); by default either makes the server log
     /// it and exit with status 0.
     #[arg(long)]
     pub ignore_signals: bool,
-    /// Keep running after stdin closes (logged as `stdin-closed`) until a signal ends the server:
-    /// with `--ignore-signals`, a server only SIGKILL stops.
-    #[arg(long)]
-    pub ignore_stdin_close: bool,
     /// Spawn a long-lived grandchild (1 hour at most) that stays in this process group and ignores
     /// SIGINT and SIGTERM, and write its PID to PIDFILE.
     #[arg(long, value_name = "PIDFILE")]
@@ -136,7 +154,7 @@ pub struct ProcessOptions {
     /// Write this many bytes of lines to stderr at start, concurrently with serving.
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(0..=crate::faults::MAX_FAULT_BYTES as u64).map(|n| n as usize))]
     pub flood_stderr: Option<usize>,
-    /// Write a line to stderr and exit with CODE before reading stdin.
+    /// Write a line to stderr and exit with CODE before serving.
     #[arg(long, value_name = "CODE")]
     pub exit_at_start: Option<u8>,
 }
@@ -148,7 +166,9 @@ mod tests {
     #[test]
     fn defaults_match_an_empty_command_line() {
         let cli = Cli::try_parse_from(["plexus-testserver", "stdio"]).unwrap();
-        let Command::Stdio(parsed) = cli.command;
+        let Command::Stdio(parsed) = cli.command else {
+            panic!("not stdio")
+        };
         let default = StdioOptions::default();
         assert_eq!(format!("{parsed:?}"), format!("{default:?}"));
     }
@@ -174,7 +194,9 @@ mod tests {
             "--max-line-bytes=1000",
         ])
         .unwrap();
-        let Command::Stdio(o) = cli.command;
+        let Command::Stdio(o) = cli.command else {
+            panic!("not stdio")
+        };
         assert_eq!(
             (
                 o.server.tools,
@@ -192,6 +214,99 @@ mod tests {
             (o.process.flood_stderr, o.process.exit_at_start, o.max_line_bytes),
             (Some(100), Some(9), 1000)
         );
+    }
+
+    #[test]
+    fn remote_defaults_match_empty_command_lines() {
+        let parse = |mode| Cli::try_parse_from(["plexus-testserver", mode]).unwrap().command;
+        let (Command::Http(http), Command::Sse(sse), Command::Ws(ws)) = (parse("http"), parse("sse"), parse("ws"))
+        else {
+            panic!("wrong modes")
+        };
+        assert_eq!(format!("{http:?}"), format!("{:?}", HttpOptions::default()));
+        assert_eq!(format!("{sse:?}"), format!("{:?}", SseOptions::default()));
+        assert_eq!(format!("{ws:?}"), format!("{:?}", WsOptions::default()));
+    }
+
+    #[test]
+    fn every_remote_flag_parses() {
+        let cli = Cli::try_parse_from([
+            "plexus-testserver",
+            "http",
+            "--port=8080",
+            "--path=/x",
+            "--max-body-bytes=10",
+            "--require-header=Authorization: Bearer t",
+            "--require-header=X-A: b",
+            "--slow-headers-ms=5",
+            "--fail-status=503",
+            "--fail-after=2",
+            "--reset-after=3",
+            "--fault-times=1",
+            "--expire-session-after=4",
+            "--drop-sse-after=5",
+            "--endpoint-origin=http://evil.example:1",
+            "--no-get-stream",
+            "--no-delete",
+            "--no-resume",
+            "--sse-retry-ms=100",
+            "--oversize-event=1000",
+            "--http-status-on-initialize=404",
+            "--legacy-sse-at-same-url",
+            "--tools=2",
+            "--event-log=/tmp/e",
+        ])
+        .unwrap();
+        let Command::Http(o) = cli.command else {
+            panic!("not http")
+        };
+        let r = &o.remote;
+        assert_eq!(
+            (r.port, r.path.as_deref(), r.max_body_bytes, r.slow_headers_ms),
+            (8080, Some("/x"), 10, Some(5))
+        );
+        assert_eq!(
+            (r.fail_status, r.fail_after, r.reset_after, r.fault_times),
+            (Some(503), Some(2), Some(3), Some(1))
+        );
+        assert_eq!(r.require_headers.len(), 2);
+        assert_eq!(r.require_headers[0].to_string(), "authorization: Bearer t");
+        assert_eq!(
+            (o.sessions.expire_session_after, o.sessions.drop_sse_after),
+            (Some(4), Some(5))
+        );
+        assert_eq!(o.endpoint.endpoint_origin.as_deref(), Some("http://evil.example:1"));
+        assert!(o.no_get_stream && o.no_delete && o.no_resume && o.legacy_sse_at_same_url && !o.json_response);
+        assert_eq!(
+            (o.sse_retry_ms, o.oversize_event, o.http_status_on_initialize),
+            (Some(100), Some(1000), Some(404))
+        );
+        assert_eq!(o.server.tools, 2);
+        let cli = Cli::try_parse_from(["plexus-testserver", "ws", "--no-subprotocol", "--reset-after=1"]).unwrap();
+        let Command::Ws(o) = cli.command else { panic!("not ws") };
+        assert!(o.no_subprotocol);
+        assert_eq!(o.remote.reset_after, Some(1));
+    }
+
+    #[test]
+    fn conflicting_remote_flags_are_refused() {
+        for args in [
+            ["http", "--json-response", "--sse-retry-ms=1"],
+            ["http", "--json-response", "--oversize-event=1000"],
+            ["sse", "--endpoint-absolute", "--endpoint-origin=http://a"],
+        ] {
+            let err = Cli::try_parse_from(std::iter::once("plexus-testserver").chain(args)).unwrap_err();
+            assert_eq!(err.kind(), clap::error::ErrorKind::ArgumentConflict, "{args:?}: {err}");
+        }
+        for (args, flag) in [
+            (["http", "--fail-status=200"], "--fail-status"),
+            (["http", "--oversize-event=10"], "--oversize-event"),
+            (["sse", "--require-header=nocolon"], "--require-header"),
+            (["ws", "--path=relative"], "--path"),
+        ] {
+            let err = Cli::try_parse_from(std::iter::once("plexus-testserver").chain(args)).unwrap_err();
+            assert!(err.to_string().contains(flag), "{args:?}: {err}");
+        }
     }
 
     #[test]

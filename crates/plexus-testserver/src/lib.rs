@@ -1,22 +1,27 @@
-//! A real MCP server with switchable faults, spoken over stdio, for plexus's tests, benchmarks and demo.
+//! A real MCP server with switchable faults over stdio, HTTP, SSE and WebSocket, for plexus's tests, benchmarks and demo.
 //!
-//! The binary `plexus-testserver stdio [OPTIONS]` serves one MCP session on its standard input and
-//! output. The same server runs in-process through [`run_stdio`] (the `plexus demo-server` command
-//! does this), configured by the same clap arguments ([`StdioOptions`]):
+//! The binary has one subcommand per transport: `plexus-testserver stdio|http|sse|ws [OPTIONS]`.
+//! The same servers run in-process: [`run_stdio`] (the `plexus demo-server` command does this),
+//! and [`RemoteServer`] for the remote modes, on a listener the caller bound. Both take the clap
+//! arguments the binary parses ([`StdioOptions`], [`HttpOptions`], [`SseOptions`], [`WsOptions`]):
 //!
 //! ```
 //! use clap::Parser;
-//! use plexus_testserver::{Cli, Command};
+//! use plexus_testserver::{Cli, Command, RemoteServer};
 //!
-//! let cli = Cli::try_parse_from(["plexus-testserver", "stdio", "--tools", "30", "--page-size", "10"]).unwrap();
-//! let Command::Stdio(options) = cli.command;
+//! let cli = Cli::try_parse_from(["plexus-testserver", "http", "--tools", "30", "--json-response"]).unwrap();
+//! let Command::Http(options) = cli.command else { unreachable!() };
 //! assert_eq!(options.server.tools, 30);
-//! assert_eq!(options.server.page_size, Some(10));
-//! // `plexus_testserver::run_stdio(options)` would now serve on this process's stdin and stdout
-//! // until stdin closes, and return the exit code.
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+//! let server = RemoteServer::http(listener, options).unwrap();
+//! assert_eq!(server.url(), format!("http://{}/mcp", server.local_addr()));
+//! // Clients connect to `server.url()` now.
+//! server.shutdown().await;
+//! # });
 //! ```
 //!
-//! What the server offers (protocol 2025-11-25, also 2025-06-18, 2025-03-26 and 2024-11-05):
+//! What every mode offers (protocol 2025-11-25, also 2025-06-18, 2025-03-26 and 2024-11-05):
 //! - tools `echo`, `add`, `large`, `image`, `slow`, `trigger-list-changed`, `update-resource`,
 //!   `elicit`, `sample`, `roots`, `log`, `error`, `fail`, and the fault tools `crash`, `hang`,
 //!   `garbage`, `oversize`, `drip`, `stderr`; `--tools N` adds generated tools for pagination;
@@ -25,15 +30,106 @@
 //!   completions and `logging/setLevel`;
 //! - requests are handled concurrently: a tool that waits (`slow`, `elicit`, …) runs on its own
 //!   task while quick requests are answered inline, so replies may come out of order;
-//! - process-level faults and test aids (see [`ServerOptions`] and [`ProcessOptions`]), and an
-//!   event log (`--event-log`) through which tests observe notifications, signals and exits.
+//! - protocol faults ([`ServerOptions`]), process faults and test aids ([`ProcessOptions`]), and an
+//!   event log (`--event-log`) through which tests observe what the server saw.
 //!
 //! The MCP logic (the session that handles one decoded message and produces outputs) knows nothing
-//! of the stdio framing, so other transports can drive it.
+//! of framing; each transport drives it.
+//!
+//! # The remote modes: the contract clients test against
+//!
+//! `http`, `sse` and `ws` bind 127.0.0.1 only, on `--port N` (default 0: a free port), and print
+//! exactly one first line on stdout, flushed: `listening on http://127.0.0.1:PORT/PATH` (`ws://…`
+//! for `ws`), PATH being `--path` (default `/mcp`; `/sse` for `sse`). They serve until SIGINT or
+//! SIGTERM (exit status 0; `--ignore-signals` keeps them serving). A start-up failure (port taken,
+//! event log not writable) exits with status 2, the reason on stderr, before that line. Every
+//! request whose `Origin` header names another host than 127.0.0.1, localhost or \[::1\] gets 403.
+//! Error bodies are JSON-RPC errors with id `null` where the transport speaks JSON
+//! (`{"jsonrpc":"2.0","id":null,"error":{"code":…,"message":…}}`), else `plexus-testserver: …` text.
+//!
+//! ## Streamable HTTP (`http`, 2025-11-25)
+//! - POST one JSON-RPC message to PATH. `Accept` must list both `application/json` and
+//!   `text/event-stream` (else 406), `Content-Type` must be `application/json` (else 415), bodies
+//!   are capped by `--max-body-bytes` (default 16 MiB; 413), batches and bad JSON get 400.
+//! - initialize creates a session: the response carries `Mcp-Session-Id` (32 hex digits). Every
+//!   later request needs it (400 without, 404 with JSON-RPC error -32001 for an unknown or ended
+//!   session); an `MCP-Protocol-Version` header with an unsupported value gets 400. At most 1024
+//!   sessions (503 beyond).
+//! - Notifications and responses get 202 with no body. A request gets a `text/event-stream`: a
+//!   priming event (`id` and empty data), then the messages related to the request (progress, log
+//!   messages, server-to-client requests), then the response, then the stream ends; with
+//!   `--json-response`, one `application/json` body instead, the related messages going to the GET
+//!   stream. A `notifications/cancelled` ends the request's stream without a response.
+//! - Event ids are `<stream>-<n>`: stream 0 is the session's GET stream, POST streams are numbered
+//!   1, 2, … in order (initialize's is 1), n counts from 0 (the priming event). Every stream keeps
+//!   its last 1024 events (64 MiB at most) for replay.
+//! - GET with `Accept: text/event-stream` opens the standalone stream (`--no-get-stream`: 405). Session
+//!   notifications (`notifications/tools/list_changed`, `notifications/resources/updated`) go there,
+//!   and wait there until a GET reads them; a new GET takes over from the previous one. GET with
+//!   `Last-Event-ID: <stream>-<n>` resumes that stream after event n (POST streams included, even
+//!   finished ones); an unknown, unsent or no longer stored id gets 400.
+//! - DELETE with the session id ends the session: 200, then 404 (`--no-delete`: 405).
+//! - `--sse-retry-ms MS`: a request's stream (not initialize's) sends its priming event with
+//!   `retry: MS`, then ends; the client resumes by GET with `Last-Event-ID` and gets the rest
+//!   (the standalone stream's priming event carries the `retry:` too).
+//! - `--http-status-on-initialize CODE`: initialize POSTs get CODE (e.g. 400, 404, 405) and a text
+//!   body. `--legacy-sse-at-same-url`: GET on PATH serves the legacy transport (below) and
+//!   initialize POSTs get 405 (`Allow: GET`, or CODE): the "fall back to legacy SSE at the same URL"
+//!   rule end to end.
+//!
+//! ## Legacy HTTP+SSE (`sse`, 2024-11-05)
+//! - GET PATH opens an event stream (and a session) whose first event is `event: endpoint` with
+//!   data `/messages?sessionId=<32 hex>` (relative); `--endpoint-absolute` gives
+//!   `http://127.0.0.1:PORT/messages?sessionId=…`, `--endpoint-origin ORIGIN` (a fault) gives
+//!   `ORIGIN/messages?sessionId=…`. Events have no ids.
+//! - POST `/messages?sessionId=…` with one message: 202, no body (400 without `sessionId`, 404
+//!   -32001 for an unknown one). Responses, notifications and server requests arrive in order as
+//!   `event: message` events. Closing the stream ends the session. POST to PATH gets 405.
+//!
+//! ## WebSocket (`ws`)
+//! - The upgrade (GET PATH) must offer the subprotocol `mcp` in `Sec-WebSocket-Protocol` (else 400
+//!   with a text body), which is echoed back; a request without `Upgrade: websocket` gets 426.
+//! - One JSON-RPC message per text frame each way; undecodable text gets an error response with
+//!   id `null`; a binary frame closes with 1003; a message over `--max-body-bytes` closes with 1009;
+//!   pings are answered; the server closes with 1001 when it stops.
+//!
+//! ## Fault switches (remote modes)
+//! - `--fail-status CODE`: every POST (ws: upgrade) gets CODE and the text body
+//!   `plexus-testserver: failing request N with status CODE as asked (--fail-status, --fail-after)`.
+//! - `--fail-after N`: the first N POSTs (ws: upgrades) are served, later ones fail with
+//!   `--fail-status` (default 500). POSTs are counted server-wide, every message included.
+//! - `--reset-after N`: the first N POSTs (ws: text messages) are served; at each later one the
+//!   connection is dropped with a TCP reset, unanswered.
+//! - `--fault-times K`: the three above hit only K requests, then the server behaves again.
+//! - `--expire-session-after N` (http, sse): a session answers its first N requests (initialize
+//!   included); the next one gets 404 with -32001, the session is forgotten and its open streams
+//!   end (a call in flight ends without a response).
+//! - `--drop-sse-after N`: http: a request's stream (not initialize's) ends after N events (the
+//!   priming event counts) and never carries the response itself; the rest is resumable by GET with
+//!   `Last-Event-ID`, unless `--no-resume`, which refuses every `Last-Event-ID` with 400 (the events
+//!   are lost). sse: the event stream ends after N events (the endpoint event counts), and the
+//!   session with it.
+//! - `--slow-headers-ms MS`: every response's headers wait MS milliseconds.
+//! - `--oversize-event BYTES` (http): a request's stream (not initialize's) carries, right after
+//!   its priming event, an event whose data is a `notifications/message` of exactly BYTES bytes.
+//! - `--require-header 'Name: value'` (repeatable): a request without that exact header gets 401
+//!   with `WWW-Authenticate: Bearer realm="plexus-testserver"`.
+//! - `--no-subprotocol` (ws): the upgrade succeeds without echoing `mcp`.
+//! - `--crash-after N` and the `crash` tool: the process exits once the response before the crash
+//!   has been written (in-process, the server stops instead).
+//!
+//! The event log of a remote mode also records `listening` (`url`), `http` for every request
+//! (`method`, `path`, `query`, `headers` by lowercase name; the values of `authorization`,
+//! `proxy-authorization` and `cookie` read `<redacted>`), `session-start` (`session`,
+//! `transport`), `session-end` (`session`, `reason`), `fault`, and the session's label (`session`)
+//! on `request`, `notification` and `response` events.
 //!
 //! Dependencies beyond the house set: `bytes` holds the input buffer that
 //! [`plexus_jsonrpc::LineCodec`] decodes from; nix's `fs` feature reads the stdio pipes' file
-//! status flags so that they can be restored after the reactor made the pipes non-blocking.
+//! status flags so that they can be restored after the reactor made the pipes non-blocking, and
+//! its `socket` feature sets SO_LINGER for resets; hyper (with hyper-util and http-body-util)
+//! serves HTTP/1.1; tokio-tungstenite frames WebSocket messages (futures-util drives its
+//! stream and sink); getrandom draws session ids.
 #![forbid(unsafe_code)]
 
 mod catalog;
@@ -41,10 +137,16 @@ mod cli;
 mod events;
 mod faults;
 mod pipes;
+mod process;
+mod remote;
 mod server;
 mod stdio;
 mod tools;
 
 pub use cli::{Cli, Command, ProcessOptions, ServerOptions, StdioOptions, run};
+pub use remote::{
+    EndpointOptions, HttpOptions, RemoteError, RemoteOptions, RemoteServer, RequiredHeader, SessionOptions, SseOptions,
+    WsOptions, run_http, run_sse, run_ws,
+};
 pub use server::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 pub use stdio::run_stdio;

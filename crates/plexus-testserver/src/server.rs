@@ -39,14 +39,27 @@ const MAX_PENDING_CLIENT_REQUESTS: usize = 1024;
 /// How many outputs of background tasks may wait for the transport.
 pub(crate) const OUTBOX_CAPACITY: usize = 1024;
 
-/// Something the session wants written to the client, in order.
+/// Something the session wants written to the client, in order. Every line ends with `\n`.
+///
+/// The kinds matter to transports that route messages (Streamable HTTP): a [`Response`] ends the
+/// exchange of the request it answers, a [`Message`] belongs with the request being handled (or the
+/// one whose task emits it), a [`SessionNotification`] belongs with none.
+///
+/// [`Response`]: Output::Response
+/// [`Message`]: Output::Message
+/// [`SessionNotification`]: Output::SessionNotification
 #[derive(Debug)]
 pub(crate) enum Output {
-    /// One JSON-RPC message encoded as a line (ending with `\n`).
+    /// A JSON-RPC request or notification related to a client request (progress, log messages,
+    /// requests to the client).
     Message(Vec<u8>),
-    /// Bytes that are no well-behaved protocol message (a fault), ending with `\n`.
+    /// The JSON-RPC response to a client request.
+    Response(Vec<u8>),
+    /// A notification about the session as a whole (`list_changed`, `resources/updated`).
+    SessionNotification(Vec<u8>),
+    /// Bytes that are no well-behaved protocol message (a fault).
     Raw(Vec<u8>),
-    /// A message line to be written `chunk` bytes at a time, `delay` apart (the `drip` fault).
+    /// A response line to be written `chunk` bytes at a time, `delay` apart (the `drip` fault).
     Drip {
         line: Vec<u8>,
         chunk: usize,
@@ -117,11 +130,26 @@ pub(crate) struct SessionState {
 /// A client response to a server-to-client request.
 type ClientAnswer = Result<Box<RawValue>, ErrorObject>;
 
+/// An output of a background task, with the client request whose task emitted it.
+#[derive(Debug)]
+pub(crate) struct Emitted {
+    /// The request whose tool call emitted this; `None` outside a tool call's task.
+    pub(crate) origin: Option<RequestId>,
+    pub(crate) output: Output,
+}
+
+tokio::task_local! {
+    /// The client request a tool call's task works for, so that its outputs can be routed with it.
+    static ORIGIN: RequestId;
+}
+
 /// One MCP session: one client, its negotiated state, its in-flight work and its outbox.
 #[derive(Debug)]
 pub(crate) struct Session {
     pub(crate) server: Arc<Server>,
-    outbox: mpsc::Sender<Output>,
+    /// How the event log names this session (its transport session id), if it has a name.
+    label: Option<String>,
+    outbox: mpsc::Sender<Emitted>,
     pub(crate) state: Mutex<SessionState>,
     pending: Mutex<HashMap<RequestId, oneshot::Sender<ClientAnswer>>>,
     in_flight: Mutex<HashMap<RequestId, AbortHandle>>,
@@ -170,6 +198,20 @@ pub(crate) fn parse_params<'a, T: Deserialize<'a>>(method: &str, params: &'a str
 pub(crate) fn notification_line(method: &str, params: Option<&Value>) -> Vec<u8> {
     let mut line = Vec::with_capacity(128);
     plexus_jsonrpc::encode_notification(&mut line, method, params).expect("a JSON value always serializes");
+    line
+}
+
+/// The JSON-RPC error response (id `null`, ending with a newline) to a message that could not be
+/// decoded: a parse error for bytes that are not JSON, an invalid request otherwise.
+pub(crate) fn frame_error_line(error: &FrameError) -> Vec<u8> {
+    let code = match error {
+        FrameError::Decode(
+            plexus_jsonrpc::DecodeError::InvalidJson { .. } | plexus_jsonrpc::DecodeError::InvalidUtf8 { .. },
+        ) => ErrorCode::PARSE_ERROR,
+        FrameError::TooLarge { .. } | FrameError::Decode(_) => ErrorCode::INVALID_REQUEST,
+    };
+    let mut line = Vec::with_capacity(160);
+    Message::Response(Response::error(None, ErrorObject::new(code, error.to_string()))).encode_line(&mut line);
     line
 }
 
@@ -254,10 +296,12 @@ struct CancelledParams {
 }
 
 impl Session {
-    /// A session of `server` whose background outputs go to `outbox`.
-    pub(crate) fn new(server: Arc<Server>, outbox: mpsc::Sender<Output>) -> Arc<Self> {
+    /// A session of `server` whose background outputs go to `outbox`; `label` names it in the
+    /// event log.
+    pub(crate) fn new(server: Arc<Server>, outbox: mpsc::Sender<Emitted>, label: Option<String>) -> Arc<Self> {
         Arc::new(Session {
             server,
+            label,
             outbox,
             state: Mutex::new(SessionState::default()),
             pending: Mutex::new(HashMap::new()),
@@ -269,6 +313,22 @@ impl Session {
 
     fn options(&self) -> &ServerOptions {
         &self.server.options
+    }
+
+    /// Records `event` in the event log, with the session's label when it has one.
+    fn record(&self, mut event: Value) {
+        if let (Some(label), Some(fields)) = (&self.label, event.as_object_mut()) {
+            fields.insert("session".to_owned(), Value::String(label.clone()));
+        }
+        self.server.events.record(&event);
+    }
+
+    /// Ends all work in flight (tool calls, requests to the client): the session is over.
+    pub(crate) fn abort_all(&self) {
+        for (_, task) in lock(&self.in_flight).drain() {
+            task.abort();
+        }
+        lock(&self.pending).clear();
     }
 
     /// Handles one decoded message: outputs that are ready now go to `out`, in order; later ones
@@ -283,21 +343,12 @@ impl Session {
 
     /// Answers a line that could not be decoded with a JSON-RPC error whose id is `null`.
     pub(crate) fn handle_frame_error(error: &FrameError, out: &mut Vec<Output>) {
-        let code = match error {
-            FrameError::Decode(
-                plexus_jsonrpc::DecodeError::InvalidJson { .. } | plexus_jsonrpc::DecodeError::InvalidUtf8 { .. },
-            ) => ErrorCode::PARSE_ERROR,
-            FrameError::TooLarge { .. } | FrameError::Decode(_) => ErrorCode::INVALID_REQUEST,
-        };
-        let mut line = Vec::with_capacity(160);
-        Message::Response(Response::error(None, ErrorObject::new(code, error.to_string()))).encode_line(&mut line);
-        out.push(Output::Message(line));
+        out.push(Output::Response(frame_error_line(error)));
     }
 
     fn handle_request(self: &Arc<Self>, request: Request, out: &mut Vec<Output>) {
-        let events = &self.server.events;
-        if events.enabled() {
-            events.record(&json!({"event": "request", "id": request.id, "method": request.method, "params": raw_to_value(request.params.as_deref())}));
+        if self.server.events.enabled() {
+            self.record(json!({"event": "request", "id": request.id, "method": request.method, "params": raw_to_value(request.params.as_deref())}));
         }
         let params = request.params.as_deref().map_or("{}", RawValue::get);
         let method = &*request.method;
@@ -324,9 +375,8 @@ impl Session {
     }
 
     fn handle_notification(&self, notification: &Notification) {
-        let events = &self.server.events;
-        if events.enabled() {
-            events.record(&json!({"event": "notification", "method": notification.method, "params": raw_to_value(notification.params.as_deref())}));
+        if self.server.events.enabled() {
+            self.record(json!({"event": "notification", "method": notification.method, "params": raw_to_value(notification.params.as_deref())}));
         }
         if notification.method == "notifications/cancelled" {
             let params = notification.params.as_deref().map_or("{}", RawValue::get);
@@ -339,13 +389,12 @@ impl Session {
     }
 
     fn handle_response(&self, response: Response) {
-        let events = &self.server.events;
-        if events.enabled() {
+        if self.server.events.enabled() {
             let outcome = match &response.outcome {
                 Ok(result) => json!({"result": raw_to_value(Some(result))}),
                 Err(error) => json!({"error": {"code": error.code, "message": error.message}}),
             };
-            events.record(&json!({"event": "response", "id": response.id, "outcome": outcome}));
+            self.record(json!({"event": "response", "id": response.id, "outcome": outcome}));
         }
         let waiter = response.id.as_ref().and_then(|id| lock(&self.pending).remove(id));
         match waiter {
@@ -365,7 +414,7 @@ impl Session {
         }
         let mut line = Vec::with_capacity(64 + outcome.as_ref().map_or(64, |r| r.get().len()));
         Message::Response(Response { id: Some(id), outcome }).encode_line(&mut line);
-        out.push(Output::Message(line));
+        out.push(Output::Response(line));
     }
 
     /// Like [`respond`](Self::respond) for a tools/call, then exits when `--crash-after` says so.
@@ -385,10 +434,12 @@ impl Session {
         }
     }
 
-    /// Sends an output from a background task (in order with the task's other outputs).
+    /// Sends an output from a background task (in order with the task's other outputs), tagged
+    /// with the request the task works for.
     pub(crate) async fn emit(&self, output: Output) {
+        let origin = ORIGIN.try_with(Clone::clone).ok();
         // The receiver is gone only when the transport is shutting down: nothing left to tell.
-        let _ = self.outbox.send(output).await;
+        let _ = self.outbox.send(Emitted { origin, output }).await;
     }
 
     /// Runs the tools/call `id` on a task of its own; a `notifications/cancelled` for `id` aborts
@@ -408,7 +459,7 @@ impl Session {
         }
         let session = Arc::clone(self);
         let task_id = id.clone();
-        let task = tokio::spawn(async move {
+        let task = tokio::spawn(ORIGIN.scope(id.clone(), async move {
             let outcome = work.await;
             lock(&session.in_flight).remove(&task_id);
             let mut outputs = Vec::with_capacity(2);
@@ -416,7 +467,7 @@ impl Session {
             for output in outputs {
                 session.emit(output).await;
             }
-        });
+        }));
         in_flight.insert(id, task.abort_handle());
     }
 

@@ -6,21 +6,19 @@
 //! coalesce into one write. Background work (slow tools, requests to the client) sends its outputs
 //! through the session's outbox, which the same loop drains.
 
-use std::io;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use bytes::BytesMut;
 use plexus_jsonrpc::LineCodec;
 use serde_json::json;
-use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc;
 
 use crate::StdioOptions;
 use crate::events::EventLog;
-use crate::faults;
 use crate::pipes::{Stdin, Stdout};
-use crate::server::{OUTBOX_CAPACITY, Output, Server, Session};
+use crate::process::{self, Signals};
+use crate::server::{Emitted, OUTBOX_CAPACITY, Output, Server, Session};
 
 /// How much input is read at once.
 const READ_CHUNK: usize = 64 * 1024;
@@ -29,9 +27,6 @@ const FLUSH_AT: usize = 256 * 1024;
 /// How many queued background outputs are written before the loop looks at its input again.
 const OUTBOX_BATCH: usize = 256;
 
-/// The exit status for a start-up failure (bad event log path, grandchild not spawned, …).
-const SETUP_FAILURE: u8 = 2;
-
 /// Serves one MCP session on this process's stdin and stdout until stdin closes (status 0), a
 /// SIGINT or SIGTERM arrives (status 0, unless `--ignore-signals`), or stdout fails (status 1).
 ///
@@ -39,12 +34,9 @@ const SETUP_FAILURE: u8 = 2;
 /// from within a runtime. Work still in flight at the end is abandoned. The `crash` tool and
 /// `--crash-after` end the whole process with `std::process::exit`, as a crashing server would.
 pub fn run_stdio(options: StdioOptions) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match process::runtime(false) {
         Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("plexus-testserver: cannot start the async runtime: {e}");
-            return ExitCode::from(SETUP_FAILURE);
-        }
+        Err(code) => return code,
     };
     let code = runtime.block_on(serve(options));
     // In-flight tasks and a stdin reader thread blocked in read(2) are abandoned, not awaited.
@@ -65,45 +57,14 @@ async fn serve(options: StdioOptions) -> ExitCode {
         server,
         process,
         max_line_bytes,
+        ignore_stdin_close,
     } = options;
-    let events = match EventLog::open(process.event_log.as_deref()) {
-        Ok(events) => Arc::new(events),
-        Err(e) => {
-            let path = process
-                .event_log
-                .as_deref()
-                .unwrap_or_else(|| std::path::Path::new(""))
-                .display();
-            eprintln!("plexus-testserver: cannot open the event log {path}: {e}");
-            return ExitCode::from(SETUP_FAILURE);
-        }
-    };
-    events.record(&json!({"event": "start", "pid": std::process::id()}));
-    let setup = async {
-        if let Some(code) = process.exit_at_start {
-            eprintln!("plexus-testserver: exiting with status {code} at start as asked (--exit-at-start)");
-            return Err(code);
-        }
-        let signals = Signals::install()
-            .map_err(|e| setup_failure(&format!("cannot install the SIGINT and SIGTERM handlers: {e}")))?;
-        if let Some(pidfile) = &process.spawn_grandchild {
-            faults::spawn_grandchild(pidfile)
-                .map_err(|e| setup_failure(&format!("cannot spawn the grandchild: {e}")))?;
-        }
-        if let Some(bytes) = process.flood_stderr {
-            faults::flood_stderr(bytes).map_err(|e| setup_failure(&format!("cannot start the stderr flood: {e}")))?;
-        }
-        Ok(signals)
-    };
-    let signals = match setup.await {
-        Ok(signals) => signals,
-        Err(code) => {
-            events.exit(code.into());
-            return ExitCode::from(code);
-        }
+    let (events, signals) = match process::start(&process) {
+        Ok(started) => started,
+        Err(code) => return code,
     };
     let (outbox_tx, outbox) = mpsc::channel(OUTBOX_CAPACITY);
-    let session = Session::new(Arc::new(Server::new(server, Arc::clone(&events))), outbox_tx);
+    let session = Session::new(Arc::new(Server::new(server, Arc::clone(&events))), outbox_tx, None);
     let mut stdio = StdioLoop {
         session,
         codec: LineCodec::with_max_size(max_line_bytes),
@@ -121,7 +82,7 @@ async fn serve(options: StdioOptions) -> ExitCode {
             signals,
             outbox,
             process.ignore_signals,
-            process.ignore_stdin_close,
+            ignore_stdin_close,
         )
         .await
     {
@@ -147,39 +108,6 @@ async fn serve(options: StdioOptions) -> ExitCode {
     }
 }
 
-fn setup_failure(reason: &str) -> u8 {
-    eprintln!("plexus-testserver: {reason}");
-    SETUP_FAILURE
-}
-
-/// SIGINT and SIGTERM, caught (so never fatal by themselves).
-struct Signals {
-    interrupt: Signal,
-    terminate: Signal,
-}
-
-impl Signals {
-    fn install() -> io::Result<Self> {
-        Ok(Signals {
-            interrupt: signal(SignalKind::interrupt())?,
-            terminate: signal(SignalKind::terminate())?,
-        })
-    }
-
-    /// The name of the next signal.
-    async fn recv(&mut self) -> &'static str {
-        let received = tokio::select! {
-            received = self.interrupt.recv() => received.map(|()| "SIGINT"),
-            received = self.terminate.recv() => received.map(|()| "SIGTERM"),
-        };
-        match received {
-            Some(name) => name,
-            // The runtime's signal driver is gone: no signal will come.
-            None => std::future::pending().await,
-        }
-    }
-}
-
 struct StdioLoop {
     session: Arc<Session>,
     codec: LineCodec,
@@ -195,7 +123,7 @@ impl StdioLoop {
         &mut self,
         mut stdin: Stdin,
         mut signals: Signals,
-        mut outbox: mpsc::Receiver<Output>,
+        mut outbox: mpsc::Receiver<Emitted>,
         ignore_signals: bool,
         ignore_stdin_close: bool,
     ) -> End {
@@ -221,7 +149,7 @@ impl StdioLoop {
                     }
                     Err(e) => Err(End::Io(format!("cannot read stdin: {e}"))),
                 },
-                Some(output) = outbox.recv() => self.drain_outbox(output, &mut outbox).await,
+                Some(emitted) = outbox.recv() => self.drain_outbox(emitted.output, &mut outbox).await,
             };
             if let Err(end) = step {
                 return end;
@@ -253,11 +181,11 @@ impl StdioLoop {
     }
 
     /// Writes `first` and whatever else the background tasks queued meanwhile, up to a batch.
-    async fn drain_outbox(&mut self, first: Output, outbox: &mut mpsc::Receiver<Output>) -> Result<(), End> {
+    async fn drain_outbox(&mut self, first: Output, outbox: &mut mpsc::Receiver<Emitted>) -> Result<(), End> {
         self.writer.put(first).await?;
         for _ in 1..OUTBOX_BATCH {
-            let Ok(output) = outbox.try_recv() else { break };
-            self.writer.put(output).await?;
+            let Ok(emitted) = outbox.try_recv() else { break };
+            self.writer.put(emitted.output).await?;
         }
         self.writer.flush().await
     }
@@ -272,11 +200,13 @@ struct Writer {
 impl Writer {
     async fn put(&mut self, output: Output) -> Result<(), End> {
         match output {
-            Output::Message(line) | Output::Raw(line) if line.len() >= FLUSH_AT => {
+            Output::Message(line) | Output::Response(line) | Output::SessionNotification(line) | Output::Raw(line)
+                if line.len() >= FLUSH_AT =>
+            {
                 self.flush().await?;
                 self.write(&line).await
             }
-            Output::Message(line) | Output::Raw(line) => {
+            Output::Message(line) | Output::Response(line) | Output::SessionNotification(line) | Output::Raw(line) => {
                 self.buffer.extend_from_slice(&line);
                 if self.buffer.len() >= FLUSH_AT {
                     self.flush().await

@@ -257,7 +257,7 @@ impl Session {
             state.dynamic_tools.push(catalog::dynamic_tool(&name));
             name
         };
-        out.push(Output::Message(notification_line(
+        out.push(Output::SessionNotification(notification_line(
             "notifications/tools/list_changed",
             None,
         )));
@@ -271,7 +271,7 @@ impl Session {
         if !lock(&self.state).subscriptions.contains(uri) {
             return text(&format!("the client is not subscribed to {uri}; nothing sent"));
         }
-        out.push(Output::Message(notification_line(
+        out.push(Output::SessionNotification(notification_line(
             "notifications/resources/updated",
             Some(&json!({"uri": uri})),
         )));
@@ -302,7 +302,7 @@ impl Session {
         ));
         self.respond_to_tool_call(id, outcome, &mut answer);
         out.extend(answer.into_iter().map(|output| match output {
-            Output::Message(line) => Output::Drip { line, chunk, delay },
+            Output::Response(line) => Output::Drip { line, chunk, delay },
             other => other,
         }));
     }

@@ -151,7 +151,7 @@ struct Parser<'a> {
 }
 
 fn is_tchar(c: char) -> bool {
-    c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
+    u8::try_from(c).is_ok_and(crate::headers::is_tchar)
 }
 
 impl Parser<'_> {

@@ -5,6 +5,15 @@ use std::sync::Arc;
 
 use plexus_jsonrpc::FrameError;
 
+use crate::AuthFailure;
+
+/// How many bytes of an error response's body a transport reads for [`TransportError::Http`]
+/// (and the other errors that quote a body): 16 KiB.
+pub const ERROR_BODY_READ_LIMIT: usize = 16 * 1024;
+
+/// How many bytes of an error response's body an error keeps: 1 KiB (see [`body_excerpt`]).
+pub const BODY_EXCERPT_LIMIT: usize = 1024;
+
 /// How an error affects the connection; the pool uses it to decide on reconnection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorClass {
@@ -123,6 +132,38 @@ impl From<FrameError> for TransportError {
     }
 }
 
+impl From<AuthFailure> for TransportError {
+    fn from(failure: AuthFailure) -> Self {
+        match failure {
+            AuthFailure::NeedsAuth { reason } => TransportError::NeedsAuth { reason },
+            AuthFailure::Failed { reason } => TransportError::AuthFailed { reason },
+        }
+    }
+}
+
+/// The start of a response body as an error quotes it: text (invalid UTF-8 replaced), trimmed,
+/// and cut on a character boundary at [`BODY_EXCERPT_LIMIT`] bytes, with `…` where it was cut.
+///
+/// ```
+/// use plexus_transport::{BODY_EXCERPT_LIMIT, body_excerpt};
+///
+/// assert_eq!(body_excerpt(b"  Session not found\n"), "Session not found");
+/// let long = body_excerpt("é".repeat(BODY_EXCERPT_LIMIT).as_bytes());
+/// assert_eq!(long.len(), BODY_EXCERPT_LIMIT + '…'.len_utf8());
+/// ```
+pub fn body_excerpt(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    if text.len() <= BODY_EXCERPT_LIMIT {
+        return text.to_owned();
+    }
+    let mut end = BODY_EXCERPT_LIMIT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
 impl TransportError {
     /// An I/O error with what the transport was doing.
     pub fn from_io(context: impl Into<String>, source: io::Error) -> Self {
@@ -130,6 +171,39 @@ impl TransportError {
             context: context.into(),
             source: Arc::new(source),
         }
+    }
+
+    /// A [`TransportError::Connect`] to a URL, which it names without credentials, query or
+    /// fragment (see [`redact_url`](crate::redact::redact_url)).
+    pub fn connect_to_url(url: &str, reason: impl Into<String>) -> Self {
+        TransportError::Connect {
+            target: crate::redact::redact_url(url),
+            reason: reason.into(),
+        }
+    }
+
+    /// Fails with a [`TransportError::Connect`] to `url` unless its `scheme` (as a URL parser
+    /// gives it) is one of `allowed`; the error names the `transport` that needs them.
+    ///
+    /// ```
+    /// use plexus_transport::TransportError;
+    ///
+    /// assert!(TransportError::require_scheme("wss://h/mcp", "wss", &["ws", "wss"], "WebSocket").is_ok());
+    /// let error = TransportError::require_scheme("http://u:p@h/mcp", "http", &["ws", "wss"], "WebSocket");
+    /// assert_eq!(
+    ///     error.unwrap_err().to_string(),
+    ///     r#"could not connect to http://h/mcp: the URL scheme is "http"; the WebSocket transport needs ws or wss"#
+    /// );
+    /// ```
+    pub fn require_scheme(url: &str, scheme: &str, allowed: &[&str], transport: &str) -> Result<(), TransportError> {
+        if allowed.contains(&scheme) {
+            return Ok(());
+        }
+        let reason = format!(
+            "the URL scheme is {scheme:?}; the {transport} transport needs {}",
+            allowed.join(" or ")
+        );
+        Err(TransportError::connect_to_url(url, reason))
     }
 
     /// A `Closed` error without a stderr tail.
@@ -216,6 +290,32 @@ mod tests {
             e.to_string(),
             "the connection is closed: the server exited with status 3\n--- last stderr output of the server ---\nboom"
         );
+    }
+
+    #[test]
+    fn auth_failures_map_to_their_classes() {
+        let needs: TransportError = AuthFailure::NeedsAuth {
+            reason: "log in".into(),
+        }
+        .into();
+        assert_eq!(needs.class(), ErrorClass::NeedsAuth);
+        assert_eq!(needs.to_string(), "the server needs authentication: log in");
+        let failed: TransportError = AuthFailure::Failed {
+            reason: "helper exited with 1".into(),
+        }
+        .into();
+        assert_eq!(failed.to_string(), "authentication failed: helper exited with 1");
+    }
+
+    #[test]
+    fn excerpts_are_trimmed_and_cut_on_a_character_boundary() {
+        assert_eq!(body_excerpt(b"  oops \n"), "oops");
+        assert_eq!(body_excerpt(b"\xff ok"), "\u{FFFD} ok");
+        let exact = "x".repeat(BODY_EXCERPT_LIMIT);
+        assert_eq!(body_excerpt(exact.as_bytes()), exact);
+        let cut = body_excerpt("é".repeat(BODY_EXCERPT_LIMIT).as_bytes());
+        assert!(cut.ends_with("é…"));
+        assert_eq!(cut.len(), BODY_EXCERPT_LIMIT + '…'.len_utf8());
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The `Transport` trait that every MCP transport implements, and `TransportError` with its classification.
+//! The `Transport` trait that every MCP transport implements, `TransportError` with its classification, and the small logic the remote transports share.
 //!
 //! Like `tower-service`, this crate is tiny and stable: transports (stdio, SSE, Streamable HTTP,
 //! WebSocket) implement it, the session layer consumes it, and neither knows the other.
@@ -16,18 +16,31 @@
 //! assert_eq!(err.class(), ErrorClass::TerminalIo);
 //! assert!(err.is_terminal());
 //! ```
+//!
+//! Besides the traits, the crate holds the little logic every remote transport (legacy SSE,
+//! Streamable HTTP, WebSocket) shares, in plain Rust with no HTTP library, so that each transport
+//! keeps only a thin adapter to its own client: [`Credentials`] (the configured headers, the
+//! [`AuthProvider`]'s, and what a 401 or 403 means), [`headers`] (header checks and merging),
+//! [`redact`] (URLs and headers as logs and errors show them), [`sse`] (the bounded
+//! `text/event-stream` decoder) and the [`setters!`] of their configuration structs.
 #![forbid(unsafe_code)]
 
 mod auth;
+mod credentials;
 mod error;
+pub mod headers;
 mod outbound;
+pub mod redact;
+mod setters;
+pub mod sse;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 pub use auth::{AuthChallenge, AuthDecision, AuthFailure, AuthHeaders, AuthProvider, StaticHeaders, WwwAuthenticate};
-pub use error::{ErrorClass, TransportError, is_terminal_io};
+pub use credentials::{Credentials, Rejection};
+pub use error::{BODY_EXCERPT_LIMIT, ERROR_BODY_READ_LIMIT, ErrorClass, TransportError, body_excerpt, is_terminal_io};
 pub use outbound::{OutboundKind, OutboundMessage};
 pub use plexus_jsonrpc::Message;
 

@@ -79,4 +79,12 @@ impl OutboundMessage {
     pub fn into_line(self) -> Vec<u8> {
         self.line
     }
+
+    /// Takes the JSON text, without the newline (what message-framed transports send: an HTTP
+    /// body, a WebSocket text frame).
+    pub fn into_json(self) -> Vec<u8> {
+        let mut json = self.line;
+        json.pop();
+        json
+    }
 }

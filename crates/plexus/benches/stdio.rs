@@ -9,6 +9,8 @@
 //! virtual machine an unpinned pipe round trip is dominated by waking an idle CPU (tens of µs),
 //! which hides the client's own cost.
 #![allow(missing_docs)]
+// Statistics over counts far below 2^52, and an index computed from a fraction in [0, 1].
+#![allow(clippy::cast_precision_loss, clippy::cast_sign_loss)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};

@@ -2,8 +2,10 @@
 //! turns a configured server into a live [`Client`].
 //!
 //! Depend on this crate to get everything; depend on a single `plexus-*` crate to get only that
-//! layer. Features: `stdio` (the child-process transport, default) and `tools` (the tool adapter,
-//! default).
+//! layer. Features (all on by default): `stdio` (child processes), `http` (Streamable HTTP, with
+//! the fallback to legacy SSE when `sse` is on too), `sse` (legacy HTTP+SSE), `ws` (WebSocket) and
+//! `tools` (the tool adapter). The `sse-ide`, `ws-ide` and `claudeai-proxy` kinds, `headersHelper`
+//! and `oauth` settings need the auth layer and are refused with a clear error until it lands.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -20,17 +22,23 @@
 
 mod connect;
 
-pub use connect::{ConnectError, connect};
+pub use connect::{ConnectError, Connected, connect, connect_detailed};
 pub use plexus_client::{Client, ClientError, ClientOptions};
 
 /// One MCP session (`plexus-client`).
 pub use plexus_client as client;
 /// Configuration files and entries (`plexus-config`).
 pub use plexus_config as config;
+/// The Streamable HTTP transport (`plexus-http`).
+#[cfg(feature = "http")]
+pub use plexus_http as http;
 /// JSON-RPC 2.0 messages and framing (`plexus-jsonrpc`).
 pub use plexus_jsonrpc as jsonrpc;
 /// MCP schema types, methods and versions (`plexus-protocol`).
 pub use plexus_protocol as protocol;
+/// The legacy HTTP+SSE transport (`plexus-sse`).
+#[cfg(feature = "sse")]
+pub use plexus_sse as sse;
 /// The stdio transport (`plexus-stdio`).
 #[cfg(feature = "stdio")]
 pub use plexus_stdio as stdio;
@@ -39,3 +47,6 @@ pub use plexus_stdio as stdio;
 pub use plexus_tools as tools;
 /// The transport trait and errors (`plexus-transport`).
 pub use plexus_transport as transport;
+/// The WebSocket transport (`plexus-ws`).
+#[cfg(feature = "ws")]
+pub use plexus_ws as ws;

@@ -33,7 +33,8 @@ pub async fn connect_with(config: StdioConfig, options: ClientOptions) -> Result
     Client::connect(Box::new(transport), options).await
 }
 
-/// A JSON object from a `json!` literal.
+/// A JSON object from a `json!` literal, as `Client::call_tool` takes its arguments.
+#[allow(clippy::unnecessary_wraps)] // the `Option` is the shape `call_tool` wants
 pub fn args(value: Value) -> Option<Map<String, Value>> {
     match value {
         Value::Object(map) => Some(map),

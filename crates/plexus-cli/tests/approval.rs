@@ -1,0 +1,200 @@
+//! Project servers wait for approval: `plexus approve`, `approve --all`, `reject`, the
+//! `enableAllProjectMcpServers` setting, and what `servers`, `tools` and `call` say meanwhile.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::{Workspace, demo};
+
+/// A workspace whose `.mcp.json` holds `names`, each the demo server.
+fn project_with(names: &[&str]) -> Workspace {
+    let ws = Workspace::new();
+    let servers: serde_json::Map<String, Value> = names.iter().map(|name| ((*name).to_owned(), demo(&[]))).collect();
+    ws.write_servers(".mcp.json", &Value::Object(servers));
+    ws
+}
+
+/// `name`'s row of `plexus servers --json`, reduced to status, reason and error.
+fn status(ws: &Workspace, name: &str) -> Value {
+    let out = ws.run(&["--json", "servers"]);
+    let rows = out.json();
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["name"] == name)
+        .unwrap()
+        .clone();
+    json!({"status": row["status"], "reason": row["reason"], "error": row["error"]})
+}
+
+#[test]
+fn a_project_server_is_pending_until_approved() {
+    let ws = project_with(&["shared"]);
+    assert_eq!(
+        status(&ws, "shared"),
+        json!({"status": "pending", "reason": "pending approval (a project server runs only once approved); approve it with: plexus approve shared", "error": null})
+    );
+    // Nothing was started: no "connecting" line.
+    let out = ws.run(&["servers"]);
+    assert_eq!(
+        out.ok(),
+        format!(
+            "NAME    SCOPE    KIND   STATUS   PROTOCOL  SERVER  TOOLS  SOURCE{pad}  ERROR\nshared  project  stdio  pending                           {source}  pending approval (a project server runs only once approved); approve it with: plexus approve shared\n",
+            pad = " ".repeat(ws.shown(".mcp.json").len() - "SOURCE".len()),
+            source = ws.shown(".mcp.json")
+        )
+    );
+
+    let out = ws.run(&["approve", "shared"]);
+    assert_eq!(
+        out.ok(),
+        format!(
+            "approved project server \"shared\" (recorded in {})\n",
+            ws.shown(".plexus/settings.local.json")
+        )
+    );
+    assert_eq!(
+        ws.read_json(ws.local_file()),
+        json!({"enabledMcpjsonServers": ["shared"]})
+    );
+    assert_eq!(
+        status(&ws, "shared"),
+        json!({"status": "connected", "reason": null, "error": null})
+    );
+}
+
+#[test]
+fn reject_keeps_a_project_server_from_running_until_approved_again() {
+    let ws = project_with(&["shared"]);
+    ws.run(&["approve", "shared"]).ok();
+    let out = ws.run(&["reject", "shared"]);
+    assert_eq!(
+        out.ok(),
+        format!(
+            "rejected project server \"shared\" (recorded in {})\n",
+            ws.shown(".plexus/settings.local.json")
+        )
+    );
+    assert_eq!(
+        ws.read_json(ws.local_file()),
+        json!({"enabledMcpjsonServers": [], "disabledMcpjsonServers": ["shared"]})
+    );
+    let reason = "rejected (disabledMcpjsonServers); approve it with: plexus approve shared";
+    assert_eq!(
+        status(&ws, "shared"),
+        json!({"status": "disabled", "reason": reason, "error": null})
+    );
+    ws.run(&["tools", "shared"])
+        .expect(2, &format!("plexus: server \"shared\" is not started: {reason}\n"));
+    ws.run(&["call", "mcp__shared__echo", r#"{"text":"no"}"#])
+        .expect(2, &format!("plexus: server \"shared\" is not started: {reason}\n"));
+
+    ws.run(&["approve", "shared"]).ok();
+    assert_eq!(
+        ws.read_json(ws.local_file()),
+        json!({"enabledMcpjsonServers": ["shared"], "disabledMcpjsonServers": []})
+    );
+    assert_eq!(status(&ws, "shared")["status"], "connected");
+}
+
+#[test]
+fn approve_all_approves_every_pending_server_but_not_the_rejected_ones() {
+    let ws = project_with(&["a", "b", "c"]);
+    ws.run(&["reject", "c"]).ok();
+    let local = ws.shown(".plexus/settings.local.json");
+    let out = ws.run(&["approve", "--all"]);
+    assert_eq!(
+        out.ok(),
+        format!(
+            "approved project server \"a\" (recorded in {local})\napproved project server \"b\" (recorded in {local})\n"
+        )
+    );
+    assert_eq!(
+        ws.read_json(ws.local_file()),
+        json!({"disabledMcpjsonServers": ["c"], "enabledMcpjsonServers": ["a", "b"]})
+    );
+    assert_eq!(
+        ws.run(&["approve", "--all"]).ok(),
+        "no project server is waiting for approval\n"
+    );
+    assert_eq!(status(&ws, "c")["status"], "disabled");
+}
+
+#[test]
+fn enable_all_project_servers_in_the_user_settings_approves_them() {
+    let ws = project_with(&["shared"]);
+    ws.write_json("home/settings.json", &json!({"enableAllProjectMcpServers": true}));
+    assert_eq!(status(&ws, "shared")["status"], "connected");
+    // A rejection still wins.
+    ws.write_json(
+        ".plexus/settings.local.json",
+        &json!({"disabledMcpjsonServers": ["shared"]}),
+    );
+    assert_eq!(status(&ws, "shared")["status"], "disabled");
+}
+
+#[test]
+fn tools_lists_the_approved_servers_and_names_the_pending_ones() {
+    let ws = project_with(&["pending1", "ready"]);
+    ws.run(&["approve", "ready"]).ok();
+    let out = ws.run(&["--json", "tools"]);
+    out.expect(
+        0,
+        "plexus: server \"pending1\" is not started: pending approval (a project server runs only once approved); approve it with: plexus approve pending1\nconnecting 1 server…\n",
+    );
+    let tools = out.json();
+    let tools = tools.as_array().unwrap();
+    assert!(!tools.is_empty() && tools.iter().all(|tool| tool["server"] == "ready"));
+
+    ws.run(&["call", "mcp__pending1__echo", r#"{"text":"x"}"#]).expect(
+        2,
+        "plexus: server \"pending1\" is not started: pending approval (a project server runs only once approved); approve it with: plexus approve pending1\n",
+    );
+}
+
+#[test]
+fn approve_and_reject_take_only_the_projects_servers() {
+    let ws = project_with(&["shared"]);
+    ws.write_servers("home/settings.json", &json!({"mine": {"command": "x"}}));
+    let project = ws.shown(".mcp.json");
+    ws.run(&["approve", "mine", "bad!", "shared", "mine"]).expect(
+        2,
+        &format!(
+            "plexus: {project}: there is no server \"mine\"; only the project's servers need approval\nplexus: server \"bad!\": invalid server name: the character '!' is not allowed; use only A-Z, a-z, 0-9, \"_\" and \"-\"\n"
+        ),
+    );
+    ws.run(&["reject", "nope"]).expect(
+        2,
+        &format!("plexus: {project}: there is no server \"nope\"; only the project's servers need approval\n"),
+    );
+    assert!(!ws.local_file().exists(), "nothing is recorded when a name is wrong");
+
+    ws.run(&["approve"]).expect(
+        2,
+        "error: the following required arguments were not provided:\n  <NAMES>...\n\nUsage: plexus approve <NAMES>...\n\nFor more information, try '--help'.\n",
+    );
+    ws.run(&["approve", "--all", "shared"]).expect(
+        2,
+        "error: the argument '--all' cannot be used with '[NAMES]...'\n\nUsage: plexus approve --all [NAMES]...\n\nFor more information, try '--help'.\n",
+    );
+
+    // A project file that does not parse is named, with where.
+    ws.write(".mcp.json", "{\"mcpServers\": {,}");
+    ws.run(&["approve", "shared"]).expect(
+        2,
+        &format!("plexus: {project}:1:17: invalid JSON: key must be a string\n"),
+    );
+}
+
+#[test]
+fn approvals_are_kept_with_the_rest_of_the_local_settings() {
+    let ws = project_with(&["shared"]);
+    let original = "{\n  \"mcpServers\": {\"mine\": {\"command\": \"x\"}},\n  \"editor\": {\"tabs\": 2}\n}\n";
+    ws.write(".plexus/settings.local.json", original);
+    ws.run(&["approve", "shared"]).ok();
+    assert_eq!(
+        ws.read(ws.local_file()),
+        "{\n  \"mcpServers\": {\"mine\": {\"command\": \"x\"}},\n  \"editor\": {\"tabs\": 2},\n  \"enabledMcpjsonServers\": [\n    \"shared\"\n  ]\n}\n"
+    );
+}

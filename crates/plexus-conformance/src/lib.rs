@@ -1,0 +1,35 @@
+//! The client that the official MCP conformance suite drives: each scenario run through the `plexus` facade over Streamable HTTP.
+//!
+//! The suite (`@modelcontextprotocol/conformance`, run by `cargo xtask conformance`) starts a test
+//! server per scenario and runs `plexus-conformance-client <server-url>` with the scenario's name in
+//! `MCP_CONFORMANCE_SCENARIO` and, for some scenarios, a JSON context in `MCP_CONFORMANCE_CONTEXT`.
+//! The client connects with [`plexus::connect`], lists the tools, calls the ones the scenario needs
+//! ([`KNOWN_SCENARIOS`]; every listed tool for an unknown scenario) with arguments filled from their
+//! input schemas ([`fill_object`]), answers elicitation forms with their defaults
+//! ([`AcceptDefaults`]), and exits 0, or non-zero with the reason on stderr.
+//!
+//! ```
+//! use plexus_conformance::{ToolCalls, tool_calls};
+//!
+//! assert_eq!(tool_calls("tools_call"), ToolCalls::Named(&["add_numbers"]));
+//! let schema = serde_json::json!({"type": "object", "properties": {"a": {"type": "number"}}, "required": ["a"]});
+//! assert_eq!(plexus_conformance::fill_object(schema.as_object().unwrap())["a"], 1);
+//! ```
+//!
+//! The crate's integration test `peers` runs plexus against third-party MCP servers (the reference
+//! "everything" server and the Python SDK's servers) that `cargo xtask peers` installs.
+//!
+//! Dependencies: `tracing-subscriber` prints the session's tracing on stderr when `RUST_LOG` is
+//! set (the suite saves the client's stderr with each scenario's results).
+#![forbid(unsafe_code)]
+
+mod elicitation;
+mod fill;
+mod scenario;
+
+pub use elicitation::{AcceptDefaults, form_answer};
+pub use fill::{PLACEHOLDER_TEXT, fill_object, value_for};
+pub use scenario::{
+    CLIENT_NAME, CONTEXT_ENV, KNOWN_SCENARIOS, Limits, SCENARIO_ENV, ScenarioError, ToolCalls, client_options,
+    exercise, parse_context, run, server_config, tool_calls,
+};

@@ -1,0 +1,383 @@
+//! What the client does in each scenario of the conformance suite, and running it against the
+//! scenario's server through the `plexus` facade.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use plexus::config::ServerConfig;
+use plexus::protocol::{CallToolResult, ContentBlock, Implementation, Tool};
+use plexus::{ClientError, ClientOptions, ConnectError};
+use serde_json::{Map, Value};
+
+use crate::elicitation::AcceptDefaults;
+use crate::fill::fill_object;
+
+/// The environment variable holding the scenario's name (set by the suite).
+pub const SCENARIO_ENV: &str = "MCP_CONFORMANCE_SCENARIO";
+/// The environment variable holding the scenario's context, a JSON object (set by the suite for
+/// scenarios that need one).
+pub const CONTEXT_ENV: &str = "MCP_CONFORMANCE_CONTEXT";
+
+/// The name the client gives itself in `initialize`.
+pub const CLIENT_NAME: &str = "plexus-conformance-client";
+
+/// Which tools a scenario calls after listing them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolCalls {
+    /// None: the scenario checks the handshake and the listing.
+    None,
+    /// These tools, which the server must list.
+    Named(&'static [&'static str]),
+    /// Every tool the server lists (scenarios this client has no entry for).
+    EveryListed,
+}
+
+/// The scenarios this client knows, with the tools each calls; any other scenario calls every
+/// listed tool. Arguments always come from the tool's input schema (see
+/// [`fill_object`](crate::fill_object)).
+pub const KNOWN_SCENARIOS: &[(&str, ToolCalls)] = &[
+    ("initialize", ToolCalls::None),
+    ("tools_call", ToolCalls::Named(&["add_numbers"])),
+    // The server asks for a form with defaults while the tool runs; `AcceptDefaults` answers.
+    (
+        "elicitation-sep1034-client-defaults",
+        ToolCalls::Named(&["test_client_elicitation_defaults"]),
+    ),
+    // The server closes the tool call's SSE stream after a priming event; the transport resumes
+    // with a GET carrying `Last-Event-ID` after the `retry` delay, where the result arrives.
+    ("sse-retry", ToolCalls::Named(&["test_reconnection"])),
+];
+
+/// The tools the scenario `name` calls.
+pub fn tool_calls(name: &str) -> ToolCalls {
+    KNOWN_SCENARIOS
+        .iter()
+        .find(|(known, _)| *known == name)
+        .map_or(ToolCalls::EveryListed, |(_, calls)| *calls)
+}
+
+/// How long the client may take: the handshake, each request, and the whole scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The timeout of `initialize`.
+    pub initialize: Duration,
+    /// The timeout of every other request, tool calls included.
+    pub request: Duration,
+    /// The whole run; the suite kills a client after 30 s by default, so this stays below.
+    pub total: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            initialize: Duration::from_secs(10),
+            request: Duration::from_secs(20),
+            total: Duration::from_secs(25),
+        }
+    }
+}
+
+/// Why a scenario run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The server URL is not a usable Streamable HTTP endpoint.
+    #[error("the server URL {url:?} is not usable: {reason}")]
+    BadUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// `MCP_CONFORMANCE_CONTEXT` is not a JSON object, or names another scenario.
+    #[error("{CONTEXT_ENV} is invalid: {reason}")]
+    BadContext {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Connecting (transport or handshake) failed.
+    #[error("connecting to {url} failed: {source}")]
+    Connect {
+        /// The server URL.
+        url: String,
+        /// What failed.
+        #[source]
+        source: ConnectError,
+    },
+    /// A request after the handshake failed.
+    #[error("{what} failed: {source}")]
+    Request {
+        /// What was being done, e.g. `tools/call add_numbers`.
+        what: String,
+        /// What failed.
+        #[source]
+        source: ClientError,
+    },
+    /// The scenario needs a tool the server does not list.
+    #[error("scenario {scenario}: the server lists no tool {tool:?} (it lists: {})", listed.join(", "))]
+    MissingTool {
+        /// The scenario.
+        scenario: String,
+        /// The tool the scenario calls.
+        tool: String,
+        /// The tools the server listed.
+        listed: Vec<String>,
+    },
+    /// The scenario calls tools but the server declares no `tools` capability.
+    #[error("scenario {scenario}: the server declares no tools capability, but the scenario calls {tools}")]
+    NoTools {
+        /// The scenario.
+        scenario: String,
+        /// The tools it would call.
+        tools: String,
+    },
+    /// A tool answered with `isError`.
+    #[error("tool {tool:?} returned an error: {text}")]
+    ToolError {
+        /// The tool.
+        tool: String,
+        /// The text of its result.
+        text: String,
+    },
+    /// The scenario did not finish within [`Limits::total`].
+    #[error("the scenario did not finish within {} s", .after.as_secs())]
+    TimedOut {
+        /// The limit.
+        after: Duration,
+    },
+}
+
+/// The scenario's context: the JSON object in `MCP_CONFORMANCE_CONTEXT`, checked to be about this
+/// scenario when it names one. An absent or empty value is an empty context.
+pub fn parse_context(scenario: &str, raw: Option<&str>) -> Result<Map<String, Value>, ScenarioError> {
+    let raw = raw.map(str::trim).unwrap_or_default();
+    if raw.is_empty() {
+        return Ok(Map::new());
+    }
+    let context = match serde_json::from_str::<Value>(raw) {
+        Ok(Value::Object(context)) => context,
+        Ok(other) => {
+            return Err(ScenarioError::BadContext {
+                reason: format!("expected a JSON object, found {other}"),
+            });
+        }
+        Err(e) => {
+            return Err(ScenarioError::BadContext {
+                reason: format!("not JSON: {e}"),
+            });
+        }
+    };
+    match context.get("name") {
+        Some(Value::String(name)) if name != scenario => Err(ScenarioError::BadContext {
+            reason: format!("it is for scenario {name:?}, but {SCENARIO_ENV} is {scenario:?}"),
+        }),
+        _ => Ok(context),
+    }
+}
+
+/// The `http` server entry for `url`, checked as a config file entry would be.
+pub fn server_config(url: &str) -> Result<ServerConfig, ScenarioError> {
+    ServerConfig::from_json(&serde_json::json!({ "type": "http", "url": url }))
+        .map(|(config, _warnings)| config)
+        .map_err(|diagnostics| ScenarioError::BadUrl {
+            url: url.to_owned(),
+            reason: diagnostics
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
+        })
+}
+
+/// Runs the scenario `name` against the server at `url`: connects over Streamable HTTP with
+/// [`client_options`], runs [`exercise`] and closes the session. Returns the transcript, one line
+/// per step.
+pub async fn run(url: &str, name: &str, limits: Limits) -> Result<Vec<String>, ScenarioError> {
+    let config = server_config(url)?;
+    let steps = async {
+        let client = plexus::connect(name, &config, client_options(name, limits))
+            .await
+            .map_err(|source| ScenarioError::Connect {
+                url: url.to_owned(),
+                source,
+            })?;
+        let outcome = exercise(&client, name).await;
+        let closed = client.close().await;
+        let mut transcript = outcome?;
+        closed.map_err(|source| ScenarioError::Request {
+            what: "closing the session".to_owned(),
+            source,
+        })?;
+        transcript.push("closed".to_owned());
+        Ok(transcript)
+    };
+    match tokio::time::timeout(limits.total, steps).await {
+        Ok(result) => result,
+        Err(_) => Err(ScenarioError::TimedOut { after: limits.total }),
+    }
+}
+
+/// The session options of the conformance client: its name and version in `initialize`, the
+/// timeouts of `limits`, and the [`AcceptDefaults`] handler (which declares form elicitation).
+pub fn client_options(name: &str, limits: Limits) -> ClientOptions {
+    let mut options = ClientOptions::new(name);
+    options.client_info = Implementation::new(CLIENT_NAME, env!("CARGO_PKG_VERSION"));
+    options.initialize_timeout = limits.initialize;
+    options.request_timeout = limits.request;
+    options.tool_timeout = Some(limits.request);
+    options.handler(Arc::new(AcceptDefaults))
+}
+
+/// The scenario's steps on a connected session: lists the tools when the server has any and calls
+/// the scenario's tools ([`tool_calls`]) with arguments filled from their input schemas. Returns
+/// the transcript, one line per step.
+pub async fn exercise(client: &plexus::Client, scenario: &str) -> Result<Vec<String>, ScenarioError> {
+    let details = client.server();
+    let mut transcript = vec![format!(
+        "initialized: {} {} (protocol {})",
+        details.server_info.name, details.server_info.version, details.protocol_version
+    )];
+    let calls = tool_calls(scenario);
+    if details.capabilities.tools.is_none() {
+        return match calls {
+            ToolCalls::Named(tools) => Err(ScenarioError::NoTools {
+                scenario: scenario.to_owned(),
+                tools: tools.join(", "),
+            }),
+            ToolCalls::None | ToolCalls::EveryListed => {
+                transcript.push("the server has no tools".to_owned());
+                Ok(transcript)
+            }
+        };
+    }
+    let tools = client.list_tools().await.map_err(|source| ScenarioError::Request {
+        what: "tools/list".to_owned(),
+        source,
+    })?;
+    let listed: Vec<String> = tools.iter().map(|tool| tool.name.clone()).collect();
+    transcript.push(format!("tools: {}", listed.join(", ")));
+    let chosen: Vec<&Tool> = match calls {
+        ToolCalls::None => Vec::new(),
+        ToolCalls::EveryListed => tools.iter().collect(),
+        ToolCalls::Named(names) => names
+            .iter()
+            .map(|wanted| {
+                tools
+                    .iter()
+                    .find(|tool| tool.name == *wanted)
+                    .ok_or_else(|| ScenarioError::MissingTool {
+                        scenario: scenario.to_owned(),
+                        tool: (*wanted).to_owned(),
+                        listed: listed.clone(),
+                    })
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    for tool in chosen {
+        let arguments = fill_object(&tool.input_schema);
+        let shown = Value::Object(arguments.clone());
+        let result = client
+            .call_tool(&tool.name, Some(arguments))
+            .await
+            .map_err(|source| ScenarioError::Request {
+                what: format!("tools/call {}", tool.name),
+                source,
+            })?;
+        if result.is_error() {
+            return Err(ScenarioError::ToolError {
+                tool: tool.name.clone(),
+                text: result_text(&result),
+            });
+        }
+        transcript.push(format!("called {} {shown}: {}", tool.name, result_text(&result)));
+    }
+    Ok(transcript)
+}
+
+/// The text blocks of a result joined by spaces, with other blocks named by kind.
+fn result_text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text(text) => text.text.clone(),
+            ContentBlock::Image(_) => "[image]".to_owned(),
+            ContentBlock::Audio(_) => "[audio]".to_owned(),
+            ContentBlock::ResourceLink(link) => format!("[link {}]", link.uri),
+            ContentBlock::Resource(embedded) => format!("[resource {}]", embedded.resource.uri()),
+            ContentBlock::Unknown(_) => "[unknown content]".to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_scenarios_call_their_tools_and_others_call_everything() {
+        assert_eq!(tool_calls("initialize"), ToolCalls::None);
+        assert_eq!(tool_calls("tools_call"), ToolCalls::Named(&["add_numbers"]));
+        assert_eq!(tool_calls("sse-retry"), ToolCalls::Named(&["test_reconnection"]));
+        assert_eq!(
+            tool_calls("elicitation-sep1034-client-defaults"),
+            ToolCalls::Named(&["test_client_elicitation_defaults"])
+        );
+        assert_eq!(tool_calls("auth/metadata-default"), ToolCalls::EveryListed);
+    }
+
+    #[test]
+    fn context_must_be_an_object_about_this_scenario() {
+        assert!(parse_context("initialize", None).unwrap().is_empty());
+        assert!(parse_context("initialize", Some("  ")).unwrap().is_empty());
+        let context = parse_context(
+            "auth/pre-registration",
+            Some(r#"{"name":"auth/pre-registration","client_id":"c"}"#),
+        )
+        .unwrap();
+        assert_eq!(context["client_id"], "c");
+        assert_eq!(
+            parse_context("initialize", Some("[1]")).unwrap_err().to_string(),
+            "MCP_CONFORMANCE_CONTEXT is invalid: expected a JSON object, found [1]"
+        );
+        assert_eq!(
+            parse_context("initialize", Some(r#"{"name":"tools_call"}"#))
+                .unwrap_err()
+                .to_string(),
+            "MCP_CONFORMANCE_CONTEXT is invalid: it is for scenario \"tools_call\", but MCP_CONFORMANCE_SCENARIO is \"initialize\""
+        );
+        assert!(
+            parse_context("initialize", Some("{"))
+                .unwrap_err()
+                .to_string()
+                .starts_with("MCP_CONFORMANCE_CONTEXT is invalid: not JSON: EOF while parsing an object")
+        );
+    }
+
+    #[test]
+    fn the_server_url_must_be_http() {
+        let config = server_config("http://localhost:4000/mcp").unwrap();
+        assert_eq!(config.kind(), plexus::config::ServerKind::Http);
+        assert_eq!(config.url().unwrap().as_str(), "http://localhost:4000/mcp");
+        let err = server_config("ftp://localhost/mcp").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("the server URL \"ftp://localhost/mcp\" is not usable: field \"url\": "),
+            "{err}"
+        );
+    }
+
+    /// Nothing listens on the address: the run fails with the connect error, within the limits.
+    #[tokio::test]
+    async fn a_server_that_is_not_there_fails_the_run_with_the_reason() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://127.0.0.1:{}/mcp", listener.local_addr().unwrap().port());
+        drop(listener);
+        let err = run(&url, "initialize", Limits::default()).await.unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with(&format!("connecting to {url} failed: server \"initialize\": ")),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,234 @@
+//! What to connect to, and the limits and timings of the transport.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use plexus_transport::AuthProvider;
+use plexus_transport::redact::debug_remote_config;
+
+/// How long one HTTP request may wait for its response (and, for a JSON body, for the whole
+/// body) by default: 60 s.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long opening a TCP (and TLS) connection may take by default: 30 s.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long the `DELETE` that ends the session on close may take: 2 s. Its outcome is ignored.
+pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The most bytes of an error response's body that are read: 16 KiB.
+pub const ERROR_BODY_READ_LIMIT: usize = plexus_transport::ERROR_BODY_READ_LIMIT;
+
+/// The most bytes of an error response's body kept in the error: 1 KiB.
+pub const ERROR_BODY_EXCERPT: usize = plexus_transport::BODY_EXCERPT_LIMIT;
+
+/// How many received messages may wait for the reader before the body readers pause: 256.
+pub const DEFAULT_RECEIVE_QUEUE_CAPACITY: usize = 256;
+
+/// How many terminal I/O failures in a row (connection refused or reset, timeouts, …) close the
+/// transport: 3. One successful request resets the count.
+pub const TERMINAL_FAILURES_BEFORE_CLOSE: u32 = 3;
+
+/// After a stream delivered the response it was opened for, how long its reader waits for the
+/// server to end it (so that the connection goes back to the pool) before dropping it: 1 s.
+pub const STREAM_END_GRACE: Duration = Duration::from_secs(1);
+
+/// The most redirects followed for one request: 10 (same origin only).
+pub const MAX_REDIRECTS: usize = 10;
+
+/// How the event streams are reconnected and resumed: capped exponential backoff with jitter,
+/// unless the server's SSE `retry:` field says how long to wait (the server wins).
+///
+/// The delay before attempt `n` (0-based) is `min(initial_delay × multiplier^n, max_delay)`,
+/// reduced by a random fraction of at most [`jitter`](Self::jitter). After
+/// [`max_attempts`](Self::max_attempts) reconnections in a row that brought nothing new (an
+/// error, a status other than 2xx, or a stream that ended without a new event), the stream is
+/// given up.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReconnectPolicy {
+    /// The delay before the first reconnection (default 1 s).
+    pub initial_delay: Duration,
+    /// The factor by which the delay grows after each attempt (default 1.5).
+    pub multiplier: f64,
+    /// The longest delay (default 30 s).
+    pub max_delay: Duration,
+    /// How many reconnections in a row may fail before the stream is given up (default 5).
+    pub max_attempts: u32,
+    /// The largest fraction taken off a delay at random, in `0.0..=1.0` (default 0.25), so that
+    /// many clients do not reconnect in step.
+    pub jitter: f64,
+}
+
+impl Default for ReconnectPolicy {
+    fn default() -> Self {
+        ReconnectPolicy {
+            initial_delay: Duration::from_secs(1),
+            multiplier: 1.5,
+            max_delay: Duration::from_secs(30),
+            max_attempts: 5,
+            jitter: 0.25,
+        }
+    }
+}
+
+impl ReconnectPolicy {
+    /// The delay before attempt `attempt` (0-based) with `random` in `0.0..1.0` picking the jitter.
+    pub fn delay(&self, attempt: u32, random: f64) -> Duration {
+        let exponent = i32::try_from(attempt).unwrap_or(i32::MAX);
+        let max = self.max_delay.as_secs_f64();
+        let base = (self.initial_delay.as_secs_f64() * self.multiplier.max(1.0).powi(exponent)).min(max);
+        let jitter = self.jitter.clamp(0.0, 1.0) * random.clamp(0.0, 1.0);
+        let seconds = base * (1.0 - jitter);
+        if seconds.is_finite() && seconds >= 0.0 {
+            Duration::from_secs_f64(seconds)
+        } else {
+            self.max_delay
+        }
+    }
+}
+
+/// Where the Streamable HTTP server is, and the limits and timings of its transport.
+///
+/// ```
+/// use std::time::Duration;
+/// use plexus_http::HttpConfig;
+///
+/// let config = HttpConfig::new("https://mcp.example.com/mcp")
+///     .name("example")
+///     .header("X-Api-Key", "secret")
+///     .request_timeout(Duration::from_secs(120));
+/// assert_eq!(config.name, "example");
+/// assert_eq!(config.headers, [("X-Api-Key".to_owned(), "secret".to_owned())]);
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct HttpConfig {
+    /// The server's name, used to tag tracing output (default: the URL's host).
+    pub name: String,
+    /// The MCP endpoint (`http` or `https`).
+    pub url: String,
+    /// Headers sent on every request, in order (the protocol's own headers cannot be overridden).
+    pub headers: Vec<(String, String)>,
+    /// Asked for headers before every request and consulted on a 401 or 403.
+    pub auth: Option<Arc<dyn AuthProvider>>,
+    /// How long one request may wait for its response headers, and for its whole body when that
+    /// is JSON (default [`DEFAULT_REQUEST_TIMEOUT`]). An SSE stream may last longer.
+    pub request_timeout: Duration,
+    /// How long opening a connection may take (default [`DEFAULT_CONNECT_TIMEOUT`]).
+    pub connect_timeout: Duration,
+    /// The largest message (a JSON body or one SSE event) accepted from the server, in bytes
+    /// (default [`plexus_jsonrpc::DEFAULT_MAX_MESSAGE_SIZE`]).
+    pub max_message_size: usize,
+    /// How many received messages may wait for the reader (default
+    /// [`DEFAULT_RECEIVE_QUEUE_CAPACITY`]; at least 1).
+    pub receive_queue_capacity: usize,
+    /// How event streams are reconnected and resumed.
+    pub reconnect: ReconnectPolicy,
+}
+
+impl fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        debug_remote_config(
+            f,
+            "HttpConfig",
+            &self.name,
+            &self.url,
+            &self.headers,
+            self.auth.is_some(),
+        )
+        .field("request_timeout", &self.request_timeout)
+        .field("connect_timeout", &self.connect_timeout)
+        .field("max_message_size", &self.max_message_size)
+        .field("receive_queue_capacity", &self.receive_queue_capacity)
+        .field("reconnect", &self.reconnect)
+        .finish()
+    }
+}
+
+impl HttpConfig {
+    /// A configuration for the endpoint `url` with the defaults.
+    pub fn new(url: impl Into<String>) -> Self {
+        let url = url.into();
+        let name = reqwest::Url::parse(&url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_else(|| url.clone());
+        HttpConfig {
+            name,
+            url,
+            headers: Vec::new(),
+            auth: None,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            max_message_size: plexus_jsonrpc::DEFAULT_MAX_MESSAGE_SIZE,
+            receive_queue_capacity: DEFAULT_RECEIVE_QUEUE_CAPACITY,
+            reconnect: ReconnectPolicy::default(),
+        }
+    }
+
+    plexus_transport::header_and_auth_setters!();
+
+    plexus_transport::setters! {
+        /// Sets the name that tags tracing output.
+        name: impl Into<String>,
+        /// Sets the per-request timeout.
+        request_timeout: Duration,
+        /// Sets the connect timeout.
+        connect_timeout: Duration,
+        /// Sets the largest message accepted from the server.
+        max_message_size: usize,
+        /// Sets how many received messages may wait for the reader.
+        receive_queue_capacity: usize,
+        /// Sets the reconnection policy of the event streams.
+        reconnect: ReconnectPolicy,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_backoff_grows_by_half_and_stops_at_30_s() {
+        let policy = ReconnectPolicy::default();
+        let delays: Vec<u128> = (0..12).map(|n| policy.delay(n, 0.0).as_millis()).collect();
+        assert_eq!(
+            delays,
+            [
+                1000, 1500, 2250, 3375, 5062, 7593, 11390, 17085, 25628, 30000, 30000, 30000
+            ]
+        );
+        assert_eq!(policy.delay(u32::MAX, 0.0), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn jitter_only_shortens_a_delay() {
+        let policy = ReconnectPolicy::default();
+        assert_eq!(policy.delay(0, 1.0), Duration::from_millis(750));
+        assert_eq!(policy.delay(20, 0.5).as_millis(), 26_250);
+        let wild = ReconnectPolicy {
+            jitter: 7.0,
+            multiplier: f64::NAN,
+            ..policy
+        };
+        assert!(wild.delay(3, 0.9) <= wild.max_delay);
+    }
+
+    #[test]
+    fn the_name_defaults_to_the_host_and_debug_hides_header_values() {
+        let config = HttpConfig::new("http://u:pw@127.0.0.1:9/mcp?key=k").header("Authorization", "Bearer hunter2");
+        assert_eq!(config.name, "127.0.0.1");
+        let shown = format!("{config:?}");
+        assert!(shown.contains(r#"url: "http://127.0.0.1:9/mcp?…""#), "{shown}");
+        assert!(
+            shown.contains(r#"headers: [("Authorization", "<redacted>")]"#),
+            "{shown}"
+        );
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("pw") && !shown.contains("key"),
+            "{shown}"
+        );
+        assert_eq!(HttpConfig::new("not a url").name, "not a url");
+    }
+}

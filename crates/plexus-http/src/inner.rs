@@ -1,0 +1,322 @@
+//! The state one transport's sender, receiver and background tasks share: the HTTP client, the
+//! session, the receive queue, the terminal error and the failure count.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::Waker;
+
+use plexus_jsonrpc::{ErrorObject, Message, RequestId, Response};
+use plexus_transport::redact::redact_url;
+use plexus_transport::{Credentials, TransportError};
+use reqwest::header::HeaderValue;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{HttpConfig, ReconnectPolicy, TERMINAL_FAILURES_BEFORE_CLOSE};
+use crate::{CLOSED_BY_CLIENT, EventStreamState};
+
+/// What the body readers and the event stream put in the receive queue.
+pub(crate) type Inbound = Result<Message, TransportError>;
+
+/// The shared state of one transport.
+pub(crate) struct Inner {
+    pub(crate) name: String,
+    pub(crate) url: reqwest::Url,
+    /// The URL for logs and errors, without credentials or query.
+    pub(crate) description: String,
+    pub(crate) client: reqwest::Client,
+    /// The configured headers and the auth provider.
+    pub(crate) credentials: Credentials,
+    pub(crate) request_timeout: std::time::Duration,
+    pub(crate) connect_timeout: std::time::Duration,
+    pub(crate) max_message_size: usize,
+    pub(crate) reconnect: ReconnectPolicy,
+    session: Mutex<Session>,
+    /// Set while an `initialize` response is awaited, so that other responses skip the lock.
+    awaiting_initialize: AtomicBool,
+    inbox: mpsc::Sender<Inbound>,
+    terminal: Mutex<Option<TransportError>>,
+    closed: AtomicBool,
+    reader_waker: Mutex<Option<Waker>>,
+    pub(crate) cancel: CancellationToken,
+    failures: AtomicU32,
+    /// Watched, so that `notifications/initialized` can wait for the stream to be open.
+    event_stream: tokio::sync::watch::Sender<EventStreamState>,
+    event_stream_started: AtomicBool,
+    /// Whether the session-ending `DELETE` was sent (or is no longer needed).
+    pub(crate) session_ended: AtomicBool,
+    pub(crate) requests_in_flight: AtomicUsize,
+    pub(crate) running_tasks: AtomicUsize,
+}
+
+/// The part of an `initialize` result the transport reads.
+#[derive(serde::Deserialize)]
+struct InitializeResult {
+    #[serde(rename = "protocolVersion")]
+    protocol_version: String,
+}
+
+#[derive(Debug, Default)]
+struct Session {
+    id: Option<(String, HeaderValue)>,
+    protocol_version: Option<(String, HeaderValue)>,
+    initialize_id: Option<RequestId>,
+}
+
+impl Inner {
+    /// Checks the configuration and builds the client; no network yet.
+    pub(crate) fn new(config: HttpConfig) -> Result<(Arc<Inner>, mpsc::Receiver<Inbound>), TransportError> {
+        let connect_error = |reason: String| TransportError::connect_to_url(&config.url, reason);
+        let url = reqwest::Url::parse(&config.url).map_err(|e| connect_error(format!("the URL is not valid: {e}")))?;
+        // An http(s) URL always has a host: the parser refuses one without.
+        TransportError::require_scheme(&config.url, url.scheme(), &["http", "https"], "Streamable HTTP")?;
+        let credentials = Credentials::new(config.headers, config.auth).map_err(|e| connect_error(e.to_string()))?;
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(config.connect_timeout)
+            .user_agent(concat!("plexus-http/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| connect_error(format!("could not set up the HTTP client: {e}")))?;
+        let (inbox, receiver) = mpsc::channel(config.receive_queue_capacity.max(1));
+        let inner = Inner {
+            name: config.name,
+            description: redact_url(url.as_str()),
+            url,
+            client,
+            credentials,
+            request_timeout: config.request_timeout,
+            connect_timeout: config.connect_timeout,
+            max_message_size: config.max_message_size,
+            reconnect: config.reconnect,
+            session: Mutex::new(Session::default()),
+            awaiting_initialize: AtomicBool::new(false),
+            inbox,
+            terminal: Mutex::new(None),
+            closed: AtomicBool::new(false),
+            reader_waker: Mutex::new(None),
+            cancel: CancellationToken::new(),
+            failures: AtomicU32::new(0),
+            event_stream: tokio::sync::watch::Sender::new(EventStreamState::NotStarted),
+            event_stream_started: AtomicBool::new(false),
+            session_ended: AtomicBool::new(false),
+            requests_in_flight: AtomicUsize::new(0),
+            running_tasks: AtomicUsize::new(0),
+        };
+        Ok((Arc::new(inner), receiver))
+    }
+
+    // ----- the session -----
+
+    /// The session id header, if the server gave one.
+    pub(crate) fn session_id(&self) -> Option<(String, HeaderValue)> {
+        lock(&self.session).id.clone()
+    }
+
+    /// The negotiated protocol version header, once the `initialize` response went by.
+    pub(crate) fn protocol_version(&self) -> Option<(String, HeaderValue)> {
+        lock(&self.session).protocol_version.clone()
+    }
+
+    /// Notes that `id` is an `initialize` request: its response's `protocolVersion` will be read.
+    pub(crate) fn expect_initialize(&self, id: &RequestId) {
+        lock(&self.session).initialize_id = Some(id.clone());
+        self.awaiting_initialize.store(true, Ordering::Release);
+    }
+
+    /// Keeps the session id from the `initialize` response (replacing any earlier one).
+    pub(crate) fn set_session_id(&self, id: Option<(String, HeaderValue)>) {
+        lock(&self.session).id = id;
+    }
+
+    /// Looks at a message on its way to the reader: the `initialize` response carries the
+    /// negotiated protocol version, which every later request sends as `MCP-Protocol-Version`.
+    pub(crate) fn observe(&self, message: &Message) {
+        if !self.awaiting_initialize.load(Ordering::Acquire) {
+            return;
+        }
+        let Message::Response(response) = message else { return };
+        let mut session = lock(&self.session);
+        if response.id.is_none() || response.id != session.initialize_id {
+            return;
+        }
+        session.initialize_id = None;
+        self.awaiting_initialize.store(false, Ordering::Release);
+        let Ok(result) = &response.outcome else { return };
+        match serde_json::from_str::<InitializeResult>(result.get()) {
+            Ok(parsed) => match HeaderValue::from_str(&parsed.protocol_version) {
+                Ok(value) => session.protocol_version = Some((parsed.protocol_version, value)),
+                Err(_) => tracing::warn!(
+                    server = %self.name,
+                    "the server's protocolVersion {:?} cannot be sent as a header; it is not sent",
+                    parsed.protocol_version
+                ),
+            },
+            Err(e) => tracing::warn!(server = %self.name, "the initialize result has no usable protocolVersion: {e}"),
+        }
+    }
+
+    // ----- the receive queue -----
+
+    /// Puts a message (or a non-terminal error) in the receive queue, waiting for room. False when
+    /// the reader is gone.
+    pub(crate) async fn deliver(&self, item: Inbound) -> bool {
+        if let Ok(message) = &item {
+            self.observe(message);
+        }
+        self.inbox.send(item).await.is_ok()
+    }
+
+    /// Fails request `id` with a JSON-RPC error made here, so that its caller does not wait for a
+    /// response that will never come. The message starts with `plexus-http:`.
+    pub(crate) async fn fail_request(&self, id: &RequestId, why: &str) -> bool {
+        tracing::debug!(server = %self.name, "request {id}: {why}");
+        let response = Response {
+            id: Some(id.clone()),
+            outcome: Err(ErrorObject::new(
+                plexus_jsonrpc::ErrorCode::INTERNAL_ERROR,
+                format!("plexus-http: {why}"),
+            )),
+        };
+        self.deliver(Ok(Message::Response(response))).await
+    }
+
+    // ----- the end -----
+
+    /// Ends the transport with `error` (the first end wins): background work stops and the
+    /// reader gets the error at once. True when this call ended it.
+    pub(crate) fn close_with(&self, error: TransportError) -> bool {
+        {
+            let mut terminal = lock(&self.terminal);
+            if terminal.is_some() {
+                return false;
+            }
+            tracing::debug!(server = %self.name, "the transport closes: {error}");
+            if matches!(error, TransportError::SessionExpired { .. }) {
+                // The server forgot the session: there is nothing to DELETE.
+                self.session_ended.store(true, Ordering::SeqCst);
+            }
+            *terminal = Some(error);
+            self.closed.store(true, Ordering::SeqCst);
+        }
+        self.cancel.cancel();
+        if let Some(waker) = lock(&self.reader_waker).take() {
+            waker.wake();
+        }
+        true
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// The error that ended the transport, if it has ended.
+    pub(crate) fn terminal(&self) -> Option<TransportError> {
+        if !self.is_closed() {
+            return None;
+        }
+        lock(&self.terminal).clone()
+    }
+
+    /// Fails with the terminal error when the transport has ended.
+    pub(crate) fn check_open(&self) -> Result<(), TransportError> {
+        match self.terminal() {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+
+    /// Registers the reader to be woken when the transport ends; true if it already has.
+    pub(crate) fn register_reader(&self, waker: &Waker) -> bool {
+        {
+            let mut slot = lock(&self.reader_waker);
+            if !slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
+                *slot = Some(waker.clone());
+            }
+        }
+        self.is_closed()
+    }
+
+    // ----- terminal I/O failures -----
+
+    /// Counts a terminal I/O failure; the third in a row closes the transport with it.
+    pub(crate) fn count_failure(&self, error: &TransportError) {
+        let count = self.failures.fetch_add(1, Ordering::SeqCst) + 1;
+        if count >= TERMINAL_FAILURES_BEFORE_CLOSE {
+            tracing::warn!(server = %self.name, "{count} connection failures in a row; closing the transport: {error}");
+            self.close_with(error.clone());
+        }
+    }
+
+    /// A request got an HTTP response: the connection works.
+    pub(crate) fn reset_failures(&self) {
+        if self.failures.load(Ordering::Relaxed) != 0 {
+            self.failures.store(0, Ordering::SeqCst);
+        }
+    }
+
+    // ----- background tasks -----
+
+    /// Runs `task` in the background until it ends or the transport closes.
+    pub(crate) fn spawn(self: &Arc<Self>, task: impl Future<Output = ()> + Send + 'static) {
+        let guard = Counted::new(self, |inner| &inner.running_tasks);
+        let cancel = self.cancel.clone();
+        tokio::spawn(async move {
+            let _guard = guard;
+            cancel.run_until_cancelled(task).await;
+        });
+    }
+
+    /// Marks the standalone event stream as started; true the first time.
+    pub(crate) fn claim_event_stream(&self) -> bool {
+        !self.event_stream_started.swap(true, Ordering::SeqCst)
+    }
+
+    pub(crate) fn set_event_stream(&self, state: EventStreamState) {
+        self.event_stream.send_replace(state);
+    }
+
+    pub(crate) fn event_stream(&self) -> EventStreamState {
+        self.event_stream.borrow().clone()
+    }
+
+    /// Waits until the first attempt to open the event stream has an answer (open, none, or
+    /// failed), or until `deadline`.
+    pub(crate) async fn event_stream_answered(&self, deadline: tokio::time::Instant) {
+        let mut states = self.event_stream.subscribe();
+        let answered = states.wait_for(|s| !matches!(s, EventStreamState::NotStarted | EventStreamState::Connecting));
+        let _ = tokio::time::timeout_at(deadline, answered).await;
+    }
+}
+
+/// Counts something while it lives (a request in flight, a running task).
+pub(crate) struct Counted {
+    inner: Arc<Inner>,
+    counter: fn(&Inner) -> &AtomicUsize,
+}
+
+impl Counted {
+    pub(crate) fn new(inner: &Arc<Inner>, counter: fn(&Inner) -> &AtomicUsize) -> Self {
+        counter(inner).fetch_add(1, Ordering::Relaxed);
+        Counted {
+            inner: Arc::clone(inner),
+            counter,
+        }
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        (self.counter)(&self.inner).fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Locks a mutex whose data stays consistent between statements, so a poisoned lock is usable.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The reason of the `Closed` error after an explicit close.
+pub(crate) fn closed_by_client() -> TransportError {
+    TransportError::closed(CLOSED_BY_CLIENT)
+}

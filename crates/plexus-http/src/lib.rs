@@ -1,0 +1,294 @@
+//! The Streamable HTTP MCP transport (protocol 2025-11-25): one POST per message, JSON or SSE responses, the session id and protocol version headers, a resumable event stream for server-initiated messages, auth hooks, and the session's end.
+//!
+//! ```
+//! # use tokio::io::{AsyncReadExt, AsyncWriteExt};
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # // A one-shot stand-in for a real server: it answers the first request with a JSON body.
+//! # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! # let url = format!("http://{}/mcp", listener.local_addr()?);
+//! # tokio::spawn(async move {
+//! #     let (mut socket, _) = listener.accept().await.unwrap();
+//! #     let mut request = vec![0; 64 * 1024];
+//! #     let _ = socket.read(&mut request).await;
+//! #     let body = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"}}"#;
+//! #     let head = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nmcp-session-id: s-1\r\ncontent-length: {}\r\n\r\n", body.len());
+//! #     socket.write_all(format!("{head}{body}").as_bytes()).await.unwrap();
+//! #     let _ = socket.read(&mut request).await; // the DELETE on close
+//! # });
+//! use plexus_http::{HttpConfig, HttpTransport};
+//! use plexus_transport::{Message, OutboundMessage, Transport};
+//!
+//! let transport = HttpTransport::new(HttpConfig::new(url))?; // no network yet
+//! let info = transport.info();
+//! let (sender, mut receiver) = Box::new(transport).split();
+//! let initialize = Message::from_slice(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#)?;
+//! sender.send(OutboundMessage::from_message(&initialize)).await?; // returns with the headers
+//! let Message::Response(response) = receiver.recv().await? else { panic!("a response") };
+//! assert!(response.outcome.is_ok());
+//! assert_eq!(info.session_id().as_deref(), Some("s-1"));
+//! assert_eq!(info.protocol_version().as_deref(), Some("2025-11-25"));
+//! sender.close().await?; // DELETE with the session id, bounded by a short timeout
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Sending
+//!
+//! Every message is a POST to the endpoint with `Accept: application/json, text/event-stream`,
+//! over one pooled keep-alive client (HTTP/1.1, or HTTP/2 when TLS negotiates it). For a request,
+//! [`send`](plexus_transport::TransportSender::send) returns as soon as the response headers are
+//! in, and a background task reads the body into the receiver: a JSON body (one message), or an
+//! SSE stream (a priming event with an id and no data, any requests and notifications of the
+//! server, then the response). Many requests are in flight at once. For a notification or a
+//! response, `send` returns when the server accepted it (202).
+//!
+//! # The session
+//!
+//! The `Mcp-Session-Id` of the `initialize` response is sent on every later request. The
+//! transport learns the negotiated protocol version by reading `result.protocolVersion` of the
+//! `initialize` response as it passes through to the receiver (no setter is needed), and sends
+//! it as `MCP-Protocol-Version` on every later request. The `initialize` request itself goes
+//! without either header. [`SessionInfo`] shows both.
+//!
+//! A 404 to a request that carried a session id means that the server ended the session: the
+//! transport closes with [`TransportError::SessionExpired`], which that `send` returns, the
+//! receiver yields at once (so every in-flight call fails with it) and every later `send`
+//! returns. Its owner reconnects with a new transport (a new `initialize` without a session id)
+//! and retries the call once.
+//!
+//! # Server-initiated messages
+//!
+//! Once the server accepted `notifications/initialized`, a GET opens the standalone event
+//! stream ([`SessionInfo::event_stream`]); a 405 means that the server has none. When it ends or
+//! breaks, it is reopened with `Last-Event-ID` after the server's SSE `retry:` delay if it sent
+//! one, else after a capped exponential backoff with jitter ([`ReconnectPolicy`]: 1 s, ×1.5,
+//! at most 30 s); after [`ReconnectPolicy::max_attempts`] reconnections in a row that brought
+//! nothing, it is given up. A POST's SSE stream that ends before the response is resumed the
+//! same way (`GET` with `Last-Event-ID`); when it cannot be (no event id, 405, too many
+//! fruitless attempts), that request fails with a JSON-RPC error whose message starts with
+//! `plexus-http:` and says why, so that its caller does not wait for its timeout.
+//!
+//! # Failures, timeouts and limits
+//!
+//! - Each request has its own timer ([`HttpConfig::request_timeout`], default 60 s) for its
+//!   response headers (and its whole body when that is JSON); an SSE stream may last longer.
+//!   The client has a connect timeout ([`HttpConfig::connect_timeout`], default 30 s).
+//! - A connection failure (refused, reset, timed out, …) fails that request with
+//!   [`TransportError::Io`]; [`TERMINAL_FAILURES_BEFORE_CLOSE`] (3) in a row close the transport
+//!   with the last of them, so that its owner reconnects. Any HTTP response resets the count.
+//! - A JSON body or SSE event larger than [`HttpConfig::max_message_size`] (16 MiB) is never
+//!   buffered past the cap: the receiver gets [`TransportError::TooLarge`]. An error response's
+//!   body is read up to [`ERROR_BODY_READ_LIMIT`] (16 KiB) for [`TransportError::Http`].
+//! - Redirects are followed within the endpoint's origin only (same method, body and headers).
+//!   A redirect to another origin fails with [`TransportError::Connect`]: credentials and
+//!   custom headers never reach another server.
+//! - An `initialize` POST answered with 400, 404 or 405 fails with [`TransportError::Http`]
+//!   carrying that status: the signal for the layer above to fall back to the legacy HTTP+SSE
+//!   transport at the same URL (this crate does not).
+//!
+//! # Auth
+//!
+//! The configured headers go on every request. Before each request the
+//! [`AuthProvider`](plexus_transport::AuthProvider) (if any) gives its headers (they replace
+//! configured headers of the same name). On a 401 or 403 its
+//! [`on_challenge`](plexus_transport::AuthProvider::on_challenge) gets the parsed
+//! `WWW-Authenticate` challenges, once per request: on `Retry` the request is retried once with
+//! fresh headers; `NeedsAuth` fails it with [`TransportError::NeedsAuth`], `Fail` with
+//! [`TransportError::AuthFailed`]. Without a provider, or when the retry is rejected too, a 401 is
+//! `NeedsAuth` and a 403 `AuthFailed`, each quoting the challenge and the start of the body (the
+//! rules of [`plexus_transport::Credentials`], which every remote transport shares).
+//!
+//! # Closing
+//!
+//! [`close`](plexus_transport::TransportSender::close) stops every background task, ends the
+//! receiver with `the connection is closed: the transport was closed by the client`, and sends
+//! a `DELETE` with the session id (a 405 is fine), bounded by [`CLOSE_TIMEOUT`]. Dropping both
+//! halves does the same in the background when a Tokio runtime is at hand.
+//!
+//! # Runtime
+//!
+//! [`HttpTransport::new`] needs no runtime and touches no network; sending needs a Tokio runtime
+//! with time enabled (either flavour).
+//!
+//! Dependencies: `reqwest` is the HTTP client (connection pool, HTTP/1.1 and HTTP/2, rustls for
+//! TLS, no OpenSSL); `bytes` carries bodies without copies; `tokio-util` provides the
+//! cancellation token that stops the background readers; `serde`/`serde_json` read the
+//! negotiated `protocolVersion` and the message of JSON-RPC error bodies. SSE bodies are decoded
+//! by [`plexus_transport::sse`], which caps every event while it arrives; the headers and the auth
+//! logic are [`plexus_transport::Credentials`].
+#![forbid(unsafe_code)]
+
+mod body;
+mod config;
+mod errors;
+mod inner;
+mod receiver;
+mod request;
+mod sender;
+mod stream;
+
+use std::sync::Arc;
+
+use plexus_transport::{Transport, TransportError, TransportReceiver, TransportSender};
+
+pub use config::{
+    CLOSE_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RECEIVE_QUEUE_CAPACITY, DEFAULT_REQUEST_TIMEOUT,
+    ERROR_BODY_EXCERPT, ERROR_BODY_READ_LIMIT, HttpConfig, MAX_REDIRECTS, ReconnectPolicy, STREAM_END_GRACE,
+    TERMINAL_FAILURES_BEFORE_CLOSE,
+};
+pub use receiver::HttpReceiver;
+pub use sender::HttpSender;
+
+use crate::inner::Inner;
+
+/// The reason of the [`TransportError::Closed`] after [`close`](TransportSender::close).
+pub const CLOSED_BY_CLIENT: &str = "the transport was closed by the client";
+
+/// The reason of the [`TransportError::Closed`] after both halves were dropped.
+const DROPPED: &str = "the transport was dropped";
+
+/// A Streamable HTTP transport to one MCP endpoint, ready to be split into its two halves.
+#[derive(Debug)]
+pub struct HttpTransport {
+    sender: HttpSender,
+    receiver: HttpReceiver,
+    info: SessionInfo,
+}
+
+impl HttpTransport {
+    /// Checks `config` and sets up the HTTP client; nothing is sent until the first message.
+    ///
+    /// Fails with [`TransportError::Connect`] naming the URL when it is not an `http` or `https`
+    /// URL, when a configured header is invalid, or when the HTTP client cannot be set up.
+    pub fn new(config: HttpConfig) -> Result<HttpTransport, TransportError> {
+        let (inner, queue) = Inner::new(config)?;
+        let handle = Arc::new(Handle {
+            inner: Arc::clone(&inner),
+        });
+        Ok(HttpTransport {
+            sender: HttpSender::new(Arc::clone(&inner), Arc::clone(&handle)),
+            receiver: HttpReceiver::new(Arc::clone(&inner), queue, handle),
+            info: SessionInfo { inner },
+        })
+    }
+
+    /// The session's state; the handle stays valid after the split.
+    pub fn info(&self) -> SessionInfo {
+        self.info.clone()
+    }
+
+    /// The two halves, with their concrete types.
+    pub fn into_parts(self) -> (HttpSender, HttpReceiver) {
+        (self.sender, self.receiver)
+    }
+}
+
+impl Transport for HttpTransport {
+    /// The endpoint's URL without credentials (a query is shown as `?…`).
+    fn describe(&self) -> String {
+        self.info.inner.description.clone()
+    }
+
+    fn split(self: Box<Self>) -> (Box<dyn TransportSender>, Box<dyn TransportReceiver>) {
+        let (sender, receiver) = self.into_parts();
+        (Box::new(sender), Box::new(receiver))
+    }
+}
+
+/// The state of the standalone event stream (server-initiated messages).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EventStreamState {
+    /// Not opened yet: it opens once the server accepted `notifications/initialized`.
+    NotStarted,
+    /// The first GET is on its way.
+    Connecting,
+    /// Open: server messages arrive on it.
+    Open,
+    /// Waiting to reconnect, after `failures` reconnections in a row that brought nothing.
+    Reconnecting {
+        /// Fruitless reconnections so far (0 after a stream that delivered something).
+        failures: u32,
+    },
+    /// The server offers no event stream (it answered the GET with 405).
+    Unsupported,
+    /// Given up (see [`ReconnectPolicy::max_attempts`]); server-initiated messages no longer
+    /// arrive, requests still work.
+    GaveUp {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A view of a transport's session and activity, for diagnostics and tests. It stays valid
+/// (showing the last state) after the transport ends.
+#[derive(Clone)]
+pub struct SessionInfo {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for SessionInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionInfo")
+            .field("url", &self.inner.description)
+            // A session id is a credential of sorts: only whether there is one.
+            .field("has_session", &self.session_id().is_some())
+            .field("protocol_version", &self.protocol_version())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SessionInfo {
+    pub(crate) fn new(inner: Arc<Inner>) -> Self {
+        SessionInfo { inner }
+    }
+
+    /// The session id the server gave in its `initialize` response, if any.
+    pub fn session_id(&self) -> Option<String> {
+        self.inner.session_id().map(|(id, _)| id)
+    }
+
+    /// The protocol version read from the `initialize` response (sent as
+    /// `MCP-Protocol-Version` on every later request).
+    pub fn protocol_version(&self) -> Option<String> {
+        self.inner.protocol_version().map(|(version, _)| version)
+    }
+
+    /// The state of the standalone event stream.
+    pub fn event_stream(&self) -> EventStreamState {
+        self.inner.event_stream()
+    }
+
+    /// How many `send` calls are running (each with its timer armed).
+    pub fn requests_in_flight(&self) -> usize {
+        self.inner.requests_in_flight.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many background tasks are running (body readers and the event stream).
+    pub fn running_tasks(&self) -> usize {
+        self.inner.running_tasks.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Whether the transport has ended, and why.
+    pub fn closed(&self) -> Option<TransportError> {
+        self.inner.terminal()
+    }
+}
+
+/// Ends the transport when both halves are gone.
+pub(crate) struct Handle {
+    inner: Arc<Inner>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.inner.close_with(TransportError::closed(DROPPED));
+        let needs_delete =
+            self.inner.session_id().is_some() && !self.inner.session_ended.load(std::sync::atomic::Ordering::SeqCst);
+        if needs_delete && let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let inner = Arc::clone(&self.inner);
+            runtime.spawn(async move { inner.end_session().await });
+        }
+    }
+}

@@ -1,0 +1,275 @@
+//! SSE streams into the receiver: a request's response stream (resumed with `GET` and
+//! `Last-Event-ID` when the server closes it before the response) and the standalone `GET`
+//! stream of server-initiated messages (reconnected with backoff).
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use plexus_jsonrpc::{Message, RequestId};
+use plexus_transport::TransportError;
+use plexus_transport::sse::{Decoded, EventDecoder};
+use reqwest::header::CONTENT_TYPE;
+use tokio::time::Instant;
+
+use crate::EventStreamState;
+use crate::config::STREAM_END_GRACE;
+use crate::errors::io_error;
+use crate::inner::Inner;
+use crate::request::RequestSpec;
+
+/// One logical event stream, across its reconnections.
+struct EventStream {
+    decoder: EventDecoder,
+    /// The request whose response completes a POST stream.
+    awaiting: Option<RequestId>,
+    answered: bool,
+    /// Events delivered so far.
+    delivered: u64,
+}
+
+/// How one connection of a stream ended.
+enum Ended {
+    /// The server ended the body.
+    Closed,
+    /// The connection broke.
+    Failed(io::Error),
+    /// The reader is gone: nobody wants the messages.
+    ReaderGone,
+}
+
+/// Why a stream stopped for good.
+enum Stop {
+    /// The response it was opened for arrived.
+    Answered,
+    ReaderGone,
+    /// A POST stream ended before its response without an event id to resume from.
+    NoEventId(String),
+    /// The server answered `GET` with 405.
+    Unsupported,
+    /// An error that reconnecting cannot fix.
+    Failed(TransportError),
+    /// Too many reconnections in a row brought nothing.
+    GaveUp(String),
+}
+
+impl EventStream {
+    fn new(max_message_size: usize, awaiting: Option<RequestId>) -> Self {
+        EventStream {
+            decoder: EventDecoder::new(max_message_size),
+            awaiting,
+            answered: false,
+            delivered: 0,
+        }
+    }
+
+    /// What changes when a connection brought something new.
+    fn progress(&self) -> (u64, Option<String>) {
+        (self.delivered, self.decoder.last_event_id().map(str::to_owned))
+    }
+
+    /// Reads one connection's events into the receiver until it ends.
+    async fn consume(&mut self, inner: &Inner, mut response: reqwest::Response) -> Ended {
+        let mut grace: Option<Instant> = None;
+        loop {
+            let next = match grace {
+                None => response.chunk().await,
+                Some(deadline) => match tokio::time::timeout_at(deadline, response.chunk()).await {
+                    Ok(next) => next,
+                    Err(_) => return Ended::Closed,
+                },
+            };
+            let chunk = match next {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => return Ended::Closed,
+                Err(e) => return Ended::Failed(io_error(&e)),
+            };
+            let mut input = &chunk[..];
+            while let Some(decoded) = self.decoder.decode(&mut input) {
+                let item = match decoded {
+                    Decoded::TooLarge => Err(TransportError::TooLarge {
+                        limit: inner.max_message_size,
+                    }),
+                    // Other event types, and events without a message (a priming event carries
+                    // only its id), are not for the session.
+                    Decoded::Event(event) if !event.is_message() || event.data.iter().all(u8::is_ascii_whitespace) => {
+                        continue;
+                    }
+                    Decoded::Event(event) => match Message::from_slice(&event.data) {
+                        Ok(message) => {
+                            if let (Message::Response(response), Some(awaiting)) = (&message, &self.awaiting)
+                                && response.id.as_ref() == Some(awaiting)
+                            {
+                                self.answered = true;
+                            }
+                            Ok(message)
+                        }
+                        Err(e) => Err(TransportError::Protocol { reason: e.to_string() }),
+                    },
+                };
+                self.delivered += 1;
+                if !inner.deliver(item).await {
+                    return Ended::ReaderGone;
+                }
+            }
+            if self.answered && grace.is_none() {
+                grace = Some(Instant::now() + STREAM_END_GRACE);
+            }
+        }
+    }
+
+    /// Reads the stream, reconnecting with `GET` (and `Last-Event-ID` once the server sent an
+    /// event id) until it stops for good. `first` is a response already open (a POST's).
+    async fn run(&mut self, inner: &Arc<Inner>, mut first: Option<reqwest::Response>) -> Stop {
+        let standalone = self.awaiting.is_none();
+        let policy = inner.reconnect;
+        // Reconnections in a row that brought nothing, and what went wrong last.
+        let mut failures: u32 = 0;
+        let mut last_problem = String::new();
+        let mut reconnecting = first.is_some();
+        loop {
+            let response = if let Some(response) = first.take() {
+                response
+            } else {
+                if !standalone && self.decoder.last_event_id().is_none() {
+                    return Stop::NoEventId(last_problem);
+                }
+                if reconnecting {
+                    if failures >= policy.max_attempts {
+                        return Stop::GaveUp(format!(
+                            "{failures} connection attempts in a row brought nothing (last: {last_problem})"
+                        ));
+                    }
+                    if standalone {
+                        inner.set_event_stream(EventStreamState::Reconnecting { failures });
+                    }
+                    let delay = self
+                        .decoder
+                        .retry()
+                        .unwrap_or_else(|| policy.delay(failures.saturating_sub(1), random_fraction()));
+                    tokio::time::sleep(delay).await;
+                }
+                reconnecting = true;
+                let deadline = Instant::now() + inner.request_timeout;
+                let last_event_id = self.decoder.last_event_id().map(str::to_owned);
+                match inner.execute(&RequestSpec::get(last_event_id), deadline).await {
+                    Ok(response) if is_event_stream(&response) => response,
+                    Ok(response) => {
+                        failures += 1;
+                        last_problem = format!(
+                            "GET answered HTTP {} without an event stream",
+                            response.status().as_u16()
+                        );
+                        continue;
+                    }
+                    Err(TransportError::Http { status: 405, .. }) => return Stop::Unsupported,
+                    Err(e) if inner.is_closed() || !worth_retrying(&e) => return Stop::Failed(e),
+                    Err(e) => {
+                        failures += 1;
+                        last_problem = e.to_string();
+                        continue;
+                    }
+                }
+            };
+            if standalone {
+                inner.set_event_stream(EventStreamState::Open);
+            }
+            let before = self.progress();
+            match self.consume(inner, response).await {
+                Ended::ReaderGone => return Stop::ReaderGone,
+                Ended::Closed => "the server ended the stream".clone_into(&mut last_problem),
+                Ended::Failed(e) => last_problem = format!("the stream broke: {e}"),
+            }
+            if self.answered {
+                return Stop::Answered;
+            }
+            if self.progress() == before {
+                failures += 1;
+            } else {
+                failures = 0;
+            }
+        }
+    }
+}
+
+/// Whether a failed reconnection may succeed later: connection failures, 5xx, 408 and 429.
+fn worth_retrying(error: &TransportError) -> bool {
+    match error {
+        TransportError::Io { .. } => true,
+        TransportError::Http { status, .. } => *status >= 500 || *status == 408 || *status == 429,
+        _ => false,
+    }
+}
+
+fn is_event_stream(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("text/event-stream"))
+}
+
+/// A number in `0.0..1.0` for the jitter, different on every call (no RNG dependency: std's
+/// randomly keyed hasher over a counter).
+fn random_fraction() -> f64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    #[allow(clippy::cast_precision_loss, reason = "53 random bits fit an f64 exactly")]
+    let fraction = (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64;
+    fraction
+}
+
+/// Reads a request's SSE response; when the server ends it before the response, resumes it
+/// with `GET` and `Last-Event-ID` (after the server's `retry:` delay, else the backoff). When it
+/// cannot be resumed, request `id` fails with a JSON-RPC error that says why.
+pub(crate) async fn read_post_stream(inner: Arc<Inner>, response: reqwest::Response, id: RequestId) {
+    let mut stream = EventStream::new(inner.max_message_size, Some(id.clone()));
+    let why = match stream.run(&inner, Some(response)).await {
+        Stop::Answered | Stop::ReaderGone => return,
+        // The terminal error fails every call.
+        _ if inner.is_closed() => return,
+        Stop::NoEventId(problem) => format!(
+            "the response stream ended before the response ({problem}) and the server sent no event id to resume from"
+        ),
+        Stop::Unsupported => {
+            "the response stream ended before the response and cannot be resumed: the server answered GET with 405"
+                .to_owned()
+        }
+        Stop::Failed(e) => format!("resuming the response stream failed: {e}"),
+        Stop::GaveUp(reason) => format!("the response stream could not be resumed: {reason}"),
+    };
+    inner.fail_request(&id, &why).await;
+}
+
+impl Inner {
+    /// Opens the standalone `GET` event stream once (after `notifications/initialized`).
+    pub(crate) fn start_event_stream(self: &Arc<Self>) {
+        if !self.claim_event_stream() {
+            return;
+        }
+        self.set_event_stream(EventStreamState::Connecting);
+        let inner = Arc::clone(self);
+        self.spawn(async move {
+            let mut stream = EventStream::new(inner.max_message_size, None);
+            let state = match stream.run(&inner, None).await {
+                Stop::Unsupported => {
+                    tracing::debug!(server = %inner.name, "the server offers no event stream (GET answered 405)");
+                    EventStreamState::Unsupported
+                }
+                Stop::Failed(e) => EventStreamState::GaveUp { reason: e.to_string() },
+                Stop::GaveUp(reason) | Stop::NoEventId(reason) => EventStreamState::GaveUp { reason },
+                Stop::Answered | Stop::ReaderGone => return,
+            };
+            if let EventStreamState::GaveUp { reason } = &state
+                && !inner.is_closed()
+            {
+                tracing::warn!(server = %inner.name, "gave up the event stream of server-initiated messages: {reason}");
+            }
+            inner.set_event_stream(state);
+        });
+    }
+}

@@ -1,0 +1,297 @@
+//! What goes wrong on the wire, against a scripted server: error bodies, resets and refusals
+//! (three in a row close the transport), per-request and connect timeouts, and bodies and
+//! events over the size cap.
+
+mod common;
+
+use std::time::Duration;
+
+use common::mcp::{error_of, handshake, recv, recv_response, request, script, transport};
+use common::{Reply, Step, TestServer, event, guard, priming};
+use plexus_jsonrpc::RequestId;
+use plexus_transport::{ErrorClass, TransportError, TransportSender};
+
+/// The server answers `reset` by resetting the connection, and everything else normally.
+fn resetting() -> impl Fn(&common::Recorded) -> Reply + Send + Sync + 'static {
+    script(|r| (r.rpc_method().as_deref() == Some("reset")).then_some(Reply::Reset))
+}
+
+fn assert_terminal_io(error: &TransportError, expected: &str) {
+    assert_eq!(error.class(), ErrorClass::TerminalIo, "{error:?}");
+    assert_eq!(error.to_string(), expected);
+}
+
+#[tokio::test]
+async fn three_connection_failures_in_a_row_close_the_transport_and_a_success_resets_the_count() {
+    let server = TestServer::start(resetting()).await;
+    let reset = format!("POST {}: Connection reset by peer (os error 104)", server.url);
+    let (sender, mut receiver, info) = transport(&server.url, |c| c);
+    handshake(&sender, &mut receiver).await;
+    // The event stream's GET gets a 405, a response that resets the count: let it come first.
+    guard(async {
+        while info.event_stream() != plexus_http::EventStreamState::Unsupported {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    for _ in 0..2 {
+        let error = guard(sender.send(request(1, "reset"))).await.unwrap_err();
+        assert_terminal_io(&error, &reset);
+        assert!(!sender.is_closed(), "a single failure fails only its request");
+    }
+    guard(sender.send(request(2, "ping"))).await.unwrap();
+    assert_eq!(recv_response(&mut receiver).await.id, Some(RequestId::Number(2)));
+    for _ in 0..2 {
+        guard(sender.send(request(3, "reset"))).await.unwrap_err();
+        assert!(!sender.is_closed(), "the success reset the count");
+    }
+    let third = guard(sender.send(request(4, "reset"))).await.unwrap_err();
+    assert_terminal_io(&third, &reset);
+    assert!(sender.is_closed());
+    let terminal = recv(&mut receiver).await.unwrap_err();
+    assert_eq!(terminal.to_string(), third.to_string());
+    assert_eq!(terminal.class(), ErrorClass::TerminalIo);
+    assert_eq!(info.closed().unwrap().to_string(), third.to_string());
+    sender.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_a_terminal_io_error() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    drop(listener);
+    let (sender, mut receiver, _info) = transport(&url, |c| c);
+    let mut errors = Vec::new();
+    for id in 0..3 {
+        errors.push(guard(sender.send(request(id, "ping"))).await.unwrap_err());
+    }
+    for error in &errors {
+        assert!(
+            matches!(error, TransportError::Io { source, .. } if source.kind() == std::io::ErrorKind::ConnectionRefused),
+            "{error:?}"
+        );
+        assert_terminal_io(
+            error,
+            &format!("POST {url}: could not connect: Connection refused (os error 111)"),
+        );
+    }
+    assert!(sender.is_closed());
+    assert_eq!(
+        recv(&mut receiver).await.unwrap_err().to_string(),
+        errors[2].to_string()
+    );
+}
+
+#[tokio::test]
+async fn slow_headers_hit_the_per_request_timeout() {
+    let server = TestServer::start(script(|r| {
+        (r.rpc_method().as_deref() == Some("slow")).then_some(Reply::Silent)
+    }))
+    .await;
+    let (sender, mut receiver, info) = transport(&server.url, |c| c.request_timeout(Duration::from_millis(300)));
+    handshake(&sender, &mut receiver).await;
+    let error = guard(sender.send(request(1, "slow"))).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "POST {}: no response within 300ms (the per-request timeout)",
+            server.url
+        )
+    );
+    assert!(matches!(&error, TransportError::Io { source, .. } if source.kind() == std::io::ErrorKind::TimedOut));
+    assert!(!sender.is_closed());
+    assert_eq!(info.requests_in_flight(), 0);
+    // The next request has its own timer and goes through.
+    guard(sender.send(request(2, "ping"))).await.unwrap();
+    assert_eq!(recv_response(&mut receiver).await.id, Some(RequestId::Number(2)));
+    sender.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_json_body_that_stalls_fails_its_request_at_the_timeout() {
+    let server = TestServer::start(script(|r| {
+        (r.rpc_method().as_deref() == Some("stall")).then(|| Reply::Partial {
+            status: 200,
+            headers: vec![("content-type".into(), "application/json".into())],
+            declared: 100,
+            sent: br#"{"jsonrpc":"#.to_vec(),
+        })
+    }))
+    .await;
+    let (sender, mut receiver, _info) = transport(&server.url, |c| c.request_timeout(Duration::from_millis(300)));
+    handshake(&sender, &mut receiver).await;
+    guard(sender.send(request(1, "stall"))).await.unwrap();
+    let response = recv_response(&mut receiver).await;
+    assert_eq!(response.id, Some(RequestId::Number(1)));
+    assert_eq!(
+        error_of(&response),
+        "plexus-http: the response body did not arrive within 300ms (the per-request timeout)"
+    );
+    sender.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_error_body_is_read_only_up_to_16_kib() {
+    // 20 KiB of a body that claims 1 MiB and then never ends: reading past 16 KiB would wait for
+    // the 60 s request timeout, past the hang guard.
+    let server = TestServer::start(script(|r| {
+        (r.rpc_method().as_deref() == Some("boom")).then(|| Reply::Partial {
+            status: 500,
+            headers: vec![("content-type".into(), "text/plain".into())],
+            declared: 1 << 20,
+            sent: vec![b'x'; 20 * 1024],
+        })
+    }))
+    .await;
+    let (sender, mut receiver, _info) = transport(&server.url, |c| c);
+    handshake(&sender, &mut receiver).await;
+    let error = guard(sender.send(request(1, "boom"))).await.unwrap_err();
+    let TransportError::Http { status, what, body } = &error else {
+        panic!("expected an HTTP error, got {error:?}")
+    };
+    assert_eq!(*status, 500);
+    assert_eq!(what, &format!("POST {}", server.url));
+    assert_eq!(body, &format!("{}…", "x".repeat(plexus_http::ERROR_BODY_EXCERPT)));
+    assert!(!sender.is_closed());
+    sender.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_json_body_over_the_cap_is_not_read_and_fails_its_request() {
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"pad":"{}"}}}}"#,
+        "p".repeat(4096)
+    );
+    let server = TestServer::start(script(move |r| match r.rpc_method().as_deref() {
+        Some("declared") => Some(Reply::json(big.clone(), &[])),
+        // Chunked, so the size is unknown up front, and it never ends: only the cap stops it.
+        Some("endless") => Some(Reply::Chunked {
+            status: 200,
+            headers: vec![("content-type".into(), "application/json".into())],
+            steps: vec![Step::Text("[".repeat(3000)), Step::Forever],
+        }),
+        _ => None,
+    }))
+    .await;
+    let (sender, mut receiver, _info) = transport(&server.url, |c| c.max_message_size(1024));
+    handshake(&sender, &mut receiver).await;
+    for (id, method) in [(1, "declared"), (2, "endless")] {
+        guard(sender.send(request(id, method))).await.unwrap();
+        let too_large = recv(&mut receiver).await.unwrap_err();
+        assert!(
+            matches!(too_large, TransportError::TooLarge { limit: 1024 }),
+            "{too_large:?}"
+        );
+        assert!(!too_large.is_terminal());
+        let response = recv_response(&mut receiver).await;
+        assert_eq!(response.id, Some(RequestId::Number(id)));
+        assert_eq!(
+            error_of(&response),
+            "plexus-http: the response body is larger than the 1024-byte limit; it was discarded"
+        );
+    }
+    sender.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_sse_event_over_the_cap_is_skipped_and_the_stream_goes_on() {
+    let server = TestServer::start(script(|r| {
+        (r.rpc_method().as_deref() == Some("tools/call")).then(|| {
+            let big = format!(
+                r#"{{"jsonrpc":"2.0","method":"big","params":{{"pad":"{}"}}}}"#,
+                "p".repeat(4096)
+            );
+            Reply::sse(
+                &[],
+                vec![
+                    priming("0"),
+                    event(Some("1"), &big),
+                    event(Some("2"), &common::mcp::result(&r.rpc_id(), &serde_json::json!({}))),
+                    Step::End,
+                ],
+            )
+        })
+    }))
+    .await;
+    let (sender, mut receiver, _info) = transport(&server.url, |c| c.max_message_size(1024));
+    handshake(&sender, &mut receiver).await;
+    guard(sender.send(request(5, "tools/call"))).await.unwrap();
+    let too_large = recv(&mut receiver).await.unwrap_err();
+    assert_eq!(
+        too_large.to_string(),
+        "a message from the server is larger than the 1024-byte limit; it was discarded"
+    );
+    let response = recv_response(&mut receiver).await;
+    assert_eq!(response.id, Some(RequestId::Number(5)));
+    assert!(response.outcome.is_ok());
+    sender.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_body_that_is_not_json_rpc_is_reported_and_fails_its_request() {
+    let server = TestServer::start(script(|r| {
+        (r.rpc_method().as_deref() == Some("garbage")).then(|| Reply::json("[1, 2]", &[]))
+    }))
+    .await;
+    let (sender, mut receiver, _info) = transport(&server.url, |c| c);
+    handshake(&sender, &mut receiver).await;
+    guard(sender.send(request(1, "garbage"))).await.unwrap();
+    let bad = recv(&mut receiver).await.unwrap_err();
+    assert_eq!(
+        bad.to_string(),
+        "the server sent an invalid message: the message is a JSON array (a JSON-RPC batch); MCP does not allow batching"
+    );
+    assert_eq!(
+        error_of(&recv_response(&mut receiver).await),
+        "plexus-http: the response body is not a JSON-RPC message: the message is a JSON array (a JSON-RPC batch); \
+         MCP does not allow batching"
+    );
+    sender.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_server_that_hangs_up_fails_the_request() {
+    let server = TestServer::start(script(|r| {
+        (r.rpc_method().as_deref() == Some("hangup")).then_some(Reply::Hangup)
+    }))
+    .await;
+    let (sender, mut receiver, _info) = transport(&server.url, |c| c);
+    handshake(&sender, &mut receiver).await;
+    let error = guard(sender.send(request(1, "hangup"))).await.unwrap_err();
+    assert_terminal_io(
+        &error,
+        &format!("POST {}: connection closed before message completed", server.url),
+    );
+    sender.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_connect_timeout_bounds_a_connection_that_never_opens() {
+    // A listener that never accepts, with a backlog of 1: once its queue is full, the kernel
+    // drops further SYNs and connecting hangs.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = socket.listen(1).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut fillers = Vec::new();
+    loop {
+        match tokio::time::timeout(Duration::from_millis(200), tokio::net::TcpStream::connect(addr)).await {
+            Ok(Ok(stream)) => fillers.push(stream),
+            Ok(Err(e)) => panic!("filling the backlog failed: {e}"),
+            Err(_) => break,
+        }
+        assert!(fillers.len() < 64, "the backlog never filled up");
+    }
+    let url = format!("http://{addr}/mcp");
+    let (sender, _receiver, _info) = transport(&url, |c| c.connect_timeout(Duration::from_millis(200)));
+    let error = guard(sender.send(request(1, "ping"))).await.unwrap_err();
+    assert!(
+        matches!(&error, TransportError::Io { source, .. } if source.kind() == std::io::ErrorKind::TimedOut),
+        "{error:?}"
+    );
+    assert_terminal_io(
+        &error,
+        &format!("POST {url}: could not connect within 200ms (the connect timeout)"),
+    );
+    drop(listener);
+}

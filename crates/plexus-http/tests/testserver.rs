@@ -1,0 +1,232 @@
+//! Against plexus-testserver's Streamable HTTP mode, run in-process on 127.0.0.1 through its
+//! library API: a real MCP server with switchable faults.
+
+mod common;
+
+use std::time::Duration;
+
+use clap::Parser;
+use common::guard;
+use common::mcp::{error_of, handshake, initialize, recv, recv_message, recv_response, request, result_of, transport};
+use plexus_http::{EventStreamState, ReconnectPolicy};
+use plexus_jsonrpc::{Message, Request, RequestId};
+use plexus_testserver::{Cli, Command, RemoteServer};
+use plexus_transport::{ErrorClass, OutboundMessage, TransportError, TransportSender};
+use serde_json::json;
+
+/// Starts `plexus-testserver http ARGS…` in this process.
+async fn serve(args: &[&str]) -> RemoteServer {
+    let argv = ["plexus-testserver", "http"].iter().chain(args);
+    let cli = Cli::try_parse_from(argv).unwrap();
+    let Command::Http(options) = cli.command else {
+        panic!("`http` parses as the http mode")
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    RemoteServer::http(listener, options).unwrap()
+}
+
+async fn wait_for_state(info: &plexus_http::SessionInfo, state: EventStreamState) {
+    guard(async {
+        while info.event_stream() != state {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+}
+
+fn echo(id: i64, text: &str) -> OutboundMessage {
+    let params = serde_json::value::to_raw_value(&json!({"name": "echo", "arguments": {"text": text}})).unwrap();
+    OutboundMessage::from_message(&Message::Request(Request {
+        id: RequestId::Number(id),
+        method: "tools/call".into(),
+        params: Some(params),
+    }))
+}
+
+fn echoed(response: &plexus_jsonrpc::Response) -> String {
+    result_of(response)["content"][0]["text"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_session_with_sse_and_json_responses() {
+    for args in [&[][..], &["--json-response"][..]] {
+        let server = serve(args).await;
+        let (sender, mut receiver, info) = transport(server.url(), |c| c);
+        handshake(&sender, &mut receiver).await;
+        assert!(info.session_id().is_some(), "{args:?}");
+        assert_eq!(info.protocol_version().as_deref(), Some("2025-11-25"));
+        guard(sender.send(request(1, "tools/list"))).await.unwrap();
+        let tools = result_of(&recv_response(&mut receiver).await);
+        assert!(tools["tools"].as_array().unwrap().iter().any(|t| t["name"] == "echo"));
+        guard(sender.send(echo(2, "hello"))).await.unwrap();
+        assert_eq!(echoed(&recv_response(&mut receiver).await), "hello");
+        sender.close().await.unwrap();
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn a_stream_closed_after_its_priming_event_is_resumed_after_the_servers_retry() {
+    let server = serve(&["--sse-retry-ms", "20"]).await;
+    let patient = ReconnectPolicy {
+        initial_delay: Duration::from_secs(3600),
+        max_delay: Duration::from_secs(3600),
+        ..ReconnectPolicy::default()
+    };
+    let (sender, mut receiver, _info) = transport(server.url(), |c| c.reconnect(patient));
+    handshake(&sender, &mut receiver).await;
+    for id in 1..=3 {
+        guard(sender.send(echo(id, &format!("resumed {id}")))).await.unwrap();
+        let response = recv_response(&mut receiver).await;
+        assert_eq!(response.id, Some(RequestId::Number(id)));
+        assert_eq!(echoed(&response), format!("resumed {id}"));
+    }
+    sender.close().await.unwrap();
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_that_does_not_resume_fails_the_request_with_its_reason() {
+    let server = serve(&["--sse-retry-ms", "1", "--no-resume"]).await;
+    let (sender, mut receiver, _info) = transport(server.url(), |c| c);
+    handshake(&sender, &mut receiver).await;
+    guard(sender.send(echo(1, "lost"))).await.unwrap();
+    let message = error_of(&recv_response(&mut receiver).await);
+    assert!(
+        message.starts_with(&format!(
+            "plexus-http: resuming the response stream failed: the server answered HTTP 400 to GET {}: Bad Request: \
+             this server does not resume streams (--no-resume)",
+            server.url()
+        )),
+        "{message}"
+    );
+    sender.close().await.unwrap();
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_expired_session_ends_the_transport() {
+    // initialize and one call (notifications do not count); the next request finds the session gone.
+    let server = serve(&["--expire-session-after", "2", "--no-get-stream"]).await;
+    let (sender, mut receiver, info) = transport(server.url(), |c| c);
+    handshake(&sender, &mut receiver).await;
+    guard(sender.send(echo(1, "still here"))).await.unwrap();
+    assert_eq!(echoed(&recv_response(&mut receiver).await), "still here");
+    let error = guard(sender.send(echo(2, "gone"))).await.unwrap_err();
+    assert_eq!(error.class(), ErrorClass::SessionExpired);
+    let session = info.session_id().unwrap();
+    assert_eq!(
+        error.to_string(),
+        format!("the server ended the session {session:?} (it answered 404); reconnect and retry")
+    );
+    assert_eq!(
+        recv(&mut receiver).await.unwrap_err().class(),
+        ErrorClass::SessionExpired
+    );
+    sender.close().await.unwrap();
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn resets_close_the_transport_after_three_in_a_row() {
+    // The first two POSTs (initialize, initialized) are served; every later one is reset.
+    let server = serve(&["--reset-after", "2", "--no-get-stream"]).await;
+    let (sender, mut receiver, info) = transport(server.url(), |c| c);
+    handshake(&sender, &mut receiver).await;
+    // The GET's 405 is a response, which resets the count: let it come first.
+    wait_for_state(&info, EventStreamState::Unsupported).await;
+    for id in 1..=3 {
+        let error = guard(sender.send(echo(id, "x"))).await.unwrap_err();
+        assert_eq!(error.class(), ErrorClass::TerminalIo, "{error}");
+        assert_eq!(sender.is_closed(), id == 3);
+    }
+    assert_eq!(recv(&mut receiver).await.unwrap_err().class(), ErrorClass::TerminalIo);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn statuses_the_layer_above_acts_on() {
+    for status in ["400", "404", "405"] {
+        let server = serve(&["--http-status-on-initialize", status]).await;
+        let (sender, _receiver, _info) = transport(server.url(), |c| c);
+        let error = guard(sender.send(initialize(0))).await.unwrap_err();
+        assert!(
+            matches!(error, TransportError::Http { status: s, .. } if s.to_string() == status),
+            "{error:?}"
+        );
+        server.shutdown().await;
+    }
+    let server = serve(&["--require-header", "Authorization: Bearer right"]).await;
+    let (sender, _receiver, _info) = transport(server.url(), |c| c);
+    let error = guard(sender.send(initialize(0))).await.unwrap_err();
+    assert_eq!(error.class(), ErrorClass::NeedsAuth, "{error}");
+    let (sender, mut receiver, _info) = transport(server.url(), |c| c.header("Authorization", "Bearer right"));
+    handshake(&sender, &mut receiver).await;
+    sender.close().await.unwrap();
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_oversize_event_is_reported_and_the_response_still_arrives() {
+    let server = serve(&["--oversize-event", "200000"]).await;
+    let (sender, mut receiver, _info) = transport(server.url(), |c| c.max_message_size(64 * 1024));
+    handshake(&sender, &mut receiver).await;
+    guard(sender.send(echo(1, "after the big one"))).await.unwrap();
+    let too_large = recv(&mut receiver).await.unwrap_err();
+    assert!(
+        matches!(too_large, TransportError::TooLarge { limit: 65536 }),
+        "{too_large:?}"
+    );
+    assert_eq!(echoed(&recv_response(&mut receiver).await), "after the big one");
+    sender.close().await.unwrap();
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn slow_headers_meet_the_per_request_timeout() {
+    let server = serve(&["--slow-headers-ms", "5000"]).await;
+    let (sender, _receiver, _info) = transport(server.url(), |c| c.request_timeout(Duration::from_millis(200)));
+    let error = guard(sender.send(initialize(0))).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "POST {}: no response within 200ms (the per-request timeout)",
+            server.url()
+        )
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_get_stream_carries_server_notifications_or_is_refused() {
+    let server = serve(&["--no-get-stream"]).await;
+    let (sender, mut receiver, info) = transport(server.url(), |c| c);
+    handshake(&sender, &mut receiver).await;
+    wait_for_state(&info, EventStreamState::Unsupported).await;
+    sender.close().await.unwrap();
+    server.shutdown().await;
+
+    // With --json-response, messages related to a request travel on the GET stream.
+    let server = serve(&["--json-response"]).await;
+    let (sender, mut receiver, info) = transport(server.url(), |c| c);
+    handshake(&sender, &mut receiver).await;
+    wait_for_state(&info, EventStreamState::Open).await;
+    let params = serde_json::value::to_raw_value(&json!({"name": "trigger-list-changed", "arguments": {}})).unwrap();
+    let call = Message::Request(Request {
+        id: RequestId::Number(1),
+        method: "tools/call".into(),
+        params: Some(params),
+    });
+    guard(sender.send(OutboundMessage::from_message(&call))).await.unwrap();
+    let mut saw_notification = false;
+    let mut saw_response = false;
+    while !(saw_notification && saw_response) {
+        match recv_message(&mut receiver).await {
+            Message::Notification(n) if n.method == "notifications/tools/list_changed" => saw_notification = true,
+            Message::Response(r) if r.id == Some(RequestId::Number(1)) => saw_response = true,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    sender.close().await.unwrap();
+    server.shutdown().await;
+}

@@ -1,0 +1,133 @@
+//! Where to connect, with which headers, and the limits and timeouts of the transport.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use plexus_transport::AuthProvider;
+use plexus_transport::redact::{debug_remote_config, redact_url};
+
+/// How long [`SseTransport::connect`](crate::SseTransport::connect) waits for the TCP and TLS
+/// connection and for the event stream's response headers: 30 s (the reference `MCP_TIMEOUT`).
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long the server has to send the `endpoint` event once the event stream is open: 10 s.
+pub const DEFAULT_ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long one POST of a message may take, from sending to the end of the server's answer: 30 s.
+/// The server's reply to the message comes later, on the event stream; each POST has its own timer.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The largest event accepted on the event stream: 16 MiB (the same as the stdio line limit).
+pub const DEFAULT_MAX_EVENT_SIZE: usize = plexus_jsonrpc::DEFAULT_MAX_MESSAGE_SIZE;
+
+/// How many POSTs may be in flight at once before `send` waits: 32.
+pub const DEFAULT_MAX_CONCURRENT_POSTS: usize = 32;
+
+/// How many bytes of an error response's body are read (the error keeps a short excerpt): 16 KiB.
+pub const MAX_ERROR_BODY: usize = plexus_transport::ERROR_BODY_READ_LIMIT;
+
+/// How many `message` events the server may send before its `endpoint` event; they are delivered
+/// first. More is a connect error (a server that floods before saying where to post is broken).
+pub const MAX_EARLY_MESSAGES: usize = 64;
+
+/// How many same-origin redirects are followed; a redirect to another origin is never followed.
+pub const MAX_REDIRECTS: usize = 10;
+
+/// An idle connection is probed by TCP keepalive after this long, so that a silent event stream
+/// whose peer vanished is eventually noticed: 30 s.
+pub const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
+
+/// How to reach a legacy HTTP+SSE MCP server, and the limits of its transport.
+///
+/// ```
+/// use std::time::Duration;
+/// use plexus_sse::SseConfig;
+///
+/// let config = SseConfig::new("http://127.0.0.1:8080/sse")
+///     .name("weather")
+///     .header("X-Api-Key", "secret")
+///     .endpoint_timeout(Duration::from_secs(5));
+/// assert_eq!(config.name, "weather");
+/// // Header values stay out of debug output.
+/// assert!(format!("{config:?}").contains(r#"("X-Api-Key", "<redacted>")"#));
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct SseConfig {
+    /// The server's name, used to tag tracing output (default: the URL, without query or credentials).
+    pub name: String,
+    /// The URL of the event stream (`http` or `https`).
+    pub url: String,
+    /// Headers sent with the event stream's GET and with every POST. A header that the
+    /// [`auth`](Self::auth) provider also gives is replaced by the provider's.
+    pub headers: Vec<(String, String)>,
+    /// Supplies authentication headers and handles 401 and 403 answers (none: a 401 is
+    /// [`TransportError::NeedsAuth`](plexus_transport::TransportError::NeedsAuth)).
+    pub auth: Option<Arc<dyn AuthProvider>>,
+    /// See [`DEFAULT_CONNECT_TIMEOUT`].
+    pub connect_timeout: Duration,
+    /// See [`DEFAULT_ENDPOINT_TIMEOUT`].
+    pub endpoint_timeout: Duration,
+    /// See [`DEFAULT_REQUEST_TIMEOUT`].
+    pub request_timeout: Duration,
+    /// See [`DEFAULT_MAX_EVENT_SIZE`]; a larger event is discarded and reported as
+    /// [`TransportError::TooLarge`](plexus_transport::TransportError::TooLarge).
+    pub max_event_size: usize,
+    /// See [`DEFAULT_MAX_CONCURRENT_POSTS`] (at least 1).
+    pub max_concurrent_posts: usize,
+}
+
+impl SseConfig {
+    /// A configuration for the event stream at `url`, with the defaults.
+    pub fn new(url: impl Into<String>) -> Self {
+        let url = url.into();
+        SseConfig {
+            name: redact_url(&url),
+            url,
+            headers: Vec::new(),
+            auth: None,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            endpoint_timeout: DEFAULT_ENDPOINT_TIMEOUT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_event_size: DEFAULT_MAX_EVENT_SIZE,
+            max_concurrent_posts: DEFAULT_MAX_CONCURRENT_POSTS,
+        }
+    }
+
+    plexus_transport::header_and_auth_setters!();
+
+    plexus_transport::setters! {
+        /// Sets the name that tags tracing output.
+        name: impl Into<String>,
+        /// Sets the connect timeout.
+        connect_timeout: Duration,
+        /// Sets how long to wait for the `endpoint` event.
+        endpoint_timeout: Duration,
+        /// Sets the timeout of each POST.
+        request_timeout: Duration,
+        /// Sets the largest event accepted.
+        max_event_size: usize,
+        /// Sets how many POSTs may be in flight at once.
+        max_concurrent_posts: usize,
+    }
+}
+
+impl fmt::Debug for SseConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        debug_remote_config(
+            f,
+            "SseConfig",
+            &self.name,
+            &self.url,
+            &self.headers,
+            self.auth.is_some(),
+        )
+        .field("connect_timeout", &self.connect_timeout)
+        .field("endpoint_timeout", &self.endpoint_timeout)
+        .field("request_timeout", &self.request_timeout)
+        .field("max_event_size", &self.max_event_size)
+        .field("max_concurrent_posts", &self.max_concurrent_posts)
+        .finish()
+    }
+}

@@ -1,0 +1,135 @@
+//! The sending half: one POST per message to the endpoint the server named.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use plexus_transport::redact::redact_url;
+use plexus_transport::{BoxFuture, OutboundMessage, TransportError, TransportSender};
+use reqwest::Url;
+use reqwest::header::CONTENT_TYPE;
+use tokio::sync::Semaphore;
+
+use crate::config::MAX_ERROR_BODY;
+use crate::receiver::{CLOSED_BY_CLIENT, Shared};
+use crate::request::{Requester, http_error, io_failure, read_body_prefix, redirect_refused};
+
+/// The sending half of an [`SseTransport`](crate::SseTransport).
+///
+/// Each [`send`](TransportSender::send) POSTs one message (`Content-Type: application/json`) to
+/// the endpoint, with the configured headers and the auth provider's, and returns when the server
+/// has accepted it (any 2xx; the reply comes on the event stream). Each POST has its own timeout
+/// ([`SseConfig::request_timeout`](crate::SseConfig::request_timeout)); at most
+/// [`SseConfig::max_concurrent_posts`](crate::SseConfig::max_concurrent_posts) are in flight, and
+/// further sends wait for a slot. A failed POST fails that send only: a 401 or 403 the provider
+/// cannot resolve is [`TransportError::NeedsAuth`] or [`TransportError::AuthFailed`], another
+/// status is [`TransportError::Http`] with an excerpt of the body, a request that got no answer is
+/// [`TransportError::Io`]. Once the transport has ended, sends fail at once with the reason.
+pub struct SseSender {
+    shared: Arc<Shared>,
+    requester: Arc<Requester>,
+    endpoint: Url,
+    /// `POST <endpoint>`, redacted, for errors.
+    what: String,
+    request_timeout: Duration,
+    posts: Semaphore,
+}
+
+impl std::fmt::Debug for SseSender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SseSender")
+            .field("what", &self.what)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SseSender {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        requester: Arc<Requester>,
+        endpoint: Url,
+        request_timeout: Duration,
+        max_concurrent_posts: usize,
+    ) -> Self {
+        SseSender {
+            what: format!("POST {}", redact_url(endpoint.as_str())),
+            shared,
+            requester,
+            endpoint,
+            request_timeout,
+            posts: Semaphore::new(max_concurrent_posts.max(1)),
+        }
+    }
+
+    /// The endpoint messages are posted to.
+    pub fn endpoint(&self) -> &Url {
+        &self.endpoint
+    }
+
+    fn ended_error(&self) -> TransportError {
+        self.shared
+            .ended()
+            .unwrap_or_else(|| TransportError::closed(CLOSED_BY_CLIENT))
+    }
+
+    async fn post(&self, body: Bytes) -> Result<(), TransportError> {
+        let response = self
+            .requester
+            .send(
+                &self.what,
+                &self.endpoint,
+                |headers| {
+                    self.requester
+                        .client
+                        .post(self.endpoint.clone())
+                        .headers(headers)
+                        .header(CONTENT_TYPE, "application/json")
+                        .timeout(self.request_timeout)
+                        .body(body.clone())
+                },
+                |e| io_failure(self.what.clone(), &e, self.request_timeout),
+            )
+            .await?;
+        let status = response.status();
+        if status.is_success() {
+            // Reading the (normally tiny) body lets the connection go back to the pool.
+            read_body_prefix(response, MAX_ERROR_BODY).await;
+            Ok(())
+        } else if status.is_redirection() {
+            Err(redirect_refused(&self.shared.target, &self.endpoint, &response))
+        } else {
+            Err(http_error(self.what.clone(), response, self.request_timeout).await)
+        }
+    }
+}
+
+impl TransportSender for SseSender {
+    fn send(&self, message: OutboundMessage) -> BoxFuture<'_, Result<(), TransportError>> {
+        Box::pin(async move {
+            if let Some(ended) = self.shared.ended() {
+                return Err(ended);
+            }
+            let body = Bytes::from(message.into_json());
+            tokio::select! {
+                biased;
+                () = self.shared.ending.cancelled() => Err(self.ended_error()),
+                sent = async {
+                    let _slot = self.posts.acquire().await.map_err(|_| self.ended_error())?;
+                    self.post(body).await
+                } => sent,
+            }
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
+        Box::pin(async move {
+            self.shared.end(TransportError::closed(CLOSED_BY_CLIENT));
+            tracing::debug!(server = %self.shared.name, "closed the event stream of {}", self.shared.target);
+            Ok(())
+        })
+    }
+
+    fn is_closed(&self) -> bool {
+        self.shared.ending.is_cancelled()
+    }
+}

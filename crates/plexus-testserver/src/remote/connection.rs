@@ -1,0 +1,172 @@
+//! Accepting TCP connections and serving HTTP/1.1 on each, with a way to drop a connection with a
+//! TCP reset (`--reset-after`).
+
+use std::convert::Infallible;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use nix::sys::socket::{setsockopt, sockopt};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, Semaphore};
+use tokio::task::JoinSet;
+
+use super::{App, http, until_stopped};
+
+/// The most connections served at once; more wait in the listen backlog.
+const MAX_CONNECTIONS: usize = 1024;
+/// How long a client may take to send a request's headers.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One accepted connection, as its requests' handlers see it.
+#[derive(Default)]
+pub(crate) struct Connection {
+    /// Close the socket with a reset (SO_LINGER 0) when it is dropped.
+    reset: AtomicBool,
+    /// Tells the connection's task to drop the connection now.
+    drop_now: Notify,
+}
+
+impl Connection {
+    /// Makes the socket close with a TCP reset when whoever owns it drops it (an upgraded
+    /// WebSocket's task).
+    pub(crate) fn mark_reset(&self) {
+        self.reset.store(true, Ordering::Relaxed);
+    }
+
+    /// Drops the connection with a TCP reset, without answering; never returns.
+    pub(crate) async fn reset(&self) {
+        self.mark_reset();
+        self.drop_now.notify_one();
+        std::future::pending::<()>().await;
+    }
+}
+
+/// The socket, set to close with a reset when its connection says so.
+struct ResettableStream {
+    stream: TcpStream,
+    connection: Arc<Connection>,
+}
+
+impl Drop for ResettableStream {
+    fn drop(&mut self) {
+        if self.connection.reset.load(Ordering::Relaxed) {
+            let linger = nix::libc::linger {
+                l_onoff: 1,
+                l_linger: 0,
+            };
+            if let Err(e) = setsockopt(&self.stream, sockopt::Linger, &linger) {
+                eprintln!("plexus-testserver: cannot set SO_LINGER to reset a connection: {e}");
+            }
+        }
+    }
+}
+
+impl AsyncRead for ResettableStream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for ResettableStream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+}
+
+/// Accepts connections until the server stops, then drops every connection.
+pub(crate) async fn accept_loop(app: Arc<App>, listener: TcpListener) {
+    let limit = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut stopping = app.stopping();
+    let mut connections = JoinSet::new();
+    loop {
+        let accepted = tokio::select! {
+            () = until_stopped(&mut stopping) => break,
+            accepted = async {
+                let permit = Arc::clone(&limit).acquire_owned().await;
+                (permit, listener.accept().await)
+            } => accepted,
+        };
+        match accepted {
+            (Ok(permit), Ok((stream, _peer))) => {
+                let _ = stream.set_nodelay(true);
+                let app = Arc::clone(&app);
+                connections.spawn(async move {
+                    serve(app, stream).await;
+                    drop(permit);
+                });
+            }
+            (_, Err(e)) => {
+                // Out of descriptors, or a connection reset before it was accepted: go on.
+                eprintln!("plexus-testserver: cannot accept a connection: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            (Err(_), _) => break,
+        }
+        while connections.try_join_next().is_some() {}
+    }
+    // Dropping the set aborts every connection's task, which drops its socket.
+    drop(connections);
+}
+
+/// Serves HTTP/1.1 on one connection until it ends, the server stops, or a handler resets it.
+async fn serve(app: Arc<App>, stream: TcpStream) {
+    let connection = Arc::new(Connection::default());
+    let io = TokioIo::new(ResettableStream {
+        stream,
+        connection: Arc::clone(&connection),
+    });
+    let service = {
+        let app = Arc::clone(&app);
+        let connection = Arc::clone(&connection);
+        service_fn(move |request| {
+            let app = Arc::clone(&app);
+            let connection = Arc::clone(&connection);
+            async move {
+                http::log_request(app.events(), &request);
+                let response = app.dispatch(&connection, request).await;
+                if let Some(ms) = app.remote().slow_headers_ms {
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                }
+                Ok::<_, Infallible>(response)
+            }
+        })
+    };
+    let mut builder = http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT);
+    let serving = builder.serve_connection(io, service).with_upgrades();
+    let mut stopping = app.stopping();
+    tokio::select! {
+        _ = serving => {}
+        // Dropping the connection drops the socket, with a reset if the handler marked it.
+        () = connection.drop_now.notified() => {}
+        () = until_stopped(&mut stopping) => {}
+    }
+}

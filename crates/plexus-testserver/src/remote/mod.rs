@@ -1,0 +1,605 @@
+//! The remote modes: one HTTP/1.1 front on 127.0.0.1 (hyper) serving Streamable HTTP
+//! ([`streamable`]), the legacy HTTP+SSE transport ([`legacy`]) or WebSocket ([`ws`]), each session
+//! driven by the transport-independent [`Session`](crate::server::Session).
+//!
+//! [`RemoteServer`] runs a mode in-process on a listener the caller bound; `run_http`, `run_sse`
+//! and `run_ws` run it as the binary does (bind, print the URL, serve until a signal).
+
+mod connection;
+mod http;
+mod legacy;
+mod options;
+mod stream;
+mod streamable;
+mod ws;
+
+use std::io::Write as _;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use hyper::StatusCode;
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub use options::{EndpointOptions, HttpOptions, RemoteOptions, RequiredHeader, SessionOptions, SseOptions, WsOptions};
+
+use self::connection::Connection;
+use self::http::Body;
+use self::legacy::Legacy;
+use self::options::{DEFAULT_MCP_PATH, DEFAULT_SSE_PATH, MESSAGES_PATH};
+use self::streamable::Streamable;
+use self::ws::WsConfig;
+use crate::events::EventLog;
+use crate::process::{self, SETUP_FAILURE};
+use crate::server::Server;
+use crate::{ProcessOptions, ServerOptions};
+
+/// The most sessions a mode keeps at once; initialize (or the legacy GET) beyond that gets 503.
+pub(crate) const MAX_SESSIONS: usize = 1024;
+
+/// How long a crash waits at most for the last response to reach its connection.
+const CRASH_DRAIN_LIMIT: Duration = Duration::from_secs(2);
+
+/// Why an in-process remote server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    /// The event log (`--event-log`) cannot be opened.
+    #[error("cannot open the event log {path}: {source}")]
+    EventLog {
+        /// The path given.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The listener's local address cannot be read.
+    #[error("cannot read the listener's local address: {0}")]
+    Address(#[source] std::io::Error),
+    /// The server was started outside a tokio runtime.
+    #[error("a remote server must be started within a tokio runtime")]
+    NoRuntime,
+    /// An option has a value the server cannot use.
+    #[error("invalid option --{option}: {reason}")]
+    InvalidOption {
+        /// The option, as spelled on the command line.
+        option: &'static str,
+        /// What is wrong with its value.
+        reason: String,
+    },
+}
+
+/// What the server does when the `crash` tool or `--crash-after` asks it to crash.
+#[derive(Debug, Clone, Copy)]
+enum CrashPolicy {
+    /// Exit the process, as a crashing server would (the binary).
+    ExitProcess,
+    /// Stop serving: close the listener and every connection (in-process).
+    StopServer,
+}
+
+/// The mode-specific part of the server.
+enum Kind {
+    Http {
+        streamable: Streamable,
+        /// `--legacy-sse-at-same-url`.
+        legacy: Option<Legacy>,
+    },
+    Sse(Legacy),
+    Ws(WsConfig),
+}
+
+/// Everything a running remote server shares between its connections.
+pub(crate) struct App {
+    server: Arc<Server>,
+    events: Arc<EventLog>,
+    remote: RemoteOptions,
+    /// The endpoint path (`--path` or the mode's default).
+    path: String,
+    addr: SocketAddr,
+    kind: Kind,
+    /// POSTs seen (http, sse) or upgrade requests seen (ws), for `--fail-after` and `--reset-after`.
+    requests_seen: AtomicU64,
+    /// WebSocket text messages seen, for `--reset-after` in ws mode.
+    ws_messages_seen: AtomicU64,
+    /// Set once the server stops (shutdown, or a crash in-process).
+    stop: watch::Sender<bool>,
+    crash: CrashPolicy,
+}
+
+impl App {
+    pub(crate) fn events(&self) -> &EventLog {
+        &self.events
+    }
+
+    pub(crate) fn server(&self) -> &Arc<Server> {
+        &self.server
+    }
+
+    pub(crate) fn remote(&self) -> &RemoteOptions {
+        &self.remote
+    }
+
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The legacy transport, when this server speaks it.
+    pub(crate) fn legacy(&self) -> Option<&Legacy> {
+        match &self.kind {
+            Kind::Http { legacy, .. } => legacy.as_ref(),
+            Kind::Sse(legacy) => Some(legacy),
+            Kind::Ws(_) => None,
+        }
+    }
+
+    /// A receiver that sees the server stop.
+    pub(crate) fn stopping(&self) -> watch::Receiver<bool> {
+        self.stop.subscribe()
+    }
+
+    fn is_hit(&self, n: u64, after: Option<u64>) -> bool {
+        let Some(after) = after else { return false };
+        n > after && self.remote.fault_times.is_none_or(|times| n - after <= times)
+    }
+
+    /// Counts one POST (ws: upgrade request) and applies `--reset-after` (which resets the
+    /// connection and never returns), `--fail-after` and `--fail-status`.
+    pub(crate) async fn request_fault(
+        &self,
+        connection: &Connection,
+        counts_for_reset: bool,
+    ) -> Option<hyper::Response<Body>> {
+        let remote = &self.remote;
+        if remote.fail_status.is_none() && remote.fail_after.is_none() && remote.reset_after.is_none() {
+            return None;
+        }
+        let n = self.requests_seen.fetch_add(1, Ordering::Relaxed) + 1;
+        if counts_for_reset && self.is_hit(n, remote.reset_after) {
+            self.events
+                .record(&json!({"event": "fault", "fault": "reset", "request": n}));
+            connection.reset().await;
+        }
+        let fail_from = remote.fail_after.or(remote.fail_status.map(|_| 0));
+        if self.is_hit(n, fail_from) {
+            let status = remote.fail_status.unwrap_or(500);
+            self.events
+                .record(&json!({"event": "fault", "fault": "fail-status", "status": status, "request": n}));
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            return Some(http::text(
+                status,
+                format!(
+                    "failing request {n} with status {} as asked (--fail-status, --fail-after)",
+                    status.as_u16()
+                ),
+            ));
+        }
+        None
+    }
+
+    /// Counts one WebSocket text message; whether `--reset-after` hits it.
+    pub(crate) fn ws_message_resets(&self) -> bool {
+        let n = self.ws_messages_seen.fetch_add(1, Ordering::Relaxed) + 1;
+        let hit = self.is_hit(n, self.remote.reset_after);
+        if hit {
+            self.events
+                .record(&json!({"event": "fault", "fault": "reset", "message": n}));
+        }
+        hit
+    }
+
+    /// Crashes: says `reason` on stderr, logs `exit`, then exits the process (binary) or stops
+    /// serving (in-process).
+    pub(crate) fn crash(&self, code: i32, reason: &str) {
+        eprintln!("plexus-testserver: {reason}");
+        self.events.exit(code);
+        match self.crash {
+            CrashPolicy::ExitProcess => std::process::exit(code),
+            CrashPolicy::StopServer => {
+                self.stop.send_replace(true);
+            }
+        }
+    }
+
+    /// Crashes once `drained` says the last response left (or after [`CRASH_DRAIN_LIMIT`]), so that
+    /// the response the crash follows reaches the client first.
+    pub(crate) fn crash_when_drained(
+        self: &Arc<Self>,
+        drained: impl Fn() -> bool + Send + 'static,
+        code: i32,
+        reason: String,
+    ) {
+        let app = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let deadline = tokio::time::Instant::now() + CRASH_DRAIN_LIMIT;
+            while !drained() && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            // Time for the connection to write what it took last.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if let Some(app) = app.upgrade() {
+                app.crash(code, &reason);
+            }
+        });
+    }
+
+    /// Ends every session (their work in flight is aborted).
+    fn close_sessions(&self) {
+        match &self.kind {
+            Kind::Http { streamable, legacy } => {
+                streamable.close_all(self);
+                if let Some(legacy) = legacy {
+                    legacy.close_all(self);
+                }
+            }
+            Kind::Sse(legacy) => legacy.close_all(self),
+            Kind::Ws(_) => {}
+        }
+    }
+
+    /// Routes one request to the mode.
+    async fn dispatch(
+        self: &Arc<Self>,
+        connection: &Arc<Connection>,
+        request: hyper::Request<hyper::body::Incoming>,
+    ) -> hyper::Response<Body> {
+        if let Err(why) = http::origin_allowed(request.headers()) {
+            return http::jsonrpc_error(StatusCode::FORBIDDEN, plexus_jsonrpc::ErrorCode::INVALID_REQUEST, why);
+        }
+        if let Some(missing) = self.remote.require_headers.iter().find(|required| {
+            request
+                .headers()
+                .get(&required.name)
+                .is_none_or(|value| value.as_bytes() != required.value.as_bytes())
+        }) {
+            let response = http::text(
+                StatusCode::UNAUTHORIZED,
+                format!(
+                    "the request lacks the header {:?} with the required value (--require-header)",
+                    missing.name
+                ),
+            );
+            return http::with_header(
+                response,
+                hyper::header::WWW_AUTHENTICATE,
+                hyper::header::HeaderValue::from_static("Bearer realm=\"plexus-testserver\""),
+            );
+        }
+        let path = request.uri().path();
+        let method = request.method().clone();
+        let at_endpoint = path == self.path;
+        let at_messages = path == MESSAGES_PATH;
+        match &self.kind {
+            Kind::Http { streamable, legacy } if at_endpoint => match (method, legacy) {
+                (hyper::Method::GET, Some(legacy)) => legacy.open_stream(self, &request),
+                (hyper::Method::POST, _) => streamable.post(self, connection, request).await,
+                (hyper::Method::GET, None) => streamable.get(&request),
+                (hyper::Method::DELETE, _) => streamable.delete(self, &request),
+                _ => http::method_not_allowed("GET, POST, DELETE", "the MCP endpoint takes GET, POST and DELETE"),
+            },
+            Kind::Http {
+                legacy: Some(legacy), ..
+            }
+            | Kind::Sse(legacy)
+                if at_messages =>
+            {
+                if method == hyper::Method::POST {
+                    legacy.post_message(self, connection, request).await
+                } else {
+                    http::method_not_allowed("POST", "the message endpoint takes POST")
+                }
+            }
+            Kind::Sse(legacy) if at_endpoint => {
+                if method == hyper::Method::GET {
+                    legacy.open_stream(self, &request)
+                } else {
+                    http::method_not_allowed(
+                        "GET",
+                        "this is a legacy HTTP+SSE server: GET this URL for the event stream, then POST to its endpoint",
+                    )
+                }
+            }
+            Kind::Ws(config) if at_endpoint => config.upgrade(self, connection, request).await,
+            _ => http::text(StatusCode::NOT_FOUND, format!("nothing is served at {path}")),
+        }
+    }
+}
+
+/// A remote server running in-process on a listener the caller bound: the same server as the
+/// binary's `http`, `sse` and `ws` modes. Dropping it stops it.
+///
+/// In-process, the process options other than `--event-log` do nothing, and a crash (the `crash`
+/// tool, `--crash-after`) stops the server instead of exiting the process.
+pub struct RemoteServer {
+    url: String,
+    addr: SocketAddr,
+    app: Arc<App>,
+    accept_loop: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for RemoteServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteServer")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RemoteServer {
+    /// Serves Streamable HTTP on `listener`, on the current tokio runtime.
+    pub fn http(listener: TcpListener, options: HttpOptions) -> Result<RemoteServer, RemoteError> {
+        let events = open_event_log(&options.process)?;
+        Self::start_http(listener, options, events, CrashPolicy::StopServer)
+    }
+
+    /// Serves the legacy HTTP+SSE transport on `listener`, on the current tokio runtime.
+    pub fn sse(listener: TcpListener, options: SseOptions) -> Result<RemoteServer, RemoteError> {
+        let events = open_event_log(&options.process)?;
+        Self::start_sse(listener, options, events, CrashPolicy::StopServer)
+    }
+
+    /// Serves WebSocket on `listener`, on the current tokio runtime.
+    pub fn ws(listener: TcpListener, options: WsOptions) -> Result<RemoteServer, RemoteError> {
+        let events = open_event_log(&options.process)?;
+        Self::start_ws(listener, options, events, CrashPolicy::StopServer)
+    }
+
+    /// The URL clients connect to: `http://127.0.0.1:PORT/PATH` (`ws://…` for WebSocket).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Waits until the server stops by itself (a crash) and has closed its listener.
+    pub async fn stopped(&mut self) {
+        until_stopped(&mut self.app.stopping()).await;
+        if let Some(accept_loop) = self.accept_loop.take() {
+            let _ = accept_loop.await;
+        }
+    }
+
+    /// Stops accepting, closes every connection and ends every session.
+    pub async fn shutdown(mut self) {
+        self.app.stop.send_replace(true);
+        if let Some(accept_loop) = self.accept_loop.take() {
+            let _ = accept_loop.await;
+        }
+        self.app.close_sessions();
+    }
+
+    fn start_http(
+        listener: TcpListener,
+        options: HttpOptions,
+        events: Arc<EventLog>,
+        crash: CrashPolicy,
+    ) -> Result<RemoteServer, RemoteError> {
+        let path = endpoint_path(&options.remote, DEFAULT_MCP_PATH)?;
+        let legacy = options
+            .legacy_sse_at_same_url
+            .then(|| Legacy::new(&options.endpoint, &options.sessions));
+        let kind = Kind::Http {
+            streamable: Streamable::new(&options),
+            legacy,
+        };
+        Self::start(
+            listener,
+            "http",
+            path,
+            options.server,
+            options.remote,
+            kind,
+            events,
+            crash,
+        )
+    }
+
+    fn start_sse(
+        listener: TcpListener,
+        options: SseOptions,
+        events: Arc<EventLog>,
+        crash: CrashPolicy,
+    ) -> Result<RemoteServer, RemoteError> {
+        let path = endpoint_path(&options.remote, DEFAULT_SSE_PATH)?;
+        if path == MESSAGES_PATH {
+            return Err(RemoteError::InvalidOption {
+                option: "path",
+                reason: format!("{MESSAGES_PATH} is where clients POST their messages; choose another path"),
+            });
+        }
+        let kind = Kind::Sse(Legacy::new(&options.endpoint, &options.sessions));
+        Self::start(
+            listener,
+            "http",
+            path,
+            options.server,
+            options.remote,
+            kind,
+            events,
+            crash,
+        )
+    }
+
+    fn start_ws(
+        listener: TcpListener,
+        options: WsOptions,
+        events: Arc<EventLog>,
+        crash: CrashPolicy,
+    ) -> Result<RemoteServer, RemoteError> {
+        let path = endpoint_path(&options.remote, DEFAULT_MCP_PATH)?;
+        let kind = Kind::Ws(WsConfig::new(options.no_subprotocol));
+        Self::start(
+            listener,
+            "ws",
+            path,
+            options.server,
+            options.remote,
+            kind,
+            events,
+            crash,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)] // private; the three modes' common tail.
+    fn start(
+        listener: TcpListener,
+        scheme: &str,
+        path: String,
+        server: ServerOptions,
+        remote: RemoteOptions,
+        kind: Kind,
+        events: Arc<EventLog>,
+        crash: CrashPolicy,
+    ) -> Result<RemoteServer, RemoteError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| RemoteError::NoRuntime)?;
+        let addr = listener.local_addr().map_err(RemoteError::Address)?;
+        let url = format!("{scheme}://{addr}{path}");
+        events.record(&json!({"event": "listening", "url": url}));
+        let app = Arc::new(App {
+            server: Arc::new(Server::new(server, Arc::clone(&events))),
+            events,
+            remote,
+            path,
+            addr,
+            kind,
+            requests_seen: AtomicU64::new(0),
+            ws_messages_seen: AtomicU64::new(0),
+            stop: watch::Sender::new(false),
+            crash,
+        });
+        let accept_loop = runtime.spawn(connection::accept_loop(Arc::clone(&app), listener));
+        Ok(RemoteServer {
+            url,
+            addr,
+            app,
+            accept_loop: Some(accept_loop),
+        })
+    }
+}
+
+impl Drop for RemoteServer {
+    fn drop(&mut self) {
+        self.app.stop.send_replace(true);
+        self.app.close_sessions();
+    }
+}
+
+/// A new session id: 32 lowercase hex digits from the OS's random source.
+pub(crate) fn new_session_id() -> Result<String, http::Refusal> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| {
+        Box::new(http::text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot draw a random session id: {e}"),
+        ))
+    })?;
+    Ok(bytes.iter().fold(String::with_capacity(32), |mut id, byte| {
+        use std::fmt::Write as _;
+        let _ = write!(id, "{byte:02x}");
+        id
+    }))
+}
+
+/// Waits until the server stops (at once if it has).
+pub(crate) async fn until_stopped(stopping: &mut watch::Receiver<bool>) {
+    // An error means the sender is gone: the server is gone too.
+    let _ = stopping.wait_for(|stopped| *stopped).await;
+}
+
+/// A weak handle that background tasks keep, so that they never keep a stopped server alive.
+pub(crate) type WeakApp = Weak<App>;
+
+fn endpoint_path(remote: &RemoteOptions, default: &str) -> Result<String, RemoteError> {
+    match &remote.path {
+        Some(path) => options::parse_path(path).map_err(|reason| RemoteError::InvalidOption { option: "path", reason }),
+        None => Ok(default.to_owned()),
+    }
+}
+
+fn open_event_log(process: &ProcessOptions) -> Result<Arc<EventLog>, RemoteError> {
+    let events = EventLog::open(process.event_log.as_deref()).map_err(|source| RemoteError::EventLog {
+        path: process.event_log.clone().unwrap_or_default(),
+        source,
+    })?;
+    Ok(Arc::new(events))
+}
+
+/// Runs `plexus-testserver http`: binds 127.0.0.1, prints `listening on URL`, serves until
+/// SIGINT or SIGTERM (status 0, unless `--ignore-signals`).
+pub fn run_http(options: HttpOptions) -> ExitCode {
+    let process = options.process.clone();
+    let port = options.remote.port;
+    run_binary(&process, port, move |listener, events| {
+        RemoteServer::start_http(listener, options, events, CrashPolicy::ExitProcess)
+    })
+}
+
+/// Runs `plexus-testserver sse`, like [`run_http`].
+pub fn run_sse(options: SseOptions) -> ExitCode {
+    let process = options.process.clone();
+    let port = options.remote.port;
+    run_binary(&process, port, move |listener, events| {
+        RemoteServer::start_sse(listener, options, events, CrashPolicy::ExitProcess)
+    })
+}
+
+/// Runs `plexus-testserver ws`, like [`run_http`].
+pub fn run_ws(options: WsOptions) -> ExitCode {
+    let process = options.process.clone();
+    let port = options.remote.port;
+    run_binary(&process, port, move |listener, events| {
+        RemoteServer::start_ws(listener, options, events, CrashPolicy::ExitProcess)
+    })
+}
+
+fn run_binary(
+    process: &ProcessOptions,
+    port: u16,
+    start: impl FnOnce(TcpListener, Arc<EventLog>) -> Result<RemoteServer, RemoteError>,
+) -> ExitCode {
+    let runtime = match process::runtime(true) {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
+    };
+    let code = runtime.block_on(async {
+        let (events, mut signals) = match process::start(process) {
+            Ok(started) => started,
+            Err(code) => return code,
+        };
+        let listener = match TcpListener::bind((Ipv4Addr::LOCALHOST, port)).await {
+            Ok(listener) => listener,
+            Err(e) => {
+                eprintln!("plexus-testserver: cannot listen on 127.0.0.1:{port}: {e}");
+                events.exit(SETUP_FAILURE.into());
+                return ExitCode::from(SETUP_FAILURE);
+            }
+        };
+        let server = match start(listener, Arc::clone(&events)) {
+            Ok(server) => server,
+            Err(e) => {
+                eprintln!("plexus-testserver: {e}");
+                events.exit(SETUP_FAILURE.into());
+                return ExitCode::from(SETUP_FAILURE);
+            }
+        };
+        let mut stdout = std::io::stdout().lock();
+        if let Err(e) = writeln!(stdout, "listening on {}", server.url()).and_then(|()| stdout.flush()) {
+            eprintln!("plexus-testserver: cannot print the URL on stdout: {e}");
+        }
+        drop(stdout);
+        signals.until_fatal(&events, process.ignore_signals).await;
+        server.shutdown().await;
+        events.exit(0);
+        ExitCode::SUCCESS
+    });
+    // Work still in flight (slow tools, open streams) is abandoned, not awaited.
+    runtime.shutdown_background();
+    code
+}

@@ -1,0 +1,307 @@
+//! The options of the remote modes (`http`, `sse`, `ws`): where the server listens, the MCP
+//! options it shares with stdio, and the HTTP-level faults.
+
+use std::fmt;
+use std::str::FromStr;
+
+use clap::builder::TypedValueParser;
+use clap::{Args, value_parser};
+use plexus_jsonrpc::DEFAULT_MAX_MESSAGE_SIZE;
+
+use crate::{ProcessOptions, ServerOptions};
+
+/// The longest `--slow-headers-ms` and `--sse-retry-ms`, in milliseconds (10 minutes).
+pub(crate) const MAX_DELAY_MS: u64 = 600_000;
+
+/// The default endpoint path of `http` and `ws`.
+pub(crate) const DEFAULT_MCP_PATH: &str = "/mcp";
+/// The default SSE stream path of `sse`.
+pub(crate) const DEFAULT_SSE_PATH: &str = "/sse";
+/// Where the legacy transport's client POSTs its messages (`/messages?sessionId=…`).
+pub(crate) const MESSAGES_PATH: &str = "/messages";
+
+/// Options every remote mode shares: where it listens, what it requires of requests, and the
+/// HTTP-level faults.
+#[derive(Debug, Clone, Args)]
+pub struct RemoteOptions {
+    /// The TCP port on 127.0.0.1 (the server never binds another address); 0 picks a free one.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub port: u16,
+    /// The endpoint's path [default: /mcp; for sse, /sse, the path of the SSE stream].
+    #[arg(long, value_name = "PATH", value_parser = parse_path)]
+    pub path: Option<String>,
+    /// The largest request body (one POSTed message) or WebSocket message accepted, in bytes; a
+    /// larger body is answered with 413, a larger WebSocket message closes the socket (1009).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_MESSAGE_SIZE, value_parser = value_parser!(u64).range(1..=1 << 30).map(|n| n as usize))]
+    pub max_body_bytes: usize,
+    /// Require this header, with exactly this value, on every request: without it the server
+    /// answers 401 with `WWW-Authenticate: Bearer realm="plexus-testserver"`. Repeatable.
+    #[arg(long = "require-header", value_name = "'NAME: VALUE'")]
+    pub require_headers: Vec<RequiredHeader>,
+    /// Fault: wait MS milliseconds before sending the headers of every response.
+    #[arg(long, value_name = "MS", value_parser = value_parser!(u64).range(1..=MAX_DELAY_MS))]
+    pub slow_headers_ms: Option<u64>,
+    /// Fault: answer POSTs (ws: upgrade requests) with this status and a short text body; alone,
+    /// every one; with --fail-after, those after the first N.
+    #[arg(long, value_name = "CODE", value_parser = value_parser!(u16).range(400..=599))]
+    pub fail_status: Option<u16>,
+    /// Fault: serve the first N POSTs (ws: upgrade requests), then fail the later ones with
+    /// --fail-status (default 500).
+    #[arg(long, value_name = "N")]
+    pub fail_after: Option<u64>,
+    /// Fault: serve the first N POSTs (ws: text messages), then drop the TCP connection with a
+    /// reset at each later one, without answering.
+    #[arg(long, value_name = "N")]
+    pub reset_after: Option<u64>,
+    /// With --fail-status, --fail-after or --reset-after: only the first K requests that the fault
+    /// would hit are hit; later ones are served again.
+    #[arg(long, value_name = "K", value_parser = value_parser!(u64).range(1..))]
+    pub fault_times: Option<u64>,
+}
+
+impl Default for RemoteOptions {
+    fn default() -> Self {
+        RemoteOptions {
+            port: 0,
+            path: None,
+            max_body_bytes: DEFAULT_MAX_MESSAGE_SIZE,
+            require_headers: Vec::new(),
+            slow_headers_ms: None,
+            fail_status: None,
+            fail_after: None,
+            reset_after: None,
+            fault_times: None,
+        }
+    }
+}
+
+/// Session faults of the modes that have sessions (`http`, `sse`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct SessionOptions {
+    /// Fault: a session answers its first N requests (initialize included), then forgets itself:
+    /// the next request and everything after it with that session id get 404 with a JSON-RPC
+    /// error -32001; the session's open streams end.
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..))]
+    pub expire_session_after: Option<u64>,
+    /// Fault: http: the SSE stream of a POSTed request (not initialize) ends after N events, and
+    /// before the response; the rest is resumable by GET with Last-Event-ID unless --no-resume.
+    /// sse: the SSE stream ends after N events (the endpoint event counts) and the session with it.
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..))]
+    pub drop_sse_after: Option<u64>,
+}
+
+/// The legacy transport's `endpoint` event (`sse`, and `http --legacy-sse-at-same-url`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct EndpointOptions {
+    /// Fault: the endpoint event names this origin instead of a relative URL, e.g.
+    /// `http://evil.example:1` gives `http://evil.example:1/messages?sessionId=…`.
+    #[arg(long, value_name = "ORIGIN", value_parser = parse_origin, conflicts_with = "endpoint_absolute")]
+    pub endpoint_origin: Option<String>,
+    /// The endpoint event carries an absolute URL on this server
+    /// (`http://127.0.0.1:PORT/messages?sessionId=…`) instead of a relative one.
+    #[arg(long)]
+    pub endpoint_absolute: bool,
+}
+
+/// Options of `plexus-testserver http` (Streamable HTTP).
+#[derive(Debug, Clone, Default, Args)]
+#[allow(clippy::struct_excessive_bools)] // one flag per command-line switch.
+pub struct HttpOptions {
+    /// What the MCP sessions offer and which protocol faults they inject.
+    #[command(flatten)]
+    pub server: ServerOptions,
+    /// Process-level faults and test aids.
+    #[command(flatten)]
+    pub process: ProcessOptions,
+    /// Where the server listens, and the HTTP-level faults.
+    #[command(flatten)]
+    pub remote: RemoteOptions,
+    /// Session faults.
+    #[command(flatten)]
+    pub sessions: SessionOptions,
+    /// The endpoint event of `--legacy-sse-at-same-url`.
+    #[command(flatten)]
+    pub endpoint: EndpointOptions,
+    /// Answer each POSTed request with one `application/json` body instead of an SSE stream;
+    /// messages related to it then go to the GET stream.
+    #[arg(long)]
+    pub json_response: bool,
+    /// Answer GET without Last-Event-ID with 405: no standalone server-to-client stream.
+    #[arg(long)]
+    pub no_get_stream: bool,
+    /// Answer DELETE with 405: clients cannot end their sessions.
+    #[arg(long)]
+    pub no_delete: bool,
+    /// Refuse GET with Last-Event-ID (400): events a client missed are lost.
+    #[arg(long)]
+    pub no_resume: bool,
+    /// The SSE stream of a POSTed request (not initialize) sends its priming event with
+    /// `retry: MS` and then ends; the client gets the rest by GET with Last-Event-ID.
+    #[arg(long, value_name = "MS", value_parser = value_parser!(u64).range(0..=MAX_DELAY_MS), conflicts_with = "json_response")]
+    pub sse_retry_ms: Option<u64>,
+    /// Fault: the SSE stream of a POSTed request (not initialize) carries, right after its priming
+    /// event, an event whose data is a `notifications/message` of exactly BYTES bytes.
+    #[arg(long, value_name = "BYTES", value_parser = value_parser!(u64).range(crate::faults::MIN_OVERSIZE_BYTES as u64..=crate::faults::MAX_FAULT_BYTES as u64).map(|n| n as usize), conflicts_with = "json_response")]
+    pub oversize_event: Option<usize>,
+    /// Answer every initialize POST with this status (e.g. 400, 404, 405) and a short body, so
+    /// that a client falls back to the legacy transport.
+    #[arg(long, value_name = "CODE", value_parser = value_parser!(u16).range(400..=599))]
+    pub http_status_on_initialize: Option<u16>,
+    /// Serve the legacy HTTP+SSE transport at the endpoint too: GET opens its SSE stream (whose
+    /// endpoint event names /messages?sessionId=…) and initialize POSTs get 405 (or
+    /// --http-status-on-initialize), as an old server would.
+    #[arg(long)]
+    pub legacy_sse_at_same_url: bool,
+}
+
+/// Options of `plexus-testserver sse` (the legacy HTTP+SSE transport of 2024-11-05).
+#[derive(Debug, Clone, Default, Args)]
+pub struct SseOptions {
+    /// What the MCP sessions offer and which protocol faults they inject.
+    #[command(flatten)]
+    pub server: ServerOptions,
+    /// Process-level faults and test aids.
+    #[command(flatten)]
+    pub process: ProcessOptions,
+    /// Where the server listens, and the HTTP-level faults.
+    #[command(flatten)]
+    pub remote: RemoteOptions,
+    /// Session faults.
+    #[command(flatten)]
+    pub sessions: SessionOptions,
+    /// The endpoint event.
+    #[command(flatten)]
+    pub endpoint: EndpointOptions,
+}
+
+/// Options of `plexus-testserver ws` (WebSocket, subprotocol `mcp`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct WsOptions {
+    /// What the MCP sessions offer and which protocol faults they inject.
+    #[command(flatten)]
+    pub server: ServerOptions,
+    /// Process-level faults and test aids.
+    #[command(flatten)]
+    pub process: ProcessOptions,
+    /// Where the server listens, and the HTTP-level faults.
+    #[command(flatten)]
+    pub remote: RemoteOptions,
+    /// Fault: accept the upgrade without echoing the subprotocol `mcp`.
+    #[arg(long)]
+    pub no_subprotocol: bool,
+}
+
+/// A header that every request must carry (`--require-header 'Name: value'`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequiredHeader {
+    /// The header name, lowercase.
+    pub name: String,
+    /// The exact value.
+    pub value: String,
+}
+
+impl FromStr for RequiredHeader {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (name, value) = text
+            .split_once(':')
+            .ok_or_else(|| format!("{text:?} is not of the form 'Name: value'"))?;
+        let name = hyper::header::HeaderName::from_bytes(name.trim().as_bytes())
+            .map_err(|_| format!("{:?} is not a valid header name", name.trim()))?;
+        let value = value.trim();
+        hyper::header::HeaderValue::from_str(value).map_err(|_| format!("{value:?} is not a valid header value"))?;
+        Ok(RequiredHeader {
+            name: name.as_str().to_owned(),
+            value: value.to_owned(),
+        })
+    }
+}
+
+impl fmt::Display for RequiredHeader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.name, self.value)
+    }
+}
+
+/// Checks an endpoint path: absolute, at most 1024 bytes, no query, fragment, space or control
+/// character.
+pub(crate) fn parse_path(path: &str) -> Result<String, String> {
+    if !path.starts_with('/') {
+        return Err(format!("{path:?} does not start with '/'"));
+    }
+    if path.len() > 1024 {
+        return Err(format!("the path is {} bytes long, more than 1024", path.len()));
+    }
+    if let Some(c) = path
+        .chars()
+        .find(|c| matches!(c, '?' | '#') || c.is_whitespace() || c.is_control())
+    {
+        return Err(format!("{path:?} contains {c:?}, which a path cannot hold here"));
+    }
+    Ok(path.to_owned())
+}
+
+/// Checks an origin for `--endpoint-origin`: `http://` or `https://`, then a host, no path; a
+/// trailing `/` is dropped.
+pub(crate) fn parse_origin(origin: &str) -> Result<String, String> {
+    let origin = origin.strip_suffix('/').unwrap_or(origin);
+    let rest = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+        .ok_or_else(|| format!("{origin:?} does not start with http:// or https://"))?;
+    if rest.is_empty() || rest.contains(['/', '?', '#']) || rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("{origin:?} is not an origin (scheme://host[:port], no path)"));
+    }
+    Ok(origin.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn required_headers_parse_and_name_what_is_wrong() {
+        let header: RequiredHeader = "Authorization: Bearer abc ".parse().unwrap();
+        assert_eq!(
+            header,
+            RequiredHeader {
+                name: "authorization".into(),
+                value: "Bearer abc".into()
+            }
+        );
+        assert_eq!(header.to_string(), "authorization: Bearer abc");
+        assert_eq!(
+            "X-Empty:".parse::<RequiredHeader>().unwrap().value,
+            "",
+            "an empty value is a value"
+        );
+        assert_eq!(
+            "no colon".parse::<RequiredHeader>().unwrap_err(),
+            "\"no colon\" is not of the form 'Name: value'"
+        );
+        assert_eq!(
+            "bad name: x".parse::<RequiredHeader>().unwrap_err(),
+            "\"bad name\" is not a valid header name"
+        );
+    }
+
+    #[test]
+    fn paths_and_origins_are_checked() {
+        assert_eq!(parse_path("/a/b").unwrap(), "/a/b");
+        assert_eq!(parse_path("mcp").unwrap_err(), "\"mcp\" does not start with '/'");
+        assert_eq!(
+            parse_path("/a?b").unwrap_err(),
+            "\"/a?b\" contains '?', which a path cannot hold here"
+        );
+        assert_eq!(parse_origin("http://evil.example:1/").unwrap(), "http://evil.example:1");
+        assert_eq!(
+            parse_origin("ftp://x").unwrap_err(),
+            "\"ftp://x\" does not start with http:// or https://"
+        );
+        assert_eq!(
+            parse_origin("http://x/messages").unwrap_err(),
+            "\"http://x/messages\" is not an origin (scheme://host[:port], no path)"
+        );
+    }
+}

@@ -1,0 +1,113 @@
+//! The chainable setters of the transports' configuration structs, written once.
+
+/// Writes chainable setters into an `impl` block, one per field: for each documented
+/// `field: Type`, a `#[must_use] pub fn field(mut self, field: Type) -> Self` that sets it; for
+/// `field: impl Into<Type>`, one that takes anything convertible.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// #[derive(Debug, Default)]
+/// pub struct Config {
+///     pub name: String,
+///     pub timeout: Duration,
+/// }
+///
+/// impl Config {
+///     plexus_transport::setters! {
+///         /// Sets the name.
+///         name: impl Into<String>,
+///         /// Sets the timeout.
+///         timeout: Duration,
+///     }
+/// }
+///
+/// let config = Config::default().name("weather").timeout(Duration::from_secs(5));
+/// assert_eq!((config.name.as_str(), config.timeout), ("weather", Duration::from_secs(5)));
+/// ```
+#[macro_export]
+macro_rules! setters {
+    () => {};
+    ($(#[$attr:meta])* $field:ident: impl Into<$ty:ty> $(, $($rest:tt)*)?) => {
+        $(#[$attr])*
+        #[must_use]
+        pub fn $field(mut self, $field: impl ::core::convert::Into<$ty>) -> Self {
+            self.$field = $field.into();
+            self
+        }
+        $($crate::setters! { $($rest)* })?
+    };
+    ($(#[$attr:meta])* $field:ident: $ty:ty $(, $($rest:tt)*)?) => {
+        $(#[$attr])*
+        #[must_use]
+        pub fn $field(mut self, $field: $ty) -> Self {
+            self.$field = $field;
+            self
+        }
+        $($crate::setters! { $($rest)* })?
+    };
+}
+
+/// Writes the setters of the fields every remote transport's configuration has, into its `impl`
+/// block: `header` and `headers` (which add to a `headers: Vec<(String, String)>` field) and
+/// `auth` (which sets an `auth: Option<Arc<dyn AuthProvider>>` field).
+///
+/// ```
+/// use std::sync::Arc;
+/// use plexus_transport::{AuthProvider, StaticHeaders};
+///
+/// #[derive(Default)]
+/// pub struct Config {
+///     pub headers: Vec<(String, String)>,
+///     pub auth: Option<Arc<dyn AuthProvider>>,
+/// }
+///
+/// impl Config {
+///     plexus_transport::header_and_auth_setters!();
+/// }
+///
+/// let config = Config::default()
+///     .header("X-Api-Key", "k")
+///     .headers([("X-A", "1")])
+///     .auth(Arc::new(StaticHeaders::default()));
+/// assert_eq!(config.headers.len(), 2);
+/// assert!(config.auth.is_some());
+/// ```
+#[macro_export]
+macro_rules! header_and_auth_setters {
+    () => {
+        /// Adds a header to the configured headers (see the field `headers`).
+        #[must_use]
+        pub fn header(
+            mut self,
+            name: impl ::core::convert::Into<::std::string::String>,
+            value: impl ::core::convert::Into<::std::string::String>,
+        ) -> Self {
+            self.headers.push((name.into(), value.into()));
+            self
+        }
+
+        /// Adds headers to the configured headers (see the field `headers`).
+        #[must_use]
+        pub fn headers<I, N, V>(mut self, headers: I) -> Self
+        where
+            I: ::core::iter::IntoIterator<Item = (N, V)>,
+            N: ::core::convert::Into<::std::string::String>,
+            V: ::core::convert::Into<::std::string::String>,
+        {
+            self.headers.extend(
+                headers
+                    .into_iter()
+                    .map(|(name, value)| (name.into(), value.into())),
+            );
+            self
+        }
+
+        /// Sets the authentication provider (see the field `auth`).
+        #[must_use]
+        pub fn auth(mut self, provider: ::std::sync::Arc<dyn $crate::AuthProvider>) -> Self {
+            self.auth = ::core::option::Option::Some(provider);
+            self
+        }
+    };
+}

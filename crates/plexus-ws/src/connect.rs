@@ -1,0 +1,193 @@
+//! The upgrade: TCP, TLS for `wss`, the handshake with the subprotocol and the headers, and one
+//! retry after an auth challenge.
+
+use std::sync::{Arc, OnceLock};
+
+use plexus_transport::redact::redact_url;
+use plexus_transport::{Credentials, Rejection, TransportError, body_excerpt};
+use rustls::ClientConfig;
+use rustls_platform_verifier::BuilderVerifierExt;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::error::{Error as WsError, ProtocolError, SubProtocolError, UrlError};
+use tokio_tungstenite::tungstenite::handshake::client::Response;
+use tokio_tungstenite::tungstenite::http::header::{LOCATION, SEC_WEBSOCKET_PROTOCOL, WWW_AUTHENTICATE};
+use tokio_tungstenite::tungstenite::http::{HeaderMap, HeaderName, HeaderValue};
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::{Connector, connect_async_tls_with_config};
+use url::Url;
+
+use crate::config::{SUBPROTOCOL, WsConfig};
+use crate::connection::Socket;
+
+/// Validates the configuration, then connects within the connect timeout.
+pub(crate) async fn connect(config: &WsConfig) -> Result<Socket, TransportError> {
+    let target = redact_url(&config.url);
+    let fail = |reason: String| TransportError::connect_to_url(&config.url, reason);
+    let url = Url::parse(&config.url).map_err(|e| fail(format!("the URL is not valid: {e}")))?;
+    TransportError::require_scheme(&config.url, url.scheme(), &["ws", "wss"], "WebSocket")?;
+    if let Some(interval) = config.ping_interval
+        && config.dead_peer_timeout <= interval
+    {
+        return Err(fail(format!(
+            "the dead-peer timeout ({:?}) must be longer than the ping interval ({interval:?})",
+            config.dead_peer_timeout
+        )));
+    }
+    let credentials = Credentials::new(config.headers.clone(), config.auth.clone()).map_err(|e| fail(e.to_string()))?;
+    let upgrade = upgrade(config, &url, &target, &credentials);
+    tokio::time::timeout(config.connect_timeout, upgrade)
+        .await
+        .map_err(|_| {
+            fail(format!(
+                "the WebSocket handshake did not complete within {:?}",
+                config.connect_timeout
+            ))
+        })?
+}
+
+/// The upgrade, retried once when the auth provider resolves a 401 or 403.
+async fn upgrade(
+    config: &WsConfig,
+    url: &Url,
+    target: &str,
+    credentials: &Credentials,
+) -> Result<Socket, TransportError> {
+    let fail = |reason: String| TransportError::connect_to_url(url.as_str(), reason);
+    let what = format!("the WebSocket upgrade of {target}");
+    let limits = WebSocketConfig::default()
+        .max_message_size(Some(config.max_message_size))
+        .max_frame_size(Some(config.max_message_size));
+    let connector = if url.scheme() == "wss" {
+        Connector::Rustls(tls_config().map_err(&fail)?)
+    } else {
+        Connector::Plain
+    };
+    let mut retried = false;
+    loop {
+        let mut request = url
+            .as_str()
+            .into_client_request()
+            .map_err(|e| fail(handshake_failure(&e)))?;
+        let headers = request.headers_mut();
+        // The pairs were checked by `Credentials` with the rules of the `http` crate: all convert.
+        for (name, value) in credentials.headers().await?.iter() {
+            if let (Ok(name), Ok(value)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
+                headers.append(name, value);
+            }
+        }
+        headers.insert(SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(SUBPROTOCOL));
+        match connect_async_tls_with_config(request, Some(limits), true, Some(connector.clone())).await {
+            Ok((socket, response)) => {
+                check_subprotocol(&response).map_err(&fail)?;
+                return Ok(socket);
+            }
+            Err(WsError::Http(response)) if matches!(response.status().as_u16(), 401 | 403) => {
+                let challenges = response.headers().get_all(WWW_AUTHENTICATE);
+                let status = response.status().as_u16();
+                let rejection = Rejection::new(
+                    &what,
+                    url.as_str(),
+                    status,
+                    challenges.iter().map(HeaderValue::as_bytes),
+                );
+                let body = body_excerpt(response.body().as_deref().unwrap_or_default());
+                credentials.rejected(&rejection.with_body(body), retried).await?;
+                retried = true;
+            }
+            Err(WsError::Http(response)) => return Err(refused(&what, url, &response)),
+            Err(e) => return Err(fail(handshake_failure(&e))),
+        }
+    }
+}
+
+/// The server must answer with the subprotocol it was offered (tungstenite checks it too; this
+/// is the last word, whatever the library version).
+fn check_subprotocol(response: &Response) -> Result<(), String> {
+    let chosen = response.headers().get(SEC_WEBSOCKET_PROTOCOL);
+    match chosen.map(HeaderValue::as_bytes) {
+        Some(b"mcp") => Ok(()),
+        None => Err(no_subprotocol()),
+        Some(other) => Err(other_subprotocol(other)),
+    }
+}
+
+fn no_subprotocol() -> String {
+    format!(
+        "the server accepted the WebSocket without the subprotocol `{SUBPROTOCOL}` (its answer has no \
+         Sec-WebSocket-Protocol header), so it does not speak MCP over WebSocket"
+    )
+}
+
+fn other_subprotocol(chosen: &[u8]) -> String {
+    format!(
+        "the server chose the WebSocket subprotocol {:?} instead of `{SUBPROTOCOL}`",
+        String::from_utf8_lossy(chosen)
+    )
+}
+
+/// Why a handshake failed, in words (the cause of an I/O error without tungstenite's prefix).
+fn handshake_failure(error: &WsError) -> String {
+    match error {
+        WsError::Io(e) => e.to_string(),
+        WsError::Tls(e) => format!("TLS: {e}"),
+        WsError::Url(UrlError::TlsFeatureNotEnabled) => "TLS is not available".to_owned(),
+        WsError::Url(e) => format!("the URL cannot be used: {e}"),
+        WsError::Protocol(ProtocolError::SecWebSocketSubProtocolError(SubProtocolError::NoSubProtocol)) => {
+            no_subprotocol()
+        }
+        WsError::Protocol(ProtocolError::SecWebSocketSubProtocolError(SubProtocolError::InvalidSubProtocol)) => {
+            "the server chose a WebSocket subprotocol it was not offered".to_owned()
+        }
+        WsError::Protocol(e) => format!("the WebSocket handshake failed: {e}"),
+        other => other.to_string(),
+    }
+}
+
+/// The error for an answer to the upgrade other than 101, 401 and 403: a redirect is not followed
+/// (the headers and credentials must not go elsewhere); another status keeps an excerpt of the body.
+fn refused(
+    what: &str,
+    url: &Url,
+    response: &tokio_tungstenite::tungstenite::http::Response<Option<Vec<u8>>>,
+) -> TransportError {
+    let status = response.status().as_u16();
+    if response.status().is_redirection() {
+        let location = location(url, response.headers());
+        return TransportError::connect_to_url(
+            url.as_str(),
+            format!(
+                "the server answered the upgrade with a redirect (HTTP {status}) to {location}; WebSocket redirects are not followed"
+            ),
+        );
+    }
+    TransportError::Http {
+        status,
+        what: what.to_owned(),
+        body: body_excerpt(response.body().as_deref().unwrap_or_default()),
+    }
+}
+
+fn location(url: &Url, headers: &HeaderMap) -> String {
+    headers
+        .get(LOCATION)
+        .and_then(|l| l.to_str().ok())
+        .and_then(|l| url.join(l).ok())
+        .map_or_else(|| "an unusable location".to_owned(), |l| redact_url(l.as_str()))
+}
+
+/// The TLS client configuration for `wss`, built once: rustls with the aws-lc-rs provider chosen
+/// explicitly (so no process-wide default is needed) and the platform's certificate verifier. A
+/// failure is not remembered: the next connect tries again.
+fn tls_config() -> Result<Arc<ClientConfig>, String> {
+    static CONFIG: OnceLock<Arc<ClientConfig>> = OnceLock::new();
+    if let Some(config) = CONFIG.get() {
+        return Ok(Arc::clone(config));
+    }
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .and_then(BuilderVerifierExt::with_platform_verifier)
+        .map_err(|e| format!("could not set up TLS: {e}"))?
+        .with_no_client_auth();
+    Ok(Arc::clone(CONFIG.get_or_init(|| Arc::new(config))))
+}

@@ -1,0 +1,325 @@
+//! Streamable HTTP round trips: a raw floor against plexus, in one run, against the same test
+//! server process (`plexus-testserver http --json-response`), and the memory of 100 000 requests
+//! with their per-request timers armed.
+//!
+//! Run through `cargo xtask bench`, which builds the test server and passes its path in
+//! `PLEXUS_TESTSERVER_BIN`. The floor is a minimal keep-alive HTTP/1.1 client on raw sockets
+//! posting the same bodies (one connection per request in flight). Figures are medians of rounds
+//! that alternate floor and plexus.
+#![allow(missing_docs)]
+// Statistics over counts far below 2^52, and an index computed from a fraction in [0, 1].
+#![allow(clippy::cast_precision_loss, clippy::cast_sign_loss)]
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use plexus::http::{HttpConfig, HttpTransport};
+use plexus::{Client, ClientOptions};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader as AsyncBufReader};
+use tokio::net::TcpStream;
+
+const ROUNDS: usize = 5;
+const SEQUENTIAL_CALLS: usize = 5_000;
+const WARMUP_CALLS: usize = 500;
+const IN_FLIGHT: usize = 64;
+const THROUGHPUT_CALLS: usize = 32_000;
+const MEMORY_CALLS: usize = 100_000;
+
+const ECHO: &str = r#"{"name":"echo","arguments":{"text":"hello"}}"#;
+
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Server {
+    fn start() -> Server {
+        let path = std::env::var("PLEXUS_TESTSERVER_BIN").unwrap_or_else(|_| {
+            eprintln!("PLEXUS_TESTSERVER_BIN is not set: run this bench through `cargo xtask bench`");
+            std::process::exit(2);
+        });
+        let mut child = Command::new(path)
+            .args(["http", "--json-response"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn the test server");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .expect("the URL line")
+            .to_owned();
+        Server { child, url }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One keep-alive HTTP/1.1 connection that posts JSON-RPC bodies and reads `Content-Length` replies.
+struct RawConnection {
+    stream: AsyncBufReader<TcpStream>,
+    host: String,
+    path: String,
+    session: Option<String>,
+    next_id: u64,
+    body: Vec<u8>,
+}
+
+impl RawConnection {
+    async fn open(url: &str, session: Option<String>) -> RawConnection {
+        let rest = url.strip_prefix("http://").unwrap();
+        let (host, path) = rest.split_at(rest.find('/').unwrap());
+        let stream = TcpStream::connect(host).await.unwrap();
+        stream.set_nodelay(true).unwrap();
+        RawConnection {
+            stream: AsyncBufReader::new(stream),
+            host: host.to_owned(),
+            path: path.to_owned(),
+            session,
+            next_id: 0,
+            body: Vec::new(),
+        }
+    }
+
+    /// Posts one message and returns the response headers' session id, if any; the body stays in `self.body`.
+    async fn post(&mut self, message: &str) -> Option<String> {
+        let mut request = format!(
+            "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+            self.path,
+            self.host,
+            message.len()
+        );
+        if let Some(session) = &self.session {
+            let _ = write!(
+                request,
+                "Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n"
+            );
+        }
+        request.push_str("\r\n");
+        request.push_str(message);
+        self.stream.get_mut().write_all(request.as_bytes()).await.unwrap();
+        let mut length = 0;
+        let mut session = None;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            self.stream.read_line(&mut line).await.unwrap();
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            let lower = header.to_ascii_lowercase();
+            if let Some(value) = lower.strip_prefix("content-length:") {
+                length = value.trim().parse().unwrap();
+            }
+            if lower.starts_with("mcp-session-id:") {
+                session = Some(header[header.find(':').unwrap() + 1..].trim().to_owned());
+            }
+        }
+        self.body.resize(length, 0);
+        self.stream.read_exact(&mut self.body).await.unwrap();
+        session
+    }
+
+    async fn call_echo(&mut self) {
+        self.next_id += 1;
+        let message = format!(
+            r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{ECHO}}}"#,
+            self.next_id
+        );
+        self.post(&message).await;
+        assert!(
+            self.body.starts_with(b"{") && memchr_result(&self.body),
+            "unexpected reply: {}",
+            String::from_utf8_lossy(&self.body)
+        );
+    }
+}
+
+fn memchr_result(body: &[u8]) -> bool {
+    body.windows(8).any(|w| w == b"\"result\"")
+}
+
+/// Initializes a session with the raw client and returns its id.
+async fn raw_session(url: &str) -> String {
+    let mut connection = RawConnection::open(url, None).await;
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"0"}}}"#;
+    let session = connection.post(init).await.expect("a session id");
+    connection.session = Some(session.clone());
+    connection
+        .post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+        .await;
+    session
+}
+
+#[derive(Clone, Copy)]
+struct Round {
+    p50: f64,
+    throughput: f64,
+}
+
+fn p50(mut times: Vec<Duration>) -> f64 {
+    times.sort_unstable();
+    times[times.len() / 2].as_secs_f64() * 1e6
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+async fn floor_round(url: &str, session: &str) -> Round {
+    let mut connection = RawConnection::open(url, Some(session.to_owned())).await;
+    for _ in 0..WARMUP_CALLS {
+        connection.call_echo().await;
+    }
+    let mut times = Vec::with_capacity(SEQUENTIAL_CALLS);
+    for _ in 0..SEQUENTIAL_CALLS {
+        let start = Instant::now();
+        connection.call_echo().await;
+        times.push(start.elapsed());
+    }
+    let mut connections = Vec::new();
+    for _ in 0..IN_FLIGHT {
+        connections.push(RawConnection::open(url, Some(session.to_owned())).await);
+    }
+    let start = Instant::now();
+    let workers: Vec<_> = connections
+        .into_iter()
+        .map(|mut connection| {
+            tokio::spawn(async move {
+                for _ in 0..THROUGHPUT_CALLS / IN_FLIGHT {
+                    connection.call_echo().await;
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.await.unwrap();
+    }
+    Round {
+        p50: p50(times),
+        throughput: THROUGHPUT_CALLS as f64 / start.elapsed().as_secs_f64(),
+    }
+}
+
+fn echo_arguments() -> serde_json::Map<String, serde_json::Value> {
+    serde_json::json!({"text": "hello"}).as_object().cloned().unwrap()
+}
+
+async fn plexus_round(client: &Client) -> Round {
+    let arguments = echo_arguments();
+    for _ in 0..WARMUP_CALLS {
+        client.call_tool("echo", Some(arguments.clone())).await.unwrap();
+    }
+    let mut times = Vec::with_capacity(SEQUENTIAL_CALLS);
+    for _ in 0..SEQUENTIAL_CALLS {
+        let start = Instant::now();
+        client.call_tool("echo", Some(arguments.clone())).await.unwrap();
+        times.push(start.elapsed());
+    }
+    let start = Instant::now();
+    let arguments = Arc::new(arguments);
+    let workers: Vec<_> = (0..IN_FLIGHT)
+        .map(|_| {
+            let client = client.clone();
+            let arguments = Arc::clone(&arguments);
+            tokio::spawn(async move {
+                for _ in 0..THROUGHPUT_CALLS / IN_FLIGHT {
+                    client.call_tool("echo", Some((*arguments).clone())).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.await.unwrap();
+    }
+    Round {
+        p50: p50(times),
+        throughput: THROUGHPUT_CALLS as f64 / start.elapsed().as_secs_f64(),
+    }
+}
+
+/// The resident set size of this process, in KiB (Linux).
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|value| value.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+async fn connect(url: &str) -> Client {
+    let transport = HttpTransport::new(HttpConfig::new(url).name("bench")).expect("the transport");
+    Client::connect(Box::new(transport), ClientOptions::new("bench"))
+        .await
+        .expect("initialize")
+}
+
+fn main() {
+    let server = Server::start();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        println!(
+            "http (--json-response): {SEQUENTIAL_CALLS} sequential tools/call echo + {THROUGHPUT_CALLS} with {IN_FLIGHT} in flight, median of {ROUNDS} rounds"
+        );
+        let session = raw_session(&server.url).await;
+        let client = connect(&server.url).await;
+        let (mut floor, mut ours) = (Vec::new(), Vec::new());
+        for _ in 0..ROUNDS {
+            floor.push(floor_round(&server.url, &session).await);
+            ours.push(plexus_round(&client).await);
+        }
+        let floor_p50 = median(floor.iter().map(|r| r.p50).collect());
+        let floor_tp = median(floor.iter().map(|r| r.throughput).collect());
+        let our_p50 = median(ours.iter().map(|r| r.p50).collect());
+        let our_tp = median(ours.iter().map(|r| r.throughput).collect());
+        println!("floor (raw keep-alive HTTP)  p50 {floor_p50:>7.1} µs   {IN_FLIGHT} in flight {floor_tp:>8.0} calls/s");
+        println!(
+            "plexus (multi-thread rt)     p50 {our_p50:>7.1} µs ({:.2}× floor)   {IN_FLIGHT} in flight {our_tp:>8.0} calls/s ({:.2}× floor)",
+            our_p50 / floor_p50,
+            our_tp / floor_tp
+        );
+        println!(
+            "targets: p50 ≤ 2× floor: {:.2}× {}; throughput ≥ 0.7× floor: {:.2}× {}",
+            our_p50 / floor_p50,
+            verdict(our_p50 / floor_p50 <= 2.0),
+            our_tp / floor_tp,
+            verdict(our_tp / floor_tp >= 0.7)
+        );
+
+        // Memory: 100 000 requests, each with its timer armed (the default per-request timeout).
+        let arguments = echo_arguments();
+        let before = rss_kib();
+        let mut samples = Vec::new();
+        for i in 0..MEMORY_CALLS {
+            client.call_tool("echo", Some(arguments.clone())).await.unwrap();
+            if (i + 1) % 25_000 == 0 {
+                samples.push(rss_kib());
+            }
+        }
+        let samples: Vec<String> = samples.iter().map(|kib| format!("{kib} KiB")).collect();
+        println!("memory over {MEMORY_CALLS} requests with timers armed: RSS {before} KiB before, then every 25 000: {}", samples.join(", "));
+        client.close().await.unwrap();
+    });
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "met" } else { "MISSED" }
+}

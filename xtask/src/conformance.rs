@@ -1,0 +1,676 @@
+//! `cargo xtask conformance [SCENARIO]...`: runs the official MCP conformance suite
+//! (`@modelcontextprotocol/conformance`, every pinned version in [`SUITES`]) against
+//! `plexus-conformance-client`, one scenario at a time, and judges each scenario by its
+//! `checks.json`, not by the suite's exit code (which lets a client that does nothing pass some
+//! scenarios). Prints a table per suite version and fails unless every [`MUST_PASS`] scenario
+//! passes.
+//!
+//! A scenario passes when it has at least one verdict check and every verdict check is `SUCCESS`
+//! or `WARNING`. `INFO` entries are the suite's log of the traffic, not verdicts, and are ignored.
+//! `WARNING` is what the suite itself calls acceptable (e.g. `sse-retry` reconnecting "slightly
+//! late" on a busy machine); warnings are counted in the table. `FAILURE`, `SKIPPED` (a check that
+//! could not run) and any other status fail the scenario.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs::{self, File};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::cmd;
+use crate::peers::{self, NpmPackage, PeersError};
+
+/// The npm package of the suite.
+const SUITE_PACKAGE: &str = "@modelcontextprotocol/conformance";
+/// The suite versions run, each installed in `target/conformance/<version>/`.
+pub(crate) const SUITES: &[&str] = &["0.1.16", "0.2.0-alpha.12"];
+/// The scenarios that must pass in every suite version. Later issues extend this list.
+pub(crate) const MUST_PASS: &[&str] = &[
+    "initialize",
+    "tools_call",
+    "sse-retry",
+    "elicitation-sep1034-client-defaults",
+];
+
+/// The client binary (crate `plexus-conformance`).
+const CLIENT_BIN: &str = "plexus-conformance-client";
+/// The suite's own limit for one client run, in milliseconds (its `--timeout`).
+const CLIENT_TIMEOUT_MS: u64 = 30_000;
+/// The hang guard for one run of the suite's CLI (one scenario, or the scenario list).
+const RUN_LIMIT: Duration = Duration::from_secs(120);
+/// How many failing checks of one scenario the table shows.
+const MAX_TABLE_CHECKS: usize = 6;
+/// How many lines of a log are shown for a failed must-pass scenario.
+const LOG_TAIL_LINES: usize = 40;
+
+/// Arguments of `cargo xtask conformance`.
+#[derive(Debug, Default, clap::Args)]
+pub(crate) struct ConformanceArgs {
+    /// Run only these scenarios (e.g. `sse-retry`); every client scenario of each suite when none.
+    pub(crate) scenarios: Vec<String>,
+}
+
+/// Why the conformance run failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConformanceError {
+    /// Installing, building or running failed.
+    #[error(transparent)]
+    Peers(#[from] PeersError),
+    /// A results or log file or directory could not be read or written.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// `conformance list --client` named no scenario.
+    #[error("`conformance list --client` of suite {version} named no scenario; its output is in {}", .log.display())]
+    NoScenarios {
+        /// The suite version.
+        version: String,
+        /// Its output.
+        log: PathBuf,
+    },
+    /// Must-pass scenarios failed.
+    #[error("{} must-pass scenario(s) failed: {}", .failures.len(), .failures.join("; "))]
+    MustPass {
+        /// `version scenario: reason`, one per failure.
+        failures: Vec<String>,
+    },
+}
+
+fn io_error(path: &Path) -> impl FnOnce(io::Error) -> ConformanceError + '_ {
+    move |source| ConformanceError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Installs Node and the suites, builds the client, runs the scenarios and judges them.
+pub(crate) fn run(args: &ConformanceArgs) -> Result<(), ConformanceError> {
+    let target = peers::target_dir();
+    let base = target.join("conformance");
+    let node = peers::ensure_node(&peers::peers_dir())?;
+    let mut build = cmd::cargo(["build", "--package", "plexus-conformance", "--bin", CLIENT_BIN]);
+    build.current_dir(cmd::workspace_root());
+    cmd::run_streaming(&mut build).map_err(PeersError::from)?;
+    let client = target.join("debug").join(CLIENT_BIN);
+
+    let mut failures = Vec::new();
+    for version in SUITES {
+        let package = peers::npm_install(
+            &base.join(version),
+            NpmPackage {
+                name: SUITE_PACKAGE,
+                version,
+            },
+        )?;
+        let suite = Suite {
+            version,
+            node: &node,
+            cli: package.join("dist").join("index.js"),
+            results: base.join("results").join(version),
+            logs: base.join("logs").join(version),
+        };
+        failures.extend(suite.run(&client, &args.scenarios)?);
+    }
+    if failures.is_empty() {
+        println!("every must-pass scenario passed: {}", MUST_PASS.join(", "));
+        Ok(())
+    } else {
+        Err(ConformanceError::MustPass { failures })
+    }
+}
+
+/// One installed suite version.
+struct Suite<'a> {
+    version: &'a str,
+    node: &'a Path,
+    cli: PathBuf,
+    results: PathBuf,
+    logs: PathBuf,
+}
+
+impl Suite<'_> {
+    /// Runs the chosen scenarios (must-pass first), prints the table, and returns the must-pass
+    /// failures.
+    fn run(&self, client: &Path, only: &[String]) -> Result<Vec<String>, ConformanceError> {
+        for dir in [&self.results, &self.logs] {
+            if dir.exists() {
+                fs::remove_dir_all(dir).map_err(io_error(dir))?;
+            }
+            fs::create_dir_all(dir).map_err(io_error(dir))?;
+        }
+        let offered = self.list()?;
+        let mut scenarios: Vec<String> = MUST_PASS.iter().map(|s| (*s).to_owned()).collect();
+        scenarios.extend(offered.iter().filter(|s| !MUST_PASS.contains(&s.as_str())).cloned());
+        if !only.is_empty() {
+            scenarios.retain(|s| only.contains(s));
+        }
+        println!(
+            "\nsuite {SUITE_PACKAGE}@{}: {} scenario(s)",
+            self.version,
+            scenarios.len()
+        );
+        let command = shell_quote(&client.to_string_lossy());
+        for (index, scenario) in scenarios.iter().enumerate() {
+            let started = Instant::now();
+            let mut runner = self.runner();
+            runner.args(["client", "--command", &command, "--scenario", scenario, "--timeout"]);
+            runner.arg(CLIENT_TIMEOUT_MS.to_string()).arg("-o").arg(&self.results);
+            if index == 0 {
+                println!("each scenario runs: {}", cmd::describe(&runner));
+            }
+            let status = self.run_logged(&mut runner, &log_name(scenario), false)?;
+            let exit = status
+                .code()
+                .map_or_else(|| status.to_string(), |code| format!("exit {code}"));
+            println!(
+                "[{}/{}] {scenario}: suite {exit} in {:.1} s",
+                index + 1,
+                scenarios.len(),
+                started.elapsed().as_secs_f64()
+            );
+        }
+        let results = read_results(&self.results)?;
+        print!("{}", format_table(self.version, &scenarios, &results));
+        let mut failures = Vec::new();
+        for scenario in MUST_PASS.iter().filter(|s| scenarios.iter().any(|c| c == *s)) {
+            let reason = match results.get(*scenario).map(ScenarioResult::verdict) {
+                Some(Verdict::Passed { .. }) => continue,
+                Some(Verdict::Failed { reason, .. }) => reason,
+                None if offered.iter().any(|s| s == scenario) => "no checks.json was written".to_owned(),
+                None => "this suite version has no such scenario".to_owned(),
+            };
+            self.show_logs(scenario, results.get(*scenario));
+            failures.push(format!("{} {scenario}: {reason}", self.version));
+        }
+        Ok(failures)
+    }
+
+    /// The scenarios the suite offers for clients (`list --client`).
+    fn list(&self) -> Result<Vec<String>, ConformanceError> {
+        let mut runner = self.runner();
+        runner.args(["list", "--client"]);
+        let name = "list.log";
+        let status = self.run_logged(&mut runner, name, true)?;
+        let log = self.logs.join(name);
+        let text = fs::read_to_string(&log).map_err(io_error(&log))?;
+        let scenarios = parse_scenario_list(&text);
+        if !status.success() || scenarios.is_empty() {
+            return Err(ConformanceError::NoScenarios {
+                version: self.version.to_owned(),
+                log,
+            });
+        }
+        Ok(scenarios)
+    }
+
+    fn runner(&self) -> Command {
+        let mut runner = Command::new(self.node);
+        runner.arg(&self.cli);
+        runner
+    }
+
+    /// Runs the suite's CLI with its output in `logs/NAME`, bounded by [`RUN_LIMIT`], echoing the
+    /// command line when asked to.
+    fn run_logged(
+        &self,
+        runner: &mut Command,
+        name: &str,
+        echo: bool,
+    ) -> Result<std::process::ExitStatus, ConformanceError> {
+        let log_path = self.logs.join(name);
+        let log = File::create(&log_path).map_err(io_error(&log_path))?;
+        let log_err = log.try_clone().map_err(io_error(&log_path))?;
+        runner.stdout(Stdio::from(log)).stderr(Stdio::from(log_err));
+        let status = if echo {
+            peers::run_bounded(runner, RUN_LIMIT)?
+        } else {
+            peers::run_bounded_quiet(runner, RUN_LIMIT)?
+        };
+        Ok(status)
+    }
+
+    /// Prints the tail of the suite's log and the client's stderr for a failed scenario.
+    fn show_logs(&self, scenario: &str, result: Option<&ScenarioResult>) {
+        let mut files = vec![self.logs.join(log_name(scenario))];
+        if let Some(result) = result {
+            files.push(result.dir.join("stderr.txt"));
+        }
+        for file in files {
+            let text = fs::read_to_string(&file).unwrap_or_else(|e| format!("(unreadable: {e})"));
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(LOG_TAIL_LINES)..];
+            println!(
+                "--- {} {scenario}: last {} line(s) of {}",
+                self.version,
+                tail.len(),
+                file.display()
+            );
+            for line in tail {
+                println!("    {line}");
+            }
+        }
+    }
+}
+
+/// The log file of one scenario's run (`auth/x` → `auth_x.log`).
+fn log_name(scenario: &str) -> String {
+    let safe: String = scenario
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{safe}.log")
+}
+
+/// `text` quoted for `sh` (the suite runs `--command` through a shell).
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// The names in `list --client` output: the first word of each `  - NAME [versions]` line.
+fn parse_scenario_list(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| line.trim_start().strip_prefix("- "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// One check of a `checks.json`.
+#[derive(Debug, Clone, PartialEq)]
+struct Check {
+    id: String,
+    status: String,
+    /// `errorMessage`, else `details.message`.
+    message: Option<String>,
+}
+
+/// A scenario's recorded checks and where they are.
+#[derive(Debug, Clone, PartialEq)]
+struct ScenarioResult {
+    dir: PathBuf,
+    /// The suite's timestamp, to keep the latest of several runs.
+    timestamp: String,
+    /// The checks, or why `checks.json` could not be read.
+    checks: Result<Vec<Check>, String>,
+}
+
+/// How a scenario did.
+#[derive(Debug, Clone, PartialEq)]
+enum Verdict {
+    /// Every verdict check succeeded (`warnings` of them with a warning).
+    Passed { warnings: usize },
+    /// Why not, and the failing checks as `id: message`.
+    Failed { reason: String, failing: Vec<String> },
+}
+
+impl ScenarioResult {
+    fn verdict(&self) -> Verdict {
+        let checks = match &self.checks {
+            Ok(checks) => checks,
+            Err(reason) => {
+                return Verdict::Failed {
+                    reason: reason.clone(),
+                    failing: Vec::new(),
+                };
+            }
+        };
+        let verdicts: Vec<&Check> = checks.iter().filter(|check| check.status != "INFO").collect();
+        if verdicts.is_empty() {
+            return Verdict::Failed {
+                reason: "no verdict checks (the client did nothing the suite could judge)".to_owned(),
+                failing: Vec::new(),
+            };
+        }
+        let failing: Vec<String> = verdicts
+            .iter()
+            .filter(|check| check.status != "SUCCESS" && check.status != "WARNING")
+            .map(|check| match &check.message {
+                Some(message) => format!("{} {}: {message}", check.id, check.status),
+                None => format!("{} {}", check.id, check.status),
+            })
+            .collect();
+        if failing.is_empty() {
+            let warnings = verdicts.iter().filter(|check| check.status == "WARNING").count();
+            Verdict::Passed { warnings }
+        } else {
+            Verdict::Failed {
+                reason: format!("{} of {} check(s) failed", failing.len(), verdicts.len()),
+                failing,
+            }
+        }
+    }
+}
+
+/// Every `checks.json` under `dir` (results are in `<scenario>-<timestamp>/`, where a scenario such
+/// as `auth/x` is a subdirectory), by scenario; the latest run wins.
+fn read_results(dir: &Path) -> Result<BTreeMap<String, ScenarioResult>, ConformanceError> {
+    let mut found = Vec::new();
+    find_checks(dir, 0, &mut found)?;
+    let mut results: BTreeMap<String, ScenarioResult> = BTreeMap::new();
+    for file in found {
+        let Some(run_dir) = file.parent() else { continue };
+        let relative = run_dir
+            .strip_prefix(dir)
+            .unwrap_or(run_dir)
+            .to_string_lossy()
+            .into_owned();
+        let Some((scenario, timestamp)) = split_timestamp(&relative) else {
+            continue;
+        };
+        let result = ScenarioResult {
+            dir: run_dir.to_path_buf(),
+            timestamp: timestamp.to_owned(),
+            checks: parse_checks(&file),
+        };
+        match results.get(scenario) {
+            Some(existing) if existing.timestamp >= result.timestamp => {}
+            _ => {
+                results.insert(scenario.to_owned(), result);
+            }
+        }
+    }
+    Ok(results)
+}
+
+/// Collects the `checks.json` files under `dir`, at most 8 levels down.
+fn find_checks(dir: &Path, depth: usize, found: &mut Vec<PathBuf>) -> Result<(), ConformanceError> {
+    for entry in fs::read_dir(dir).map_err(io_error(dir))? {
+        let path = entry.map_err(io_error(dir))?.path();
+        if path.is_dir() && depth < 8 {
+            find_checks(&path, depth + 1, found)?;
+        } else if path.file_name().is_some_and(|name| name == "checks.json") {
+            found.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Splits `NAME-2026-11-30T18-49-17-976Z` into the name and the timestamp.
+fn split_timestamp(dir_name: &str) -> Option<(&str, &str)> {
+    const PATTERN: &str = "-dddd-dd-ddTdd-dd-dd-dddZ";
+    let split = dir_name.len().checked_sub(PATTERN.len())?;
+    let (name, suffix) = (dir_name.get(..split)?, dir_name.get(split..)?);
+    let matches = suffix.chars().zip(PATTERN.chars()).all(|(c, p)| match p {
+        'd' => c.is_ascii_digit(),
+        other => c == other,
+    });
+    (matches && !name.is_empty()).then(|| (name, &suffix[1..]))
+}
+
+/// The checks of one `checks.json`, or a reason naming the file.
+fn parse_checks(file: &Path) -> Result<Vec<Check>, String> {
+    let text = fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let value: Value = serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", file.display()))?;
+    let Value::Array(items) = value else {
+        return Err(format!("{}: expected an array of checks", file.display()));
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let field = |name: &str| item.get(name).and_then(Value::as_str).map(str::to_owned);
+            let (Some(id), Some(status)) = (field("id"), field("status")) else {
+                return Err(format!(
+                    "{}: check {index} has no string `id` and `status`",
+                    file.display()
+                ));
+            };
+            let message = field("errorMessage").or_else(|| {
+                item.pointer("/details/message")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            });
+            Ok(Check { id, status, message })
+        })
+        .collect()
+}
+
+/// The table of one suite version: scenario, result (must-pass ones marked `*`), failing checks.
+fn format_table(version: &str, scenarios: &[String], results: &BTreeMap<String, ScenarioResult>) -> String {
+    let width = scenarios
+        .iter()
+        .map(|s| s.len() + 2)
+        .max()
+        .unwrap_or(0)
+        .max("scenario".len());
+    let mut text = String::new();
+    let _ = writeln!(text, "\n{SUITE_PACKAGE}@{version} (* = must pass)");
+    let _ = writeln!(text, "{:<width$}  {:<18}  failing checks", "scenario", "result");
+    let _ = writeln!(text, "{:-<width$}  {:-<18}  {:-<14}", "", "", "");
+    let (mut passed, mut failed) = (0, 0);
+    for scenario in scenarios {
+        let marked = if MUST_PASS.contains(&scenario.as_str()) {
+            format!("{scenario} *")
+        } else {
+            scenario.clone()
+        };
+        let (label, details) = match results.get(scenario).map(ScenarioResult::verdict) {
+            Some(Verdict::Passed { warnings: 0 }) => ("passed".to_owned(), Vec::new()),
+            Some(Verdict::Passed { warnings }) => (format!("passed ({warnings} warn.)"), Vec::new()),
+            Some(Verdict::Failed { reason, failing }) if failing.is_empty() => ("FAILED".to_owned(), vec![reason]),
+            Some(Verdict::Failed { failing, .. }) => ("FAILED".to_owned(), failing),
+            None => ("FAILED".to_owned(), vec!["no checks.json was written".to_owned()]),
+        };
+        if label.starts_with("passed") {
+            passed += 1;
+        } else {
+            failed += 1;
+        }
+        let hidden = details.len().saturating_sub(MAX_TABLE_CHECKS);
+        let mut details = details
+            .into_iter()
+            .take(MAX_TABLE_CHECKS)
+            .map(|d| shorten(&d, 160))
+            .chain((hidden > 0).then(|| format!("(and {hidden} more)")));
+        let first = format!("{marked:<width$}  {label:<18}  {}", details.next().unwrap_or_default());
+        let _ = writeln!(text, "{}", first.trim_end());
+        for more in details {
+            let _ = writeln!(text, "{:<width$}  {:<18}  {more}", "", "");
+        }
+    }
+    let _ = writeln!(text, "{version}: {passed} passed, {failed} failed");
+    text
+}
+
+/// The first line of `text`, cut to `max` characters.
+fn shorten(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    if line.chars().count() > max {
+        format!("{}…", line.chars().take(max).collect::<String>())
+    } else {
+        line.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A results directory as the suite writes it: `initialize` with only traffic logs,
+    /// `tools_call` passed, `sse-retry` passed with a timing warning, an older failed run of
+    /// `sse-retry`, `auth/metadata-default` failed, and one broken file.
+    fn sample_results() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |run: &str, checks: &str| {
+            let run_dir = dir.path().join(run);
+            fs::create_dir_all(&run_dir).unwrap();
+            fs::write(run_dir.join("checks.json"), checks).unwrap();
+            fs::write(run_dir.join("stderr.txt"), "").unwrap();
+        };
+        write("initialize-2026-11-30T18-49-17-976Z", "[]");
+        write(
+            "tools_call-2026-11-30T18-49-20-606Z",
+            r#"[{"id":"incoming-request","status":"INFO"},
+                {"id":"tool-add-numbers","name":"ToolAddNumbers","status":"SUCCESS","details":{"a":1,"b":1}}]"#,
+        );
+        write(
+            "sse-retry-2026-11-30T18-49-21-167Z",
+            r#"[{"id":"client-sse-graceful-reconnect","status":"FAILURE","errorMessage":"no GET"}]"#,
+        );
+        write(
+            "sse-retry-2026-11-30T18-59-00-000Z",
+            r#"[{"id":"client-sse-graceful-reconnect","status":"SUCCESS"},
+                {"id":"client-sse-retry-timing","status":"WARNING","errorMessage":"slightly late"},
+                {"id":"outgoing-sse-event","status":"INFO"}]"#,
+        );
+        write(
+            "auth/metadata-default-2026-11-30T18-49-22-081Z",
+            r#"[{"id":"prm-pathbased-requested","status":"FAILURE","errorMessage":"Expected Check Missing"},
+                {"id":"token-request","status":"SKIPPED","details":{"message":"never reached"}},
+                {"id":"server-info","status":"SUCCESS"}]"#,
+        );
+        write(
+            "elicitation-sep1034-client-defaults-2026-11-30T18-49-21-629Z",
+            "{not json",
+        );
+        fs::create_dir_all(dir.path().join("not-a-run")).unwrap();
+        dir
+    }
+
+    #[test]
+    fn every_checks_json_is_read_and_judged_strictly() {
+        let dir = sample_results();
+        let results = read_results(dir.path()).unwrap();
+        let verdicts: BTreeMap<&str, Verdict> = results.iter().map(|(k, v)| (k.as_str(), v.verdict())).collect();
+        assert_eq!(
+            verdicts.keys().copied().collect::<Vec<_>>(),
+            [
+                "auth/metadata-default",
+                "elicitation-sep1034-client-defaults",
+                "initialize",
+                "sse-retry",
+                "tools_call"
+            ]
+        );
+        assert_eq!(
+            verdicts["initialize"],
+            Verdict::Failed {
+                reason: "no verdict checks (the client did nothing the suite could judge)".to_owned(),
+                failing: Vec::new()
+            }
+        );
+        assert_eq!(verdicts["tools_call"], Verdict::Passed { warnings: 0 });
+        // The later run wins over the earlier failure.
+        assert_eq!(verdicts["sse-retry"], Verdict::Passed { warnings: 1 });
+        assert_eq!(
+            verdicts["auth/metadata-default"],
+            Verdict::Failed {
+                reason: "2 of 3 check(s) failed".to_owned(),
+                failing: vec![
+                    "prm-pathbased-requested FAILURE: Expected Check Missing".to_owned(),
+                    "token-request SKIPPED: never reached".to_owned()
+                ]
+            }
+        );
+        let Verdict::Failed { reason, .. } = &verdicts["elicitation-sep1034-client-defaults"] else {
+            panic!("a broken checks.json must fail");
+        };
+        assert!(
+            reason.ends_with("checks.json: not JSON: key must be a string at line 1 column 2"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn the_table_lists_every_scenario_with_its_failing_checks() {
+        let dir = sample_results();
+        let results = read_results(dir.path()).unwrap();
+        let scenarios: Vec<String> = ["tools_call", "sse-retry", "auth/metadata-default", "never-ran"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        let table = format_table("0.1.16", &scenarios, &results);
+        let expected = "
+@modelcontextprotocol/conformance@0.1.16 (* = must pass)
+scenario                 result              failing checks
+-----------------------  ------------------  --------------
+tools_call *             passed
+sse-retry *              passed (1 warn.)
+auth/metadata-default    FAILED              prm-pathbased-requested FAILURE: Expected Check Missing
+                                             token-request SKIPPED: never reached
+never-ran                FAILED              no checks.json was written
+0.1.16: 2 passed, 2 failed
+";
+        assert_eq!(table, expected);
+    }
+
+    #[test]
+    fn the_table_shows_at_most_a_few_failing_checks_per_scenario() {
+        let checks: Vec<Check> = (1..=8)
+            .map(|n| Check {
+                id: format!("check-{n}"),
+                status: "FAILURE".to_owned(),
+                message: None,
+            })
+            .collect();
+        let result = ScenarioResult {
+            dir: PathBuf::from("/results/x-2026-01-01T00-00-00-000Z"),
+            timestamp: "2026-01-01T00-00-00-000Z".to_owned(),
+            checks: Ok(checks),
+        };
+        let results = BTreeMap::from([("x".to_owned(), result)]);
+        let table = format_table("v", &["x".to_owned()], &results);
+        let rows: Vec<&str> = table.lines().skip(4).map(str::trim).collect();
+        assert_eq!(
+            rows,
+            [
+                "x         FAILED              check-1 FAILURE",
+                "check-2 FAILURE",
+                "check-3 FAILURE",
+                "check-4 FAILURE",
+                "check-5 FAILURE",
+                "check-6 FAILURE",
+                "(and 2 more)",
+                "v: 0 passed, 1 failed"
+            ]
+        );
+    }
+
+    #[test]
+    fn timestamps_are_split_off_run_directories() {
+        assert_eq!(
+            split_timestamp("tools_call-2026-11-30T18-49-20-606Z"),
+            Some(("tools_call", "2026-11-30T18-49-20-606Z"))
+        );
+        assert_eq!(
+            split_timestamp("auth/scope-step-up-2026-01-02T03-04-05-006Z"),
+            Some(("auth/scope-step-up", "2026-01-02T03-04-05-006Z"))
+        );
+        assert_eq!(split_timestamp("-2026-11-30T18-49-20-606Z"), None);
+        assert_eq!(split_timestamp("tools_call-2026-11-30T18:49:20.606Z"), None);
+        assert_eq!(split_timestamp("short"), None);
+    }
+
+    #[test]
+    fn the_scenario_list_is_read_from_list_output() {
+        let output = "Client scenarios (test against a client):\n  - initialize [2025-06-18,2025-11-25]\n  \
+                      - auth/metadata-default [2025-11-25]\n  - sse-retry\n\nsomething else\n";
+        assert_eq!(
+            parse_scenario_list(output),
+            ["initialize", "auth/metadata-default", "sse-retry"]
+        );
+        assert!(parse_scenario_list("Usage: conformance list\n").is_empty());
+    }
+
+    #[test]
+    fn helpers_quote_and_name_safely() {
+        assert_eq!(shell_quote("/a b/it's"), r"'/a b/it'\''s'");
+        assert_eq!(log_name("auth/scope-step-up"), "auth_scope-step-up.log");
+        assert_eq!(shorten("a\nb", 10), "a");
+        assert_eq!(shorten("abcdef", 3), "abc…");
+    }
+}

@@ -64,9 +64,7 @@ async fn every_remote_kind_connects_through_the_facade() {
         json!({"type": "ws", "url": ws.url()}),
     ];
     for case in cases {
-        let connected = connect(&entry(&case))
-            .await
-            .unwrap_or_else(|e| panic!("{case}: {e}"));
+        let connected = connect(&entry(&case)).await.unwrap_or_else(|e| panic!("{case}: {e}"));
         assert_eq!(connected.fallback, None);
         let client = connected.client;
         assert!(

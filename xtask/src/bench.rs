@@ -3,9 +3,8 @@
 
 use crate::cmd::{self, CommandError, cargo};
 
-/// Runs the stdio benchmark (`crates/plexus/benches/stdio.rs`) twice, pinned to CPU 0 (the
-/// method of the reference figures, which the targets are judged by) and unpinned, then the
-/// Streamable HTTP benchmark (`crates/plexus/benches/http.rs`).
+/// Runs the stdio and Streamable HTTP benchmarks (`crates/plexus/benches/`) twice each: pinned to
+/// CPU 0 (the method of the reference figures, which the targets are judged by) and unpinned.
 pub(crate) fn run() -> Result<(), CommandError> {
     cmd::run_streaming(&mut cargo([
         "build",
@@ -16,16 +15,16 @@ pub(crate) fn run() -> Result<(), CommandError> {
         "plexus-testserver",
     ]))?;
     let server = cmd::workspace_root().join("target/release/plexus-testserver");
-    for pin in [Some("0"), None] {
-        let mut bench = cargo(["bench", "--package", "plexus", "--bench", "stdio"]);
-        bench.env("PLEXUS_TESTSERVER_BIN", &server);
-        match pin {
-            Some(cpu) => bench.env("PLEXUS_BENCH_CPU", cpu),
-            None => bench.env_remove("PLEXUS_BENCH_CPU"),
-        };
-        cmd::run_streaming(&mut bench)?;
+    for name in ["stdio", "http"] {
+        for pin in [Some("0"), None] {
+            let mut bench = cargo(["bench", "--package", "plexus", "--bench", name]);
+            bench.env("PLEXUS_TESTSERVER_BIN", &server);
+            match pin {
+                Some(cpu) => bench.env("PLEXUS_BENCH_CPU", cpu),
+                None => bench.env_remove("PLEXUS_BENCH_CPU"),
+            };
+            cmd::run_streaming(&mut bench)?;
+        }
     }
-    let mut http = cargo(["bench", "--package", "plexus", "--bench", "http"]);
-    http.env("PLEXUS_TESTSERVER_BIN", &server);
-    cmd::run_streaming(&mut http)
+    Ok(())
 }

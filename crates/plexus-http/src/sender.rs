@@ -92,7 +92,7 @@ impl Inner {
             self.take_session_id(&response)?;
         }
         match kind {
-            OutboundKind::Request { id, .. } => self.read_response(response, id, deadline),
+            OutboundKind::Request { id, .. } => self.read_response(response, id, deadline).await,
             OutboundKind::Notification { method } => {
                 if method == INITIALIZED {
                     // Servers send requests not tied to a call (an elicitation, a sampling request)
@@ -129,8 +129,9 @@ impl Inner {
         Ok(())
     }
 
-    /// Hands the body of a request's response to a background reader.
-    fn read_response(
+    /// Reads a JSON response at once (it follows its headers; no task is worth spawning for it)
+    /// and hands an SSE stream to a background reader.
+    async fn read_response(
         self: &Arc<Self>,
         response: reqwest::Response,
         id: plexus_jsonrpc::RequestId,
@@ -147,8 +148,7 @@ impl Inner {
             let inner = Arc::clone(self);
             self.spawn(async move { read_post_stream(inner, response, id).await });
         } else if mime.eq_ignore_ascii_case("application/json") {
-            let inner = Arc::clone(self);
-            self.spawn(async move { read_json_response(inner, response, id, deadline).await });
+            read_json_response(Arc::clone(self), response, id, deadline).await;
         } else if status == StatusCode::ACCEPTED
             || status == StatusCode::NO_CONTENT
             || response.content_length() == Some(0)

@@ -3,7 +3,7 @@
 //! with their per-request timers armed.
 //!
 //! Run through `cargo xtask bench`, which builds the test server and passes its path in
-//! `PLEXUS_TESTSERVER_BIN`. The floor is a minimal keep-alive HTTP/1.1 client on raw sockets
+//! `PLEXUS_TESTSERVER_BIN`; `PLEXUS_BENCH_CPU=N` pins the run as in the stdio bench. The floor is a minimal keep-alive HTTP/1.1 client on raw sockets
 //! posting the same bodies (one connection per request in flight). Figures are medians of rounds
 //! that alternate floor and plexus.
 #![allow(missing_docs)]
@@ -14,10 +14,14 @@ use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use plexus::http::{HttpConfig, HttpTransport};
 use plexus::{Client, ClientOptions};
+use support::{median, percentile, pin_from_env, server_path, verdict};
+
+mod support;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader as AsyncBufReader};
 use tokio::net::TcpStream;
 
@@ -28,6 +32,8 @@ const IN_FLIGHT: usize = 64;
 const THROUGHPUT_CALLS: usize = 32_000;
 const MEMORY_CALLS: usize = 100_000;
 
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
 const ECHO: &str = r#"{"name":"echo","arguments":{"text":"hello"}}"#;
 
 struct Server {
@@ -37,11 +43,7 @@ struct Server {
 
 impl Server {
     fn start() -> Server {
-        let path = std::env::var("PLEXUS_TESTSERVER_BIN").unwrap_or_else(|_| {
-            eprintln!("PLEXUS_TESTSERVER_BIN is not set: run this bench through `cargo xtask bench`");
-            std::process::exit(2);
-        });
-        let mut child = Command::new(path)
+        let mut child = Command::new(server_path())
             .args(["http", "--json-response"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -73,7 +75,6 @@ struct RawConnection {
     host: String,
     path: String,
     session: Option<String>,
-    next_id: u64,
     body: Vec<u8>,
 }
 
@@ -88,7 +89,6 @@ impl RawConnection {
             host: host.to_owned(),
             path: path.to_owned(),
             session,
-            next_id: 0,
             body: Vec::new(),
         }
     }
@@ -134,11 +134,10 @@ impl RawConnection {
     }
 
     async fn call_echo(&mut self) {
-        self.next_id += 1;
-        let message = format!(
-            r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{ECHO}}}"#,
-            self.next_id
-        );
+        // Ids are unique within the session, across every connection (the server refuses a
+        // duplicate id in flight).
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let message = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{ECHO}}}"#);
         self.post(&message).await;
         assert!(
             self.body.starts_with(b"{") && memchr_result(&self.body),
@@ -172,12 +171,7 @@ struct Round {
 
 fn p50(mut times: Vec<Duration>) -> f64 {
     times.sort_unstable();
-    times[times.len() / 2].as_secs_f64() * 1e6
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
+    percentile(&times, 0.5)
 }
 
 async fn floor_round(url: &str, session: &str) -> Round {
@@ -270,6 +264,7 @@ async fn connect(url: &str) -> Client {
 }
 
 fn main() {
+    let pinning = pin_from_env();
     let server = Server::start();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -277,7 +272,7 @@ fn main() {
         .unwrap();
     runtime.block_on(async {
         println!(
-            "http (--json-response): {SEQUENTIAL_CALLS} sequential tools/call echo + {THROUGHPUT_CALLS} with {IN_FLIGHT} in flight, median of {ROUNDS} rounds"
+            "http (--json-response), {pinning}: {SEQUENTIAL_CALLS} sequential tools/call echo + {THROUGHPUT_CALLS} with {IN_FLIGHT} in flight, median of {ROUNDS} rounds"
         );
         let session = raw_session(&server.url).await;
         let client = connect(&server.url).await;
@@ -318,8 +313,4 @@ fn main() {
         println!("memory over {MEMORY_CALLS} requests with timers armed: RSS {before} KiB before, then every 25 000: {}", samples.join(", "));
         client.close().await.unwrap();
     });
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok { "met" } else { "MISSED" }
 }

@@ -15,10 +15,13 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use plexus::stdio::{StdioConfig, StdioTransport};
 use plexus::{Client, ClientOptions};
+use support::{median, percentile, pin_from_env, server_path, verdict};
+
+mod support;
 
 const ROUNDS: usize = 5;
 const SEQUENTIAL_CALLS: usize = 20_000;
@@ -26,29 +29,12 @@ const WARMUP_CALLS: usize = 2_000;
 const IN_FLIGHT: usize = 64;
 const THROUGHPUT_CALLS: usize = 64_000;
 
-fn server_path() -> String {
-    std::env::var("PLEXUS_TESTSERVER_BIN").unwrap_or_else(|_| {
-        eprintln!("PLEXUS_TESTSERVER_BIN is not set: run this bench through `cargo xtask bench`");
-        std::process::exit(2);
-    })
-}
-
 /// Latency figures of one round, in microseconds, and throughput in calls per second.
 #[derive(Clone, Copy, Default)]
 struct Round {
     p50: f64,
     p99: f64,
     throughput: f64,
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index].as_secs_f64() * 1e6
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 /// The floor: a minimal client writing and reading lines on the child's pipes, blocking, on one
@@ -226,22 +212,6 @@ struct Summary {
     throughput: f64,
 }
 
-/// Pins this thread (and so every thread and process started after it) to the CPU named by
-/// `PLEXUS_BENCH_CPU`; returns a label for the report.
-fn pin_from_env() -> String {
-    let Ok(cpu) = std::env::var("PLEXUS_BENCH_CPU") else {
-        return "unpinned".to_owned();
-    };
-    let cpu: usize = cpu.trim().parse().unwrap_or_else(|_| {
-        eprintln!("PLEXUS_BENCH_CPU must be a CPU number, not {cpu:?}");
-        std::process::exit(2);
-    });
-    let mut set = nix::sched::CpuSet::new();
-    set.set(cpu).expect("a valid CPU number");
-    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).expect("pin to the CPU");
-    format!("pinned to CPU {cpu}")
-}
-
 fn main() {
     // `cargo bench` passes `--bench`; nothing else is accepted.
     let pinning = pin_from_env();
@@ -276,8 +246,4 @@ fn main() {
     }
     current_rt.block_on(async { current_client.close().await.unwrap() });
     multi_rt.block_on(async { multi_client.close().await.unwrap() });
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok { "met" } else { "MISSED" }
 }

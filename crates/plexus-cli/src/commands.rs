@@ -121,7 +121,7 @@ async fn tools_command(configured: Configured, only: Option<&str>, json: bool) -
             },
             Connection::Failed(e) => {
                 eprintln!("plexus: {e}");
-                outcome = outcome.max(Outcome::Connection);
+                outcome = outcome.max(Outcome::of_connect_error(e));
             }
         }
     }
@@ -205,7 +205,7 @@ async fn call_in(attempts: &[Attempt], name: &str, arguments: Map<String, Value>
             Connection::Connected(client, _) => client,
             Connection::Failed(e) => {
                 eprintln!("plexus: {e}");
-                outcome = Outcome::Connection;
+                outcome = Outcome::of_connect_error(e);
                 continue;
             }
         };

@@ -14,6 +14,12 @@ const DEFAULT_LOCAL_BATCH: usize = 3;
 /// How many remote servers connect at once (`MCP_REMOTE_SERVER_CONNECTION_BATCH_SIZE`).
 const DEFAULT_REMOTE_BATCH: usize = 20;
 
+/// Whether a connect failure means the server needs a login (a 401 that no credential fixed).
+pub(crate) fn needs_auth(error: &ConnectError) -> bool {
+    error.client_error().and_then(plexus::ClientError::transport_class)
+        == Some(plexus::transport::ErrorClass::NeedsAuth)
+}
+
 /// The state of one server after the connect attempt.
 pub(crate) enum Connection {
     /// A live session, and the fallback note when another transport than the entry's kind was used.

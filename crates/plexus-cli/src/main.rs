@@ -27,7 +27,19 @@ pub(crate) enum Outcome {
     Usage = 2,
     /// 3: connection or protocol error.
     Connection = 3,
-    // 4 (a server needs authentication) arrives with remote servers and their auth.
+    /// 4: a server needs authentication.
+    NeedsAuth = 4,
+}
+
+impl Outcome {
+    /// The exit code for a server that could not be connected.
+    pub(crate) fn of_connect_error(error: &plexus::ConnectError) -> Outcome {
+        if connect::needs_auth(error) {
+            Outcome::NeedsAuth
+        } else {
+            Outcome::Connection
+        }
+    }
 }
 
 /// plexus: the MCP client stack's command line.

@@ -47,7 +47,12 @@ impl ServerRow {
             errors: server.errors.iter().map(ToString::to_string).collect(),
         };
         match attempt.map(|attempt| &attempt.connection) {
-            Some(Connection::Failed(e)) => row.error = Some(e.to_string()),
+            Some(Connection::Failed(e)) => {
+                if crate::connect::needs_auth(e) {
+                    row.status = "needs-auth";
+                }
+                row.error = Some(e.to_string());
+            }
             Some(Connection::Connected(client, fallback)) => {
                 row.warnings.extend(fallback.clone());
                 let details = client.server();

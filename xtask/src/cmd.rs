@@ -159,15 +159,17 @@ pub(crate) fn ensure_cargo_subcommand(subcommand: &str, package: &str) -> Result
     }
 }
 
+/// `sh -c SCRIPT`, for the tests of every module.
+#[cfg(test)]
+pub(crate) fn sh(script: &str) -> Command {
+    let mut command = Command::new("sh");
+    command.args(["-c", script]);
+    command
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn sh(script: &str) -> Command {
-        let mut command = Command::new("sh");
-        command.args(["-c", script]);
-        command
-    }
 
     #[test]
     fn describe_shows_env_program_and_args() {

@@ -527,12 +527,7 @@ pub(crate) fn describe_pins() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn sh(script: &str) -> Command {
-        let mut command = Command::new("sh");
-        command.args(["-c", script]);
-        command
-    }
+    use crate::cmd::sh;
 
     #[test]
     fn bounded_commands_report_their_status() {

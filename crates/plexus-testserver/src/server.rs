@@ -70,19 +70,8 @@ pub(crate) enum Output {
     Exit { code: i32, reason: String },
 }
 
-/// MCP logging levels, least severe first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum LogLevel {
-    Debug,
-    Info,
-    Notice,
-    Warning,
-    Error,
-    Critical,
-    Alert,
-    Emergency,
-}
+/// MCP logging levels, least severe first (the protocol crate's type).
+pub(crate) use plexus_protocol::LoggingLevel as LogLevel;
 
 /// What the server offers; shared by all its sessions.
 #[derive(Debug)]

@@ -81,18 +81,11 @@ async fn a_server_ignoring_signals_with_a_grandchild_leaves_nothing_behind() {
         ["SIGINT", "SIGTERM"],
         "the server saw SIGINT, then SIGTERM (then SIGKILL, which it cannot log)"
     );
-    let kinds: Vec<String> = events(&log)
-        .iter()
-        .map(|e| e["event"].as_str().unwrap().to_owned())
-        .collect();
-    let stdin_closed = kinds
-        .iter()
-        .position(|k| k == "stdin-closed")
-        .expect("the server saw its stdin close");
-    let first_signal = kinds.iter().position(|k| k == "signal").unwrap();
+    // stdin is closed first, but the server may see the signal and the end of its input in the
+    // same wake-up and log them in either order: only that it saw both is certain.
     assert!(
-        stdin_closed < first_signal,
-        "stdin is closed before any signal: {kinds:?}"
+        events(&log).iter().any(|e| e["event"] == "stdin-closed"),
+        "the server saw its stdin close"
     );
 }
 

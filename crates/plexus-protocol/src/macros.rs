@@ -138,3 +138,26 @@ macro_rules! tagged_enum {
     (@absent) => { None };
     (@absent $absent:literal) => { Some($absent) };
 }
+
+/// One page of a paginated list result (`tools/list`, `resources/list`, …): the items under
+/// their own key, `nextCursor`, `_meta`, and unknown fields kept verbatim.
+macro_rules! paginated_result {
+    ($(#[$attr:meta])* $name:ident, $(#[$field_attr:meta])* $field:ident: $item:ty) => {
+        $(#[$attr])*
+        #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name {
+            $(#[$field_attr])*
+            pub $field: Vec<$item>,
+            /// The cursor of the next page; absent on the last page.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub next_cursor: Option<String>,
+            /// Metadata, kept verbatim.
+            #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+            pub meta: Option<JsonObject>,
+            /// Fields this crate does not know, kept verbatim.
+            #[serde(flatten)]
+            pub extra: JsonObject,
+        }
+    };
+}

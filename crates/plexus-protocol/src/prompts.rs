@@ -65,22 +65,12 @@ pub struct PromptMessage {
     pub extra: JsonObject,
 }
 
-/// The result of `prompts/list`: one page of prompts.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListPromptsResult {
+paginated_result!(
+    /// The result of `prompts/list`: one page of prompts.
+    ListPromptsResult,
     /// The prompts on this page.
-    pub prompts: Vec<Prompt>,
-    /// The cursor of the next page; absent on the last page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// Metadata, kept verbatim.
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<JsonObject>,
-    /// Fields this crate does not know, kept verbatim.
-    #[serde(flatten)]
-    pub extra: JsonObject,
-}
+    prompts: Prompt
+);
 
 /// The params of `prompts/get`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -178,39 +178,19 @@ impl<'de> Deserialize<'de> for ResourceContents {
     }
 }
 
-/// The result of `resources/list`: one page of resources.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListResourcesResult {
+paginated_result!(
+    /// The result of `resources/list`: one page of resources.
+    ListResourcesResult,
     /// The resources on this page.
-    pub resources: Vec<Resource>,
-    /// The cursor of the next page; absent on the last page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// Metadata, kept verbatim.
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<JsonObject>,
-    /// Fields this crate does not know, kept verbatim.
-    #[serde(flatten)]
-    pub extra: JsonObject,
-}
+    resources: Resource
+);
 
-/// The result of `resources/templates/list`: one page of resource templates.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListResourceTemplatesResult {
+paginated_result!(
+    /// The result of `resources/templates/list`: one page of resource templates.
+    ListResourceTemplatesResult,
     /// The templates on this page.
-    pub resource_templates: Vec<ResourceTemplate>,
-    /// The cursor of the next page; absent on the last page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// Metadata, kept verbatim.
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<JsonObject>,
-    /// Fields this crate does not know, kept verbatim.
-    #[serde(flatten)]
-    pub extra: JsonObject,
-}
+    resource_templates: ResourceTemplate
+);
 
 /// The params of a request about one resource: `resources/read`, `resources/subscribe` and
 /// `resources/unsubscribe`.

@@ -100,19 +100,9 @@ pub struct TaskRequestParams {
     pub extra: JsonObject,
 }
 
-/// The result of `tasks/list`: one page of tasks.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListTasksResult {
+paginated_result!(
+    /// The result of `tasks/list`: one page of tasks.
+    ListTasksResult,
     /// The tasks on this page.
-    pub tasks: Vec<Task>,
-    /// The cursor of the next page; absent on the last page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// Metadata, kept verbatim.
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<JsonObject>,
-    /// Fields this crate does not know, kept verbatim.
-    #[serde(flatten)]
-    pub extra: JsonObject,
-}
+    tasks: Task
+);

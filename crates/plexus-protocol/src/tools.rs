@@ -122,22 +122,12 @@ pub struct ToolExecution {
     pub extra: JsonObject,
 }
 
-/// The result of `tools/list`: one page of tools.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListToolsResult {
+paginated_result!(
+    /// The result of `tools/list`: one page of tools.
+    ListToolsResult,
     /// The tools on this page.
-    pub tools: Vec<Tool>,
-    /// The cursor of the next page; absent on the last page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// Metadata, kept verbatim.
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<JsonObject>,
-    /// Fields this crate does not know, kept verbatim.
-    #[serde(flatten)]
-    pub extra: JsonObject,
-}
+    tools: Tool
+);
 
 /// The params of `tools/call`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

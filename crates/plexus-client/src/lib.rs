@@ -2,8 +2,10 @@
 //! cancellation, progress, server-to-client requests and notifications.
 //!
 //! The session's reader completes each caller's reply directly (no task sits between the
-//! transport and the caller), results stay raw JSON until the typed call decodes them, and a
-//! request only pays for a progress token or a cancellation when it is used. When the transport
+//! transport and the caller); a reply that the transport has in hand when its `send` returns (an
+//! HTTP JSON body) completes the call in the caller's own task, through the same function.
+//! Results stay raw JSON until the typed call decodes them, and a request only pays for a
+//! progress token or a cancellation when it is used. When the transport
 //! goes away every pending request fails at once with the reason, and close callbacks run.
 //!
 //! ```no_run

@@ -9,6 +9,7 @@ use plexus_protocol::methods;
 use plexus_transport::{OutboundKind, OutboundMessage};
 use serde::Serialize;
 use tokio::sync::oneshot;
+use tokio::sync::oneshot::error::TryRecvError;
 
 use crate::ClientError;
 use crate::progress::{ProgressCallback, ProgressState};
@@ -131,6 +132,9 @@ fn encode<P: Serialize + ?Sized>(
     Ok(line)
 }
 
+/// The pending entry's reply sender was dropped without a reply (the session closed).
+struct Dropped;
+
 /// Sends a request and waits for its result (raw JSON).
 pub(crate) async fn request<P: Serialize + ?Sized>(
     shared: &Arc<Shared>,
@@ -144,7 +148,7 @@ pub(crate) async fn request<P: Serialize + ?Sized>(
     let wants_progress = options.on_progress.is_some() || options.reset_timeout_on_progress;
     let line = encode(id, method, params, wants_progress)?;
     let progress = wants_progress.then(|| Arc::new(ProgressState::new(options.on_progress.clone())));
-    let (reply_tx, reply_rx) = oneshot::channel();
+    let (reply_tx, mut reply_rx) = oneshot::channel();
     shared.register(
         id,
         PendingEntry {
@@ -179,11 +183,18 @@ pub(crate) async fn request<P: Serialize + ?Sized>(
             }
         },
     };
-    sent?;
+    let in_hand = sent?;
     guard.sent = true;
+    // A transport that read the reply along with the send (an HTTP JSON body) gives it back:
+    // it completes the pending entry the way the reader would, and no other task is involved.
+    if let Some(response) = in_hand {
+        shared.complete(response);
+    }
 
-    let outcome = if options.reset_timeout_on_progress {
-        wait_resetting(
+    let outcome = match reply_rx.try_recv() {
+        Ok(reply) => Some(Ok(reply)),
+        Err(TryRecvError::Closed) => Some(Err(Dropped)),
+        Err(TryRecvError::Empty) if options.reset_timeout_on_progress => wait_resetting(
             reply_rx,
             deadline,
             timeout,
@@ -191,8 +202,11 @@ pub(crate) async fn request<P: Serialize + ?Sized>(
             progress.as_deref(),
         )
         .await
-    } else {
-        tokio::time::timeout_at(deadline, reply_rx).await.ok()
+        .map(|r| r.map_err(|_| Dropped)),
+        Err(TryRecvError::Empty) => tokio::time::timeout_at(deadline, reply_rx)
+            .await
+            .ok()
+            .map(|r| r.map_err(|_| Dropped)),
     };
     let Some(reply) = outcome else {
         guard.done = true;
@@ -215,7 +229,7 @@ pub(crate) async fn request<P: Serialize + ?Sized>(
             error,
         }),
         Ok(Reply::Failed(reason)) => Err(reason),
-        Err(_) => Err(shared.closed_reason().unwrap_or(ClientError::SessionClosed)),
+        Err(Dropped) => Err(shared.closed_reason().unwrap_or(ClientError::SessionClosed)),
     }
 }
 

@@ -168,10 +168,13 @@ impl Shared {
             }
         })?;
         let message = OutboundMessage::from_line(line, OutboundKind::Notification { method: method.into() });
-        self.sender.send(message).await.map_err(ClientError::from)
+        // A notification has no reply: nothing comes back.
+        self.sender.send(message).await.map(drop).map_err(ClientError::from)
     }
 
-    fn complete(&self, response: Response) {
+    /// Completes the pending request a response answers. The one way a reply reaches its caller,
+    /// whether the reader received it or the transport gave it back from `send`.
+    pub(crate) fn complete(&self, response: Response) {
         let id = match &response.id {
             Some(RequestId::Number(n)) => Some(*n),
             // Lenient: a server that stringifies our integer ids.

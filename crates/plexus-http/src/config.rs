@@ -37,6 +37,17 @@ pub const STREAM_END_GRACE: Duration = Duration::from_secs(1);
 /// The most redirects followed for one request: 10 (same origin only).
 pub const MAX_REDIRECTS: usize = 10;
 
+/// How many connections one transport may have open at once by default: 100. A request that
+/// finds them all busy waits (within its timeout) for one to come back.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 100;
+
+/// How many idle connections one transport keeps for later requests by default: 32.
+pub const DEFAULT_MAX_IDLE_CONNECTIONS: usize = 32;
+
+/// How long an idle connection is kept by default: 30 s (less when the server's `Keep-Alive`
+/// header says it closes sooner).
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// How the event streams are reconnected and resumed: capped exponential backoff with jitter,
 /// unless the server's SSE `retry:` field says how long to wait (the server wins).
 ///
@@ -125,6 +136,13 @@ pub struct HttpConfig {
     pub receive_queue_capacity: usize,
     /// How event streams are reconnected and resumed.
     pub reconnect: ReconnectPolicy,
+    /// The most connections open at once, busy or idle (default [`DEFAULT_MAX_CONNECTIONS`];
+    /// at least 1). Each open event stream holds one.
+    pub max_connections: usize,
+    /// The most idle connections kept (default [`DEFAULT_MAX_IDLE_CONNECTIONS`]).
+    pub max_idle_connections: usize,
+    /// How long an idle connection is kept (default [`DEFAULT_IDLE_TIMEOUT`]).
+    pub idle_timeout: Duration,
 }
 
 impl fmt::Debug for HttpConfig {
@@ -142,6 +160,9 @@ impl fmt::Debug for HttpConfig {
         .field("max_message_size", &self.max_message_size)
         .field("receive_queue_capacity", &self.receive_queue_capacity)
         .field("reconnect", &self.reconnect)
+        .field("max_connections", &self.max_connections)
+        .field("max_idle_connections", &self.max_idle_connections)
+        .field("idle_timeout", &self.idle_timeout)
         .finish()
     }
 }
@@ -150,7 +171,7 @@ impl HttpConfig {
     /// A configuration for the endpoint `url` with the defaults.
     pub fn new(url: impl Into<String>) -> Self {
         let url = url.into();
-        let name = reqwest::Url::parse(&url)
+        let name = url::Url::parse(&url)
             .ok()
             .and_then(|u| u.host_str().map(str::to_owned))
             .unwrap_or_else(|| url.clone());
@@ -164,6 +185,9 @@ impl HttpConfig {
             max_message_size: plexus_jsonrpc::DEFAULT_MAX_MESSAGE_SIZE,
             receive_queue_capacity: DEFAULT_RECEIVE_QUEUE_CAPACITY,
             reconnect: ReconnectPolicy::default(),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_idle_connections: DEFAULT_MAX_IDLE_CONNECTIONS,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
         }
     }
 
@@ -182,6 +206,12 @@ impl HttpConfig {
         receive_queue_capacity: usize,
         /// Sets the reconnection policy of the event streams.
         reconnect: ReconnectPolicy,
+        /// Sets the most connections open at once.
+        max_connections: usize,
+        /// Sets the most idle connections kept.
+        max_idle_connections: usize,
+        /// Sets how long an idle connection is kept.
+        idle_timeout: Duration,
     }
 }
 

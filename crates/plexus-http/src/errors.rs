@@ -1,81 +1,47 @@
-//! Turning what goes wrong on the wire into [`TransportError`]s: reqwest's errors into I/O
+//! Turning what goes wrong on the wire into [`TransportError`]s: failed exchanges into I/O
 //! errors of the right kind, and error responses into a bounded excerpt of their body.
 
-use std::error::Error as _;
 use std::io;
-use std::time::Duration;
-
-use plexus_transport::{TransportError, body_excerpt};
-use tokio::time::Instant;
+use std::pin::pin;
 
 use crate::config::ERROR_BODY_READ_LIMIT;
+use crate::deadline::Deadline;
+use crate::wire::{Body, WireError};
+use plexus_transport::{TransportError, body_excerpt};
 
-/// A reqwest error as an I/O error whose kind says whether the connection is dead: the kind of
-/// the underlying socket error when there is one; `TimedOut` for a timeout; `UnexpectedEof`
-/// when the connection closed before a complete response (hyper reports that without a socket
-/// error); `Other` for anything else. Its text is the most specific cause, after `could not
-/// connect: ` when the connection could not be opened.
-pub(crate) fn io_error(error: &reqwest::Error) -> io::Error {
-    let mut socket_error = None;
-    let mut innermost = None;
-    let mut source = error.source();
-    while let Some(cause) = source {
-        if socket_error.is_none()
-            && let Some(io) = cause.downcast_ref::<io::Error>()
-        {
-            socket_error = Some(io);
-        }
-        innermost = Some(cause);
-        source = cause.source();
-    }
-    let kind = match socket_error {
-        Some(io) => io.kind(),
-        None if error.is_timeout() => io::ErrorKind::TimedOut,
-        None if error.is_request() || error.is_body() || error.is_connect() => io::ErrorKind::UnexpectedEof,
-        None => io::ErrorKind::Other,
+/// The transport error for a failed exchange: an I/O error with what was being done. A
+/// connection that could not be opened says so (`could not connect: …`), keeping the kind of
+/// the socket error.
+pub(crate) fn wire_failed(what: &str, error: WireError) -> TransportError {
+    let io = match error {
+        WireError::Connect(e) => io::Error::new(e.kind(), format!("could not connect: {e}")),
+        WireError::ConnectTimeout(timeout) => io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("could not connect within {timeout:?} (the connect timeout)"),
+        ),
+        WireError::Exchange(e) => e,
     };
-    let cause = match (socket_error, innermost) {
-        (Some(io), _) => io.to_string(),
-        (None, _) if error.is_timeout() => "timed out".to_owned(),
-        (None, Some(cause)) => cause.to_string(),
-        (None, None) => error.to_string(),
-    };
-    let text = if error.is_connect() {
-        format!("could not connect: {cause}")
-    } else {
-        cause
-    };
-    io::Error::new(kind, text)
-}
-
-/// The transport error for a failed request: an I/O error with what was being done.
-pub(crate) fn request_failed(what: &str, error: &reqwest::Error, connect_timeout: Duration) -> TransportError {
-    let io = io_error(error);
-    if error.is_connect() && io.kind() == io::ErrorKind::TimedOut {
-        let text = format!("could not connect within {connect_timeout:?} (the connect timeout)");
-        return TransportError::from_io(what, io::Error::new(io::ErrorKind::TimedOut, text));
-    }
     TransportError::from_io(what, io)
 }
 
 /// Reads at most [`ERROR_BODY_READ_LIMIT`] bytes of an error response before `deadline` and
 /// keeps an excerpt of at most [`ERROR_BODY_EXCERPT`](crate::ERROR_BODY_EXCERPT) bytes: the `message` of a JSON-RPC error
 /// body when it has one, else the start of the text.
-pub(crate) async fn error_body(mut response: reqwest::Response, deadline: Instant) -> String {
-    let mut body = Vec::new();
-    let read = async {
-        while body.len() < ERROR_BODY_READ_LIMIT {
-            match response.chunk().await {
+pub(crate) async fn error_body(mut body: Body, deadline: &mut Deadline) -> String {
+    let mut read = Vec::new();
+    let reading = async {
+        while read.len() < ERROR_BODY_READ_LIMIT {
+            match body.chunk().await {
                 Ok(Some(chunk)) => {
-                    let room = ERROR_BODY_READ_LIMIT - body.len();
-                    body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                    let room = ERROR_BODY_READ_LIMIT - read.len();
+                    read.extend_from_slice(&chunk[..chunk.len().min(room)]);
                 }
                 Ok(None) | Err(_) => break,
             }
         }
     };
-    let _ = tokio::time::timeout_at(deadline, read).await;
-    excerpt(&body)
+    let _ = deadline.run(pin!(reading)).await;
+    excerpt(&read)
 }
 
 /// The excerpt of an error body (see [`error_body`]).

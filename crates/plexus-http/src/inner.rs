@@ -9,11 +9,13 @@ use std::task::Waker;
 use plexus_jsonrpc::{ErrorObject, Message, RequestId, Response};
 use plexus_transport::redact::redact_url;
 use plexus_transport::{Credentials, TransportError};
-use reqwest::header::HeaderValue;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use url::Url;
 
 use crate::config::{HttpConfig, ReconnectPolicy, TERMINAL_FAILURES_BEFORE_CLOSE};
+use crate::request::{base_headers, push_header};
+use crate::wire::{Origin, Pool, PoolLimits};
 use crate::{CLOSED_BY_CLIENT, EventStreamState};
 
 /// What the body readers and the event stream put in the receive queue.
@@ -22,14 +24,17 @@ pub(crate) type Inbound = Result<Message, TransportError>;
 /// The shared state of one transport.
 pub(crate) struct Inner {
     pub(crate) name: String,
-    pub(crate) url: reqwest::Url,
+    pub(crate) url: Url,
     /// The URL for logs and errors, without credentials or query.
     pub(crate) description: String,
-    pub(crate) client: reqwest::Client,
+    /// The connections to the endpoint's origin.
+    pub(crate) pool: Arc<Pool>,
     /// The configured headers and the auth provider.
     pub(crate) credentials: Credentials,
+    /// The header lines of a request without an auth provider (`Host`, `User-Agent`, the
+    /// configured headers), written once.
+    pub(crate) configured_headers: Vec<u8>,
     pub(crate) request_timeout: std::time::Duration,
-    pub(crate) connect_timeout: std::time::Duration,
     pub(crate) max_message_size: usize,
     pub(crate) reconnect: ReconnectPolicy,
     session: Mutex<Session>,
@@ -59,8 +64,8 @@ struct InitializeResult {
 
 #[derive(Debug, Default)]
 struct Session {
-    id: Option<(String, HeaderValue)>,
-    protocol_version: Option<(String, HeaderValue)>,
+    id: Option<String>,
+    protocol_version: Option<String>,
     initialize_id: Option<RequestId>,
 }
 
@@ -68,25 +73,29 @@ impl Inner {
     /// Checks the configuration and builds the client; no network yet.
     pub(crate) fn new(config: HttpConfig) -> Result<(Arc<Inner>, mpsc::Receiver<Inbound>), TransportError> {
         let connect_error = |reason: String| TransportError::connect_to_url(&config.url, reason);
-        let url = reqwest::Url::parse(&config.url).map_err(|e| connect_error(format!("the URL is not valid: {e}")))?;
+        let url = Url::parse(&config.url).map_err(|e| connect_error(format!("the URL is not valid: {e}")))?;
         // An http(s) URL always has a host: the parser refuses one without.
         TransportError::require_scheme(&config.url, url.scheme(), &["http", "https"], "Streamable HTTP")?;
+        let origin = Origin::new(&url).map_err(connect_error)?;
+        let configured_headers = base_headers(&url, &config.headers);
         let credentials = Credentials::new(config.headers, config.auth).map_err(|e| connect_error(e.to_string()))?;
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(config.connect_timeout)
-            .user_agent(concat!("plexus-http/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| connect_error(format!("could not set up the HTTP client: {e}")))?;
+        let cancel = CancellationToken::new();
+        let limits = PoolLimits {
+            max_connections: config.max_connections,
+            max_idle: config.max_idle_connections,
+            idle_timeout: config.idle_timeout,
+            connect_timeout: config.connect_timeout,
+        };
+        let pool = Pool::new(origin, limits, cancel.clone());
         let (inbox, receiver) = mpsc::channel(config.receive_queue_capacity.max(1));
         let inner = Inner {
             name: config.name,
             description: redact_url(url.as_str()),
             url,
-            client,
+            pool,
             credentials,
+            configured_headers,
             request_timeout: config.request_timeout,
-            connect_timeout: config.connect_timeout,
             max_message_size: config.max_message_size,
             reconnect: config.reconnect,
             session: Mutex::new(Session::default()),
@@ -95,7 +104,7 @@ impl Inner {
             terminal: Mutex::new(None),
             closed: AtomicBool::new(false),
             reader_waker: Mutex::new(None),
-            cancel: CancellationToken::new(),
+            cancel,
             failures: AtomicU32::new(0),
             event_stream: tokio::sync::watch::Sender::new(EventStreamState::NotStarted),
             event_stream_started: AtomicBool::new(false),
@@ -108,14 +117,32 @@ impl Inner {
 
     // ----- the session -----
 
-    /// The session id header, if the server gave one.
-    pub(crate) fn session_id(&self) -> Option<(String, HeaderValue)> {
+    /// The session id, if the server gave one.
+    pub(crate) fn session_id(&self) -> Option<String> {
         lock(&self.session).id.clone()
     }
 
-    /// The negotiated protocol version header, once the `initialize` response went by.
-    pub(crate) fn protocol_version(&self) -> Option<(String, HeaderValue)> {
+    /// Whether the server gave a session id.
+    pub(crate) fn has_session(&self) -> bool {
+        lock(&self.session).id.is_some()
+    }
+
+    /// The negotiated protocol version, once the `initialize` response went by.
+    pub(crate) fn protocol_version(&self) -> Option<String> {
         lock(&self.session).protocol_version.clone()
+    }
+
+    /// Appends the `Mcp-Session-Id` and `MCP-Protocol-Version` header lines the session has;
+    /// true when there is a session id.
+    pub(crate) fn push_session_headers(&self, block: &mut Vec<u8>) -> bool {
+        let session = lock(&self.session);
+        if let Some(id) = &session.id {
+            push_header(block, "Mcp-Session-Id", id.as_bytes());
+        }
+        if let Some(version) = &session.protocol_version {
+            push_header(block, "MCP-Protocol-Version", version.as_bytes());
+        }
+        session.id.is_some()
     }
 
     /// Notes that `id` is an `initialize` request: its response's `protocolVersion` will be read.
@@ -125,17 +152,16 @@ impl Inner {
     }
 
     /// Keeps the session id from the `initialize` response (replacing any earlier one).
-    pub(crate) fn set_session_id(&self, id: Option<(String, HeaderValue)>) {
+    pub(crate) fn set_session_id(&self, id: Option<String>) {
         lock(&self.session).id = id;
     }
 
-    /// Looks at a message on its way to the reader: the `initialize` response carries the
+    /// Looks at a response on its way to the session: the `initialize` response carries the
     /// negotiated protocol version, which every later request sends as `MCP-Protocol-Version`.
-    pub(crate) fn observe(&self, message: &Message) {
+    pub(crate) fn observe(&self, response: &Response) {
         if !self.awaiting_initialize.load(Ordering::Acquire) {
             return;
         }
-        let Message::Response(response) = message else { return };
         let mut session = lock(&self.session);
         if response.id.is_none() || response.id != session.initialize_id {
             return;
@@ -144,14 +170,16 @@ impl Inner {
         self.awaiting_initialize.store(false, Ordering::Release);
         let Ok(result) = &response.outcome else { return };
         match serde_json::from_str::<InitializeResult>(result.get()) {
-            Ok(parsed) => match HeaderValue::from_str(&parsed.protocol_version) {
-                Ok(value) => session.protocol_version = Some((parsed.protocol_version, value)),
-                Err(_) => tracing::warn!(
-                    server = %self.name,
-                    "the server's protocolVersion {:?} cannot be sent as a header; it is not sent",
-                    parsed.protocol_version
-                ),
-            },
+            Ok(parsed) => {
+                match plexus_transport::headers::check_header("MCP-Protocol-Version", &parsed.protocol_version) {
+                    Ok(()) => session.protocol_version = Some(parsed.protocol_version),
+                    Err(_) => tracing::warn!(
+                        server = %self.name,
+                        "the server's protocolVersion {:?} cannot be sent as a header; it is not sent",
+                        parsed.protocol_version
+                    ),
+                }
+            }
             Err(e) => tracing::warn!(server = %self.name, "the initialize result has no usable protocolVersion: {e}"),
         }
     }
@@ -161,24 +189,28 @@ impl Inner {
     /// Puts a message (or a non-terminal error) in the receive queue, waiting for room. False when
     /// the reader is gone.
     pub(crate) async fn deliver(&self, item: Inbound) -> bool {
-        if let Ok(message) = &item {
-            self.observe(message);
+        if let Ok(Message::Response(response)) = &item {
+            self.observe(response);
         }
         self.inbox.send(item).await.is_ok()
     }
 
-    /// Fails request `id` with a JSON-RPC error made here, so that its caller does not wait for a
+    /// A JSON-RPC error for request `id`, made here so that its caller does not wait for a
     /// response that will never come. The message starts with `plexus-http:`.
-    pub(crate) async fn fail_request(&self, id: &RequestId, why: &str) -> bool {
+    pub(crate) fn failure(&self, id: &RequestId, why: &str) -> Response {
         tracing::debug!(server = %self.name, "request {id}: {why}");
-        let response = Response {
+        Response {
             id: Some(id.clone()),
             outcome: Err(ErrorObject::new(
                 plexus_jsonrpc::ErrorCode::INTERNAL_ERROR,
                 format!("plexus-http: {why}"),
             )),
-        };
-        self.deliver(Ok(Message::Response(response))).await
+        }
+    }
+
+    /// Fails request `id` through the receiver (see [`failure`](Self::failure)).
+    pub(crate) async fn fail_request(&self, id: &RequestId, why: &str) -> bool {
+        self.deliver(Ok(Message::Response(self.failure(id, why)))).await
     }
 
     // ----- the end -----

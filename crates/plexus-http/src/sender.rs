@@ -3,27 +3,26 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use bytes::Bytes;
-use plexus_transport::{BoxFuture, OutboundKind, OutboundMessage, TransportError, TransportSender};
-use reqwest::StatusCode;
-use reqwest::header::CONTENT_TYPE;
-use tokio::time::Instant;
-
 use crate::body::read_json_response;
 use crate::config::CLOSE_TIMEOUT;
+use crate::deadline::Deadline;
 use crate::inner::{Counted, Inner, closed_by_client};
-use crate::request::{MCP_SESSION_ID, RequestSpec};
+use crate::request::{HttpResponse, RequestSpec};
 use crate::stream::read_post_stream;
+use crate::wire::Head;
 use crate::{Handle, SessionInfo};
+use plexus_jsonrpc::{RequestId, Response};
+use plexus_transport::{BoxFuture, OutboundKind, OutboundMessage, TransportError, TransportSender};
 
 /// The method whose acceptance starts the standalone event stream.
 const INITIALIZED: &str = "notifications/initialized";
 
 /// The sending half of an [`HttpTransport`](crate::HttpTransport), shared by every caller.
 ///
-/// [`send`](TransportSender::send) POSTs the message. For a request it returns once the response
-/// headers are in (a background task then reads the JSON body or the SSE stream into the
-/// receiver), so that many requests are in flight at once over the pooled connections; for a
+/// [`send`](TransportSender::send) POSTs the message. For a request answered with a JSON body it
+/// reads the body and gives the response back; for one answered with an SSE stream it returns
+/// once the response headers are in (a background task then reads the stream into the
+/// receiver). Many requests are in flight at once over the pooled connections. For a
 /// notification or a response it returns once the server accepted it (202).
 pub struct HttpSender {
     inner: Arc<Inner>,
@@ -51,7 +50,7 @@ impl HttpSender {
 }
 
 impl TransportSender for HttpSender {
-    fn send(&self, message: OutboundMessage) -> BoxFuture<'_, Result<(), TransportError>> {
+    fn send(&self, message: OutboundMessage) -> BoxFuture<'_, Result<Option<Response>, TransportError>> {
         Box::pin(self.inner.post(message))
     }
 
@@ -59,6 +58,7 @@ impl TransportSender for HttpSender {
         Box::pin(async move {
             self.inner.close_with(closed_by_client());
             self.inner.end_session().await;
+            self.inner.pool.close();
             Ok(())
         })
     }
@@ -70,10 +70,10 @@ impl TransportSender for HttpSender {
 
 impl Inner {
     /// POSTs one message (see [`HttpSender`]).
-    async fn post(self: &Arc<Self>, message: OutboundMessage) -> Result<(), TransportError> {
+    async fn post(self: &Arc<Self>, message: OutboundMessage) -> Result<Option<Response>, TransportError> {
         self.check_open()?;
         let _in_flight = Counted::new(self, |inner| &inner.requests_in_flight);
-        let deadline = Instant::now() + self.request_timeout;
+        let mut deadline = Deadline::after(self.request_timeout);
         let kind = message.kind().clone();
         let initialize = match &kind {
             OutboundKind::Request { id, method } if method == "initialize" => {
@@ -83,37 +83,33 @@ impl Inner {
             _ => false,
         };
         let response = self
-            .execute(
-                &RequestSpec::post(Bytes::from(message.into_json()), initialize),
-                deadline,
-            )
+            .execute(&RequestSpec::post(message.into_json(), initialize), &mut deadline)
             .await?;
         if initialize {
-            self.take_session_id(&response)?;
+            self.take_session_id(&response.head)?;
         }
         match kind {
-            OutboundKind::Request { id, .. } => self.read_response(response, id, deadline).await,
+            OutboundKind::Request { id, .. } => self.read_response(response, id, &mut deadline).await,
             OutboundKind::Notification { method } => {
                 if method == INITIALIZED {
                     // Servers send requests not tied to a call (an elicitation, a sampling request)
                     // on the event stream: the session must not go on before it is open, or such a
                     // request can be sent before there is a stream to carry it.
                     self.start_event_stream();
-                    self.event_stream_answered(deadline).await;
+                    Box::pin(self.event_stream_answered(deadline.at())).await;
                 }
-                Ok(())
+                Ok(None)
             }
-            OutboundKind::Response { .. } => Ok(()),
+            OutboundKind::Response { .. } => Ok(None),
         }
     }
 
     /// Keeps the `Mcp-Session-Id` of an `initialize` response (none means a session-less server).
-    fn take_session_id(&self, response: &reqwest::Response) -> Result<(), TransportError> {
-        let Some(value) = response.headers().get(MCP_SESSION_ID) else {
+    fn take_session_id(&self, head: &Head) -> Result<(), TransportError> {
+        let Some(bytes) = head.get("mcp-session-id") else {
             self.set_session_id(None);
             return Ok(());
         };
-        let bytes = value.as_bytes();
         if bytes.is_empty() || !bytes.iter().all(|b| (0x21..=0x7e).contains(b)) {
             return Err(TransportError::Protocol {
                 reason: format!(
@@ -125,46 +121,40 @@ impl Inner {
         }
         let id = String::from_utf8_lossy(bytes).into_owned();
         tracing::debug!(server = %self.name, "the server opened session {id}");
-        self.set_session_id(Some((id, value.clone())));
+        self.set_session_id(Some(id));
         Ok(())
     }
 
-    /// Reads a JSON response at once (it follows its headers; no task is worth spawning for it)
-    /// and hands an SSE stream to a background reader.
+    /// Reads a JSON response at once and gives it back (it follows its headers; no task is worth
+    /// spawning for it), and hands an SSE stream to a background reader.
     async fn read_response(
         self: &Arc<Self>,
-        response: reqwest::Response,
-        id: plexus_jsonrpc::RequestId,
-        deadline: Instant,
-    ) -> Result<(), TransportError> {
-        let status = response.status();
-        let content_type = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default();
-        let mime = content_type.split(';').next().unwrap_or_default().trim();
+        response: HttpResponse,
+        id: RequestId,
+        deadline: &mut Deadline,
+    ) -> Result<Option<Response>, TransportError> {
+        let HttpResponse { head, body } = response;
+        let mime = head.mime();
         if mime.eq_ignore_ascii_case("text/event-stream") {
             let inner = Arc::clone(self);
-            self.spawn(async move { read_post_stream(inner, response, id).await });
+            self.spawn(async move { read_post_stream(inner, body, id).await });
+            Ok(None)
         } else if mime.eq_ignore_ascii_case("application/json") {
-            read_json_response(Arc::clone(self), response, id, deadline).await;
-        } else if status == StatusCode::ACCEPTED
-            || status == StatusCode::NO_CONTENT
-            || response.content_length() == Some(0)
-        {
+            Ok(read_json_response(self, body, id, deadline).await)
+        } else if matches!(head.status(), 202 | 204) || body.declared_length() == Some(0) {
             // No body: the response will come on the event stream.
+            Ok(None)
         } else {
-            return Err(TransportError::Protocol {
+            Err(TransportError::Protocol {
                 reason: format!(
-                    "POST {} answered HTTP {} with content type {content_type:?}; expected application/json or \
+                    "POST {} answered HTTP {} with content type {:?}; expected application/json or \
                      text/event-stream",
                     self.description,
-                    status.as_u16()
+                    head.status(),
+                    head.get_str("content-type").unwrap_or_default()
                 ),
-            });
+            })
         }
-        Ok(())
     }
 
     /// Sends the `DELETE` that ends the session, once, within [`CLOSE_TIMEOUT`]; a 405 (the
@@ -173,9 +163,9 @@ impl Inner {
         if self.session_ended.swap(true, Ordering::SeqCst) {
             return;
         }
-        let Some((id, _)) = self.session_id() else { return };
+        let Some(id) = self.session_id() else { return };
         match self
-            .execute(&RequestSpec::delete(), Instant::now() + CLOSE_TIMEOUT)
+            .execute(&RequestSpec::delete(), &mut Deadline::after(CLOSE_TIMEOUT))
             .await
         {
             Ok(_) => tracing::debug!(server = %self.name, "ended session {id}"),

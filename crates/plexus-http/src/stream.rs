@@ -11,14 +11,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use plexus_jsonrpc::{Message, RequestId};
 use plexus_transport::TransportError;
 use plexus_transport::sse::{Decoded, EventDecoder};
-use reqwest::header::CONTENT_TYPE;
 use tokio::time::Instant;
 
 use crate::EventStreamState;
 use crate::config::STREAM_END_GRACE;
-use crate::errors::io_error;
+use crate::deadline::Deadline;
 use crate::inner::Inner;
-use crate::request::RequestSpec;
+use crate::request::{HttpResponse, RequestSpec};
+use crate::wire::{Body, Head};
 
 /// One logical event stream, across its reconnections.
 struct EventStream {
@@ -71,12 +71,12 @@ impl EventStream {
     }
 
     /// Reads one connection's events into the receiver until it ends.
-    async fn consume(&mut self, inner: &Inner, mut response: reqwest::Response) -> Ended {
+    async fn consume(&mut self, inner: &Inner, mut body: Body) -> Ended {
         let mut grace: Option<Instant> = None;
         loop {
             let next = match grace {
-                None => response.chunk().await,
-                Some(deadline) => match tokio::time::timeout_at(deadline, response.chunk()).await {
+                None => body.chunk().await,
+                Some(deadline) => match tokio::time::timeout_at(deadline, body.chunk()).await {
                     Ok(next) => next,
                     Err(_) => return Ended::Closed,
                 },
@@ -84,7 +84,7 @@ impl EventStream {
             let chunk = match next {
                 Ok(Some(chunk)) => chunk,
                 Ok(None) => return Ended::Closed,
-                Err(e) => return Ended::Failed(io_error(&e)),
+                Err(e) => return Ended::Failed(e),
             };
             let mut input = &chunk[..];
             while let Some(decoded) = self.decoder.decode(&mut input) {
@@ -122,7 +122,7 @@ impl EventStream {
 
     /// Reads the stream, reconnecting with `GET` (and `Last-Event-ID` once the server sent an
     /// event id) until it stops for good. `first` is a response already open (a POST's).
-    async fn run(&mut self, inner: &Arc<Inner>, mut first: Option<reqwest::Response>) -> Stop {
+    async fn run(&mut self, inner: &Arc<Inner>, mut first: Option<Body>) -> Stop {
         let standalone = self.awaiting.is_none();
         let policy = inner.reconnect;
         // Reconnections in a row that brought nothing, and what went wrong last.
@@ -152,16 +152,13 @@ impl EventStream {
                     tokio::time::sleep(delay).await;
                 }
                 reconnecting = true;
-                let deadline = Instant::now() + inner.request_timeout;
+                let mut deadline = Deadline::after(inner.request_timeout);
                 let last_event_id = self.decoder.last_event_id().map(str::to_owned);
-                match inner.execute(&RequestSpec::get(last_event_id), deadline).await {
-                    Ok(response) if is_event_stream(&response) => response,
-                    Ok(response) => {
+                match inner.execute(&RequestSpec::get(last_event_id), &mut deadline).await {
+                    Ok(HttpResponse { head, body }) if is_event_stream(&head) => body,
+                    Ok(HttpResponse { head, .. }) => {
                         failures += 1;
-                        last_problem = format!(
-                            "GET answered HTTP {} without an event stream",
-                            response.status().as_u16()
-                        );
+                        last_problem = format!("GET answered HTTP {} without an event stream", head.status());
                         continue;
                     }
                     Err(TransportError::Http { status: 405, .. }) => return Stop::Unsupported,
@@ -203,13 +200,8 @@ fn worth_retrying(error: &TransportError) -> bool {
     }
 }
 
-fn is_event_stream(response: &reqwest::Response) -> bool {
-    response
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("text/event-stream"))
+fn is_event_stream(head: &Head) -> bool {
+    head.mime().eq_ignore_ascii_case("text/event-stream")
 }
 
 /// A number in `0.0..1.0` for the jitter, different on every call (no RNG dependency: std's
@@ -226,9 +218,9 @@ fn random_fraction() -> f64 {
 /// Reads a request's SSE response; when the server ends it before the response, resumes it
 /// with `GET` and `Last-Event-ID` (after the server's `retry:` delay, else the backoff). When it
 /// cannot be resumed, request `id` fails with a JSON-RPC error that says why.
-pub(crate) async fn read_post_stream(inner: Arc<Inner>, response: reqwest::Response, id: RequestId) {
+pub(crate) async fn read_post_stream(inner: Arc<Inner>, body: Body, id: RequestId) {
     let mut stream = EventStream::new(inner.max_message_size, Some(id.clone()));
-    let why = match stream.run(&inner, Some(response)).await {
+    let why = match stream.run(&inner, Some(body)).await {
         Stop::Answered | Stop::ReaderGone => return,
         // The terminal error fails every call.
         _ if inner.is_closed() => return,

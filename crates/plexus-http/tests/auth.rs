@@ -5,7 +5,7 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use common::mcp::{SESSION, handshake, initialize, recv_response, request, script, transport};
+use common::mcp::{SESSION, handshake, initialize, request, script, transport};
 use common::{Reply, TestServer, guard};
 use plexus_transport::{
     AuthChallenge, AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, StaticHeaders, TransportError,
@@ -56,6 +56,11 @@ impl AuthProvider for Rotating {
         let decision = self.decision.clone();
         Box::pin(async move { decision })
     }
+
+    /// Rotating tokens are what a login renews (OAuth's way).
+    fn login_fixes_rejection(&self) -> bool {
+        true
+    }
 }
 
 /// A provider that cannot give headers.
@@ -88,8 +93,7 @@ async fn a_challenge_refreshes_the_headers_and_retries_once() {
     let provider = Rotating::new(AuthDecision::Retry);
     let (sender, mut receiver, info) = transport(&server.url, |c| c.auth(provider.clone()));
     handshake(&sender, &mut receiver).await;
-    guard(sender.send(request(1, "tools/list"))).await.unwrap();
-    recv_response(&mut receiver).await;
+    common::mcp::call(&sender, request(1, "tools/list")).await;
 
     let challenges = provider.challenges();
     assert_eq!(challenges.len(), 1);

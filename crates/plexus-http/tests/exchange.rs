@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use common::mcp::{
-    SESSION, VERSION, handshake, initialize, notification, recv_message, recv_response, request, result, result_of,
-    script, transport,
+    SESSION, VERSION, call, handshake, initialize, nothing_queued, notification, recv_message, recv_response, request,
+    result, result_of, script, transport,
 };
 use common::{Gate, Reply, Step, TestServer, event, guard, priming};
 use plexus_jsonrpc::{Message, RequestId};
@@ -23,10 +23,10 @@ async fn json_responses_and_the_session_and_version_headers() {
     handshake(&sender, &mut receiver).await;
     assert_eq!(info.session_id().as_deref(), Some(SESSION));
     assert_eq!(info.protocol_version().as_deref(), Some(VERSION));
-    guard(sender.send(request(1, "tools/list"))).await.unwrap();
-    let response = recv_response(&mut receiver).await;
+    let response = call(&sender, request(1, "tools/list")).await;
     assert_eq!(response.id, Some(RequestId::Number(1)));
     assert_eq!(result_of(&response), json!({"method": "tools/list"}));
+    assert!(nothing_queued(&mut receiver), "the reply came back from send only");
 
     let requests = server.wait_for_method("GET", 1).await;
     let posts: Vec<_> = requests.iter().filter(|r| r.method == "POST").collect();
@@ -139,8 +139,7 @@ async fn a_server_without_sessions_gets_no_session_header() {
     .await;
     let (sender, mut receiver, info) = transport(&server.url, |c| c);
     handshake(&sender, &mut receiver).await;
-    guard(sender.send(request(1, "ping"))).await.unwrap();
-    recv_response(&mut receiver).await;
+    call(&sender, request(1, "ping")).await;
     assert_eq!(info.session_id(), None);
     let requests = server.wait_for_method("POST", 3).await;
     assert!(requests.iter().all(|r| r.header("mcp-session-id").is_none()));
@@ -205,8 +204,7 @@ async fn sequential_requests_reuse_one_connection() {
     let (sender, mut receiver, _info) = transport(&server.url, |c| c);
     handshake(&sender, &mut receiver).await;
     for id in 1..=50 {
-        guard(sender.send(request(id, "ping"))).await.unwrap();
-        assert_eq!(recv_response(&mut receiver).await.id, Some(RequestId::Number(id)));
+        assert_eq!(call(&sender, request(id, "ping")).await.id, Some(RequestId::Number(id)));
     }
     let posts: Vec<_> = server.requests().into_iter().filter(|r| r.method == "POST").collect();
     assert_eq!(posts.len(), 52);

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::mcp::{error_of, handshake, recv, recv_response, request, script, transport};
+use common::mcp::{call, error_of, handshake, recv, request, script, transport};
 use common::{Reply, Step, TestServer, event, guard, priming};
 use plexus_jsonrpc::RequestId;
 use plexus_transport::{ErrorClass, TransportError, TransportSender};
@@ -39,8 +39,7 @@ async fn three_connection_failures_in_a_row_close_the_transport_and_a_success_re
         assert_terminal_io(&error, &reset);
         assert!(!sender.is_closed(), "a single failure fails only its request");
     }
-    guard(sender.send(request(2, "ping"))).await.unwrap();
-    assert_eq!(recv_response(&mut receiver).await.id, Some(RequestId::Number(2)));
+    assert_eq!(call(&sender, request(2, "ping")).await.id, Some(RequestId::Number(2)));
     for _ in 0..2 {
         guard(sender.send(request(3, "reset"))).await.unwrap_err();
         assert!(!sender.is_closed(), "the success reset the count");
@@ -102,8 +101,7 @@ async fn slow_headers_hit_the_per_request_timeout() {
     assert!(!sender.is_closed());
     assert_eq!(info.requests_in_flight(), 0);
     // The next request has its own timer and goes through.
-    guard(sender.send(request(2, "ping"))).await.unwrap();
-    assert_eq!(recv_response(&mut receiver).await.id, Some(RequestId::Number(2)));
+    assert_eq!(call(&sender, request(2, "ping")).await.id, Some(RequestId::Number(2)));
     sender.close().await.unwrap();
 }
 
@@ -120,8 +118,7 @@ async fn a_json_body_that_stalls_fails_its_request_at_the_timeout() {
     .await;
     let (sender, mut receiver, _info) = transport(&server.url, |c| c.request_timeout(Duration::from_millis(300)));
     handshake(&sender, &mut receiver).await;
-    guard(sender.send(request(1, "stall"))).await.unwrap();
-    let response = recv_response(&mut receiver).await;
+    let response = call(&sender, request(1, "stall")).await;
     assert_eq!(response.id, Some(RequestId::Number(1)));
     assert_eq!(
         error_of(&response),
@@ -176,14 +173,14 @@ async fn a_json_body_over_the_cap_is_not_read_and_fails_its_request() {
     let (sender, mut receiver, _info) = transport(&server.url, |c| c.max_message_size(1024));
     handshake(&sender, &mut receiver).await;
     for (id, method) in [(1, "declared"), (2, "endless")] {
-        guard(sender.send(request(id, method))).await.unwrap();
+        // The request fails with a JSON-RPC error, and the reader hears of the oversize message.
+        let response = call(&sender, request(id, method)).await;
         let too_large = recv(&mut receiver).await.unwrap_err();
         assert!(
             matches!(too_large, TransportError::TooLarge { limit: 1024 }),
             "{too_large:?}"
         );
         assert!(!too_large.is_terminal());
-        let response = recv_response(&mut receiver).await;
         assert_eq!(response.id, Some(RequestId::Number(id)));
         assert_eq!(
             error_of(&response),
@@ -215,13 +212,13 @@ async fn an_sse_event_over_the_cap_is_skipped_and_the_stream_goes_on() {
     .await;
     let (sender, mut receiver, _info) = transport(&server.url, |c| c.max_message_size(1024));
     handshake(&sender, &mut receiver).await;
-    guard(sender.send(request(5, "tools/call"))).await.unwrap();
+    assert!(guard(sender.send(request(5, "tools/call"))).await.unwrap().is_none());
     let too_large = recv(&mut receiver).await.unwrap_err();
     assert_eq!(
         too_large.to_string(),
         "a message from the server is larger than the 1024-byte limit; it was discarded"
     );
-    let response = recv_response(&mut receiver).await;
+    let response = common::mcp::recv_response(&mut receiver).await;
     assert_eq!(response.id, Some(RequestId::Number(5)));
     assert!(response.outcome.is_ok());
     sender.close().await.unwrap();
@@ -235,14 +232,14 @@ async fn a_body_that_is_not_json_rpc_is_reported_and_fails_its_request() {
     .await;
     let (sender, mut receiver, _info) = transport(&server.url, |c| c);
     handshake(&sender, &mut receiver).await;
-    guard(sender.send(request(1, "garbage"))).await.unwrap();
+    let response = call(&sender, request(1, "garbage")).await;
     let bad = recv(&mut receiver).await.unwrap_err();
     assert_eq!(
         bad.to_string(),
         "the server sent an invalid message: the message is a JSON array (a JSON-RPC batch); MCP does not allow batching"
     );
     assert_eq!(
-        error_of(&recv_response(&mut receiver).await),
+        error_of(&response),
         "plexus-http: the response body is not a JSON-RPC message: the message is a JSON array (a JSON-RPC batch); \
          MCP does not allow batching"
     );

@@ -31,28 +31,40 @@ async fn a_hundred_thousand_requests_leave_nothing_behind() {
     let tasks_before = metrics.num_alive_tasks();
     let connections_before = server.connections();
 
-    let reader = tokio::spawn(async move {
-        let mut seen = vec![false; REQUESTS];
-        for _ in 0..REQUESTS {
-            let response = recv_response(&mut receiver).await;
-            assert!(response.outcome.is_ok(), "{response:?}");
-            let Some(RequestId::Number(id)) = response.id else {
-                panic!("{response:?}")
-            };
-            let slot = &mut seen[usize::try_from(id).unwrap() - 1];
-            assert!(!*slot, "response {id} arrived twice");
-            *slot = true;
+    // The JSON bodies' responses come back from `send`, the streams' through the receiver.
+    let seen = Arc::new(std::sync::Mutex::new(vec![false; REQUESTS]));
+    let mark = |seen: &std::sync::Mutex<Vec<bool>>, response: &plexus_jsonrpc::Response| {
+        assert!(response.outcome.is_ok(), "{response:?}");
+        let Some(RequestId::Number(id)) = response.id else {
+            panic!("{response:?}")
+        };
+        let mut seen = seen.lock().unwrap();
+        let slot = &mut seen[usize::try_from(id).unwrap() - 1];
+        assert!(!*slot, "response {id} arrived twice");
+        *slot = true;
+    };
+    let reader = tokio::spawn({
+        let seen = Arc::clone(&seen);
+        async move {
+            for _ in 0..REQUESTS / 10 {
+                mark(&seen, &recv_response(&mut receiver).await);
+            }
+            receiver
         }
-        receiver
     });
     let sender = Arc::new(sender);
     let workers: Vec<_> = (0..CONCURRENCY)
         .map(|worker| {
             let sender = Arc::clone(&sender);
+            let seen = Arc::clone(&seen);
             tokio::spawn(async move {
                 for n in (worker..REQUESTS).step_by(CONCURRENCY) {
                     let id = i64::try_from(n + 1).unwrap();
-                    sender.send(request(id, "tools/call")).await.unwrap();
+                    let reply = sender.send(request(id, "tools/call")).await.unwrap();
+                    assert_eq!(reply.is_none(), id % 10 == 0, "request {id}");
+                    if let Some(response) = reply {
+                        mark(&seen, &response);
+                    }
                 }
             })
         })
@@ -63,10 +75,12 @@ async fn a_hundred_thousand_requests_leave_nothing_behind() {
             .unwrap()
             .unwrap();
     }
-    let _receiver = tokio::time::timeout(Duration::from_secs(600), reader)
+    let mut receiver = tokio::time::timeout(Duration::from_secs(600), reader)
         .await
         .unwrap()
         .unwrap();
+    assert!(seen.lock().unwrap().iter().all(|&seen| seen), "every response arrived");
+    assert!(common::mcp::nothing_queued(&mut receiver), "and nothing else");
     wait_until_idle(&info).await;
 
     assert_eq!(

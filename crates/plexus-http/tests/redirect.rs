@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::mcp::{SESSION, handshake, initialize, recv_response, request, script, transport};
+use common::mcp::{SESSION, call, handshake, initialize, request, script, transport};
 use common::{Reply, TestServer, guard};
 use plexus_jsonrpc::RequestId;
 use plexus_transport::{TransportError, TransportSender};
@@ -20,8 +20,10 @@ async fn a_same_origin_redirect_is_followed_with_every_header_and_the_body() {
         c.header("Authorization", "Bearer secret").header("X-Api-Key", "k")
     });
     handshake(&sender, &mut receiver).await;
-    guard(sender.send(request(1, "tools/list"))).await.unwrap();
-    assert_eq!(recv_response(&mut receiver).await.id, Some(RequestId::Number(1)));
+    assert_eq!(
+        call(&sender, request(1, "tools/list")).await.id,
+        Some(RequestId::Number(1))
+    );
     sender.close().await.unwrap();
 
     let requests = server.requests();

@@ -139,8 +139,10 @@ async fn the_get_stream_is_given_up_after_the_attempts() {
     wait_for_idle(&info).await;
     assert_eq!(server.requests().iter().filter(|r| r.method == "GET").count(), 3);
     // Requests still work.
-    guard(sender.send(request(1, "ping"))).await.unwrap();
-    assert_eq!(recv_response(&mut receiver).await.id, Some(RequestId::Number(1)));
+    assert_eq!(
+        common::mcp::call(&sender, request(1, "ping")).await.id,
+        Some(RequestId::Number(1))
+    );
     sender.close().await.unwrap();
 }
 

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use clap::Parser;
 use common::guard;
-use common::mcp::{error_of, handshake, initialize, recv, recv_message, recv_response, request, result_of, transport};
+use common::mcp::{
+    error_of, exchange, handshake, initialize, recv, recv_message, recv_response, request, result_of, transport,
+};
 use plexus_http::{EventStreamState, ReconnectPolicy};
 use plexus_jsonrpc::{Message, Request, RequestId};
 use plexus_testserver::{Cli, Command, RemoteServer};
@@ -55,11 +57,16 @@ async fn a_session_with_sse_and_json_responses() {
         handshake(&sender, &mut receiver).await;
         assert!(info.session_id().is_some(), "{args:?}");
         assert_eq!(info.protocol_version().as_deref(), Some("2025-11-25"));
-        guard(sender.send(request(1, "tools/list"))).await.unwrap();
-        let tools = result_of(&recv_response(&mut receiver).await);
+        let tools = result_of(&exchange(&sender, &mut receiver, request(1, "tools/list")).await);
         assert!(tools["tools"].as_array().unwrap().iter().any(|t| t["name"] == "echo"));
-        guard(sender.send(echo(2, "hello"))).await.unwrap();
-        assert_eq!(echoed(&recv_response(&mut receiver).await), "hello");
+        // A JSON body's response comes back from `send`; an SSE stream's through the receiver.
+        let reply = guard(sender.send(echo(2, "hello"))).await.unwrap();
+        assert_eq!(reply.is_some(), args.contains(&"--json-response"), "{args:?}");
+        let response = match reply {
+            Some(response) => response,
+            None => recv_response(&mut receiver).await,
+        };
+        assert_eq!(echoed(&response), "hello");
         sender.close().await.unwrap();
         server.shutdown().await;
     }
@@ -217,16 +224,44 @@ async fn the_get_stream_carries_server_notifications_or_is_refused() {
         method: "tools/call".into(),
         params: Some(params),
     });
-    guard(sender.send(OutboundMessage::from_message(&call))).await.unwrap();
-    let mut saw_notification = false;
-    let mut saw_response = false;
-    while !(saw_notification && saw_response) {
-        match recv_message(&mut receiver).await {
-            Message::Notification(n) if n.method == "notifications/tools/list_changed" => saw_notification = true,
-            Message::Response(r) if r.id == Some(RequestId::Number(1)) => saw_response = true,
-            other => panic!("unexpected {other:?}"),
-        }
+    // The response is the POST's JSON body; the notification comes on the event stream.
+    let response = guard(sender.send(OutboundMessage::from_message(&call)))
+        .await
+        .unwrap()
+        .expect("the JSON body's response");
+    assert_eq!(response.id, Some(RequestId::Number(1)));
+    match recv_message(&mut receiver).await {
+        Message::Notification(n) if n.method == "notifications/tools/list_changed" => {}
+        other => panic!("unexpected {other:?}"),
     }
     sender.close().await.unwrap();
     server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_session_over_json_and_sse_responses() {
+    // The session engine completes a JSON body's reply in the caller's task (`send` gives it
+    // back) and an SSE stream's through its reader: both work, many calls at once.
+    for args in [&["--json-response"][..], &[][..]] {
+        let server = serve(args).await;
+        let transport = plexus_http::HttpTransport::new(plexus_http::HttpConfig::new(server.url())).unwrap();
+        let client = plexus_client::Client::connect(Box::new(transport), plexus_client::ClientOptions::new("t"))
+            .await
+            .unwrap();
+        let calls: Vec<_> = (0..32)
+            .map(|n| {
+                let client = client.clone();
+                tokio::spawn(async move {
+                    let arguments = json!({"text": format!("call {n}")}).as_object().cloned();
+                    let result = client.call_tool("echo", arguments).await.unwrap();
+                    serde_json::to_value(&result).unwrap()["content"][0]["text"].clone()
+                })
+            })
+            .collect();
+        for (n, call) in calls.into_iter().enumerate() {
+            assert_eq!(guard(call).await.unwrap(), json!(format!("call {n}")), "{args:?}");
+        }
+        client.close().await.unwrap();
+        server.shutdown().await;
+    }
 }

@@ -29,3 +29,21 @@ pub use serde_json::value::RawValue;
 
 /// The only JSON-RPC version this crate speaks; every message carries it as `"jsonrpc"`.
 pub const JSONRPC_VERSION: &str = "2.0";
+
+/// What kind of JSON value `value` is, as error messages say it: `null`, `a boolean`, `a number`,
+/// `a string`, `an array`, `an object`.
+///
+/// ```
+/// assert_eq!(plexus_jsonrpc::value_kind(&serde_json::json!([1])), "an array");
+/// ```
+pub fn value_kind(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -34,7 +34,7 @@ pub(crate) async fn connect(config: SseConfig) -> Result<Connected, TransportErr
     let what = format!("GET {target}");
     let get = requester.send(
         &what,
-        &url,
+        ("GET", &url),
         |headers| {
             requester
                 .client

@@ -6,7 +6,7 @@ use std::io;
 use std::time::Duration;
 
 use plexus_transport::redact::redact_url;
-use plexus_transport::{Credentials, Rejection, TransportError, body_excerpt};
+use plexus_transport::{Credentials, DPOP_NONCE_HEADER, Rejection, TransportError, body_excerpt};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, LOCATION, WWW_AUTHENTICATE};
 use reqwest::{RequestBuilder, Response, StatusCode, Url};
 
@@ -36,20 +36,21 @@ impl Requester {
         Ok(Requester { client, credentials })
     }
 
-    /// Sends the request that `build` makes from the headers. On a 401 or 403 the credentials
+    /// Sends the request that `build` makes from the headers (the auth provider's for `method`
+    /// and `url`). On a 401 or 403 the credentials
     /// decide (see [`Credentials::rejected`]); on a retry, the request is built again with fresh
     /// headers and sent once more. `what` names the request in errors ("GET http://…");
     /// `on_error` maps a request that got no response.
     pub(crate) async fn send(
         &self,
         what: &str,
-        url: &Url,
+        (method, url): (&str, &Url),
         build: impl Fn(HeaderMap) -> RequestBuilder,
         on_error: impl Fn(reqwest::Error) -> TransportError,
     ) -> Result<Response, TransportError> {
-        let mut retried = false;
+        let mut retries = 0;
         loop {
-            let headers = header_map(&self.credentials.headers().await?);
+            let headers = header_map(&self.credentials.headers_for(method, url.as_str()).await?);
             let response = build(headers).send().await.map_err(&on_error)?;
             let status = response.status();
             if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
@@ -61,10 +62,13 @@ impl Requester {
                 url.as_str(),
                 status.as_u16(),
                 challenges.iter().map(HeaderValue::as_bytes),
-            );
+            )
+            .with_dpop_nonce(response.headers().get(DPOP_NONCE_HEADER).map(HeaderValue::as_bytes));
             let body = body_excerpt(&read_body_prefix(response, MAX_ERROR_BODY).await);
-            self.credentials.rejected(&rejection.with_body(body), retried).await?;
-            retried = true;
+            self.credentials
+                .rejected_after(&rejection.with_body(body), retries)
+                .await?;
+            retries += 1;
         }
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use plexus_transport::redact::redact_url;
-use plexus_transport::{BoxFuture, OutboundMessage, TransportError, TransportSender};
+use plexus_transport::{BoxFuture, OutboundMessage, Response, TransportError, TransportSender};
 use reqwest::Url;
 use reqwest::header::CONTENT_TYPE;
 use tokio::sync::Semaphore;
@@ -77,7 +77,7 @@ impl SseSender {
             .requester
             .send(
                 &self.what,
-                &self.endpoint,
+                ("POST", &self.endpoint),
                 |headers| {
                     self.requester
                         .client
@@ -104,7 +104,7 @@ impl SseSender {
 }
 
 impl TransportSender for SseSender {
-    fn send(&self, message: OutboundMessage) -> BoxFuture<'_, Result<(), TransportError>> {
+    fn send(&self, message: OutboundMessage) -> BoxFuture<'_, Result<Option<Response>, TransportError>> {
         Box::pin(async move {
             if let Some(ended) = self.shared.ended() {
                 return Err(ended);
@@ -116,7 +116,7 @@ impl TransportSender for SseSender {
                 sent = async {
                     let _slot = self.posts.acquire().await.map_err(|_| self.ended_error())?;
                     self.post(body).await
-                } => sent,
+                } => sent.map(|()| None),
             }
         })
     }

@@ -7,7 +7,7 @@ use std::io;
 use std::pin::pin;
 use std::sync::{Arc, Mutex};
 
-use plexus_transport::{BoxFuture, OutboundMessage, TransportError, TransportSender};
+use plexus_transport::{BoxFuture, OutboundMessage, Response, TransportError, TransportSender};
 use tokio::net::unix::pipe;
 use tokio::sync::Notify;
 
@@ -157,7 +157,7 @@ impl StdioSender {
 }
 
 impl TransportSender for StdioSender {
-    fn send(&self, message: OutboundMessage) -> BoxFuture<'_, Result<(), TransportError>> {
+    fn send(&self, message: OutboundMessage) -> BoxFuture<'_, Result<Option<Response>, TransportError>> {
         Box::pin(async move {
             let shared = self.shared();
             let mut line = Some(message.into_line());
@@ -169,7 +169,7 @@ impl TransportSender for StdioSender {
                 let mut room = pin!(self.outbox.room.notified());
                 room.as_mut().enable();
                 match self.outbox.offer(&mut line) {
-                    Ok(Offer::Taken) => return Ok(()),
+                    Ok(Offer::Taken) => return Ok(None),
                     Ok(Offer::Closed) => return Err(shared.send_error().await),
                     Ok(Offer::Full) => room.await,
                     Err(e) => {

@@ -6,23 +6,52 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::BoxFuture;
+use crate::credentials::Rejection;
 
 /// Headers to put on a request, as `(name, value)` pairs.
 pub type AuthHeaders = Vec<(String, String)>;
 
 /// Supplies authentication for HTTP requests (Streamable HTTP, legacy SSE, WebSocket upgrades).
 ///
-/// The transport asks for [`headers`](Self::headers) before every request. On a 401 or 403 it
-/// calls [`on_challenge`](Self::on_challenge) once with the parsed `WWW-Authenticate` header; on
-/// [`AuthDecision::Retry`] it asks for headers again and retries the request once, otherwise it
-/// fails the request with [`TransportError::NeedsAuth`](crate::TransportError::NeedsAuth) or
+/// The transport asks for [`headers_for`](Self::headers_for) (or [`headers`](Self::headers))
+/// before every request. On a 401 or 403 it calls [`on_rejection`](Self::on_rejection), whose
+/// default is [`on_challenge`](Self::on_challenge) with the parsed `WWW-Authenticate` header; on
+/// [`AuthDecision::Retry`] it asks for headers again and retries the request once (twice when
+/// the second answer is a DPoP nonce challenge, see
+/// [`Credentials::rejected_after`](crate::Credentials::rejected_after)), otherwise it fails the
+/// request with [`TransportError::NeedsAuth`](crate::TransportError::NeedsAuth) or
 /// [`TransportError::AuthFailed`](crate::TransportError::AuthFailed).
 pub trait AuthProvider: Send + Sync + 'static {
     /// The headers for the next request (for example `Authorization: Bearer …`).
     fn headers(&self) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>>;
 
+    /// The headers for the next request, which is `method` (`GET`, `POST`, …) to `url`.
+    ///
+    /// Providers whose headers depend on the request override it: a DPoP proof (RFC 9449) signs
+    /// the method and the URL. The default is [`headers`](Self::headers). Transports that know
+    /// the request (all of them) call this one.
+    fn headers_for(&self, method: &str, url: &str) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
+        let _ = (method, url);
+        self.headers()
+    }
+
     /// What to do about a 401 or 403.
     fn on_challenge(&self, challenge: &AuthChallenge) -> BoxFuture<'_, AuthDecision>;
+
+    /// What to do about a 401 or 403, with the whole [`Rejection`] in view (its `DPoP-Nonce`
+    /// included). The default asks [`on_challenge`](Self::on_challenge) with the parsed
+    /// challenge; a provider that needs more of the answer overrides it.
+    fn on_rejection(&self, rejection: &Rejection) -> BoxFuture<'_, AuthDecision> {
+        self.on_challenge(&rejection.challenge())
+    }
+
+    /// Whether a login is what fixes this provider's credentials when the server still answers
+    /// 401 after they were renewed. True for OAuth (the server then "needs authentication");
+    /// false by default: a headers helper, an IDE or an ingress token that the server keeps
+    /// rejecting is a failure with the server's reason, which no login would fix.
+    fn login_fixes_rejection(&self) -> bool {
+        false
+    }
 }
 
 /// An [`AuthProvider`] with fixed headers: a 401 or 403 is a failure with that status (a

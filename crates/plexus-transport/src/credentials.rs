@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use crate::headers::{HeaderError, check_headers, merge};
 use crate::redact::RedactedHeaders;
-use crate::{AuthChallenge, AuthDecision, AuthProvider, TransportError, WwwAuthenticate, body_excerpt};
+use crate::{
+    AuthChallenge, AuthDecision, AuthFailure, AuthHeaders, AuthProvider, TransportError, WwwAuthenticate, body_excerpt,
+};
 
 /// The configured headers of a remote transport and its auth provider.
 ///
@@ -63,7 +65,25 @@ impl Credentials {
         let Some(provider) = &self.provider else {
             return Ok(Cow::Borrowed(&self.configured));
         };
-        let provided = provider.headers().await?;
+        self.with_provided(provider.headers().await)
+    }
+
+    /// [`headers`](Self::headers) for a request that is `method` to `url`: the provider is asked
+    /// with [`AuthProvider::headers_for`], so that headers which sign the request (DPoP proofs,
+    /// RFC 9449) can. Without a provider, the configured headers (borrowed).
+    pub async fn headers_for(&self, method: &str, url: &str) -> Result<Cow<'_, [(String, String)]>, TransportError> {
+        let Some(provider) = &self.provider else {
+            return Ok(Cow::Borrowed(&self.configured));
+        };
+        self.with_provided(provider.headers_for(method, url).await)
+    }
+
+    /// The configured headers with the provider's on top, once they are checked.
+    fn with_provided(
+        &self,
+        provided: Result<AuthHeaders, AuthFailure>,
+    ) -> Result<Cow<'_, [(String, String)]>, TransportError> {
+        let provided = provided?;
         check_headers(&provided).map_err(|e| TransportError::AuthFailed {
             reason: format!("the auth provider gave a bad header: {e}"),
         })?;
@@ -78,8 +98,24 @@ impl Credentials {
     /// the retry was rejected too, a 401 is [`TransportError::NeedsAuth`] and a 403
     /// [`TransportError::AuthFailed`], quoting the challenge and the body.
     pub async fn rejected(&self, rejection: &Rejection, retried: bool) -> Result<(), TransportError> {
+        self.rejected_after(rejection, if retried { MAX_AUTH_RETRIES } else { 0 })
+            .await
+    }
+
+    /// [`rejected`](Self::rejected) for a transport that counts its retries: `retries` is how
+    /// many times this request was already retried after a 401 or 403.
+    ///
+    /// The provider is asked (with [`AuthProvider::on_rejection`]) on the first rejection, and
+    /// once more when the retry is rejected with a DPoP nonce challenge
+    /// ([`Rejection::is_dpop_nonce_challenge`]: the server wants a proof with the nonce it just
+    /// gave, RFC 9449 §9), so a request is sent at most three times. Otherwise
+    /// it is as [`rejected`](Self::rejected) says.
+    pub async fn rejected_after(&self, rejection: &Rejection, retries: u32) -> Result<(), TransportError> {
+        // A 401 means "log in" when there is no credential at all, or when the provider's
+        // credentials are the kind a login renews; otherwise the rejection is the answer.
+        let login_fixes = self.provider.as_ref().is_none_or(|p| p.login_fixes_rejection());
         let give_up = |reason: String| {
-            if rejection.status == 401 {
+            if rejection.status == 401 && login_fixes {
                 TransportError::NeedsAuth { reason }
             } else {
                 TransportError::AuthFailed { reason }
@@ -89,18 +125,37 @@ impl Credentials {
         let Some(provider) = &self.provider else {
             return Err(give_up(format!("{what} answered HTTP {status}{}", rejection.details())));
         };
-        if retried {
+        let ask = retries == 0 || (retries < MAX_AUTH_RETRIES && rejection.is_dpop_nonce_challenge());
+        if !ask {
             return Err(give_up(format!(
                 "{what} answered HTTP {status} again after the credentials were renewed{}",
                 rejection.details()
             )));
         }
-        match provider.on_challenge(&rejection.challenge()).await {
+        match provider.on_rejection(rejection).await {
             AuthDecision::Retry => Ok(()),
             AuthDecision::NeedsAuth { reason } => Err(TransportError::NeedsAuth { reason }),
             AuthDecision::Fail { reason } => Err(TransportError::AuthFailed { reason }),
         }
     }
+}
+
+/// How many times [`Credentials::rejected_after`] lets one request be retried: once after a
+/// challenge, and once more after a DPoP nonce challenge.
+const MAX_AUTH_RETRIES: u32 = 2;
+
+/// The `DPoP-Nonce` response header (RFC 9449 §8, §9), lower-case as HTTP/2 and the `http`
+/// crate spell header names: what a transport passes to [`Rejection::with_dpop_nonce`].
+pub const DPOP_NONCE_HEADER: &str = "dpop-nonce";
+
+/// The longest `DPoP-Nonce` value accepted.
+const MAX_DPOP_NONCE_LEN: usize = 1024;
+
+/// Whether `value` is a DPoP nonce: `1*NQCHAR` (RFC 9449 §8.1), bounded.
+fn is_dpop_nonce(value: &[u8]) -> bool {
+    !value.is_empty()
+        && value.len() <= MAX_DPOP_NONCE_LEN
+        && value.iter().all(|&b| matches!(b, 0x21 | 0x23..=0x5B | 0x5D..=0x7E))
 }
 
 /// A 401 or 403 answer to a request, as a transport saw it.
@@ -117,6 +172,8 @@ pub struct Rejection {
     pub www_authenticate: Vec<String>,
     /// An excerpt of the body (see [`body_excerpt`]); empty when there was none.
     pub body: String,
+    /// The `DPoP-Nonce` header (RFC 9449 §9), when the answer had a valid one.
+    pub dpop_nonce: Option<String>,
 }
 
 impl Rejection {
@@ -136,7 +193,35 @@ impl Rejection {
                 .map(|value| String::from_utf8_lossy(value).into_owned())
                 .collect(),
             body: String::new(),
+            dpop_nonce: None,
         }
+    }
+
+    /// Sets the `DPoP-Nonce` header value of the answer. A value that is not a nonce (RFC 9449
+    /// §8.1: 1 to 1024 visible ASCII characters other than `"` and `\`) is
+    /// ignored.
+    #[must_use]
+    pub fn with_dpop_nonce(mut self, value: Option<&[u8]>) -> Self {
+        self.dpop_nonce = value.and_then(Rejection::parse_dpop_nonce);
+        self
+    }
+
+    /// A `DPoP-Nonce` header value as a nonce, or `None` when it is not one (see
+    /// [`with_dpop_nonce`](Self::with_dpop_nonce)); for any answer that may carry one.
+    pub fn parse_dpop_nonce(value: &[u8]) -> Option<String> {
+        is_dpop_nonce(value).then(|| String::from_utf8_lossy(value).into_owned())
+    }
+
+    /// Whether the server asks for a DPoP proof with a new nonce: a 401 with a `DPoP-Nonce`
+    /// header and a challenge whose `error` is `use_dpop_nonce` (RFC 9449 §9).
+    pub fn is_dpop_nonce_challenge(&self) -> bool {
+        self.status == 401
+            && self.dpop_nonce.is_some()
+            && self
+                .challenge()
+                .challenges
+                .iter()
+                .any(|c| c.param("error") == Some("use_dpop_nonce"))
     }
 
     /// Sets the excerpt of the body.
@@ -213,6 +298,36 @@ mod tests {
             let decision = self.decisions.lock().unwrap().pop().expect("a decision is scripted");
             Box::pin(async move { decision })
         }
+
+        /// Plays a login-based provider (OAuth); [`Fixed`] plays the others.
+        fn login_fixes_rejection(&self) -> bool {
+            true
+        }
+    }
+
+    /// A provider whose credentials no login renews (a headers helper, a token file).
+    struct Fixed;
+
+    impl AuthProvider for Fixed {
+        fn headers(&self) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
+            Box::pin(async { Ok(vec![("authorization".to_owned(), "Bearer fixed".to_owned())]) })
+        }
+
+        fn on_challenge(&self, _: &AuthChallenge) -> BoxFuture<'_, AuthDecision> {
+            Box::pin(async { AuthDecision::Retry })
+        }
+    }
+
+    #[tokio::test]
+    async fn renewed_credentials_that_no_login_renews_fail_when_rejected_again() {
+        let credentials = Credentials::new(Vec::new(), Some(Arc::new(Fixed))).unwrap();
+        credentials.rejected(&rejection(401, &[]), false).await.unwrap();
+        let again = credentials.rejected(&rejection(401, &[]), true).await.unwrap_err();
+        assert_eq!(
+            again.to_string(),
+            "authentication failed: GET http://h/sse answered HTTP 401 again after the credentials were renewed"
+        );
+        assert!(matches!(again, TransportError::AuthFailed { .. }));
     }
 
     fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -318,6 +433,103 @@ mod tests {
         let second = credentials.rejected(&rejection(401, &[]), false).await.unwrap_err();
         assert_eq!(second.to_string(), "authentication failed: the token store is locked");
         assert_eq!(provider.seen.lock().unwrap().len(), 2);
+    }
+
+    /// A provider whose headers name the request they are for.
+    struct PerRequest;
+
+    impl AuthProvider for PerRequest {
+        fn headers(&self) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
+            Box::pin(async { Ok(vec![("x-for".to_owned(), "unknown".to_owned())]) })
+        }
+
+        fn headers_for(&self, method: &str, url: &str) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
+            let value = format!("{method} {url}");
+            Box::pin(async move { Ok(vec![("x-for".to_owned(), value)]) })
+        }
+
+        fn on_challenge(&self, _: &AuthChallenge) -> BoxFuture<'_, AuthDecision> {
+            Box::pin(async { AuthDecision::Retry })
+        }
+    }
+
+    #[tokio::test]
+    async fn headers_for_tells_the_provider_the_request_and_defaults_to_headers() {
+        let credentials = Credentials::new(pairs(&[("X-Key", "k")]), Some(Arc::new(PerRequest))).unwrap();
+        assert_eq!(
+            credentials.headers_for("GET", "http://h/mcp?x=1").await.unwrap(),
+            pairs(&[("X-Key", "k"), ("x-for", "GET http://h/mcp?x=1")])
+        );
+        assert_eq!(
+            credentials.headers().await.unwrap(),
+            pairs(&[("X-Key", "k"), ("x-for", "unknown")])
+        );
+        // A provider without its own headers_for gives its headers.
+        let provider = scripted(Ok(Vec::new()), Vec::new());
+        let credentials = Credentials::new(Vec::new(), Some(provider)).unwrap();
+        assert_eq!(
+            credentials.headers_for("POST", "http://h/mcp").await.unwrap(),
+            pairs(&[("authorization", "Bearer t0")])
+        );
+        let plain = Credentials::new(pairs(&[("X-Key", "k")]), None).unwrap();
+        assert!(matches!(
+            plain.headers_for("POST", "http://h").await.unwrap(),
+            Cow::Borrowed(_)
+        ));
+    }
+
+    const NONCE_CHALLENGE: &str = r#"DPoP error="use_dpop_nonce", error_description="a nonce is required""#;
+
+    #[tokio::test]
+    async fn a_dpop_nonce_challenge_to_the_retry_gets_one_more_retry() {
+        let nonce =
+            |status: u16, challenge: &str| rejection(status, &[challenge]).with_dpop_nonce(Some(b"n-1".as_slice()));
+        assert!(nonce(401, NONCE_CHALLENGE).is_dpop_nonce_challenge());
+        assert!(!nonce(403, NONCE_CHALLENGE).is_dpop_nonce_challenge());
+        assert!(!nonce(401, BEARER).is_dpop_nonce_challenge());
+        assert!(
+            !rejection(401, &[NONCE_CHALLENGE]).is_dpop_nonce_challenge(),
+            "no nonce given"
+        );
+
+        let provider = scripted(
+            Ok(Vec::new()),
+            vec![AuthDecision::Retry, AuthDecision::Retry, AuthDecision::Retry],
+        );
+        let credentials = Credentials::new(Vec::new(), Some(provider.clone())).unwrap();
+        credentials.rejected_after(&nonce(401, BEARER), 0).await.unwrap();
+        credentials
+            .rejected_after(&nonce(401, NONCE_CHALLENGE), 1)
+            .await
+            .unwrap();
+        let third = credentials
+            .rejected_after(&nonce(401, NONCE_CHALLENGE), 2)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            third.to_string(),
+            format!(
+                "the server needs authentication: GET http://h/sse answered HTTP 401 again after the credentials were \
+                 renewed (WWW-Authenticate: {NONCE_CHALLENGE})"
+            )
+        );
+        // Another challenge to the retry, and the bool form (which counts no retries), give up.
+        assert!(credentials.rejected_after(&nonce(401, BEARER), 1).await.is_err());
+        assert!(credentials.rejected(&nonce(401, NONCE_CHALLENGE), true).await.is_err());
+        assert_eq!(provider.seen.lock().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn only_a_valid_dpop_nonce_is_kept() {
+        let with = |value: &[u8]| rejection(401, &[]).with_dpop_nonce(Some(value)).dpop_nonce;
+        assert_eq!(
+            with(b"eyJ7S_zG.eyJH0-Z.HX4w-7v").as_deref(),
+            Some("eyJ7S_zG.eyJH0-Z.HX4w-7v")
+        );
+        for bad in [&b""[..], b"a b", b"quo\"te", b"back\\slash", b"\xff", &[b'n'; 1025]] {
+            assert_eq!(with(bad), None, "{bad:?}");
+        }
+        assert_eq!(rejection(401, &[]).with_dpop_nonce(None).dpop_nonce, None);
     }
 
     #[test]

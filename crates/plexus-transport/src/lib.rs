@@ -39,10 +39,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 pub use auth::{AuthChallenge, AuthDecision, AuthFailure, AuthHeaders, AuthProvider, StaticHeaders, WwwAuthenticate};
-pub use credentials::{Credentials, Rejection};
+pub use credentials::{Credentials, DPOP_NONCE_HEADER, Rejection};
 pub use error::{BODY_EXCERPT_LIMIT, ERROR_BODY_READ_LIMIT, ErrorClass, TransportError, body_excerpt, is_terminal_io};
 pub use outbound::{OutboundKind, OutboundMessage};
-pub use plexus_jsonrpc::Message;
+pub use plexus_jsonrpc::{Message, Response};
 
 /// A boxed, sendable future (what the object-safe methods of this crate return).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -61,7 +61,13 @@ pub trait Transport: Send + 'static {
 pub trait TransportSender: Send + Sync + 'static {
     /// Queues one message for the peer. Waits (bounded by the transport's queue) when the peer is
     /// slower than the callers; fails at once when the transport is closed.
-    fn send(&self, message: OutboundMessage) -> BoxFuture<'_, Result<(), TransportError>>;
+    ///
+    /// For a request, a transport that has the peer's reply in hand when the send completes (an
+    /// HTTP transport that read a JSON response body) gives it back as `Some`: that reply does
+    /// not also come through the [`TransportReceiver`], so the caller must handle it as it
+    /// handles the replies the receiver yields. Every other send gives back `None` (stream
+    /// transports always do: their replies come through the receiver).
+    fn send(&self, message: OutboundMessage) -> BoxFuture<'_, Result<Option<Response>, TransportError>>;
 
     /// Shuts the transport down gracefully and waits until it is down (each transport documents
     /// its own bounded shutdown sequence). Closing twice is harmless.

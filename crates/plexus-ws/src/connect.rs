@@ -4,7 +4,7 @@
 use std::sync::{Arc, OnceLock};
 
 use plexus_transport::redact::redact_url;
-use plexus_transport::{Credentials, Rejection, TransportError, body_excerpt};
+use plexus_transport::{Credentials, DPOP_NONCE_HEADER, Rejection, TransportError, body_excerpt};
 use rustls::ClientConfig;
 use rustls_platform_verifier::BuilderVerifierExt;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -62,7 +62,7 @@ async fn upgrade(
     } else {
         Connector::Plain
     };
-    let mut retried = false;
+    let mut retries = 0;
     loop {
         let mut request = url
             .as_str()
@@ -70,7 +70,7 @@ async fn upgrade(
             .map_err(|e| fail(handshake_failure(&e)))?;
         let headers = request.headers_mut();
         // The pairs were checked by `Credentials` with the rules of the `http` crate: all convert.
-        for (name, value) in credentials.headers().await?.iter() {
+        for (name, value) in credentials.headers_for("GET", url.as_str()).await?.iter() {
             if let (Ok(name), Ok(value)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
                 headers.append(name, value);
             }
@@ -89,10 +89,11 @@ async fn upgrade(
                     url.as_str(),
                     status,
                     challenges.iter().map(HeaderValue::as_bytes),
-                );
+                )
+                .with_dpop_nonce(response.headers().get(DPOP_NONCE_HEADER).map(HeaderValue::as_bytes));
                 let body = body_excerpt(response.body().as_deref().unwrap_or_default());
-                credentials.rejected(&rejection.with_body(body), retried).await?;
-                retried = true;
+                credentials.rejected_after(&rejection.with_body(body), retries).await?;
+                retries += 1;
             }
             Err(WsError::Http(response)) => return Err(refused(&what, url, &response)),
             Err(e) => return Err(fail(handshake_failure(&e))),

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use plexus_transport::{BoxFuture, OutboundMessage, TransportError, TransportSender};
+use plexus_transport::{BoxFuture, OutboundMessage, Response, TransportError, TransportSender};
 use tokio_tungstenite::tungstenite::Message as Frame;
 
 use crate::connection::{DropGuard, Shared};
@@ -38,7 +38,7 @@ impl WsSender {
 }
 
 impl TransportSender for WsSender {
-    fn send(&self, message: OutboundMessage) -> BoxFuture<'_, Result<(), TransportError>> {
+    fn send(&self, message: OutboundMessage) -> BoxFuture<'_, Result<Option<Response>, TransportError>> {
         Box::pin(async move {
             if let Some(ended) = self.shared.ended() {
                 return Err(ended);
@@ -50,7 +50,7 @@ impl TransportSender for WsSender {
                     std::io::Error::new(std::io::ErrorKind::InvalidData, e),
                 )
             })?;
-            self.shared.write(Frame::text(text)).await
+            self.shared.write(Frame::text(text)).await.map(|()| None)
         })
     }
 

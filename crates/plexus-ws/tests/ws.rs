@@ -236,7 +236,8 @@ async fn the_provider_renews_credentials_and_the_upgrade_is_retried_once() {
     assert_eq!(challenges.len(), 1);
     assert_eq!((challenges[0].status, challenges[0].url.as_str()), (403, url.as_str()));
 
-    // Rejected again after the retry: final, the provider is not asked twice.
+    // Rejected again after the retry: final, the provider is not asked twice; renewed credentials
+    // that are not a login's are a failure, not "needs authentication".
     let config = WsConfig::new(&url).auth(provider.clone());
     let server = async {
         accept(&listener, Answer::Reject(401, vec![])).await;
@@ -246,8 +247,8 @@ async fn the_provider_renews_credentials_and_the_upgrade_is_retried_once() {
     assert_eq!(
         client.unwrap_err().to_string(),
         format!(
-            "the server needs authentication: the WebSocket upgrade of {url} answered HTTP 401 again after the \
-             credentials were renewed: go away"
+            "authentication failed: the WebSocket upgrade of {url} answered HTTP 401 again after the credentials \
+             were renewed: go away"
         )
     );
     assert_eq!(provider.challenges.lock().unwrap().len(), 2);

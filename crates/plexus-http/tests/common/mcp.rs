@@ -125,10 +125,26 @@ pub fn transport(
     (sender, receiver, info)
 }
 
+/// Sends a request answered with a JSON body: `send` gives its response back.
+pub async fn call(sender: &HttpSender, message: OutboundMessage) -> Response {
+    guard(sender.send(message))
+        .await
+        .unwrap()
+        .expect("the response of a JSON body comes back from send")
+}
+
+/// Sends a request and returns its response: the one `send` gave back (a JSON body), else the
+/// next response of the receiver (an SSE stream).
+pub async fn exchange(sender: &HttpSender, receiver: &mut HttpReceiver, message: OutboundMessage) -> Response {
+    match guard(sender.send(message)).await.unwrap() {
+        Some(response) => response,
+        None => recv_response(receiver).await,
+    }
+}
+
 /// `initialize` (id 0), its response, then `notifications/initialized`.
 pub async fn handshake(sender: &HttpSender, receiver: &mut HttpReceiver) {
-    guard(sender.send(initialize(0))).await.unwrap();
-    let response = recv_response(receiver).await;
+    let response = exchange(sender, receiver, initialize(0)).await;
     assert_eq!(response.id, Some(RequestId::Number(0)));
     guard(sender.send(notification("notifications/initialized")))
         .await

@@ -121,6 +121,10 @@ pub enum Reply {
     Silent,
     /// Waits, then answers.
     After(Duration, Box<Reply>),
+    /// These bytes as they are, then the connection closes.
+    Raw(Vec<u8>),
+    /// Answers, then closes the connection (without saying so in the response).
+    Closing(Box<Reply>),
 }
 
 impl Reply {
@@ -460,6 +464,14 @@ async fn answer(socket: &mut TcpStream, reply: Reply) -> bool {
         Reply::After(delay, reply) => {
             tokio::time::sleep(delay).await;
             Box::pin(answer(socket, *reply)).await
+        }
+        Reply::Raw(bytes) => {
+            let _ = socket.write_all(&bytes).await;
+            false
+        }
+        Reply::Closing(reply) => {
+            Box::pin(answer(socket, *reply)).await;
+            false
         }
     }
 }

@@ -118,6 +118,82 @@
 //! - `--crash-after N` and the `crash` tool: the process exits once the response before the crash
 //!   has been written (in-process, the server stops instead).
 //!
+//! ## OAuth 2.1 (`http`, `sse`: `--oauth`)
+//!
+//! `--oauth` protects the MCP endpoint (and the legacy transport's `/messages`) with bearer tokens
+//! from a built-in authorization server, which runs on the same listener (issuer
+//! `http://127.0.0.1:PORT` + `--oauth-issuer-path`) or on its own (`--oauth-as-port N`). The
+//! binary then prints a second line, `authorization server at ISSUER`. In-process,
+//! [`RemoteServer::oauth`] gives an [`OAuthHandle`]; the options are [`OAuthOptions`] (field
+//! `oauth` of [`HttpOptions`] and [`SseOptions`]).
+//!
+//! - The protected resource. A request without a token gets 401 with
+//!   `WWW-Authenticate: Bearer resource_metadata="URL"` (plus `scope="…"` with
+//!   `--oauth-challenge-scope`; no `resource_metadata` with `--oauth-no-resource-metadata-param`);
+//!   an unknown, revoked, expired or foreign token (another authorization server's, or for another
+//!   resource) gets 401 `error="invalid_token"`; a token without the scopes every request needs
+//!   (`--oauth-required-scope`) or that a tool's calls need (`--oauth-tool-scope TOOL=SCOPES`)
+//!   gets 403 `error="insufficient_scope", scope="<the scopes needed>"`. Bodies are
+//!   `{"error":…,"error_description":…}`.
+//! - Protected resource metadata (RFC 9728) at `/.well-known/oauth-protected-resource<mcp path>`
+//!   (`resource`: the MCP URL) and/or `/.well-known/oauth-protected-resource` (`resource`: the
+//!   origin) per `--oauth-prm path,root|none`, naming the current authorization server;
+//!   `--oauth-prm-resource URL` publishes a wrong `resource`, `--oauth-prm-scopes` adds
+//!   `scopes_supported`.
+//! - Authorization server metadata (RFC 8414) for issuer path P at
+//!   `/.well-known/oauth-authorization-server` + P, and per `--oauth-metadata` the OpenID forms
+//!   `/.well-known/openid-configuration` + P and P + `/.well-known/openid-configuration`, or none
+//!   (`--oauth-metadata none`, a 2025-03-26 server: `/authorize`, `/token`, `/register` at the
+//!   origin). Switches: `--oauth-metadata-issuer` (a wrong `issuer`), `--oauth-pkce-methods` /
+//!   `--oauth-omit-pkce-methods`, `--oauth-iss-supported true|false|absent`, `--oauth-cimd`,
+//!   `--oauth-auth-methods` (`client_secret_basic`, `client_secret_post`, `none`, and
+//!   `private_key_jwt` with ES256), `--oauth-scopes-supported`, `--oauth-no-registration`.
+//! - `P/register` (RFC 7591) echoes the metadata with `client_id` and, for `client_secret_basic`
+//!   (the default) and `client_secret_post`, a `client_secret` (`private_key_jwt` clients send
+//!   their EC P-256 keys in `jwks`); `--oauth-client ID[:SECRET]` and `--oauth-jwt-client
+//!   ID=JWKS_FILE` pre-register clients (any loopback redirect URI, every grant type).
+//! - `P/authorize` checks `client_id` (registered, or with `--oauth-cimd` a URL whose client ID
+//!   metadata document is fetched over http, or provided by the test with
+//!   `--oauth-cimd-document` / [`OAuthHandle::provide_client_metadata`], and checked), `redirect_uri` (registered; loopback
+//!   URIs match on any port), `response_type=code`, an S256 `code_challenge`, `resource`
+//!   (required unless `--oauth-resource-optional`; the MCP URL or the origin) and `scope`, then
+//!   redirects at once (302) with `code`, `state` and `iss` (`--oauth-redirect-iss
+//!   correct|missing|wrong|trailing-slash`), or with `error`.
+//! - `P/token`: `authorization_code` (single-use codes living 60 s, PKCE verifier, `resource`),
+//!   `refresh_token` (`--oauth-refresh-rotation rotate|reuse|omit`), `client_credentials`
+//!   (confidential clients); client authentication `client_secret_basic`, `client_secret_post`,
+//!   `none` or `private_key_jwt` (an ES256 assertion with `iss` = `sub` = the client id, `aud`
+//!   the issuer or the token endpoint, `exp`, a `jti` used once), as registered;
+//!   `--oauth-expires-in`, `--oauth-omit-expires-in`, `--oauth-refresh-tokens
+//!   always|offline-access|never`. Errors are RFC 6749 JSON (`invalid_client` is a 401).
+//! - `--oauth-migrate-after N` (or [`OAuthHandle::migrate_authorization_server`]) moves the
+//!   resource to a new authorization server on its own listener; the old one's tokens get 401.
+//! - Every request to these paths is recorded ([`OAuthHandle::requests`], [`OAuthRequest`]) and
+//!   logged as an `oauth` event (secrets redacted). Tests flip state mid-session with
+//!   [`OAuthHandle::expire_access_tokens`], [`OAuthHandle::revoke_tokens`] and
+//!   [`OAuthHandle::issue_token`]. Everything is bounded: 16 KiB form and registration bodies,
+//!   codes single-use for 60 s, 1024 clients and codes, 4096 tokens, records and assertion ids,
+//!   64 documents of 64 KiB, client metadata fetched within 5 s.
+//!
+//! ```
+//! use clap::Parser;
+//! use plexus_testserver::{Cli, Command, Endpoint, RemoteServer};
+//!
+//! let argv = ["plexus-testserver", "http", "--oauth", "--oauth-issuer-path", "/t1", "--oauth-as-port", "0"];
+//! let Command::Http(options) = Cli::try_parse_from(argv).unwrap().command else { unreachable!() };
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+//! let server = RemoteServer::http(listener, options).unwrap();
+//! let oauth = server.oauth().unwrap();
+//! assert!(oauth.issuer().ends_with("/t1"));
+//! assert_ne!(oauth.issuer(), format!("http://{}/t1", server.local_addr()), "its own listener");
+//! // … a client connects to server.url(), gets 401, discovers, registers, logs in …
+//! assert!(oauth.requests_to(Endpoint::Register).is_empty());
+//! oauth.expire_access_tokens(); // the next request with an access token gets 401 invalid_token
+//! server.shutdown().await;
+//! # });
+//! ```
+//!
 //! The event log of a remote mode also records `listening` (`url`), `http` for every request
 //! (`method`, `path`, `query`, `headers` by lowercase name; the values of `authorization`,
 //! `proxy-authorization` and `cookie` read `<redacted>`), `session-start` (`session`,
@@ -129,13 +205,16 @@
 //! status flags so that they can be restored after the reactor made the pipes non-blocking, and
 //! its `socket` feature sets SO_LINGER for resets; hyper (with hyper-util and http-body-util)
 //! serves HTTP/1.1; tokio-tungstenite frames WebSocket messages (futures-util drives its
-//! stream and sink); getrandom draws session ids.
+//! stream and sink); getrandom draws session ids and tokens; url parses redirect URIs and forms;
+//! base64 and aws-lc-rs (the crypto provider rustls already brings) compute PKCE S256 challenges
+//! and decode HTTP Basic credentials; hyper's client fetches client ID metadata documents.
 #![forbid(unsafe_code)]
 
 mod catalog;
 mod cli;
 mod events;
 mod faults;
+mod oauth;
 mod pipes;
 mod process;
 mod remote;
@@ -144,6 +223,11 @@ mod stdio;
 mod tools;
 
 pub use cli::{Cli, Command, ProcessOptions, ServerOptions, StdioOptions, run};
+pub use oauth::{
+    Advertised, AuthMethod, CimdDocumentFile, DocumentFile, Endpoint, IssuedTokens, JwtClientFile, MetadataLocation,
+    OAuthError, OAuthHandle, OAuthOptions, OAuthRequest, PreRegisteredClient, PrmLocation, RedirectIss,
+    RefreshIssuance, RefreshRotation, TokenInfo, ToolScope,
+};
 pub use remote::{
     EndpointOptions, HttpOptions, RemoteError, RemoteOptions, RemoteServer, RequiredHeader, SessionOptions, SseOptions,
     WsOptions, run_http, run_sse, run_ws,

@@ -18,7 +18,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 
-use super::{App, http, until_stopped};
+use super::{App, Listener, http, until_stopped};
 
 /// The most connections served at once; more wait in the listen backlog.
 const MAX_CONNECTIONS: usize = 1024;
@@ -101,8 +101,9 @@ impl AsyncWrite for ResettableStream {
     }
 }
 
-/// Accepts connections until the server stops, then drops every connection.
-pub(crate) async fn accept_loop(app: Arc<App>, listener: TcpListener) {
+/// Accepts connections on `listener` (which is `which`) until the server stops, then drops
+/// every connection.
+pub(crate) async fn accept_loop(app: Arc<App>, listener: TcpListener, which: Listener) {
     let limit = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut stopping = app.stopping();
     let mut connections = JoinSet::new();
@@ -119,7 +120,7 @@ pub(crate) async fn accept_loop(app: Arc<App>, listener: TcpListener) {
                 let _ = stream.set_nodelay(true);
                 let app = Arc::clone(&app);
                 connections.spawn(async move {
-                    serve(app, stream).await;
+                    serve(app, stream, which).await;
                     drop(permit);
                 });
             }
@@ -137,7 +138,7 @@ pub(crate) async fn accept_loop(app: Arc<App>, listener: TcpListener) {
 }
 
 /// Serves HTTP/1.1 on one connection until it ends, the server stops, or a handler resets it.
-async fn serve(app: Arc<App>, stream: TcpStream) {
+async fn serve(app: Arc<App>, stream: TcpStream, which: Listener) {
     let connection = Arc::new(Connection::default());
     let io = TokioIo::new(ResettableStream {
         stream,
@@ -151,7 +152,7 @@ async fn serve(app: Arc<App>, stream: TcpStream) {
             let connection = Arc::clone(&connection);
             async move {
                 http::log_request(app.events(), &request);
-                let response = app.dispatch(&connection, request).await;
+                let response = app.dispatch(&connection, which, request).await;
                 if let Some(ms) = app.remote().slow_headers_ms {
                     tokio::time::sleep(Duration::from_millis(ms)).await;
                 }

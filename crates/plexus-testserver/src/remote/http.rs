@@ -165,35 +165,68 @@ pub(crate) fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|value| value.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case(JSON))
 }
 
-/// Reads a request body of at most `limit` bytes, or the response that refuses it: 413 when too
-/// large, 408 when the client stalls, 400 when the connection fails.
-pub(crate) async fn read_body(request: Request<Incoming>, limit: usize) -> Result<Bytes, Refusal> {
-    let too_large = || {
-        Box::new(jsonrpc_error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            plexus_jsonrpc::ErrorCode::INVALID_REQUEST,
-            format!("Payload Too Large: the request body exceeds the limit of {limit} bytes (--max-body-bytes)"),
-        ))
-    };
+/// Why a request body could not be read.
+#[derive(Debug)]
+pub(crate) enum BodyError {
+    /// It is larger than the limit.
+    TooLarge { limit: usize },
+    /// The client did not send it in time.
+    Stalled,
+    /// The connection failed.
+    Failed(String),
+}
+
+impl BodyError {
+    /// The status that answers it: 413, 408 or 400.
+    pub(crate) fn status(&self) -> StatusCode {
+        match self {
+            BodyError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            BodyError::Stalled => StatusCode::REQUEST_TIMEOUT,
+            BodyError::Failed(_) => StatusCode::BAD_REQUEST,
+        }
+    }
+}
+
+impl std::fmt::Display for BodyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BodyError::TooLarge { limit } => write!(f, "the request body exceeds the limit of {limit} bytes"),
+            BodyError::Stalled => write!(f, "the request body did not arrive within {} s", BODY_TIMEOUT.as_secs()),
+            BodyError::Failed(e) => write!(f, "cannot read the request body: {e}"),
+        }
+    }
+}
+
+/// Reads a request body of at most `limit` bytes, waiting at most 30 s for it.
+pub(crate) async fn read_body_limited(request: Request<Incoming>, limit: usize) -> Result<Bytes, BodyError> {
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|length| length > limit as u64) {
-        return Err(too_large());
+        return Err(BodyError::TooLarge { limit });
     }
     match tokio::time::timeout(BODY_TIMEOUT, Limited::new(request.into_body(), limit).collect()).await {
         Ok(Ok(collected)) => Ok(collected.to_bytes()),
-        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => Err(too_large()),
-        Ok(Err(e)) => Err(Box::new(text(
-            StatusCode::BAD_REQUEST,
-            format!("cannot read the request body: {e}"),
-        ))),
-        Err(_) => Err(Box::new(text(
-            StatusCode::REQUEST_TIMEOUT,
-            format!("the request body did not arrive within {} s", BODY_TIMEOUT.as_secs()),
-        ))),
+        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => Err(BodyError::TooLarge { limit }),
+        Ok(Err(e)) => Err(BodyError::Failed(e.to_string())),
+        Err(_) => Err(BodyError::Stalled),
     }
+}
+
+/// Reads a request body of at most `limit` bytes, or the response that refuses it: 413 when too
+/// large, 408 when the client stalls, 400 when the connection fails.
+pub(crate) async fn read_body(request: Request<Incoming>, limit: usize) -> Result<Bytes, Refusal> {
+    read_body_limited(request, limit).await.map_err(|e| {
+        Box::new(match e {
+            BodyError::TooLarge { limit } => jsonrpc_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                plexus_jsonrpc::ErrorCode::INVALID_REQUEST,
+                format!("Payload Too Large: the request body exceeds the limit of {limit} bytes (--max-body-bytes)"),
+            ),
+            other => text(other.status(), other),
+        })
+    })
 }
 
 /// Whether the `Origin` header, when present, names this machine (127.0.0.1, localhost or

@@ -21,6 +21,7 @@ use super::connection::Connection;
 use super::http::{self, Body, EVENT_STREAM, accepts};
 use super::options::{EndpointOptions, MESSAGES_PATH, SessionOptions};
 use super::{App, MAX_SESSIONS, WeakApp, new_session_id};
+use crate::oauth::Authorized;
 use crate::server::{Emitted, OUTBOX_CAPACITY, Output, Session, frame_error_line, lock};
 
 /// How many events may wait for a slow client before the server waits for it.
@@ -183,6 +184,7 @@ impl Legacy {
         if !http::is_json(request.headers()) {
             return http::text(StatusCode::UNSUPPORTED_MEDIA_TYPE, "the body must be application/json");
         }
+        let authorized = request.extensions().get::<Authorized>().cloned();
         let body = match http::read_body(request, app.remote().max_body_bytes).await {
             Ok(body) => body,
             Err(response) => return *response,
@@ -191,6 +193,9 @@ impl Legacy {
             Ok(message) => message,
             Err(e) => return http::json(StatusCode::BAD_REQUEST, frame_error_line(&FrameError::Decode(e))),
         };
+        if let Some(refusal) = app.oauth_refusal(authorized.as_ref(), &message) {
+            return refusal;
+        }
         if matches!(message, Message::Request(_)) {
             let seen = session.requests_seen.fetch_add(1, Ordering::Relaxed) + 1;
             if self.expire_session_after.is_some_and(|limit| seen > limit) {

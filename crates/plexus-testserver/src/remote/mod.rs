@@ -6,7 +6,7 @@
 //! and `run_ws` run it as the binary does (bind, print the URL, serve until a signal).
 
 mod connection;
-mod http;
+pub(crate) mod http;
 mod legacy;
 mod options;
 mod stream;
@@ -27,6 +27,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub(crate) use options::parse_path;
 pub use options::{EndpointOptions, HttpOptions, RemoteOptions, RequiredHeader, SessionOptions, SseOptions, WsOptions};
 
 use self::connection::Connection;
@@ -36,6 +37,7 @@ use self::options::{DEFAULT_MCP_PATH, DEFAULT_SSE_PATH, MESSAGES_PATH};
 use self::streamable::Streamable;
 use self::ws::WsConfig;
 use crate::events::EventLog;
+use crate::oauth::{Authorized, OAuth, OAuthHandle, OAuthOptions, Routed};
 use crate::process::{self, SETUP_FAILURE};
 use crate::server::Server;
 use crate::{ProcessOptions, ServerOptions};
@@ -63,6 +65,14 @@ pub enum RemoteError {
     /// The server was started outside a tokio runtime.
     #[error("a remote server must be started within a tokio runtime")]
     NoRuntime,
+    /// The authorization server's own listener (`--oauth-as-port`) cannot be bound.
+    #[error("cannot listen on 127.0.0.1:{port} for the authorization server: {source}")]
+    Listen {
+        /// The port asked for.
+        port: u16,
+        /// Why.
+        source: std::io::Error,
+    },
     /// An option has a value the server cannot use.
     #[error("invalid option --{option}: {reason}")]
     InvalidOption {
@@ -80,6 +90,15 @@ enum CrashPolicy {
     ExitProcess,
     /// Stop serving: close the listener and every connection (in-process).
     StopServer,
+}
+
+/// Which of a server's listeners a connection came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Listener {
+    /// The MCP endpoint's (which also serves the first authorization server unless it has its own).
+    Mcp,
+    /// The own listener of authorization server N.
+    Authority(usize),
 }
 
 /// The mode-specific part of the server.
@@ -102,6 +121,8 @@ pub(crate) struct App {
     path: String,
     addr: SocketAddr,
     kind: Kind,
+    /// The protection of the MCP endpoint and the authorization servers (`--oauth`).
+    oauth: Option<Arc<OAuth>>,
     /// POSTs seen (http, sse) or upgrade requests seen (ws), for `--fail-after` and `--reset-after`.
     requests_seen: AtomicU64,
     /// WebSocket text messages seen, for `--reset-after` in ws mode.
@@ -126,6 +147,15 @@ impl App {
 
     pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The refusal of a message whose request's token lacks a scope it needs (`--oauth-tool-scope`).
+    pub(crate) fn oauth_refusal(
+        &self,
+        authorized: Option<&Authorized>,
+        message: &plexus_jsonrpc::Message,
+    ) -> Option<hyper::Response<Body>> {
+        self.oauth.as_ref()?.message_refusal(authorized?, message)
     }
 
     /// The legacy transport, when this server speaks it.
@@ -241,14 +271,23 @@ impl App {
         }
     }
 
-    /// Routes one request to the mode.
+    /// Routes one request: to the OAuth side (`--oauth`), then to the mode.
     async fn dispatch(
         self: &Arc<Self>,
         connection: &Arc<Connection>,
-        request: hyper::Request<hyper::body::Incoming>,
+        listener: Listener,
+        mut request: hyper::Request<hyper::body::Incoming>,
     ) -> hyper::Response<Body> {
         if let Err(why) = http::origin_allowed(request.headers()) {
             return http::jsonrpc_error(StatusCode::FORBIDDEN, plexus_jsonrpc::ErrorCode::INVALID_REQUEST, why);
+        }
+        if let Some(oauth) = &self.oauth {
+            let path = request.uri().path();
+            let protected = path == self.path || (self.legacy().is_some() && path == MESSAGES_PATH);
+            request = match oauth.route(self, listener, request, protected).await {
+                Routed::Answered(response) => return response,
+                Routed::Pass(request) => request,
+            };
         }
         if let Some(missing) = self.remote.require_headers.iter().find(|required| {
             request
@@ -358,6 +397,12 @@ impl RemoteServer {
         self.addr
     }
 
+    /// The OAuth side (`--oauth`): the record of requests, tokens, and the switches tests flip.
+    pub fn oauth(&self) -> Option<OAuthHandle> {
+        let oauth = self.app.oauth.as_ref()?;
+        Some(OAuthHandle::new(Arc::clone(oauth), Arc::downgrade(&self.app)))
+    }
+
     /// Waits until the server stops by itself (a crash) and has closed its listener.
     pub async fn stopped(&mut self) {
         until_stopped(&mut self.app.stopping()).await;
@@ -371,6 +416,11 @@ impl RemoteServer {
         self.app.stop.send_replace(true);
         if let Some(accept_loop) = self.accept_loop.take() {
             let _ = accept_loop.await;
+        }
+        if let Some(oauth) = &self.app.oauth {
+            for accept_loop in oauth.take_accept_loops() {
+                let _ = accept_loop.await;
+            }
         }
         self.app.close_sessions();
     }
@@ -391,11 +441,14 @@ impl RemoteServer {
         };
         Self::start(
             listener,
-            "http",
-            path,
+            Mode {
+                scheme: "http",
+                path,
+                kind,
+                oauth: Some(&options.oauth),
+            },
             options.server,
             options.remote,
-            kind,
             events,
             crash,
         )
@@ -417,11 +470,14 @@ impl RemoteServer {
         let kind = Kind::Sse(Legacy::new(&options.endpoint, &options.sessions));
         Self::start(
             listener,
-            "http",
-            path,
+            Mode {
+                scheme: "http",
+                path,
+                kind,
+                oauth: Some(&options.oauth),
+            },
             options.server,
             options.remote,
-            kind,
             events,
             crash,
         )
@@ -437,30 +493,45 @@ impl RemoteServer {
         let kind = Kind::Ws(WsConfig::new(options.no_subprotocol));
         Self::start(
             listener,
-            "ws",
-            path,
+            Mode {
+                scheme: "ws",
+                path,
+                kind,
+                oauth: None,
+            },
             options.server,
             options.remote,
-            kind,
             events,
             crash,
         )
     }
 
-    #[allow(clippy::too_many_arguments)] // private; the three modes' common tail.
+    /// The three modes' common tail.
     fn start(
         listener: TcpListener,
-        scheme: &str,
-        path: String,
+        mode: Mode<'_>,
         server: ServerOptions,
         remote: RemoteOptions,
-        kind: Kind,
         events: Arc<EventLog>,
         crash: CrashPolicy,
     ) -> Result<RemoteServer, RemoteError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| RemoteError::NoRuntime)?;
+        let _entered = runtime.enter();
         let addr = listener.local_addr().map_err(RemoteError::Address)?;
+        let Mode {
+            scheme,
+            path,
+            kind,
+            oauth,
+        } = mode;
         let url = format!("{scheme}://{addr}{path}");
+        let (oauth, authority_listener) = match oauth.filter(|oauth| oauth.enabled) {
+            Some(options) => {
+                let (oauth, listener) = OAuth::new(options, addr, &path, Arc::clone(&events))?;
+                (Some(oauth), listener)
+            }
+            None => (None, None),
+        };
         events.record(&json!({"event": "listening", "url": url}));
         let app = Arc::new(App {
             server: Arc::new(Server::new(server, Arc::clone(&events))),
@@ -469,12 +540,16 @@ impl RemoteServer {
             path,
             addr,
             kind,
+            oauth,
             requests_seen: AtomicU64::new(0),
             ws_messages_seen: AtomicU64::new(0),
             stop: watch::Sender::new(false),
             crash,
         });
-        let accept_loop = runtime.spawn(connection::accept_loop(Arc::clone(&app), listener));
+        if let (Some(oauth), Some(listener)) = (&app.oauth, authority_listener) {
+            oauth.keep_accept_loop(spawn_authority_listener(&app, listener, 0));
+        }
+        let accept_loop = runtime.spawn(connection::accept_loop(Arc::clone(&app), listener, Listener::Mcp));
         Ok(RemoteServer {
             url,
             addr,
@@ -489,6 +564,25 @@ impl Drop for RemoteServer {
         self.app.stop.send_replace(true);
         self.app.close_sessions();
     }
+}
+
+/// What [`RemoteServer::start`] needs to know of a mode.
+struct Mode<'a> {
+    scheme: &'static str,
+    /// The endpoint path.
+    path: String,
+    kind: Kind,
+    /// The OAuth options of the modes that have them.
+    oauth: Option<&'a OAuthOptions>,
+}
+
+/// Serves authorization server `index` on its own `listener`, until the server stops.
+pub(crate) fn spawn_authority_listener(app: &Arc<App>, listener: TcpListener, index: usize) -> JoinHandle<()> {
+    tokio::spawn(connection::accept_loop(
+        Arc::clone(app),
+        listener,
+        Listener::Authority(index),
+    ))
 }
 
 /// A new session id: 32 lowercase hex digits from the OS's random source.
@@ -590,7 +684,12 @@ fn run_binary(
             }
         };
         let mut stdout = std::io::stdout().lock();
-        if let Err(e) = writeln!(stdout, "listening on {}", server.url()).and_then(|()| stdout.flush()) {
+        let authority = server
+            .oauth()
+            .map(|oauth| format!("authorization server at {}\n", oauth.issuer()))
+            .unwrap_or_default();
+        let lines = format!("listening on {}\n{authority}", server.url());
+        if let Err(e) = stdout.write_all(lines.as_bytes()).and_then(|()| stdout.flush()) {
             eprintln!("plexus-testserver: cannot print the URL on stdout: {e}");
         }
         drop(stdout);

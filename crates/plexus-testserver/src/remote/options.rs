@@ -8,7 +8,7 @@ use clap::builder::TypedValueParser;
 use clap::{Args, value_parser};
 use plexus_jsonrpc::DEFAULT_MAX_MESSAGE_SIZE;
 
-use crate::{ProcessOptions, ServerOptions};
+use crate::{OAuthOptions, ProcessOptions, ServerOptions};
 
 /// The longest `--slow-headers-ms` and `--sse-retry-ms`, in milliseconds (10 minutes).
 pub(crate) const MAX_DELAY_MS: u64 = 600_000;
@@ -122,6 +122,9 @@ pub struct HttpOptions {
     /// The endpoint event of `--legacy-sse-at-same-url`.
     #[command(flatten)]
     pub endpoint: EndpointOptions,
+    /// Bearer-token protection of the endpoint and the built-in authorization server.
+    #[command(flatten)]
+    pub oauth: OAuthOptions,
     /// Answer each POSTed request with one `application/json` body instead of an SSE stream;
     /// messages related to it then go to the GET stream.
     #[arg(long)]
@@ -172,6 +175,9 @@ pub struct SseOptions {
     /// The endpoint event.
     #[command(flatten)]
     pub endpoint: EndpointOptions,
+    /// Bearer-token protection of the endpoints and the built-in authorization server.
+    #[command(flatten)]
+    pub oauth: OAuthOptions,
 }
 
 /// Options of `plexus-testserver ws` (WebSocket, subprotocol `mcp`).

@@ -28,6 +28,7 @@ use super::http::{
 use super::stream::{EventStream, ResumeError, parse_event_id};
 use super::{App, HttpOptions, MAX_SESSIONS, WeakApp, new_session_id};
 use crate::faults::oversize_line;
+use crate::oauth::Authorized;
 use crate::server::{Emitted, OUTBOX_CAPACITY, Output, SUPPORTED_PROTOCOL_VERSIONS, Session, frame_error_line, lock};
 
 /// The most POST streams a session keeps (open, or finished and kept for replay).
@@ -137,6 +138,7 @@ impl Streamable {
         }
         let session_id = header_text(headers, &MCP_SESSION_ID);
         let version = header_text(headers, &MCP_PROTOCOL_VERSION);
+        let authorized = request.extensions().get::<Authorized>().cloned();
         let body = match http::read_body(request, app.remote().max_body_bytes).await {
             Ok(body) => body,
             Err(response) => return *response,
@@ -145,6 +147,9 @@ impl Streamable {
             Ok(message) => message,
             Err(e) => return http::json(StatusCode::BAD_REQUEST, frame_error_line(&FrameError::Decode(e))),
         };
+        if let Some(refusal) = app.oauth_refusal(authorized.as_ref(), &message) {
+            return refusal;
+        }
         if let Message::Request(request) = message {
             if request.method == "initialize" {
                 return self.initialize(app, session_id.as_deref(), request).await;

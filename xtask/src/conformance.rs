@@ -2,8 +2,8 @@
 //! (`@modelcontextprotocol/conformance`, every pinned version in [`SUITES`]) against
 //! `plexus-conformance-client`, one scenario at a time, and judges each scenario by its
 //! `checks.json`, not by the suite's exit code (which lets a client that does nothing pass some
-//! scenarios). Prints a table per suite version and fails unless every [`MUST_PASS`] scenario
-//! passes.
+//! scenarios). Prints a table per suite version and fails unless every must-pass scenario of
+//! that version ([`must_pass`]) passes.
 //!
 //! A scenario passes when it has at least one verdict check and every verdict check is `SUCCESS`
 //! or `WARNING`. `INFO` entries are the suite's log of the traffic, not verdicts, and are ignored.
@@ -30,11 +30,78 @@ const SUITE_PACKAGE: &str = "@modelcontextprotocol/conformance";
 pub(crate) const SUITES: &[&str] = &["0.1.16", "0.2.0-alpha.12"];
 /// The scenarios that must pass in every suite version. Later issues extend this list.
 pub(crate) const MUST_PASS: &[&str] = &[
+    // The session.
     "initialize",
     "tools_call",
     "sse-retry",
     "elicitation-sep1034-client-defaults",
+    // OAuth: discovery.
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/2025-03-26-oauth-metadata-backcompat",
+    "auth/2025-03-26-oauth-endpoint-fallback",
+    "auth/resource-mismatch",
+    // OAuth: client identity and token endpoint authentication.
+    "auth/basic-cimd",
+    "auth/pre-registration",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    // OAuth: scopes.
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    // OAuth extensions: client credentials (client_secret_basic, and private_key_jwt with ES256).
+    "auth/client-credentials-basic",
+    "auth/client-credentials-jwt",
 ];
+
+/// The scenarios that must pass in one suite version only (the others do not have them).
+pub(crate) const MUST_PASS_IN: &[(&str, &[&str])] = &[
+    (
+        "0.1.16",
+        &[
+            // OAuth extension: cross-app access (token exchange at the IdP, then jwt-bearer).
+            "auth/cross-app-access-complete-flow",
+        ],
+    ),
+    (
+        "0.2.0-alpha.12",
+        &[
+            // OAuth 2026-07-28: issuer checks (RFC 9207, RFC 8414) and a server that moves.
+            "auth/iss-supported",
+            "auth/iss-not-advertised",
+            "auth/iss-supported-missing",
+            "auth/iss-wrong-issuer",
+            "auth/iss-unexpected",
+            "auth/iss-normalized",
+            "auth/metadata-issuer-mismatch",
+            "auth/authorization-server-migration",
+            // OAuth extensions: enterprise-managed authorization (the 0.1.16 cross-app access),
+            // workload identity federation (jwt-bearer), DPoP-bound tokens (RFC 9449) with the
+            // authorization and resource servers' nonces.
+            "auth/enterprise-managed-authorization",
+            "auth/wif-jwt-bearer",
+            "auth/dpop",
+            "auth/dpop-nonce",
+        ],
+    ),
+];
+
+/// The must-pass scenarios of suite `version`: [`MUST_PASS`], then its own from [`MUST_PASS_IN`].
+pub(crate) fn must_pass(version: &str) -> Vec<&'static str> {
+    let own = MUST_PASS_IN
+        .iter()
+        .filter(|(suite, _)| *suite == version)
+        .flat_map(|(_, scenarios)| scenarios.iter());
+    MUST_PASS.iter().chain(own).copied().collect()
+}
 
 /// The client binary (crate `plexus-conformance`).
 const CLIENT_BIN: &str = "plexus-conformance-client";
@@ -120,7 +187,11 @@ pub(crate) fn run(args: &ConformanceArgs) -> Result<(), ConformanceError> {
         failures.extend(suite.run(&client, &args.scenarios)?);
     }
     if failures.is_empty() {
-        println!("every must-pass scenario passed: {}", MUST_PASS.join(", "));
+        let counts: Vec<String> = SUITES
+            .iter()
+            .map(|version| format!("{} in {version}", must_pass(version).len()))
+            .collect();
+        println!("every must-pass scenario passed ({})", counts.join(", "));
         Ok(())
     } else {
         Err(ConformanceError::MustPass { failures })
@@ -147,8 +218,9 @@ impl Suite<'_> {
             fs::create_dir_all(dir).map_err(io_error(dir))?;
         }
         let offered = self.list()?;
-        let mut scenarios: Vec<String> = MUST_PASS.iter().map(|s| (*s).to_owned()).collect();
-        scenarios.extend(offered.iter().filter(|s| !MUST_PASS.contains(&s.as_str())).cloned());
+        let must = must_pass(self.version);
+        let mut scenarios: Vec<String> = must.iter().map(|s| (*s).to_owned()).collect();
+        scenarios.extend(offered.iter().filter(|s| !must.contains(&s.as_str())).cloned());
         if !only.is_empty() {
             scenarios.retain(|s| only.contains(s));
         }
@@ -180,7 +252,7 @@ impl Suite<'_> {
         let results = read_results(&self.results)?;
         print!("{}", format_table(self.version, &scenarios, &results));
         let mut failures = Vec::new();
-        for scenario in MUST_PASS.iter().filter(|s| scenarios.iter().any(|c| c == *s)) {
+        for scenario in must.iter().filter(|s| scenarios.iter().any(|c| c == *s)) {
             let reason = match results.get(*scenario).map(ScenarioResult::verdict) {
                 Some(Verdict::Passed { .. }) => continue,
                 Some(Verdict::Failed { reason, .. }) => reason,
@@ -452,8 +524,9 @@ fn format_table(version: &str, scenarios: &[String], results: &BTreeMap<String, 
     let _ = writeln!(text, "{:<width$}  {:<18}  failing checks", "scenario", "result");
     let _ = writeln!(text, "{:-<width$}  {:-<18}  {:-<14}", "", "", "");
     let (mut passed, mut failed) = (0, 0);
+    let must = must_pass(version);
     for scenario in scenarios {
-        let marked = if MUST_PASS.contains(&scenario.as_str()) {
+        let marked = if must.contains(&scenario.as_str()) {
             format!("{scenario} *")
         } else {
             scenario.clone()
@@ -600,7 +673,7 @@ scenario                 result              failing checks
 -----------------------  ------------------  --------------
 tools_call *             passed
 sse-retry *              passed (1 warn.)
-auth/metadata-default    FAILED              prm-pathbased-requested FAILURE: Expected Check Missing
+auth/metadata-default *  FAILED              prm-pathbased-requested FAILURE: Expected Check Missing
                                              token-request SKIPPED: never reached
 never-ran                FAILED              no checks.json was written
 0.1.16: 2 passed, 2 failed
@@ -664,6 +737,27 @@ never-ran                FAILED              no checks.json was written
             ["initialize", "auth/metadata-default", "sse-retry"]
         );
         assert!(parse_scenario_list("Usage: conformance list\n").is_empty());
+    }
+
+    #[test]
+    fn each_suite_version_has_its_must_pass_scenarios() {
+        let old = must_pass("0.1.16");
+        let new = must_pass("0.2.0-alpha.12");
+        assert_eq!(&old[..MUST_PASS.len()], MUST_PASS);
+        assert_eq!(&new[..MUST_PASS.len()], MUST_PASS);
+        assert!(new.contains(&"auth/iss-normalized") && !old.contains(&"auth/iss-normalized"));
+        assert!(
+            old.contains(&"auth/cross-app-access-complete-flow")
+                && !new.contains(&"auth/cross-app-access-complete-flow")
+        );
+        for version in SUITES {
+            let list = must_pass(version);
+            let mut distinct = list.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            assert_eq!(distinct.len(), list.len(), "{version} lists a scenario twice");
+        }
+        assert!(MUST_PASS_IN.iter().all(|(version, _)| SUITES.contains(version)));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use crate::connect::{Attempt, Connection, close_all, connect_all};
 use crate::output::{ServerRow, print_call_result, print_servers, print_tools};
 use crate::sources::{self, Configured, Server};
-use crate::{Cli, Command, Outcome, block_on, edit, get, import};
+use crate::{Cli, Command, Outcome, block_on, edit, get, import, login};
 
 /// The most text read from stdin for `call NAME -` and `add-json NAME -` (16 MiB).
 const MAX_STDIN: u64 = 16 * 1024 * 1024;
@@ -48,6 +48,8 @@ pub(crate) fn run(cli: Cli) -> Outcome {
         Command::Approve { names, all } => edit::approve(&sources, &names, all),
         Command::Reject { names } => edit::reject(&sources, &names),
         Command::Import(args) => import::import_command(&sources, &args, json),
+        Command::Login { name } => with_config(&sources, |configured| login::login_command(&configured, &name)),
+        Command::Logout { name } => with_config(&sources, |configured| login::logout_command(&configured, &name)),
         Command::DemoServer(_) => unreachable!("the demo server runs before the runtime starts"),
     }
 }
@@ -151,20 +153,9 @@ fn parse_arguments(arguments: Option<&str>) -> Result<Map<String, Value>, String
         Ok(Value::Object(map)) => Ok(map),
         Ok(other) => Err(format!(
             "the arguments must be a JSON object, not {}",
-            json_kind(&other)
+            plexus::jsonrpc::value_kind(&other)
         )),
         Err(e) => Err(format!("the arguments are not valid JSON: {e}")),
-    }
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -14,10 +14,10 @@ const DEFAULT_LOCAL_BATCH: usize = 3;
 /// How many remote servers connect at once (`MCP_REMOTE_SERVER_CONNECTION_BATCH_SIZE`).
 const DEFAULT_REMOTE_BATCH: usize = 20;
 
-/// Whether a connect failure means the server needs a login (a 401 that no credential fixed).
+/// Whether a connect failure means the server needs a login (a 401 that no credential fixed, now
+/// or, by the needs-auth cache, in the last 15 minutes).
 pub(crate) fn needs_auth(error: &ConnectError) -> bool {
-    error.client_error().and_then(plexus::ClientError::transport_class)
-        == Some(plexus::transport::ErrorClass::NeedsAuth)
+    error.needs_auth()
 }
 
 /// The state of one server after the connect attempt.
@@ -42,8 +42,10 @@ fn batch_size(var: &str, default: usize) -> usize {
 }
 
 /// Connects every server of `servers` (name and entry; only servers that may run are given), at
-/// most 3 local and 20 remote at once; results come back in the order given.
+/// most 3 local and 20 remote at once; results come back in the order given. The connector is the
+/// process's (its plexus home holds the needs-auth cache).
 pub(crate) async fn connect_all(servers: &[(String, ServerConfig)]) -> Vec<Attempt> {
+    let connector = Arc::new(plexus::Connector::from_env());
     let local = Arc::new(Semaphore::new(batch_size(
         "MCP_SERVER_CONNECTION_BATCH_SIZE",
         DEFAULT_LOCAL_BATCH,
@@ -64,10 +66,11 @@ pub(crate) async fn connect_all(servers: &[(String, ServerConfig)]) -> Vec<Attem
             Arc::clone(&remote)
         };
         let done = Arc::clone(&done);
+        let connector = Arc::clone(&connector);
         tasks.push(tokio::spawn(async move {
             let _permit = gate.acquire_owned().await;
             let options = plexus::ClientOptions::from_env(&name);
-            let connection = match plexus::connect_detailed(&name, &config, options).await {
+            let connection = match connector.connect_detailed(&name, &config, options).await {
                 Ok(connected) => Connection::Connected(connected.client, connected.fallback),
                 Err(e) => Connection::Failed(e),
             };

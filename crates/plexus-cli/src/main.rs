@@ -1,5 +1,5 @@
-//! The `plexus` command: list, inspect and call the tools of the MCP servers a config describes, and
-//! edit that config (add, remove, approve, import).
+//! The `plexus` command: list, inspect and call the tools of the MCP servers a config describes,
+//! edit that config (add, remove, approve, import), and log in to the servers that need it.
 #![forbid(unsafe_code)]
 
 mod commands;
@@ -7,6 +7,7 @@ mod connect;
 mod edit;
 mod get;
 mod import;
+mod login;
 mod output;
 mod sources;
 
@@ -131,6 +132,18 @@ pub(crate) enum Command {
     },
     /// Import servers from another client's config file.
     Import(ImportArgs),
+    /// Log in to a remote server with OAuth: print the authorization URL, open it in a browser
+    /// ($BROWSER, else xdg-open), wait for the redirect, store the tokens in
+    /// <home>/credentials.json.
+    Login {
+        /// The server.
+        name: String,
+    },
+    /// Forget a server's OAuth tokens and client registration.
+    Logout {
+        /// The server.
+        name: String,
+    },
     /// Run the built-in demo MCP server over stdio.
     DemoServer(plexus_testserver::StdioOptions),
 }

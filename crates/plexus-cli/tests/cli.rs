@@ -113,7 +113,7 @@ fn servers_json_reports_each_status() {
             "demo": demo(&[]),
             "gone": {"command": "plexus-no-such-command"},
             "off": {"command": "true", "disabled": true},
-            "remote": {"type": "ws-ide", "url": "ws://127.0.0.1:9/", "ideName": "code"},
+            "remote": {"type": "claudeai-proxy", "url": "https://127.0.0.1:9/mcp", "id": "c1"},
         }),
     );
     let output = plexus(&dir, &["--config", &path, "--json", "servers"]);
@@ -148,9 +148,9 @@ fn servers_json_reports_each_status() {
             row("off", "stdio", "disabled", json!({"reason": "disabled by its entry"})),
             row(
                 "remote",
-                "ws-ide",
+                "claudeai-proxy",
                 "failed",
-                json!({"error": "server \"remote\": ws-ide servers are not supported yet (their IDE or proxy authentication is not implemented)"})
+                json!({"error": "server \"remote\": POST https://127.0.0.1:9/mcp: could not connect: Connection refused (os error 111)"})
             ),
         ])
     );

@@ -3,50 +3,9 @@
 
 mod support;
 
-use clap::Parser;
-use plexus_testserver::{Cli, Command, RemoteServer};
 use serde_json::{Value, json};
 use support::Workspace;
-
-/// Runs `plexus-testserver http ARGS…` on a runtime of its own, for as long as the guard lives.
-struct Remote {
-    server: Option<RemoteServer>,
-    runtime: tokio::runtime::Runtime,
-}
-
-impl Remote {
-    fn http(args: &[&str]) -> Remote {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let argv = ["plexus-testserver", "http"].into_iter().chain(args.iter().copied());
-        let Command::Http(options) = Cli::parse_from(argv).command else {
-            panic!("not the http mode")
-        };
-        let server = runtime.block_on(async {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            RemoteServer::http(listener, options).unwrap()
-        });
-        Remote {
-            server: Some(server),
-            runtime,
-        }
-    }
-
-    fn url(&self) -> String {
-        self.server.as_ref().unwrap().url().to_string()
-    }
-}
-
-impl Drop for Remote {
-    fn drop(&mut self) {
-        if let Some(server) = self.server.take() {
-            self.runtime.block_on(server.shutdown());
-        }
-    }
-}
+use support::remote::Remote;
 
 fn servers_json(ws: &Workspace, servers: &Value) -> (Option<i32>, Value, String) {
     let path = ws.write_servers("servers.json", servers);
@@ -112,6 +71,27 @@ fn a_server_that_wants_credentials_is_needs_auth_with_exit_code_4() {
         Some(4),
         "{}",
         String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn needs_auth_is_remembered_in_the_plexus_home() {
+    let remote = Remote::http(&["--require-header", "X-Api-Key: sesame"]);
+    let ws = Workspace::new();
+    let servers = json!({"api": {"type": "http", "url": remote.url()}});
+    let (_, rows, _) = servers_json(&ws, &servers);
+    assert_eq!(rows[0]["status"], "needs-auth", "{rows}");
+    assert!(ws.home().join("mcp-needs-auth-cache.json").is_file());
+    // The server is gone: only the cache can still say that it needs authentication.
+    drop(remote);
+    let (code, rows, errors) = servers_json(&ws, &servers);
+    assert_eq!(code, Some(0), "{errors}");
+    assert_eq!(rows[0]["status"], "needs-auth", "{rows}");
+    let error = rows[0]["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("server \"api\": the server needs authentication: ")
+            && error.contains("(remembered from an earlier connect; plexus tries again in "),
+        "{error}"
     );
 }
 

@@ -149,6 +149,7 @@ fn read_oauth(value: &Value, path: &str, report: &mut Report) -> Option<OAuthCon
     let callback_port = fields.optional("callbackPort", report, port);
     let auth_server_metadata_url = fields.optional("authServerMetadataUrl", report, secure_url);
     let scopes = fields.optional("scopes", report, scopes);
+    let client_metadata_url = fields.optional("clientMetadataUrl", report, secure_url);
     let unknown_fields = fields.into_unknown(&format!("in {}", quote(path)), report);
     Some(OAuthConfig {
         client_id,
@@ -156,6 +157,7 @@ fn read_oauth(value: &Value, path: &str, report: &mut Report) -> Option<OAuthCon
         callback_port,
         auth_server_metadata_url,
         scopes: scopes.unwrap_or_default(),
+        client_metadata_url,
         unknown_fields,
     })
 }

@@ -92,6 +92,10 @@ pub struct OAuthConfig {
     /// `scopes`: the scopes to request. Written as one space-separated string (the form the
     /// reference CLI reads); an array of strings is accepted too.
     pub scopes: Vec<String>,
+    /// `clientMetadataUrl`: the URL of plexus's Client ID Metadata Document, used as the client id
+    /// with authorization servers that support such documents. `https`, or `http` on a loopback
+    /// host.
+    pub client_metadata_url: Option<Url>,
     /// Fields of the `oauth` object this crate does not use, kept as written.
     pub unknown_fields: Map<String, Value>,
 }
@@ -275,6 +279,11 @@ impl OAuthConfig {
         if !self.scopes.is_empty() {
             object.insert("scopes".into(), self.scopes.join(" ").into());
         }
+        insert_string(
+            &mut object,
+            "clientMetadataUrl",
+            self.client_metadata_url.as_ref().map(Url::as_str),
+        );
         insert_unknown(&mut object, &self.unknown_fields);
         Value::Object(object)
     }

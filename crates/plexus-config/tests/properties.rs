@@ -229,16 +229,28 @@ fn oauth() -> impl Strategy<Value = OAuthConfig> {
         option::of(1u16..),
         option::of(url(&["https"])),
         vec("[a-z:._/-]{1,10}", 0..4),
+        option::of(url(&["https"])),
         btree_map("x_[a-z]{1,6}", exact_json_leaf(), 0..2),
     )
         .prop_map(
-            |(client_id, client_secret, callback_port, auth_server_metadata_url, scopes, unknown)| OAuthConfig {
+            |(
                 client_id,
                 client_secret,
                 callback_port,
                 auth_server_metadata_url,
                 scopes,
-                unknown_fields: unknown.into_iter().collect(),
+                client_metadata_url,
+                unknown,
+            )| {
+                OAuthConfig {
+                    client_id,
+                    client_secret,
+                    callback_port,
+                    auth_server_metadata_url,
+                    scopes,
+                    client_metadata_url,
+                    unknown_fields: unknown.into_iter().collect(),
+                }
             },
         )
 }

@@ -8,6 +8,13 @@
 //! input schemas ([`fill_object`]), answers elicitation forms with their defaults
 //! ([`AcceptDefaults`]), and exits 0, or non-zero with the reason on stderr.
 //!
+//! Auth scenarios (`auth/…`) connect with plexus's OAuth provider ([`oauth_provider`]): a
+//! temporary token store, the pre-registered client of the scenario's context when it has one,
+//! the client metadata document URL the suite expects ([`CLIENT_METADATA_URL`]), and a user agent
+//! that follows the authorization server's redirect to the provider's loopback listener.
+//! Scenarios the suite runs at the stateless 2026-07-28 wire version
+//! (`MCP_CONFORMANCE_PROTOCOL_VERSION`) are run by [`run_stateless`].
+//!
 //! ```
 //! use plexus_conformance::{ToolCalls, tool_calls};
 //!
@@ -20,16 +27,21 @@
 //! "everything" server and the Python SDK's servers) that `cargo xtask peers` installs.
 //!
 //! Dependencies: `tracing-subscriber` prints the session's tracing on stderr when `RUST_LOG` is
-//! set (the suite saves the client's stderr with each scenario's results).
+//! set (the suite saves the client's stderr with each scenario's results); `tempfile` holds an
+//! auth scenario's token store; `reqwest` sends the stateless scenarios' requests.
 #![forbid(unsafe_code)]
 
+mod auth;
 mod elicitation;
 mod fill;
 mod scenario;
+mod stateless;
 
+pub use auth::{AuthSetup, CLIENT_METADATA_URL, is_auth_scenario, oauth_provider, oauth_settings};
 pub use elicitation::{AcceptDefaults, form_answer};
 pub use fill::{PLACEHOLDER_TEXT, fill_object, value_for};
 pub use scenario::{
-    CLIENT_NAME, CONTEXT_ENV, KNOWN_SCENARIOS, Limits, SCENARIO_ENV, ScenarioError, ToolCalls, client_options,
-    exercise, parse_context, run, server_config, tool_calls,
+    CLIENT_NAME, CONTEXT_ENV, KNOWN_SCENARIOS, Limits, PROTOCOL_VERSION_ENV, SCENARIO_ENV, Scenario, ScenarioError,
+    ToolCalls, client_options, exercise, parse_context, run, server_config, tool_calls,
 };
+pub use stateless::{STATELESS_VERSION, run_stateless};

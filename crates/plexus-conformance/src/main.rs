@@ -6,7 +6,7 @@
 
 use std::process::ExitCode;
 
-use plexus_conformance::{CONTEXT_ENV, Limits, SCENARIO_ENV, parse_context, run};
+use plexus_conformance::{CONTEXT_ENV, Limits, PROTOCOL_VERSION_ENV, SCENARIO_ENV, Scenario, parse_context, run};
 
 const USAGE: &str = "usage: plexus-conformance-client [--] <server-url>\n\
     (run by the MCP conformance suite, which sets MCP_CONFORMANCE_SCENARIO and may set MCP_CONFORMANCE_CONTEXT)";
@@ -34,10 +34,20 @@ fn main() -> ExitCode {
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .init();
     }
-    if let Err(e) = parse_context(&scenario, std::env::var(CONTEXT_ENV).ok().as_deref()) {
-        eprintln!("plexus-conformance-client: scenario {scenario}: {e}");
-        return ExitCode::FAILURE;
-    }
+    let context = match parse_context(&scenario, std::env::var(CONTEXT_ENV).ok().as_deref()) {
+        Ok(context) => context,
+        Err(e) => {
+            eprintln!("plexus-conformance-client: scenario {scenario}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let scenario = Scenario {
+        name: scenario,
+        context,
+        protocol_version: std::env::var(PROTOCOL_VERSION_ENV)
+            .ok()
+            .filter(|v| !v.trim().is_empty()),
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -53,7 +63,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("plexus-conformance-client: scenario {scenario}: {e}");
+            eprintln!("plexus-conformance-client: scenario {}: {e}", scenario.name);
             ExitCode::FAILURE
         }
     }

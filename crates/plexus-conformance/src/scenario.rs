@@ -6,17 +6,45 @@ use std::time::Duration;
 
 use plexus::config::ServerConfig;
 use plexus::protocol::{CallToolResult, ContentBlock, Implementation, Tool};
+use plexus::transport::AuthProvider;
 use plexus::{ClientError, ClientOptions, ConnectError};
 use serde_json::{Map, Value};
 
+use crate::auth::{is_auth_scenario, oauth_provider};
 use crate::elicitation::AcceptDefaults;
 use crate::fill::fill_object;
+use crate::stateless::{STATELESS_VERSION, run_stateless};
 
 /// The environment variable holding the scenario's name (set by the suite).
 pub const SCENARIO_ENV: &str = "MCP_CONFORMANCE_SCENARIO";
 /// The environment variable holding the scenario's context, a JSON object (set by the suite for
 /// scenarios that need one).
 pub const CONTEXT_ENV: &str = "MCP_CONFORMANCE_CONTEXT";
+
+/// The environment variable holding the wire version the scenario runs at (set by suite 0.2 and
+/// later; `2026-07-28` means the stateless era).
+pub const PROTOCOL_VERSION_ENV: &str = "MCP_CONFORMANCE_PROTOCOL_VERSION";
+
+/// What the suite asked for: the scenario, its context and its wire version.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Scenario {
+    /// The scenario's name (`MCP_CONFORMANCE_SCENARIO`).
+    pub name: String,
+    /// Its context (`MCP_CONFORMANCE_CONTEXT`, see [`parse_context`]).
+    pub context: Map<String, Value>,
+    /// Its wire version (`MCP_CONFORMANCE_PROTOCOL_VERSION`), when the suite names one.
+    pub protocol_version: Option<String>,
+}
+
+impl Scenario {
+    /// The scenario `name` with an empty context and no wire version.
+    pub fn named(name: &str) -> Self {
+        Scenario {
+            name: name.to_owned(),
+            ..Scenario::default()
+        }
+    }
+}
 
 /// The name the client gives itself in `initialize`.
 pub const CLIENT_NAME: &str = "plexus-conformance-client";
@@ -138,6 +166,20 @@ pub enum ScenarioError {
         /// The text of its result.
         text: String,
     },
+    /// The auth scenario's OAuth provider could not be set up.
+    #[error("setting up OAuth failed: {reason}")]
+    AuthSetup {
+        /// Why.
+        reason: String,
+    },
+    /// A request of a stateless (2026-07-28) scenario failed.
+    #[error("{what} failed: {reason}")]
+    Exchange {
+        /// The method.
+        what: String,
+        /// Why.
+        reason: String,
+    },
     /// The scenario did not finish within [`Limits::total`].
     #[error("the scenario did not finish within {} s", .after.as_secs())]
     TimedOut {
@@ -188,18 +230,35 @@ pub fn server_config(url: &str) -> Result<ServerConfig, ScenarioError> {
         })
 }
 
-/// Runs the scenario `name` against the server at `url`: connects over Streamable HTTP with
-/// [`client_options`], runs [`exercise`] and closes the session. Returns the transcript, one line
-/// per step.
-pub async fn run(url: &str, name: &str, limits: Limits) -> Result<Vec<String>, ScenarioError> {
+/// Runs the scenario against the server at `url`: connects over Streamable HTTP with
+/// [`client_options`] (an auth scenario with plexus's OAuth provider, see
+/// [`oauth_provider`](crate::oauth_provider)), runs [`exercise`] and closes the session. A
+/// scenario at the stateless wire version (2026-07-28) runs its requests without a session
+/// instead. Returns the transcript, one line per step.
+pub async fn run(url: &str, scenario: &Scenario, limits: Limits) -> Result<Vec<String>, ScenarioError> {
+    let name = scenario.name.as_str();
     let config = server_config(url)?;
+    let auth = if is_auth_scenario(name) {
+        Some(oauth_provider(name, url, &scenario.context)?)
+    } else {
+        None
+    };
+    let provider = auth
+        .as_ref()
+        .map(|setup| Arc::clone(&setup.provider) as Arc<dyn AuthProvider>);
     let steps = async {
-        let client = plexus::connect(name, &config, client_options(name, limits))
-            .await
-            .map_err(|source| ScenarioError::Connect {
-                url: url.to_owned(),
-                source,
-            })?;
+        if scenario.protocol_version.as_deref() == Some(STATELESS_VERSION) {
+            return run_stateless(url, name, provider, limits).await;
+        }
+        let options = client_options(name, limits);
+        let connected = match provider {
+            Some(provider) => connect_with_auth(name, url, provider, options).await,
+            None => plexus::connect(name, &config, options).await,
+        };
+        let client = connected.map_err(|source| ScenarioError::Connect {
+            url: url.to_owned(),
+            source,
+        })?;
         let outcome = exercise(&client, name).await;
         let closed = client.close().await;
         let mut transcript = outcome?;
@@ -210,10 +269,30 @@ pub async fn run(url: &str, name: &str, limits: Limits) -> Result<Vec<String>, S
         transcript.push("closed".to_owned());
         Ok(transcript)
     };
-    match tokio::time::timeout(limits.total, steps).await {
+    match tokio::time::timeout(limits.total, Box::pin(steps)).await {
         Ok(result) => result,
         Err(_) => Err(ScenarioError::TimedOut { after: limits.total }),
     }
+}
+
+/// Connects over Streamable HTTP with `provider` answering the server's challenges.
+async fn connect_with_auth(
+    name: &str,
+    url: &str,
+    provider: Arc<dyn AuthProvider>,
+    options: ClientOptions,
+) -> Result<plexus::Client, ConnectError> {
+    let failed = |source: ClientError| ConnectError::Client {
+        server: name.to_owned(),
+        source,
+    };
+    let mut config = plexus::http::HttpConfig::new(url).name(name);
+    config.auth = Some(provider);
+    config.connect_timeout = options.initialize_timeout;
+    let transport = plexus::http::HttpTransport::new(config).map_err(|e| failed(e.into()))?;
+    plexus::Client::connect(Box::new(transport), options)
+        .await
+        .map_err(failed)
 }
 
 /// The session options of the conformance client: its name and version in `initialize`, the
@@ -373,7 +452,9 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://127.0.0.1:{}/mcp", listener.local_addr().unwrap().port());
         drop(listener);
-        let err = run(&url, "initialize", Limits::default()).await.unwrap_err();
+        let err = run(&url, &Scenario::named("initialize"), Limits::default())
+            .await
+            .unwrap_err();
         assert!(
             err.to_string()
                 .starts_with(&format!("connecting to {url} failed: server \"initialize\": ")),

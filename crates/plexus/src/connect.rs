@@ -1,10 +1,21 @@
-//! The default connector: a configured server → its transport → an initialized session.
+//! A configured server → its transport, with the auth provider the connector chose → an
+//! initialized session; and the errors of connecting.
 
+#[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
 
 use plexus_client::{Client, ClientError, ClientOptions};
 use plexus_config::{ServerConfig, ServerKind};
-use plexus_transport::{Transport, TransportError};
+#[cfg(any(feature = "http", feature = "auth"))]
+use plexus_transport::TransportError;
+use plexus_transport::{AuthProvider, ErrorClass, Transport};
+
+use crate::Connector;
+
+/// The auth provider of one connection, shared by every transport it tries.
+pub(crate) type Auth = Option<Arc<dyn AuthProvider>>;
 
 /// Why a configured server could not be connected.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -25,6 +36,31 @@ pub enum ConnectError {
         /// What is missing, as the end of a sentence.
         why: &'static str,
     },
+    /// The credentials the entry asks for could not be had (an IDE lockfile, a session ingress
+    /// token file); the server was not contacted.
+    #[error("server \"{server}\": {reason}")]
+    Credentials {
+        /// The server's name.
+        server: String,
+        /// Why, naming the file or variable.
+        reason: String,
+    },
+    /// A recent connect found that the server needs authentication, and the needs-auth cache
+    /// still says so: the server was not contacted.
+    #[error(
+        "server \"{server}\": the server needs authentication{} (remembered from an earlier connect; plexus tries \
+         again in {})",
+        .reason.as_deref().map(|reason| format!(": {reason}")).unwrap_or_default(),
+        show_wait(*.retry_in)
+    )]
+    NeedsAuth {
+        /// The server's name.
+        server: String,
+        /// Why, as the connect that failed said.
+        reason: Option<String>,
+        /// How long until the cache entry expires.
+        retry_in: Duration,
+    },
     /// The transport or the MCP handshake failed.
     #[error("server \"{server}\": {source}")]
     Client {
@@ -36,11 +72,43 @@ pub enum ConnectError {
     },
 }
 
+/// `12 min` (rounded up), `40 s`.
+fn show_wait(wait: Duration) -> String {
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    if secs >= 60 {
+        format!("{} min", secs.div_ceil(60))
+    } else {
+        format!("{secs} s")
+    }
+}
+
 impl ConnectError {
     /// The session error, when the failure came from the transport or the handshake.
     pub fn client_error(&self) -> Option<&ClientError> {
         match self {
             ConnectError::Client { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// Whether the server needs a login: a 401 that no credential fixed, now or (from the
+    /// needs-auth cache) in the last 15 minutes.
+    pub fn needs_auth(&self) -> bool {
+        match self {
+            ConnectError::NeedsAuth { .. } => true,
+            ConnectError::Client { source, .. } => source.transport_class() == Some(ErrorClass::NeedsAuth),
+            _ => false,
+        }
+    }
+
+    /// The transport's reason, when the transport said the server needs authentication.
+    #[cfg(feature = "auth")]
+    pub(crate) fn transport_needs_auth_reason(&self) -> Option<&str> {
+        match self {
+            ConnectError::Client {
+                source: ClientError::Transport(TransportError::NeedsAuth { reason }),
+                ..
+            } => Some(reason),
             _ => None,
         }
     }
@@ -59,10 +127,11 @@ pub struct Connected {
 /// Connects to the server `name` configured as `config`: starts its transport and runs the MCP
 /// handshake. The entry's `timeout` (ms), when set, replaces `options.initialize_timeout`, which
 /// also bounds establishing a remote transport.
+///
+/// This is [`Connector::new`]'s [`connect`](Connector::connect): the process environment, no
+/// plexus home (so no needs-auth cache). Use [`Connector::from_env`] for the process's home.
 pub async fn connect(name: &str, config: &ServerConfig, options: ClientOptions) -> Result<Client, ConnectError> {
-    connect_detailed(name, config, options)
-        .await
-        .map(|connected| connected.client)
+    Connector::new().connect(name, config, options).await
 }
 
 /// Like [`connect`], and says whether a fallback transport was used.
@@ -73,25 +142,26 @@ pub async fn connect(name: &str, config: &ServerConfig, options: ClientOptions) 
 pub async fn connect_detailed(
     name: &str,
     config: &ServerConfig,
-    mut options: ClientOptions,
+    options: ClientOptions,
 ) -> Result<Connected, ConnectError> {
-    if config.options().disabled {
-        return Err(ConnectError::Disabled {
-            server: name.to_owned(),
-        });
-    }
-    if let Some(timeout) = config.options().timeout {
-        options.initialize_timeout = timeout;
-    }
+    Connector::new().connect_detailed(name, config, options).await
+}
+
+/// Starts the transport of `config` with `auth` and runs the handshake. The caller has handled
+/// `disabled` and the `timeout`.
+pub(crate) async fn connect_entry(
+    name: &str,
+    config: &ServerConfig,
+    options: ClientOptions,
+    auth: Auth,
+) -> Result<Connected, ConnectError> {
     let failed = |source: ClientError| ConnectError::Client {
         server: name.to_owned(),
         source,
     };
-    let unsupported = |why| ConnectError::Unsupported {
-        server: name.to_owned(),
-        kind: config.kind(),
-        why,
-    };
+    // Only the remote kinds take an auth provider.
+    #[cfg(not(any(feature = "http", feature = "sse", feature = "ws")))]
+    let _ = auth;
     match config {
         #[cfg(feature = "stdio")]
         ServerConfig::Stdio(stdio) => {
@@ -109,43 +179,60 @@ pub async fn connect_detailed(
         }
         #[cfg(feature = "http")]
         ServerConfig::Http(http) => {
-            refuse_auth_settings(http.headers_helper.as_deref(), http.oauth.is_some()).map_err(unsupported)?;
             let headers = header_pairs(&http.headers);
-            let mut transport_config = plexus_http::HttpConfig::new(http.url.as_str()).name(name);
-            transport_config.headers.clone_from(&headers);
-            transport_config.connect_timeout = options.initialize_timeout;
-            let transport = plexus_http::HttpTransport::new(transport_config).map_err(|e| failed(e.into()))?;
-            match Client::connect(Box::new(transport), options.clone()).await {
+            let transport =
+                http_transport(name, http.url.as_str(), headers.clone(), auth.clone(), &options).map_err(failed)?;
+            match Client::connect(transport, options.clone()).await {
                 Ok(client) => Ok(Connected { client, fallback: None }),
                 Err(ClientError::Transport(TransportError::Http {
                     status: status @ (400 | 404 | 405),
                     ..
-                })) => legacy_fallback(name, http.url.as_str(), headers, status, options)
+                })) => legacy_fallback(name, http.url.as_str(), headers, auth, status, options)
                     .await
                     .map_err(failed),
                 Err(e) => Err(failed(e)),
             }
         }
+        #[cfg(all(feature = "http", feature = "auth"))]
+        ServerConfig::ClaudeAiProxy(proxy) => {
+            let transport = http_transport(name, proxy.url.as_str(), Vec::new(), auth, &options).map_err(failed)?;
+            session(transport, options).await.map_err(failed)
+        }
         #[cfg(feature = "sse")]
         ServerConfig::Sse(sse) => {
-            refuse_auth_settings(sse.headers_helper.as_deref(), sse.oauth.is_some()).map_err(unsupported)?;
-            let transport = sse_transport(name, sse.url.as_str(), header_pairs(&sse.headers), &options)
+            let transport = sse_transport(name, sse.url.as_str(), header_pairs(&sse.headers), auth, &options)
+                .await
+                .map_err(failed)?;
+            session(transport, options).await.map_err(failed)
+        }
+        #[cfg(feature = "sse")]
+        ServerConfig::SseIde(ide) => {
+            let transport = sse_transport(name, ide.url.as_str(), Vec::new(), auth, &options)
                 .await
                 .map_err(failed)?;
             session(transport, options).await.map_err(failed)
         }
         #[cfg(feature = "ws")]
         ServerConfig::Ws(ws) => {
-            refuse_auth_settings(ws.headers_helper.as_deref(), false).map_err(unsupported)?;
-            let mut transport_config = plexus_ws::WsConfig::new(ws.url.as_str()).name(name);
-            transport_config.headers = header_pairs(&ws.headers);
-            transport_config.connect_timeout = options.initialize_timeout;
-            let transport = plexus_ws::WsTransport::connect(transport_config)
+            let transport = ws_transport(name, ws.url.as_str(), header_pairs(&ws.headers), auth, &options)
                 .await
-                .map_err(|e| failed(e.into()))?;
-            session(Box::new(transport), options).await.map_err(failed)
+                .map_err(failed)?;
+            session(transport, options).await.map_err(failed)
         }
-        other => Err(unsupported(unsupported_reason(other.kind()))),
+        #[cfg(feature = "ws")]
+        ServerConfig::WsIde(ide) => {
+            let transport = ws_transport(name, ide.url.as_str(), Vec::new(), auth, &options)
+                .await
+                .map_err(failed)?;
+            session(transport, options).await.map_err(failed)
+        }
+        // Reachable when a feature is off.
+        #[allow(unreachable_patterns)]
+        other => Err(ConnectError::Unsupported {
+            server: name.to_owned(),
+            kind: other.kind(),
+            why: unsupported_reason(other.kind()),
+        }),
     }
 }
 
@@ -154,24 +241,14 @@ fn unsupported_reason(kind: ServerKind) -> &'static str {
     match kind {
         ServerKind::Stdio => "need the `stdio` feature of plexus",
         ServerKind::Http => "need the `http` feature of plexus",
-        ServerKind::Sse => "need the `sse` feature of plexus",
-        ServerKind::Ws => "need the `ws` feature of plexus",
-        _ => "are not supported yet (their IDE or proxy authentication is not implemented)",
+        ServerKind::Sse | ServerKind::SseIde => "need the `sse` feature of plexus",
+        ServerKind::Ws | ServerKind::WsIde => "need the `ws` feature of plexus",
+        ServerKind::ClaudeAiProxy if cfg!(feature = "auth") => "need the `http` feature of plexus",
+        ServerKind::ClaudeAiProxy => crate::entry_auth::CLAUDEAI_PROXY_UNSUPPORTED,
     }
 }
 
-/// Settings whose authentication is not implemented yet are refused rather than ignored: a
-/// server would otherwise be contacted without the credentials its entry asks for.
-fn refuse_auth_settings(headers_helper: Option<&str>, oauth: bool) -> Result<(), &'static str> {
-    if headers_helper.is_some() {
-        return Err("with a `headersHelper` are not supported yet (only static `headers`)");
-    }
-    if oauth {
-        return Err("with an `oauth` setting are not supported yet (only static `headers`)");
-    }
-    Ok(())
-}
-
+#[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
 fn header_pairs(headers: &BTreeMap<String, String>) -> Vec<(String, String)> {
     headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
 }
@@ -182,18 +259,54 @@ async fn session(transport: Box<dyn Transport>, options: ClientOptions) -> Resul
         .map(|client| Connected { client, fallback: None })
 }
 
+/// A remote transport's config (`plexus_http::HttpConfig`, `plexus_sse::SseConfig`,
+/// `plexus_ws::WsConfig`: each has these fields) for server `name` at `url`, with its headers,
+/// its auth provider and the connect timeout of `options`.
+#[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
+macro_rules! remote_config {
+    ($config:ty, $name:expr, $url:expr, $headers:expr, $auth:expr, $options:expr) => {{
+        let mut config = <$config>::new($url).name($name);
+        config.headers = $headers;
+        config.auth = $auth;
+        config.connect_timeout = $options.initialize_timeout;
+        config
+    }};
+}
+
+#[cfg(feature = "http")]
+fn http_transport(
+    name: &str,
+    url: &str,
+    headers: Vec<(String, String)>,
+    auth: Auth,
+    options: &ClientOptions,
+) -> Result<Box<dyn Transport>, ClientError> {
+    let config = remote_config!(plexus_http::HttpConfig, name, url, headers, auth, options);
+    Ok(Box::new(plexus_http::HttpTransport::new(config)?))
+}
+
+#[cfg(feature = "ws")]
+async fn ws_transport(
+    name: &str,
+    url: &str,
+    headers: Vec<(String, String)>,
+    auth: Auth,
+    options: &ClientOptions,
+) -> Result<Box<dyn Transport>, ClientError> {
+    let config = remote_config!(plexus_ws::WsConfig, name, url, headers, auth, options);
+    Ok(Box::new(plexus_ws::WsTransport::connect(config).await?))
+}
+
 #[cfg(feature = "sse")]
 async fn sse_transport(
     name: &str,
     url: &str,
     headers: Vec<(String, String)>,
+    auth: Auth,
     options: &ClientOptions,
 ) -> Result<Box<dyn Transport>, ClientError> {
-    let mut config = plexus_sse::SseConfig::new(url).name(name);
-    config.headers = headers;
-    config.connect_timeout = options.initialize_timeout;
-    let transport = plexus_sse::SseTransport::connect(config).await?;
-    Ok(Box::new(transport))
+    let config = remote_config!(plexus_sse::SseConfig, name, url, headers, auth, options);
+    Ok(Box::new(plexus_sse::SseTransport::connect(config).await?))
 }
 
 #[cfg(all(feature = "http", feature = "sse"))]
@@ -201,18 +314,19 @@ async fn legacy_fallback(
     name: &str,
     url: &str,
     headers: Vec<(String, String)>,
+    auth: Auth,
     status: u16,
     options: ClientOptions,
 ) -> Result<Connected, ClientError> {
     let note = format!(
         "the server answered the Streamable HTTP initialize with HTTP {status}; using legacy HTTP+SSE at the same URL"
     );
-    let transport = sse_transport(name, url, headers, &options)
+    let transport = sse_transport(name, url, headers, auth, &options)
         .await
-        .map_err(|e| fallback_failed(status, &e))?;
+        .map_err(|e| fallback_failed(status, e))?;
     let client = Client::connect(transport, options)
         .await
-        .map_err(|e| fallback_failed(status, &e))?;
+        .map_err(|e| fallback_failed(status, e))?;
     Ok(Connected {
         client,
         fallback: Some(note),
@@ -224,6 +338,7 @@ async fn legacy_fallback(
     _: &str,
     url: &str,
     _: Vec<(String, String)>,
+    _: Auth,
     status: u16,
     _: ClientOptions,
 ) -> Result<Connected, ClientError> {
@@ -235,13 +350,32 @@ async fn legacy_fallback(
     }))
 }
 
-/// Both attempts failed: say so, with the second failure's reason.
+/// Both attempts failed: say so, with the second failure's reason. An auth failure of the
+/// fallback is kept as it is: it says what the server wants.
 #[cfg(all(feature = "http", feature = "sse"))]
-fn fallback_failed(status: u16, error: &ClientError) -> ClientError {
+fn fallback_failed(status: u16, error: ClientError) -> ClientError {
+    if let ClientError::Transport(TransportError::NeedsAuth { .. } | TransportError::AuthFailed { .. }) = error {
+        return error;
+    }
     ClientError::Transport(TransportError::Connect {
         target: "the legacy SSE fallback".to_owned(),
         reason: format!(
             "the server answered the Streamable HTTP initialize with HTTP {status}, and legacy HTTP+SSE at the same URL failed too: {error}"
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_read_in_whole_minutes_or_seconds() {
+        assert_eq!(show_wait(Duration::from_secs(15 * 60)), "15 min");
+        assert_eq!(show_wait(Duration::from_millis(14 * 60 * 1000 + 1)), "15 min");
+        assert_eq!(show_wait(Duration::from_secs(60)), "1 min");
+        assert_eq!(show_wait(Duration::from_millis(59_001)), "1 min");
+        assert_eq!(show_wait(Duration::from_millis(58_500)), "59 s");
+        assert_eq!(show_wait(Duration::from_millis(1)), "1 s");
+    }
 }

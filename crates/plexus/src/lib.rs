@@ -3,16 +3,23 @@
 //!
 //! Depend on this crate to get everything; depend on a single `plexus-*` crate to get only that
 //! layer. Features (all on by default): `stdio` (child processes), `http` (Streamable HTTP, with
-//! the fallback to legacy SSE when `sse` is on too), `sse` (legacy HTTP+SSE), `ws` (WebSocket) and
-//! `tools` (the tool adapter). The `sse-ide`, `ws-ide` and `claudeai-proxy` kinds, `headersHelper`
-//! and `oauth` settings need the auth layer and are refused with a clear error until it lands.
+//! the fallback to legacy SSE when `sse` is on too), `sse` (legacy HTTP+SSE), `ws` (WebSocket),
+//! `auth` (OAuth 2.1 and its token store, headers helpers, IDE and session ingress tokens, the
+//! needs-auth cache; the `sse-ide`, `ws-ide` and `claudeai-proxy` kinds need it) and `tools` (the
+//! tool adapter).
+//!
+//! [`Connector`] maps every kind to its transport and its authentication; [`connect`] is the
+//! connector without a plexus home, [`Connector::from_env`] the one with the process's home, its
+//! OAuth token store and its needs-auth cache. [`Connector::login`] and [`Connector::logout`] are
+//! `plexus login` and `plexus logout`.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let file = plexus::config::ConfigFile::load(std::path::Path::new(".mcp.json"))?;
+//! let connector = plexus::Connector::from_env();
 //! for (name, server) in file.servers() {
 //!     let name = name.as_str();
-//!     let client = plexus::connect(name, server, plexus::ClientOptions::from_env(name)).await?;
+//!     let client = connector.connect(name, server, plexus::ClientOptions::from_env(name)).await?;
 //!     println!("{name}: {} tools", client.list_tools().await?.len());
 //!     client.close().await?;
 //! }
@@ -21,10 +28,22 @@
 #![forbid(unsafe_code)]
 
 mod connect;
+mod connector;
+mod entry_auth;
+#[cfg(feature = "auth")]
+mod login;
 
 pub use connect::{ConnectError, Connected, connect, connect_detailed};
+#[cfg(feature = "auth")]
+pub use connector::CREDENTIALS_FILE;
+pub use connector::Connector;
+#[cfg(feature = "auth")]
+pub use login::LoginError;
 pub use plexus_client::{Client, ClientError, ClientOptions};
 
+/// Authentication providers (`plexus-auth`).
+#[cfg(feature = "auth")]
+pub use plexus_auth as auth;
 /// One MCP session (`plexus-client`).
 pub use plexus_client as client;
 /// Configuration files and entries (`plexus-config`).

@@ -2,35 +2,13 @@
 //! `http`, `sse` and `ws` entries, custom headers, the fallback from Streamable HTTP to legacy SSE,
 //! and session expiry with a reconnect and one retry (by hand, as the pool will do it).
 
-use std::time::Duration;
+mod support;
 
-use clap::Parser;
 use plexus::config::ServerConfig;
 use plexus::transport::{ErrorClass, TransportError};
 use plexus::{ClientError, ClientOptions, ConnectError};
-use plexus_testserver::{Cli, Command, RemoteServer};
-use serde_json::{Value, json};
-
-const HANG_GUARD: Duration = Duration::from_secs(30);
-
-/// Starts `plexus-testserver MODE ARGS…` in-process on an ephemeral port.
-async fn test_server(mode: &str, args: &[&str]) -> RemoteServer {
-    let argv = ["plexus-testserver", mode].into_iter().chain(args.iter().copied());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    match Cli::parse_from(argv).command {
-        Command::Http(options) => RemoteServer::http(listener, options).unwrap(),
-        Command::Sse(options) => RemoteServer::sse(listener, options).unwrap(),
-        Command::Ws(options) => RemoteServer::ws(listener, options).unwrap(),
-        Command::Stdio(_) => panic!("not a remote mode"),
-    }
-}
-
-/// A config entry as a user writes it.
-fn entry(value: &Value) -> ServerConfig {
-    ServerConfig::from_json(value)
-        .map(|(config, _warnings)| config)
-        .unwrap()
-}
+use serde_json::json;
+use support::{HANG_GUARD, echo, entry, test_server};
 
 async fn connect(config: &ServerConfig) -> Result<plexus::Connected, ConnectError> {
     tokio::time::timeout(
@@ -39,16 +17,6 @@ async fn connect(config: &ServerConfig) -> Result<plexus::Connected, ConnectErro
     )
     .await
     .expect("hang guard")
-}
-
-async fn echo(client: &plexus::Client, text: &str) -> Result<String, ClientError> {
-    let result = client
-        .call_tool("echo", json!({ "text": text }).as_object().cloned())
-        .await?;
-    Ok(serde_json::to_value(&result.content[0]).unwrap()["text"]
-        .as_str()
-        .unwrap()
-        .to_owned())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -159,20 +127,4 @@ async fn session_expiry_fails_in_flight_calls_at_once_then_a_reconnect_and_one_r
     let fresh = connect(&config).await.unwrap().client;
     assert_eq!(echo(&fresh, "retried").await.unwrap(), "retried");
     fresh.close().await.unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn auth_settings_not_yet_supported_are_refused_not_ignored() {
-    let config = entry(&json!({"type": "http", "url": "http://127.0.0.1:9/mcp", "headersHelper": "print-headers"}));
-    let error = connect(&config).await.unwrap_err();
-    assert_eq!(
-        error.to_string(),
-        "server \"remote\": http servers with a `headersHelper` are not supported yet (only static `headers`)"
-    );
-    let ide = entry(&json!({"type": "ws-ide", "url": "ws://127.0.0.1:9/", "ideName": "code"}));
-    let error = connect(&ide).await.unwrap_err();
-    assert_eq!(
-        error.to_string(),
-        "server \"remote\": ws-ide servers are not supported yet (their IDE or proxy authentication is not implemented)"
-    );
 }

@@ -1,0 +1,704 @@
+//! [`OAuthProvider`]: the OAuth 2.1 [`AuthProvider`] of one server.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use plexus_transport::redact::redact_url;
+use plexus_transport::{
+    AuthChallenge, AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, Rejection, WwwAuthenticate,
+};
+use tokio::sync::Mutex;
+use url::Url;
+
+use super::discovery::{Discovery, discover};
+use super::dpop::{self, DpopState};
+use super::grant::{DpopBinding, Grant, TokenRequest, TokenResponse, request_token};
+use super::http::OAuthHttp;
+use super::jwt::SigningKey;
+use super::login::{LoginRequest, login};
+use super::machine::{MachineRequest, obtain};
+use super::registration::credentials;
+use super::resource::resource_matches;
+use super::scopes::{OFFLINE_ACCESS, ScopeSources, parse, select, union};
+use super::{OAuthError, OAuthSettings, UserAgent};
+use crate::store::{ClientSource, Secret, StoredClient, StoredCredential, StoredTokens, TokenStore, unix_now};
+
+/// Access tokens are refreshed this many seconds before they expire.
+pub const REFRESH_MARGIN: u64 = 30;
+/// The most authorizations a provider starts for the same set of scopes (a server that keeps
+/// answering `insufficient_scope` is not asked forever).
+pub const MAX_AUTHORIZATION_ATTEMPTS: u32 = 3;
+
+/// The OAuth 2.1 [`AuthProvider`] of one `http` or `sse` server.
+///
+/// * [`headers_for`](AuthProvider::headers_for): the stored access token of this server (bound
+///   to the server's URL and to the issuer that granted it), refreshed first when it expires
+///   within [`REFRESH_MARGIN`] seconds (a grant without a user obtains a new one); no header
+///   when there is none (the server's 401 starts discovery). A DPoP-bound token goes as
+///   `Authorization: DPoP …` with a `DPoP` proof for the request's method and URL;
+///   [`headers`](AuthProvider::headers) is the same for a `POST` to the server's URL.
+/// * [`on_challenge`](AuthProvider::on_challenge) with 401: discovery (see the [module
+///   docs](super)); tokens of another issuer are never used, so a server that moved to another
+///   authorization server gets a new registration and login there. A token that was refused is
+///   refreshed once ([`AuthDecision::Retry`]); after that, or without a refresh token, a login
+///   runs when the provider has a [`UserAgent`], else the answer is
+///   [`AuthDecision::NeedsAuth`].
+/// * With 403 and `error="insufficient_scope"`: a login for the union of the scopes held and
+///   challenged (step-up), at most [`MAX_AUTHORIZATION_ATTEMPTS`] times per scope set.
+/// * Other 403s, and discovery that refuses the server (resource or issuer mismatch), are
+///   [`AuthDecision::Fail`].
+/// * [`on_rejection`](AuthProvider::on_rejection) keeps the answer's `DPoP-Nonce` for the next
+///   proofs, and answers a DPoP nonce challenge to a bound token with
+///   [`AuthDecision::Retry`]; anything else goes to `on_challenge`.
+/// * With a grant that needs no user ([`OAuthGrant`](super::OAuthGrant)), a 401 gets a token
+///   request instead of a login, and needs no user agent.
+///
+/// One login or refresh runs at a time; concurrent requests wait for it. Tokens are saved in the
+/// [`TokenStore`] after every change; a store that cannot be read or written is logged and the
+/// tokens are kept in memory.
+pub struct OAuthProvider {
+    server: String,
+    server_url: Url,
+    settings: OAuthSettings,
+    store: TokenStore,
+    user_agent: Option<Arc<dyn UserAgent>>,
+    http: OAuthHttp,
+    dpop: DpopState,
+    state: Mutex<State>,
+}
+
+impl fmt::Debug for OAuthProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthProvider")
+            .field("server", &self.server)
+            .field("url", &redact_url(self.server_url.as_str()))
+            .field("settings", &self.settings)
+            .field("store", &self.store)
+            .field("user_agent", &self.user_agent.as_ref().map(|_| "<user agent>"))
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the provider knows between requests.
+#[derive(Default)]
+struct State {
+    /// Whether the store was read.
+    loaded: bool,
+    /// The issuer whose credential is in use, and that credential.
+    current: Option<(String, StoredCredential)>,
+    /// The access token after whose 401 a refresh was already tried.
+    refreshed_after_401: Option<Secret>,
+    /// Authorizations started, by requested scope set (sorted).
+    attempts: HashMap<Vec<String>, u32>,
+    /// Whether the server challenged with the `DPoP` scheme.
+    resource_asked_dpop: bool,
+    /// The last discovery (a grant without a user renews its tokens with it before they expire).
+    discovery: Option<Discovery>,
+}
+
+/// The first `Bearer` or `DPoP` challenge: the OAuth one.
+fn oauth_challenge(challenge: &AuthChallenge) -> Option<&WwwAuthenticate> {
+    challenge
+        .challenges
+        .iter()
+        .find(|c| c.scheme.eq_ignore_ascii_case("bearer") || c.scheme.eq_ignore_ascii_case(dpop::SCHEME))
+}
+
+/// A completed explicit login.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoggedIn {
+    /// The authorization server's issuer.
+    pub issuer: String,
+    /// The scopes granted, when the server said.
+    pub scope: Option<String>,
+}
+
+impl OAuthProvider {
+    /// The provider of the server `server` at `url`, keeping tokens in `store`. Without
+    /// [`with_user_agent`](Self::with_user_agent) it never starts a login.
+    pub fn new(server: &str, url: &str, settings: OAuthSettings, store: TokenStore) -> Result<Self, OAuthError> {
+        let server_url = Url::parse(url)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https") && u.has_host())
+            .ok_or_else(|| OAuthError::Settings {
+                field: format!("the URL of server {server:?}"),
+                reason: format!("{} is not an http(s) URL", redact_url(url)),
+            })?;
+        let http = OAuthHttp::new(settings.request_timeout)?;
+        Ok(OAuthProvider {
+            server: server.to_owned(),
+            server_url,
+            settings,
+            store,
+            user_agent: None,
+            http,
+            dpop: DpopState::default(),
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    /// With a user agent: a 401 that refreshing cannot fix starts a login.
+    #[must_use]
+    pub fn with_user_agent(mut self, user_agent: Arc<dyn UserAgent>) -> Self {
+        self.user_agent = Some(user_agent);
+        self
+    }
+
+    /// The server's name.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// Logs in now (`plexus login NAME`): an unauthenticated request to the server for its
+    /// challenge (its `resource_metadata` and `scope`), discovery, then a login with the
+    /// configured scopes (else the challenge's, else the resource's). Needs a user agent.
+    pub async fn login(&self) -> Result<LoggedIn, OAuthError> {
+        let mut state = self.state.lock().await;
+        self.ensure_loaded(&mut state).await;
+        let challenges = self.http.probe_challenges(self.server_url.as_str()).await;
+        let challenge = AuthChallenge {
+            status: 401,
+            url: self.server_url.to_string(),
+            challenges,
+        };
+        Self::note_dpop_challenge(&mut state, &challenge);
+        let bearer = oauth_challenge(&challenge);
+        let discovery = self.discover(bearer.and_then(|b| b.param("resource_metadata"))).await?;
+        let scopes = self.scopes_for(&discovery, bearer.and_then(|b| b.param("scope")), &[]);
+        state.attempts.clear();
+        self.authorize(&mut state, &discovery, scopes, true).await?;
+        let scope = state
+            .current
+            .as_ref()
+            .and_then(|(_, c)| c.tokens.as_ref())
+            .and_then(|t| t.scope.clone());
+        Ok(LoggedIn {
+            issuer: discovery.issuer,
+            scope,
+        })
+    }
+
+    /// Forgets this server's tokens and registrations (`plexus logout NAME`), in the store and in
+    /// memory; true when the store had some.
+    pub async fn logout(&self) -> Result<bool, OAuthError> {
+        let mut state = self.state.lock().await;
+        *state = State {
+            loaded: true,
+            ..State::default()
+        };
+        Ok(self.store.remove_server(&self.server).await?)
+    }
+
+    /// The headers of a request of `method` to `url` (see [`DpopState::authorization`]),
+    /// renewing the token first when it is about to expire: with its refresh token, or for a
+    /// grant without a user, with that grant.
+    async fn current_headers(&self, method: &str, url: &str) -> Result<AuthHeaders, AuthFailure> {
+        let mut state = self.state.lock().await;
+        self.ensure_loaded(&mut state).await;
+        let Some(tokens) = state.current.as_ref().and_then(|(_, c)| c.tokens.clone()) else {
+            return Ok(Vec::new());
+        };
+        if tokens.expires_within(REFRESH_MARGIN) {
+            let renewed = if tokens.refresh_token.is_some() {
+                self.refresh(&mut state).await
+            } else if !self.settings.grant.is_interactive()
+                && let Some(discovery) = state
+                    .discovery
+                    .clone()
+                    .filter(|d| state.current.as_ref().is_some_and(|(issuer, _)| *issuer == d.issuer))
+            {
+                let scopes = Self::requested_scopes(&state);
+                self.obtain_tokens(&mut state, &discovery, scopes).await
+            } else {
+                Ok(())
+            };
+            if let Err(e) = renewed {
+                tracing::warn!(server = %self.server, error = %e, "renewing the OAuth access token failed");
+            }
+        }
+        let Some(tokens) = state
+            .current
+            .as_ref()
+            .and_then(|(_, c)| c.tokens.clone())
+            .filter(|t| !t.expires_within(0))
+        else {
+            return Ok(Vec::new());
+        };
+        match self.dpop.authorization(&tokens, method, url) {
+            Ok(headers) => Ok(headers),
+            Err(e @ OAuthError::Jwt(_)) => {
+                // A bound token whose key is gone is of no use: the server's 401 starts over.
+                tracing::warn!(server = %self.server, error = %e, "dropping a DPoP-bound token");
+                self.drop_tokens(&mut state).await;
+                Ok(Vec::new())
+            }
+            Err(e) => Err(AuthFailure::Failed {
+                reason: format!("server {:?}: {e}", self.server),
+            }),
+        }
+    }
+
+    /// Whether the current tokens are DPoP-bound.
+    async fn holds_bound_token(&self) -> bool {
+        let state = self.state.lock().await;
+        state
+            .current
+            .as_ref()
+            .and_then(|(_, c)| c.tokens.as_ref())
+            .is_some_and(|t| t.token_type.eq_ignore_ascii_case(dpop::SCHEME))
+    }
+
+    /// Remembers that the server asked for DPoP.
+    fn note_dpop_challenge(state: &mut State, challenge: &AuthChallenge) {
+        if challenge
+            .challenges
+            .iter()
+            .any(|c| c.scheme.eq_ignore_ascii_case(dpop::SCHEME))
+        {
+            state.resource_asked_dpop = true;
+        }
+    }
+
+    /// What to do about a 401 or 403.
+    async fn decide(&self, challenge: &AuthChallenge) -> AuthDecision {
+        let mut state = self.state.lock().await;
+        self.ensure_loaded(&mut state).await;
+        Self::note_dpop_challenge(&mut state, challenge);
+        let bearer = oauth_challenge(challenge);
+        let error = bearer.and_then(|b| b.param("error"));
+        let outcome = match challenge.status {
+            401 => self.on_unauthorized(&mut state, challenge).await,
+            403 if error == Some("insufficient_scope") => self.on_insufficient_scope(&mut state, challenge).await,
+            status => {
+                let detail = error.map(|e| format!(" ({e})")).unwrap_or_default();
+                return AuthDecision::Fail {
+                    reason: format!("the server refused the request with HTTP {status}{detail}"),
+                };
+            }
+        };
+        match outcome {
+            Ok(()) => AuthDecision::Retry,
+            Err(e) => {
+                let reason = format!("server {:?}: {e}", self.server);
+                if matches!(
+                    e,
+                    OAuthError::LoginRequired { .. }
+                        | OAuthError::LoginTimedOut { .. }
+                        | OAuthError::AuthorizationDenied { .. }
+                        | OAuthError::UserAgent(_)
+                ) {
+                    AuthDecision::NeedsAuth { reason }
+                } else {
+                    AuthDecision::Fail { reason }
+                }
+            }
+        }
+    }
+
+    /// A 401: refresh once, else log in.
+    async fn on_unauthorized(&self, state: &mut State, challenge: &AuthChallenge) -> Result<(), OAuthError> {
+        let bearer = oauth_challenge(challenge);
+        let discovery = self.discover(bearer.and_then(|b| b.param("resource_metadata"))).await?;
+        self.use_issuer(state, &discovery).await;
+        let rejected = state
+            .current
+            .as_ref()
+            .and_then(|(_, c)| c.tokens.as_ref())
+            .map(|t| (t.access_token.clone(), t.refresh_token.is_some()));
+        if let Some((access_token, refreshable)) = rejected {
+            if refreshable && state.refreshed_after_401.as_ref() != Some(&access_token) {
+                state.refreshed_after_401 = Some(access_token);
+                match self.refresh(state).await {
+                    Ok(()) => return Ok(()),
+                    Err(e) => {
+                        tracing::info!(server = %self.server, error = %e, "refresh after a 401 failed; logging in again");
+                    }
+                }
+            }
+            self.drop_tokens(state).await;
+        }
+        let held = Self::requested_scopes(state);
+        let scopes = self.scopes_for(&discovery, bearer.and_then(|b| b.param("scope")), &held);
+        // A grant without a user is not limited per scope set on a 401: each request is retried
+        // once at most, and tokens that expire must be renewable for as long as the session runs.
+        let counted = self.settings.grant.is_interactive();
+        self.authorize(state, &discovery, scopes, counted).await
+    }
+
+    /// A 403 `insufficient_scope`: log in for the union of the scopes held and challenged.
+    async fn on_insufficient_scope(&self, state: &mut State, challenge: &AuthChallenge) -> Result<(), OAuthError> {
+        let bearer = oauth_challenge(challenge);
+        let challenged = parse(bearer.and_then(|b| b.param("scope")).unwrap_or_default());
+        let discovery = self.discover(bearer.and_then(|b| b.param("resource_metadata"))).await?;
+        self.use_issuer(state, &discovery).await;
+        let mut held = Self::requested_scopes(state);
+        if let Some(granted) = state
+            .current
+            .as_ref()
+            .and_then(|(_, c)| c.tokens.as_ref())
+            .and_then(|t| t.scope.as_deref())
+        {
+            held = union(&held, &parse(granted));
+        }
+        let mut scopes = union(&held, &challenged);
+        if scopes.is_empty() {
+            scopes = self.scopes_for(&discovery, None, &[]);
+        }
+        if self.settings.grant.is_interactive()
+            && discovery.metadata.scopes_supported.iter().any(|s| s == OFFLINE_ACCESS)
+        {
+            scopes = union(&scopes, &[OFFLINE_ACCESS.to_owned()]);
+        }
+        self.authorize(state, &discovery, scopes, true).await
+    }
+
+    /// Runs a login for `scopes` (bounded per scope set when `counted`), or for a grant without
+    /// a user a token request, and stores the outcome.
+    async fn authorize(
+        &self,
+        state: &mut State,
+        discovery: &Discovery,
+        scopes: Vec<String>,
+        counted: bool,
+    ) -> Result<(), OAuthError> {
+        let user_agent = if self.settings.grant.is_interactive() {
+            Some(self.user_agent.as_ref().ok_or_else(|| OAuthError::LoginRequired {
+                reason: format!(
+                    "an OAuth login at {} is needed; log in with `plexus login {}`",
+                    discovery.issuer, self.server
+                ),
+            })?)
+        } else {
+            None
+        };
+        if counted {
+            let mut key = scopes.clone();
+            key.sort();
+            let attempts = state.attempts.entry(key).or_default();
+            if *attempts >= MAX_AUTHORIZATION_ATTEMPTS {
+                return Err(OAuthError::TooManyAttempts {
+                    scopes: if scopes.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        scopes.join(" ")
+                    },
+                    attempts: *attempts,
+                });
+            }
+            *attempts += 1;
+        }
+        let Some(user_agent) = user_agent else {
+            return self.obtain_tokens(state, discovery, scopes).await;
+        };
+        let existing = self.stored_client(state, &discovery.issuer).await;
+        let binding = self.binding_for(state, discovery)?;
+        let outcome = login(
+            &self.http,
+            &self.settings,
+            user_agent.as_ref(),
+            LoginRequest {
+                server: &self.server,
+                discovery,
+                scopes: &scopes,
+                existing_client: existing.as_ref(),
+                dpop: binding.as_ref().map(|(_, key)| self.binding(key)),
+            },
+        )
+        .await?;
+        let tokens = Self::bound(outcome.tokens, binding);
+        self.keep(state, discovery, Some(outcome.client), tokens, scopes).await;
+        Ok(())
+    }
+
+    /// Obtains tokens with the grant that needs no user, and stores them.
+    async fn obtain_tokens(
+        &self,
+        state: &mut State,
+        discovery: &Discovery,
+        scopes: Vec<String>,
+    ) -> Result<(), OAuthError> {
+        let scopes: Vec<String> = scopes.into_iter().filter(|s| s != OFFLINE_ACCESS).collect();
+        let binding = self.binding_for(state, discovery)?;
+        let (client, response) = obtain(
+            &self.http,
+            &self.settings,
+            MachineRequest {
+                discovery,
+                scopes: &scopes,
+                dpop: binding.as_ref().map(|(_, key)| self.binding(key)),
+            },
+        )
+        .await?;
+        let tokens = Self::bound(response.into_tokens(None), binding);
+        self.keep(state, discovery, client, tokens, scopes).await;
+        Ok(())
+    }
+
+    /// The key to bind new tokens to, when they are to be bound (see [`dpop::wanted`]).
+    fn binding_for(
+        &self,
+        state: &State,
+        discovery: &Discovery,
+    ) -> Result<Option<(Secret, Arc<SigningKey>)>, OAuthError> {
+        if dpop::wanted(self.settings.dpop, discovery, state.resource_asked_dpop) {
+            self.dpop.key_for_new_tokens().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn binding<'a>(&'a self, key: &'a SigningKey) -> DpopBinding<'a> {
+        DpopBinding {
+            key,
+            nonces: &self.dpop.nonces,
+        }
+    }
+
+    /// `tokens` with the key they are bound to, when the server bound them (a `DPoP` token type).
+    fn bound(mut tokens: StoredTokens, binding: Option<(Secret, Arc<SigningKey>)>) -> StoredTokens {
+        if tokens.token_type.eq_ignore_ascii_case(dpop::SCHEME) {
+            tokens.dpop_key = binding.map(|(encoded, _)| encoded);
+        }
+        tokens
+    }
+
+    /// Makes new tokens (and the client that got them) the current credential, and saves it.
+    async fn keep(
+        &self,
+        state: &mut State,
+        discovery: &Discovery,
+        client: Option<StoredClient>,
+        tokens: StoredTokens,
+        scopes: Vec<String>,
+    ) {
+        let mut credential =
+            StoredCredential::new(&discovery.resource, &discovery.metadata.token_endpoint).with_tokens(tokens);
+        credential.client = client;
+        credential.requested_scopes = scopes;
+        credential.updated_at = unix_now();
+        state.current = Some((discovery.issuer.clone(), credential));
+        state.discovery = Some(discovery.clone());
+        state.refreshed_after_401 = None;
+        self.save(state).await;
+    }
+
+    /// Refreshes the current credential's access token; a refused refresh token is dropped.
+    async fn refresh(&self, state: &mut State) -> Result<(), OAuthError> {
+        let Some((issuer, credential)) = &state.current else {
+            return Ok(());
+        };
+        let Some(tokens) = credential.tokens.as_ref() else {
+            return Ok(());
+        };
+        let Some(refresh_token) = tokens.refresh_token.clone() else {
+            return Ok(());
+        };
+        // Bound tokens are refreshed with a proof of the same key.
+        let binding = match &tokens.dpop_key {
+            Some(encoded) => Some((encoded.clone(), self.dpop.key_of(encoded)?)),
+            None => None,
+        };
+        let client = self.client_credentials(credential);
+        let result: Result<TokenResponse, OAuthError> = request_token(
+            &self.http,
+            TokenRequest {
+                endpoint: &credential.token_endpoint,
+                client: &client,
+                grant: Grant::RefreshToken {
+                    refresh_token: &refresh_token,
+                },
+                resource: Some(&credential.resource),
+                scope: None,
+                issuer,
+                dpop: binding.as_ref().map(|(_, key)| self.binding(key)),
+            },
+        )
+        .await;
+        match result {
+            Ok(response) => {
+                if let Some((_, credential)) = &mut state.current {
+                    let tokens = Self::bound(response.into_tokens(Some(refresh_token)), binding);
+                    credential.tokens = Some(tokens);
+                }
+                self.save(state).await;
+                Ok(())
+            }
+            Err(e) => {
+                // The refresh token was refused (invalid_grant and the like); a server error or
+                // a network failure keeps it for the next try.
+                if matches!(e, OAuthError::TokenRefused { status: 400 | 401, .. }) {
+                    self.drop_tokens(state).await;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The client credentials of a stored credential (a pre-registered client when none is
+    /// stored).
+    fn client_credentials(&self, credential: &StoredCredential) -> super::grant::ClientCredentials {
+        let fallback = StoredClient {
+            source: ClientSource::PreRegistered,
+            client_id: self.settings.client_id.clone().unwrap_or_default(),
+            client_secret: None,
+            auth_method: String::new(),
+            redirect_uri: None,
+        };
+        credentials(credential.client.as_ref().unwrap_or(&fallback), &self.settings)
+    }
+
+    async fn discover(&self, challenge_metadata: Option<&str>) -> Result<Discovery, OAuthError> {
+        discover(
+            &self.http,
+            &self.server_url,
+            challenge_metadata,
+            self.settings.auth_server_metadata_url.as_deref(),
+        )
+        .await
+    }
+
+    /// The scopes of a login: configured, challenged, the resource's, with `offline_access` when
+    /// the authorization server lists it; after the scopes requested before from this issuer.
+    fn scopes_for(&self, discovery: &Discovery, challenge: Option<&str>, held: &[String]) -> Vec<String> {
+        let resource_supported = discovery
+            .resource_metadata
+            .as_ref()
+            .map(|(_, m)| m.scopes_supported.as_slice())
+            .unwrap_or_default();
+        let selected = select(&ScopeSources {
+            configured: &self.settings.scopes,
+            challenge,
+            resource_supported,
+            server_supported: &discovery.metadata.scopes_supported,
+        });
+        union(held, &selected)
+    }
+
+    fn requested_scopes(state: &State) -> Vec<String> {
+        state
+            .current
+            .as_ref()
+            .map(|(_, c)| c.requested_scopes.clone())
+            .unwrap_or_default()
+    }
+
+    /// Reads the store once: the most recent credential of this server that is for its URL.
+    async fn ensure_loaded(&self, state: &mut State) {
+        if state.loaded {
+            return;
+        }
+        state.loaded = true;
+        match self.store.server(&self.server).await {
+            Ok(entries) => {
+                state.current = entries
+                    .into_iter()
+                    .filter(|(_, c)| c.tokens.is_some() && resource_matches(&c.resource, &self.server_url))
+                    .max_by_key(|(_, c)| c.updated_at);
+            }
+            Err(e) => tracing::warn!(server = %self.server, error = %e, "the OAuth token store could not be read"),
+        }
+    }
+
+    /// Makes `discovery`'s issuer the current one: a credential of another issuer is never used
+    /// with it.
+    async fn use_issuer(&self, state: &mut State, discovery: &Discovery) {
+        if state
+            .current
+            .as_ref()
+            .is_some_and(|(issuer, _)| *issuer == discovery.issuer)
+        {
+            return;
+        }
+        if let Some((previous, _)) = &state.current {
+            tracing::info!(server = %self.server, from = %previous, to = %discovery.issuer, "the server's authorization server changed");
+        }
+        state.current = match self.store.get(&self.server, &discovery.issuer).await {
+            Ok(Some(credential)) if resource_matches(&credential.resource, &self.server_url) => {
+                Some((discovery.issuer.clone(), credential))
+            }
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!(server = %self.server, error = %e, "the OAuth token store could not be read");
+                None
+            }
+        };
+        state.refreshed_after_401 = None;
+    }
+
+    /// The client registered at `issuer` earlier, if any.
+    async fn stored_client(&self, state: &State, issuer: &str) -> Option<StoredClient> {
+        if let Some((current, credential)) = &state.current
+            && current == issuer
+        {
+            return credential.client.clone();
+        }
+        self.store
+            .get(&self.server, issuer)
+            .await
+            .ok()
+            .flatten()
+            .and_then(|c| c.client)
+    }
+
+    /// Forgets the current tokens (keeping the client registration).
+    async fn drop_tokens(&self, state: &mut State) {
+        if let Some((_, credential)) = &mut state.current
+            && credential.tokens.take().is_some()
+        {
+            self.save(state).await;
+        }
+    }
+
+    /// Writes the current credential to the store (a failure is logged: the tokens stay in
+    /// memory).
+    async fn save(&self, state: &State) {
+        let Some((issuer, credential)) = &state.current else {
+            return;
+        };
+        if let Err(e) = self.store.put(&self.server, issuer, credential.clone()).await {
+            tracing::warn!(server = %self.server, error = %e, "the OAuth tokens could not be saved");
+        }
+    }
+}
+
+impl AuthProvider for OAuthProvider {
+    /// The headers of a request to the server's URL with method `POST` (the requests of the
+    /// Streamable HTTP transport, when it does not say which): see
+    /// [`headers_for`](AuthProvider::headers_for).
+    fn headers(&self) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
+        Box::pin(async move { self.current_headers("POST", self.server_url.as_str()).await })
+    }
+
+    fn headers_for(&self, method: &str, url: &str) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
+        let (method, url) = (method.to_owned(), url.to_owned());
+        Box::pin(async move { self.current_headers(&method, &url).await })
+    }
+
+    fn on_challenge(&self, challenge: &AuthChallenge) -> BoxFuture<'_, AuthDecision> {
+        let challenge = challenge.clone();
+        Box::pin(async move { self.decide(&challenge).await })
+    }
+
+    /// A 401 that survives a refresh is what `plexus login` fixes.
+    fn login_fixes_rejection(&self) -> bool {
+        true
+    }
+
+    /// Keeps the answer's DPoP nonce for the next proofs; a DPoP nonce challenge to a request
+    /// with a bound token is answered by retrying (with that nonce), anything else as
+    /// [`on_challenge`](AuthProvider::on_challenge).
+    fn on_rejection(&self, rejection: &Rejection) -> BoxFuture<'_, AuthDecision> {
+        if let Some(nonce) = &rejection.dpop_nonce {
+            self.dpop.nonces.set(&rejection.url, nonce);
+        }
+        let nonce_challenge = rejection.is_dpop_nonce_challenge();
+        let challenge = rejection.challenge();
+        Box::pin(async move {
+            if nonce_challenge && self.holds_bound_token().await {
+                return AuthDecision::Retry;
+            }
+            self.decide(&challenge).await
+        })
+    }
+}

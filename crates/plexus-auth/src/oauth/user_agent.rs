@@ -1,0 +1,96 @@
+//! The user agent of a login: whatever takes the authorization URL to the user (a browser, a
+//! printed link) or, headless, fetches it and follows the redirects back to the loopback
+//! listener ([`RedirectFollower`]).
+
+use plexus_transport::BoxFuture;
+use plexus_transport::redact::redact_url;
+use url::Url;
+
+use super::http::OAuthHttp;
+
+/// What a user agent is asked to open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthorizationPrompt {
+    /// The server being logged into.
+    pub server: String,
+    /// The authorization URL (it carries no secret: the PKCE challenge and `state` only).
+    pub url: String,
+    /// Where the authorization server redirects to (the loopback listener).
+    pub redirect_uri: String,
+}
+
+/// A user agent could not open the authorization URL.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the user agent could not complete the authorization request: {reason}")]
+pub struct UserAgentError {
+    /// Why.
+    pub reason: String,
+}
+
+/// Takes an authorization URL to the user. The login waits for the redirect on its listener
+/// while (and after) [`open`](Self::open) runs, so an implementation may return at once (after
+/// printing the URL or starting a browser) or when it has followed the redirect itself.
+pub trait UserAgent: Send + Sync + 'static {
+    /// Opens the authorization URL; an error ends the login.
+    fn open<'a>(&'a self, prompt: &'a AuthorizationPrompt) -> BoxFuture<'a, Result<(), UserAgentError>>;
+}
+
+/// A headless user agent: GETs the authorization URL and follows its redirects (at most
+/// [`RedirectFollower::MAX_REDIRECTS`]) until it has requested the redirect URI, delivering the
+/// authorization response to the listener. For authorization servers that redirect at once
+/// (tests, the conformance suite); a server that shows a login page ends it with an error that
+/// quotes the page's status.
+#[derive(Debug, Clone)]
+pub struct RedirectFollower {
+    http: OAuthHttp,
+}
+
+impl RedirectFollower {
+    /// The most redirects followed.
+    pub const MAX_REDIRECTS: usize = 10;
+
+    /// A follower whose every request is bounded by `timeout`.
+    pub fn new(timeout: std::time::Duration) -> Result<Self, UserAgentError> {
+        let http = OAuthHttp::new(timeout).map_err(|e| UserAgentError { reason: e.to_string() })?;
+        Ok(RedirectFollower { http })
+    }
+
+    async fn follow(&self, prompt: &AuthorizationPrompt) -> Result<(), UserAgentError> {
+        let fail = |reason: String| UserAgentError { reason };
+        let mut url = Url::parse(&prompt.url).map_err(|e| fail(format!("the authorization URL is not valid: {e}")))?;
+        for _ in 0..=Self::MAX_REDIRECTS {
+            let delivering = url.as_str().starts_with(&prompt.redirect_uri);
+            let reply = self.http.get("the authorization request to", url.as_str()).await;
+            let reply = reply.map_err(|e| fail(e.to_string()))?;
+            if delivering {
+                // The listener answered; what it thinks of the response is the login's business.
+                return Ok(());
+            }
+            match (reply.status, reply.location) {
+                (300..=399, Some(location)) => {
+                    url = url
+                        .join(&location)
+                        .map_err(|e| fail(format!("the redirect to {location:?} is not a valid URL: {e}")))?;
+                }
+                (status, _) => {
+                    return Err(fail(format!(
+                        "{} answered HTTP {status} instead of redirecting to {}",
+                        redact_url(url.as_str()),
+                        prompt.redirect_uri
+                    )));
+                }
+            }
+        }
+        Err(fail(format!(
+            "more than {} redirects without reaching {}",
+            Self::MAX_REDIRECTS,
+            prompt.redirect_uri
+        )))
+    }
+}
+
+impl UserAgent for RedirectFollower {
+    fn open<'a>(&'a self, prompt: &'a AuthorizationPrompt) -> BoxFuture<'a, Result<(), UserAgentError>> {
+        Box::pin(self.follow(prompt))
+    }
+}

@@ -1,0 +1,571 @@
+//! The token store: the OAuth credentials of every server in one JSON file (`<home>/credentials.json`,
+//! the caller names the path), keyed by server name and authorization server issuer.
+//!
+//! The file is private (mode 0600 on Unix) and always written whole and atomically: a temporary
+//! file in the same directory, flushed to disk, renamed over the old one, so that a crash leaves
+//! the old file or the new one, never half of one. Writers in one process are serialized per path
+//! (every [`TokenStore`] of the same path shares one lock), and each change is a read-modify-write
+//! under that lock. A file that cannot be read as a store (not JSON, the wrong shape, too large) is
+//! renamed aside (`credentials.json.corrupt-<time>`), reported as a [`StoreWarning`] (and a
+//! `tracing` warning) with its path and the reason, and the store starts empty: a broken file
+//! costs a login, never a crash.
+//!
+//! Secrets ([`Secret`]) never show in `Debug`, `Display`, errors or logs.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use plexus_auth::store::{Secret, StoredCredential, StoredTokens, TokenStore};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let store = TokenStore::new(dir.path().join("credentials.json"));
+//! let tokens = StoredTokens::new(Secret::new("at-1"), Some(Secret::new("rt-1")), Some(3600), None);
+//! let credential = StoredCredential::new("https://mcp.example.com/mcp", "https://as.example.com/token").with_tokens(tokens);
+//! store.put("docs", "https://as.example.com", credential).await?;
+//!
+//! let saved = store.get("docs", "https://as.example.com").await?.unwrap();
+//! assert_eq!(saved.tokens.unwrap().access_token.expose(), "at-1");
+//! assert!(!format!("{:?}", store.server("docs").await?).contains("at-1"));
+//! assert!(store.remove_server("docs").await?);
+//! # Ok(()) }
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::fs;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+/// The largest credentials file read (a store of hundreds of servers is well below).
+pub const MAX_STORE_BYTES: u64 = 4 * 1024 * 1024;
+/// The version written in the file; a file of another version is set aside.
+const STORE_VERSION: u32 = 1;
+/// What a secret shows as.
+const REDACTED: &str = "<redacted>";
+
+/// A secret string (a token, a client secret): shown as `<redacted>` by `Debug` and `Display`,
+/// serialized as the plain string.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret.
+    pub fn new(secret: impl Into<String>) -> Self {
+        Secret(secret.into())
+    }
+
+    /// The secret itself, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(REDACTED)
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(REDACTED)
+    }
+}
+
+/// The tokens of one server at one authorization server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredTokens {
+    /// The access token.
+    pub access_token: Secret,
+    /// The token type the authorization server named: `Bearer`, or `DPoP` for a token bound
+    /// to [`dpop_key`](Self::dpop_key).
+    #[serde(default = "bearer")]
+    pub token_type: String,
+    /// The refresh token, when one was issued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<Secret>,
+    /// When the access token expires, in seconds since the Unix epoch; `None` when the server did
+    /// not say (the token is used until a 401).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
+    /// The scopes granted (space-separated), when the server said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// The private key (PKCS#8, base64url) the tokens are bound to with DPoP (RFC 9449): every
+    /// request with them, refreshes included, carries a proof signed with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_key: Option<Secret>,
+}
+
+fn bearer() -> String {
+    "Bearer".to_owned()
+}
+
+impl StoredTokens {
+    /// Tokens issued now that expire in `expires_in` seconds (unknown when `None`).
+    pub fn new(
+        access_token: Secret,
+        refresh_token: Option<Secret>,
+        expires_in: Option<u64>,
+        scope: Option<String>,
+    ) -> Self {
+        StoredTokens {
+            access_token,
+            token_type: bearer(),
+            refresh_token,
+            expires_at: expires_in.map(|seconds| unix_now().saturating_add(seconds)),
+            scope,
+            dpop_key: None,
+        }
+    }
+
+    /// Whether the access token expires within `margin` seconds of now (false when the expiry
+    /// is unknown).
+    pub fn expires_within(&self, margin: u64) -> bool {
+        self.expires_at
+            .is_some_and(|at| at <= unix_now().saturating_add(margin))
+    }
+}
+
+/// How a client was registered with an authorization server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClientSource {
+    /// Configured (`oauth.clientId`); its secret stays in the configuration, never in the store.
+    PreRegistered,
+    /// A Client ID Metadata Document URL used as the client id.
+    MetadataDocument,
+    /// Registered by Dynamic Client Registration (RFC 7591).
+    Dynamic,
+}
+
+/// The client the tokens were issued to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredClient {
+    /// Where the client id came from.
+    pub source: ClientSource,
+    /// The client id.
+    pub client_id: String,
+    /// The client secret of a dynamically registered confidential client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<Secret>,
+    /// The token endpoint authentication method (`none`, `client_secret_basic`,
+    /// `client_secret_post`).
+    pub auth_method: String,
+    /// The redirect URI the client was registered with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect_uri: Option<String>,
+}
+
+/// What the store keeps for one server at one authorization server (issuer).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredCredential {
+    /// The protected resource the tokens are for (the `resource` sent with them); tokens are
+    /// never sent to another resource.
+    pub resource: String,
+    /// The token endpoint of the issuer, for refreshing.
+    pub token_endpoint: String,
+    /// The client the tokens were issued to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<StoredClient>,
+    /// The tokens, when a login completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<StoredTokens>,
+    /// The scopes last requested from this issuer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requested_scopes: Vec<String>,
+    /// When this entry was last written, in seconds since the Unix epoch.
+    #[serde(default)]
+    pub updated_at: u64,
+}
+
+impl StoredCredential {
+    /// An entry for `resource` whose tokens come from `token_endpoint`, without client or tokens.
+    pub fn new(resource: impl Into<String>, token_endpoint: impl Into<String>) -> Self {
+        StoredCredential {
+            resource: resource.into(),
+            token_endpoint: token_endpoint.into(),
+            client: None,
+            tokens: None,
+            requested_scopes: Vec::new(),
+            updated_at: 0,
+        }
+    }
+
+    /// With these tokens.
+    #[must_use]
+    pub fn with_tokens(mut self, tokens: StoredTokens) -> Self {
+        self.tokens = Some(tokens);
+        self
+    }
+
+    /// With this client.
+    #[must_use]
+    pub fn with_client(mut self, client: StoredClient) -> Self {
+        self.client = Some(client);
+        self
+    }
+}
+
+/// Every issuer's entry of one server, by issuer.
+pub type ServerCredentials = BTreeMap<String, StoredCredential>;
+
+/// The file as written.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct StoreFile {
+    version: u32,
+    #[serde(default)]
+    servers: BTreeMap<String, ServerCredentials>,
+}
+
+/// A credentials file that could not be read and was set aside.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreWarning {
+    /// The credentials file.
+    pub path: PathBuf,
+    /// Where it was moved (`None` when even the rename failed; it is then overwritten).
+    pub set_aside: Option<PathBuf>,
+    /// Why it could not be read.
+    pub reason: String,
+}
+
+impl fmt::Display for StoreWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the credentials file {} is unreadable ({})",
+            self.path.display(),
+            self.reason
+        )?;
+        match &self.set_aside {
+            Some(to) => write!(f, "; it was moved to {} and the store starts empty", to.display()),
+            None => f.write_str("; it could not be moved aside and will be replaced"),
+        }
+    }
+}
+
+/// Why the store could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A file system operation failed.
+    #[error("token store {}: {what}: {source}", .path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What was being done.
+        what: &'static str,
+        /// The operating system's error.
+        #[source]
+        source: io::Error,
+    },
+    /// The store could not be encoded (never expected: every field is a string or a number).
+    #[error("token store {}: cannot encode: {reason}", .path.display())]
+    Encode {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The blocking worker that does the file I/O failed.
+    #[error("token store {}: the file worker failed: {reason}", .path.display())]
+    Worker {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The OAuth credentials file. Cheap to clone; clones (and other stores of the same path) share
+/// one lock.
+#[derive(Clone)]
+pub struct TokenStore {
+    path: PathBuf,
+    lock: Arc<Mutex<()>>,
+    warnings: Arc<Mutex<Vec<StoreWarning>>>,
+}
+
+impl fmt::Debug for TokenStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TokenStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One lock per store path in this process.
+fn lock_for(path: &Path) -> Arc<Mutex<()>> {
+    static LOCKS: OnceLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> = OnceLock::new();
+    let mut locks = LOCKS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    locks.entry(path.to_path_buf()).or_default().clone()
+}
+
+impl TokenStore {
+    /// The store in the file `path` (usually `<home>/credentials.json`). Nothing is read yet; the
+    /// file and its directory are created on the first write.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        let path = path.into();
+        let key = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
+        TokenStore {
+            lock: lock_for(&key),
+            path,
+            warnings: Arc::default(),
+        }
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The warnings about unreadable files set aside since the last call.
+    pub fn take_warnings(&self) -> Vec<StoreWarning> {
+        std::mem::take(&mut *self.warnings.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Every issuer's entry of `server` (empty when there is none).
+    pub async fn server(&self, server: &str) -> Result<ServerCredentials, StoreError> {
+        let server = server.to_owned();
+        self.with_file(false, move |file| {
+            file.servers.get(&server).cloned().unwrap_or_default()
+        })
+        .await
+    }
+
+    /// The entry of `server` at `issuer`.
+    pub async fn get(&self, server: &str, issuer: &str) -> Result<Option<StoredCredential>, StoreError> {
+        Ok(self.server(server).await?.remove(issuer))
+    }
+
+    /// The names of the servers with an entry.
+    pub async fn servers(&self) -> Result<Vec<String>, StoreError> {
+        self.with_file(false, |file| file.servers.keys().cloned().collect())
+            .await
+    }
+
+    /// Stores the entry of `server` at `issuer` (replacing any), stamped with the time.
+    pub async fn put(&self, server: &str, issuer: &str, credential: StoredCredential) -> Result<(), StoreError> {
+        let (server, issuer) = (server.to_owned(), issuer.to_owned());
+        self.with_file(true, move |file| {
+            let mut credential = credential;
+            credential.updated_at = unix_now();
+            file.servers.entry(server).or_default().insert(issuer, credential);
+        })
+        .await
+    }
+
+    /// Removes the entry of `server` at `issuer`; true when there was one.
+    pub async fn remove(&self, server: &str, issuer: &str) -> Result<bool, StoreError> {
+        let (server, issuer) = (server.to_owned(), issuer.to_owned());
+        self.with_file(true, move |file| {
+            let Some(entries) = file.servers.get_mut(&server) else {
+                return false;
+            };
+            let removed = entries.remove(&issuer).is_some();
+            if entries.is_empty() {
+                file.servers.remove(&server);
+            }
+            removed
+        })
+        .await
+    }
+
+    /// Removes every entry of `server` (`plexus logout`); true when there was one.
+    pub async fn remove_server(&self, server: &str) -> Result<bool, StoreError> {
+        let server = server.to_owned();
+        self.with_file(true, move |file| file.servers.remove(&server).is_some())
+            .await
+    }
+
+    /// Runs `change` on the file's contents under the lock, on a blocking thread, and writes the
+    /// result back when `write` is set.
+    async fn with_file<T: Send + 'static>(
+        &self,
+        write: bool,
+        change: impl FnOnce(&mut StoreFile) -> T + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let (path, lock, warnings) = (self.path.clone(), self.lock.clone(), self.warnings.clone());
+        let worker_path = path.clone();
+        let outcome = tokio::task::spawn_blocking(move || {
+            let _guard = lock.lock().unwrap_or_else(PoisonError::into_inner);
+            let (mut file, warning) = read_file(&worker_path)?;
+            if let Some(warning) = warning {
+                tracing::warn!(path = %warning.path.display(), reason = %warning.reason, "{warning}");
+                warnings.lock().unwrap_or_else(PoisonError::into_inner).push(warning);
+            }
+            let result = change(&mut file);
+            if write {
+                write_file(&worker_path, &file)?;
+            }
+            Ok(result)
+        })
+        .await;
+        outcome.unwrap_or_else(|e| {
+            Err(StoreError::Worker {
+                path,
+                reason: e.to_string(),
+            })
+        })
+    }
+}
+
+/// Reads the store, setting an unreadable file aside.
+fn read_file(path: &Path) -> Result<(StoreFile, Option<StoreWarning>), StoreError> {
+    let io_error = |what, source| StoreError::Io {
+        path: path.to_path_buf(),
+        what,
+        source,
+    };
+    let file = match fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((empty(), None)),
+        Err(e) => return Err(io_error("cannot open", e)),
+    };
+    let mut bytes = Vec::new();
+    file.take(MAX_STORE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_error("cannot read", e))?;
+    let reason = if bytes.len() as u64 > MAX_STORE_BYTES {
+        format!("it is larger than {MAX_STORE_BYTES} bytes")
+    } else {
+        match serde_json::from_slice::<StoreFile>(&bytes) {
+            Ok(file) if file.version == STORE_VERSION => return Ok((file, None)),
+            Ok(file) => format!(
+                "it is version {}, this plexus reads version {STORE_VERSION}",
+                file.version
+            ),
+            Err(e) => format!("not a credentials file: {e}"),
+        }
+    };
+    let aside = set_aside_path(path);
+    let set_aside = fs::rename(path, &aside).ok().map(|()| aside);
+    let warning = StoreWarning {
+        path: path.to_path_buf(),
+        set_aside,
+        reason,
+    };
+    Ok((empty(), Some(warning)))
+}
+
+fn empty() -> StoreFile {
+    StoreFile {
+        version: STORE_VERSION,
+        servers: BTreeMap::new(),
+    }
+}
+
+/// `credentials.json.corrupt-<unix seconds>` next to the file (with a counter when taken).
+fn set_aside_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(|| "credentials.json".into(), |n| n.to_string_lossy().into_owned());
+    let stamp = unix_now();
+    let mut candidate = path.with_file_name(format!("{name}.corrupt-{stamp}"));
+    let mut counter = 1;
+    while candidate.exists() && counter < 1000 {
+        candidate = path.with_file_name(format!("{name}.corrupt-{stamp}-{counter}"));
+        counter += 1;
+    }
+    candidate
+}
+
+/// Writes the store atomically: a private temporary file in the same directory, flushed, renamed
+/// over the old file, and the directory flushed.
+fn write_file(path: &Path, file: &StoreFile) -> Result<(), StoreError> {
+    let io_error = |what, source| StoreError::Io {
+        path: path.to_path_buf(),
+        what,
+        source,
+    };
+    let bytes = serde_json::to_vec_pretty(file).map_err(|e| StoreError::Encode {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    create_private_dir(&dir).map_err(|e| io_error("cannot create the directory", e))?;
+    // tempfile creates the file with mode 0600 on Unix.
+    let mut temp = tempfile::Builder::new()
+        .prefix(".credentials-")
+        .suffix(".tmp")
+        .tempfile_in(&dir)
+        .map_err(|e| io_error("cannot create a temporary file", e))?;
+    temp.write_all(&bytes)
+        .and_then(|()| temp.write_all(b"\n"))
+        .map_err(|e| io_error("cannot write", e))?;
+    temp.as_file().sync_all().map_err(|e| io_error("cannot flush", e))?;
+    temp.persist(path).map_err(|e| io_error("cannot replace", e.error))?;
+    // Flush the rename itself (the directory entry); not possible on every platform.
+    if let Ok(handle) = fs::File::open(&dir) {
+        let _ = handle.sync_all();
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn create_private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &Path) -> io::Result<()> {
+    fs::create_dir_all(dir)
+}
+
+/// Seconds since the Unix epoch.
+pub(crate) fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_never_show() {
+        let tokens = StoredTokens::new(Secret::new("at-secret"), Some(Secret::new("rt-secret")), None, None);
+        let shown = format!("{tokens:?} {}", tokens.access_token);
+        assert!(!shown.contains("secret"), "{shown}");
+        assert_eq!(
+            serde_json::to_value(&tokens).unwrap(),
+            serde_json::json!({"access_token": "at-secret", "token_type": "Bearer", "refresh_token": "rt-secret"})
+        );
+    }
+
+    #[test]
+    fn expiry_is_absolute_and_unknown_never_expires() {
+        let tokens = StoredTokens::new(Secret::new("a"), None, Some(10), None);
+        let at = tokens.expires_at.unwrap();
+        assert!(at >= unix_now() + 9 && at <= unix_now() + 10);
+        assert!(tokens.expires_within(30));
+        assert!(!tokens.expires_within(0) || at <= unix_now());
+        assert!(!StoredTokens::new(Secret::new("a"), None, None, None).expires_within(u64::MAX));
+    }
+
+    #[test]
+    fn warnings_say_where_and_why() {
+        let warning = StoreWarning {
+            path: "/h/credentials.json".into(),
+            set_aside: Some("/h/credentials.json.corrupt-1".into()),
+            reason: "not a credentials file: EOF".into(),
+        };
+        assert_eq!(
+            warning.to_string(),
+            "the credentials file /h/credentials.json is unreadable (not a credentials file: EOF); it was moved to \
+             /h/credentials.json.corrupt-1 and the store starts empty"
+        );
+    }
+}

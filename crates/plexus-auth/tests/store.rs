@@ -1,0 +1,248 @@
+//! The token store on a real file system: private mode, atomic replacement, serialized writers,
+//! unreadable files set aside.
+
+use std::fs;
+use std::path::Path;
+
+use plexus_auth::store::{
+    ClientSource, MAX_STORE_BYTES, Secret, StoreError, StoredClient, StoredCredential, StoredTokens, TokenStore,
+};
+
+fn credential(access: &str) -> StoredCredential {
+    let tokens = StoredTokens::new(
+        Secret::new(access),
+        Some(Secret::new(format!("{access}-refresh"))),
+        Some(60),
+        None,
+    );
+    StoredCredential::new("http://127.0.0.1:1/mcp", "http://127.0.0.1:2/token")
+        .with_tokens(tokens)
+        .with_client(StoredClient {
+            source: ClientSource::Dynamic,
+            client_id: "client-1".to_owned(),
+            client_secret: Some(Secret::new("client-secret-1")),
+            auth_method: "client_secret_basic".to_owned(),
+            redirect_uri: Some("http://localhost:5555/callback".to_owned()),
+        })
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn entries_are_kept_by_server_and_issuer_in_a_private_file() {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join("nested").join("credentials.json");
+    let store = TokenStore::new(&path);
+    assert!(
+        store.server("docs").await.unwrap().is_empty(),
+        "a missing file is an empty store"
+    );
+
+    store.put("docs", "http://as-1", credential("at-1")).await.unwrap();
+    store.put("docs", "http://as-2", credential("at-2")).await.unwrap();
+    store.put("wiki", "http://as-1", credential("at-3")).await.unwrap();
+
+    let docs = store.server("docs").await.unwrap();
+    assert_eq!(docs.keys().collect::<Vec<_>>(), ["http://as-1", "http://as-2"]);
+    let first = &docs["http://as-1"];
+    assert_eq!(first.tokens.as_ref().unwrap().access_token.expose(), "at-1");
+    assert_eq!(
+        first.tokens.as_ref().unwrap().refresh_token.as_ref().unwrap().expose(),
+        "at-1-refresh"
+    );
+    assert!(first.updated_at > 0);
+    assert_eq!(store.servers().await.unwrap(), ["docs", "wiki"]);
+
+    let written: serde_json::Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(written["version"], 1);
+    assert_eq!(
+        written["servers"]["docs"]["http://as-2"]["tokens"]["access_token"],
+        "at-2"
+    );
+    assert_eq!(written["servers"]["wiki"]["http://as-1"]["client"]["source"], "dynamic");
+
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            fs::metadata(path.parent().unwrap()).unwrap().permissions().mode() & 0o777,
+            0o700,
+            "a directory the store creates is private too"
+        );
+    }
+
+    assert!(store.remove("docs", "http://as-1").await.unwrap());
+    assert!(!store.remove("docs", "http://as-1").await.unwrap());
+    assert!(store.remove_server("docs").await.unwrap());
+    assert!(!store.remove_server("docs").await.unwrap());
+    assert_eq!(store.servers().await.unwrap(), ["wiki"]);
+}
+
+#[tokio::test]
+async fn secrets_never_show_in_debug() {
+    let home = tempfile::tempdir().unwrap();
+    let store = TokenStore::new(home.path().join("credentials.json"));
+    store
+        .put("docs", "http://as", credential("at-secret-value"))
+        .await
+        .unwrap();
+    let shown = format!("{:?} {store:?}", store.server("docs").await.unwrap());
+    for secret in ["at-secret-value", "client-secret-1"] {
+        assert!(!shown.contains(secret), "{shown}");
+    }
+    assert!(shown.contains("<redacted>"));
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn every_write_replaces_the_file_atomically_and_leaves_no_temporary_file() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join("credentials.json");
+    fs::write(&path, r#"{"version": 1, "servers": {}}"#).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+    let before = fs::metadata(&path).unwrap().ino();
+
+    let store = TokenStore::new(&path);
+    store.put("docs", "http://as", credential("at-1")).await.unwrap();
+    let after = fs::metadata(&path).unwrap();
+    assert_ne!(
+        after.ino(),
+        before,
+        "a new file was renamed into place, not the old one rewritten"
+    );
+    assert_eq!(
+        after.permissions().mode() & 0o777,
+        0o600,
+        "a file that was readable by others is replaced by a private one"
+    );
+    assert_eq!(names_in(home.path()), ["credentials.json"]);
+}
+
+#[tokio::test]
+async fn concurrent_writers_in_one_process_lose_no_update() {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join("credentials.json");
+    // Two stores of the same path share one lock, as clones do.
+    let stores = [
+        TokenStore::new(&path),
+        TokenStore::new(home.path().join(".").join("credentials.json")),
+    ];
+    let mut writers = Vec::new();
+    for n in 0..40 {
+        let store = stores[n % 2].clone();
+        writers.push(tokio::spawn(async move {
+            store
+                .put("docs", &format!("http://as-{n}"), credential(&format!("at-{n}")))
+                .await
+        }));
+    }
+    for writer in writers {
+        writer.await.unwrap().unwrap();
+    }
+    let docs = stores[0].server("docs").await.unwrap();
+    assert_eq!(docs.len(), 40);
+    for n in 0..40 {
+        assert_eq!(
+            docs[&format!("http://as-{n}")]
+                .tokens
+                .as_ref()
+                .unwrap()
+                .access_token
+                .expose(),
+            format!("at-{n}")
+        );
+    }
+    assert_eq!(names_in(home.path()), ["credentials.json"]);
+}
+
+#[tokio::test]
+async fn an_unreadable_file_is_set_aside_with_a_warning_and_the_store_starts_empty() {
+    let cases: [(&str, Vec<u8>, &str); 4] = [
+        (
+            "garbage",
+            b"{not json".to_vec(),
+            "not a credentials file: key must be a string at line 1 column 2",
+        ),
+        (
+            "shape",
+            br#"{"version": 1, "servers": {"docs": 7}}"#.to_vec(),
+            "not a credentials file: invalid type: integer `7`, expected a map at line 1 column 36",
+        ),
+        (
+            "version",
+            br#"{"version": 9, "servers": {}}"#.to_vec(),
+            "it is version 9, this plexus reads version 1",
+        ),
+        (
+            "size",
+            vec![b' '; usize::try_from(MAX_STORE_BYTES).unwrap() + 1],
+            "it is larger than 4194304 bytes",
+        ),
+    ];
+    for (label, contents, reason) in cases {
+        let home = tempfile::tempdir().unwrap();
+        let path = home.path().join("credentials.json");
+        fs::write(&path, &contents).unwrap();
+        let store = TokenStore::new(&path);
+
+        assert!(store.server("docs").await.unwrap().is_empty(), "{label}");
+        let warnings = store.take_warnings();
+        assert_eq!(warnings.len(), 1, "{label}");
+        let warning = &warnings[0];
+        assert_eq!(warning.path, path, "{label}");
+        assert_eq!(warning.reason, reason, "{label}");
+        let aside = warning.set_aside.clone().expect("moved aside");
+        assert!(
+            aside
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("credentials.json.corrupt-"),
+            "{label}: {aside:?}"
+        );
+        assert_eq!(fs::read(&aside).unwrap(), contents, "{label}: kept as it was");
+        assert!(!path.exists(), "{label}");
+        assert!(
+            warning.to_string().starts_with(&format!(
+                "the credentials file {} is unreadable ({reason}); it was moved to ",
+                path.display()
+            )),
+            "{label}: {warning}"
+        );
+
+        // The store works on.
+        store.put("docs", "http://as", credential("at-1")).await.unwrap();
+        assert_eq!(store.server("docs").await.unwrap().len(), 1, "{label}");
+        assert!(store.take_warnings().is_empty(), "{label}");
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_store_that_cannot_be_written_says_where_and_why() {
+    let home = tempfile::tempdir().unwrap();
+    // A file where the store's directory should be.
+    let blocker = home.path().join("home");
+    fs::write(&blocker, "").unwrap();
+    let path = blocker.join("credentials.json");
+    let store = TokenStore::new(&path);
+    let err = store.put("docs", "http://as", credential("at")).await.unwrap_err();
+    assert!(matches!(err, StoreError::Io { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "token store {}: cannot open: Not a directory (os error 20)",
+            path.display()
+        )
+    );
+}

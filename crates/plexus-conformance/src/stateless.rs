@@ -1,0 +1,221 @@
+//! The scenarios the suite runs at the 2026-07-28 wire version (`MCP_CONFORMANCE_PROTOCOL_VERSION`),
+//! whose servers are stateless: no `initialize`; every request carries `MCP-Protocol-Version` and
+//! the protocol version, client capabilities and client info in its `_meta`. plexus's session
+//! layer speaks up to 2025-11-25, so this module does the scenario's few requests
+//! (`server/discover`, `tools/list`, `tools/call`) as plain JSON-RPC POSTs; authentication goes
+//! through the transports' own [`Credentials`] (the provider's headers, one retry after a
+//! challenge), so the auth logic under test is plexus's.
+
+use std::sync::Arc;
+
+use plexus::transport::{AuthProvider, Credentials, Rejection, body_excerpt};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue, WWW_AUTHENTICATE};
+use serde_json::{Map, Value, json};
+
+use crate::fill::fill_object;
+use crate::scenario::{CLIENT_NAME, Limits, ScenarioError, ToolCalls, tool_calls};
+
+/// The protocol version of the stateless era.
+pub const STATELESS_VERSION: &str = "2026-07-28";
+/// The largest response body read.
+const MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// One stateless client: the endpoint, the HTTP client and the credentials.
+struct Stateless {
+    url: String,
+    http: reqwest::Client,
+    credentials: Credentials,
+    next_id: i64,
+    limits: Limits,
+}
+
+/// Runs the scenario `name` at the stateless wire version: `server/discover`, `tools/list`, and
+/// the scenario's tool calls. Returns the transcript.
+pub async fn run_stateless(
+    url: &str,
+    name: &str,
+    auth: Option<Arc<dyn AuthProvider>>,
+    limits: Limits,
+) -> Result<Vec<String>, ScenarioError> {
+    let exchange = |what: &str, reason: String| ScenarioError::Exchange {
+        what: what.to_owned(),
+        reason,
+    };
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(limits.initialize)
+        .build()
+        .map_err(|e| exchange("setting up HTTP", e.to_string()))?;
+    let credentials =
+        Credentials::new(Vec::new(), auth).map_err(|e| exchange("setting up credentials", e.to_string()))?;
+    let mut client = Stateless {
+        url: url.to_owned(),
+        http,
+        credentials,
+        next_id: 1,
+        limits,
+    };
+    let discovered = client.request("server/discover", Map::new()).await?;
+    let mut transcript = vec![format!(
+        "discovered (protocol {STATELESS_VERSION}): versions {}",
+        discovered.get("supportedVersions").unwrap_or(&Value::Null)
+    )];
+    let listed = client.request("tools/list", Map::new()).await?;
+    let tools: Vec<(String, Map<String, Value>)> = listed
+        .get("tools")
+        .and_then(Value::as_array)
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|tool| {
+                    let name = tool.get("name")?.as_str()?.to_owned();
+                    let schema = tool
+                        .get("inputSchema")
+                        .and_then(Value::as_object)
+                        .cloned()
+                        .unwrap_or_default();
+                    Some((name, schema))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let names: Vec<String> = tools.iter().map(|(name, _)| name.clone()).collect();
+    transcript.push(format!("tools: {}", names.join(", ")));
+    let chosen: Vec<&(String, Map<String, Value>)> = match tool_calls(name) {
+        ToolCalls::None => Vec::new(),
+        ToolCalls::EveryListed => tools.iter().collect(),
+        ToolCalls::Named(wanted) => wanted
+            .iter()
+            .map(|wanted| {
+                tools
+                    .iter()
+                    .find(|(tool, _)| tool == wanted)
+                    .ok_or_else(|| ScenarioError::MissingTool {
+                        scenario: name.to_owned(),
+                        tool: (*wanted).to_owned(),
+                        listed: names.clone(),
+                    })
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    for (tool, schema) in chosen {
+        let arguments = fill_object(schema);
+        let mut params = Map::new();
+        params.insert("name".into(), Value::String(tool.clone()));
+        params.insert("arguments".into(), Value::Object(arguments.clone()));
+        let result = client.request("tools/call", params).await?;
+        if result.get("isError").and_then(Value::as_bool) == Some(true) {
+            return Err(ScenarioError::ToolError {
+                tool: tool.clone(),
+                text: result.get("content").map(ToString::to_string).unwrap_or_default(),
+            });
+        }
+        transcript.push(format!(
+            "called {tool} {}: {}",
+            Value::Object(arguments),
+            result.get("content").unwrap_or(&Value::Null)
+        ));
+    }
+    Ok(transcript)
+}
+
+impl Stateless {
+    /// Sends one request (with the stateless `_meta`) and returns its result.
+    async fn request(&mut self, method: &str, mut params: Map<String, Value>) -> Result<Value, ScenarioError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        params.insert(
+            "_meta".into(),
+            json!({
+                "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")},
+            }),
+        );
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let failed = |reason: String| ScenarioError::Exchange {
+            what: method.to_owned(),
+            reason,
+        };
+        let timeout = self.limits.request;
+        let answer = tokio::time::timeout(timeout, self.post(method, &body))
+            .await
+            .map_err(|_| failed(format!("no answer within {} s", timeout.as_secs())))??;
+        let message: Value = serde_json::from_slice(&answer)
+            .map_err(|e| failed(format!("the answer is not JSON ({e}): {}", body_excerpt(&answer))))?;
+        if let Some(error) = message.get("error") {
+            return Err(failed(format!("the server answered with the error {error}")));
+        }
+        message
+            .get("result")
+            .cloned()
+            .ok_or_else(|| failed(format!("the answer has no result: {}", body_excerpt(&answer))))
+    }
+
+    /// POSTs the body, answering a 401 or 403 through the credentials (one retry, and one more
+    /// for a DPoP nonce challenge).
+    async fn post(&self, method: &str, body: &Value) -> Result<Vec<u8>, ScenarioError> {
+        let failed = |reason: String| ScenarioError::Exchange {
+            what: method.to_owned(),
+            reason,
+        };
+        let what = format!("POST {} ({method})", self.url);
+        let mut retries = 0;
+        loop {
+            let headers = self
+                .credentials
+                .headers_for("POST", &self.url)
+                .await
+                .map_err(|e| failed(e.to_string()))?;
+            let mut request = self
+                .http
+                .post(&self.url)
+                .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+                .header(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"))
+                .header(HeaderName::from_static("mcp-protocol-version"), STATELESS_VERSION)
+                .json(body);
+            for (name, value) in headers.iter() {
+                request = request.header(name.as_str(), value.as_str());
+            }
+            let mut response = request.send().await.map_err(|e| failed(e.to_string()))?;
+            let status = response.status().as_u16();
+            let challenges: Vec<Vec<u8>> = response
+                .headers()
+                .get_all(WWW_AUTHENTICATE)
+                .iter()
+                .map(|v| v.as_bytes().to_vec())
+                .collect();
+            let dpop_nonce = response
+                .headers()
+                .get(plexus::transport::DPOP_NONCE_HEADER)
+                .map(|v| v.as_bytes().to_vec());
+            let mut bytes = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(|e| failed(e.to_string()))? {
+                if bytes.len() + chunk.len() > MAX_BODY {
+                    return Err(failed(format!("the answer is larger than {MAX_BODY} bytes")));
+                }
+                bytes.extend_from_slice(&chunk);
+            }
+            if status == 401 || status == 403 {
+                let rejection = Rejection::new(
+                    what.clone(),
+                    self.url.clone(),
+                    status,
+                    challenges.iter().map(Vec::as_slice),
+                )
+                .with_body(body_excerpt(&bytes))
+                .with_dpop_nonce(dpop_nonce.as_deref());
+                self.credentials
+                    .rejected_after(&rejection, retries)
+                    .await
+                    .map_err(|e| failed(e.to_string()))?;
+                retries += 1;
+                continue;
+            }
+            if !(200..300).contains(&status) {
+                return Err(failed(format!("HTTP {status}: {}", body_excerpt(&bytes))));
+            }
+            return Ok(bytes);
+        }
+    }
+}

@@ -1,0 +1,344 @@
+//! The default connector: what authentication needs from its surroundings (the plexus home, the
+//! IDE lock directory, the environment), and the connect that uses them.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+#[cfg(feature = "auth")]
+use std::time::Duration;
+
+use plexus_client::{Client, ClientOptions};
+use plexus_config::{DiscoveryOptions, Environment, ServerConfig};
+
+use crate::connect::{ConnectError, Connected, connect_entry};
+use crate::entry_auth;
+
+/// Connects configured servers: maps every kind to its transport and its auth (see DESIGN.md's
+/// table of kinds), and keeps the needs-auth cache of its plexus home.
+///
+/// What it holds is what authentication needs from outside the entry:
+/// - the **plexus home**: with one, `http` and `sse` entries without credentials of their own
+///   (and `claudeai-proxy` entries) authenticate with OAuth 2.1, their tokens in
+///   `<home>/credentials.json` (see [`plexus_auth::oauth`]; [`login`](Self::login) gets them), and
+///   use the needs-auth cache `<home>/mcp-needs-auth-cache.json` (see
+///   [`plexus_auth::needs_auth`]): a connect that fails with "needs authentication" records the
+///   server (its name and URL), a successful one clears it, and while the entry is fresh (15
+///   minutes) a connect fails at once with [`ConnectError::NeedsAuth`], without contacting the
+///   server. The entry is keyed by the server's name and URL, so editing other fields of the
+///   entry does not lift it early (a login clears it). Entries with a `headersHelper` or a static
+///   `Authorization` header never use the cache: their rejection is a failure that a login would
+///   not fix. Without a home there is no cache.
+/// - the **IDE lock directory** (`sse-ide`, `ws-ide`): given, else `$PLEXUS_IDE_LOCK_DIR`, else
+///   `$HOME/.claude/ide`, looked up in the connector's environment at connect time.
+/// - the **environment**: the session ingress token of `ws` entries (`PLEXUS_SESSION_INGRESS_TOKEN`
+///   or the file named by `PLEXUS_SESSION_INGRESS_TOKEN_FILE`, read at every connect) and the
+///   lock directory's variables.
+/// - the **headers helper's timeout** (10 s by default).
+///
+/// How each kind authenticates: `http`/`sse` send their static `headers`, with the
+/// `headersHelper`'s output on top when there is one (run at every connect, and once more after
+/// a 401 or 403); a rejected static `Authorization` header is a failure, not "needs auth".
+/// `ws` sends its `headers` and the session ingress token (`Authorization: Bearer`) when the
+/// environment configures one, or its `headersHelper`'s output instead. `sse-ide` sends the IDE
+/// lockfile's token, and `ws-ide` its entry's `authToken` or else the lockfile's, both in
+/// `X-Claude-Code-Ide-Authorization`. `claudeai-proxy` is Streamable HTTP with the OAuth bearer
+/// of the store: refreshed once on a 401, then "needs auth". A connect never starts a login
+/// (that is [`login`](Self::login)'s job): a server whose 401 the stored tokens cannot satisfy
+/// fails with "needs authentication".
+///
+/// ```no_run
+/// # async fn demo(config: plexus::config::ServerConfig) -> Result<(), plexus::ConnectError> {
+/// let connector = plexus::Connector::from_env();
+/// match connector.connect("docs", &config, plexus::ClientOptions::from_env("docs")).await {
+///     Ok(client) => drop(client.close().await),
+///     Err(e) if e.needs_auth() => eprintln!("docs needs a login: {e}"),
+///     Err(e) => return Err(e),
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Connector {
+    home: Option<PathBuf>,
+    env: Environment,
+    #[cfg(feature = "auth")]
+    ide_lock_dir: Option<PathBuf>,
+    #[cfg(feature = "auth")]
+    helper_timeout: Duration,
+    #[cfg(feature = "auth")]
+    needs_auth: Option<plexus_auth::NeedsAuthCache>,
+}
+
+impl fmt::Debug for Connector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut debug = f.debug_struct("Connector");
+        debug.field("home", &self.home);
+        #[cfg(feature = "auth")]
+        debug
+            .field("ide_lock_dir", &self.ide_lock_dir)
+            .field("helper_timeout", &self.helper_timeout);
+        debug.finish_non_exhaustive()
+    }
+}
+
+impl Default for Connector {
+    fn default() -> Self {
+        Connector::new()
+    }
+}
+
+impl Connector {
+    /// A connector with no plexus home (so no needs-auth cache) that reads the process
+    /// environment at connect time.
+    pub fn new() -> Connector {
+        Connector {
+            home: None,
+            env: Environment::process(),
+            #[cfg(feature = "auth")]
+            ide_lock_dir: None,
+            #[cfg(feature = "auth")]
+            helper_timeout: plexus_auth::DEFAULT_HELPER_TIMEOUT,
+            #[cfg(feature = "auth")]
+            needs_auth: None,
+        }
+    }
+
+    /// The process's connector: [`new`](Self::new) with the plexus home that config discovery
+    /// uses (`$PLEXUS_HOME`, else `$HOME/.plexus`; none when neither is set).
+    pub fn from_env() -> Connector {
+        let connector = Connector::new();
+        match DiscoveryOptions::from_process(None) {
+            Ok(options) => connector.with_home(options.home),
+            Err(_) => connector,
+        }
+    }
+
+    /// Uses the plexus home `home` (and its needs-auth cache).
+    #[must_use]
+    pub fn with_home(mut self, home: impl Into<PathBuf>) -> Connector {
+        let home = home.into();
+        #[cfg(feature = "auth")]
+        {
+            self.needs_auth = Some(plexus_auth::NeedsAuthCache::new(&home));
+        }
+        self.home = Some(home);
+        self
+    }
+
+    /// Looks environment variables up in `env` instead of the process environment.
+    #[must_use]
+    pub fn with_env(mut self, env: Environment) -> Connector {
+        self.env = env;
+        self
+    }
+
+    /// Reads IDE lockfiles from `dir` instead of the default lock directory.
+    #[cfg(feature = "auth")]
+    #[must_use]
+    pub fn with_ide_lock_dir(mut self, dir: impl Into<PathBuf>) -> Connector {
+        self.ide_lock_dir = Some(dir.into());
+        self
+    }
+
+    /// Gives headers helpers `timeout` to finish instead of 10 s.
+    #[cfg(feature = "auth")]
+    #[must_use]
+    pub fn with_helper_timeout(mut self, timeout: Duration) -> Connector {
+        self.helper_timeout = timeout;
+        self
+    }
+
+    /// Uses `cache` as the needs-auth cache (for example one with its own clock), whatever the
+    /// home.
+    #[cfg(feature = "auth")]
+    #[must_use]
+    pub fn with_needs_auth_cache(mut self, cache: plexus_auth::NeedsAuthCache) -> Connector {
+        self.needs_auth = Some(cache);
+        self
+    }
+
+    /// The plexus home, if there is one.
+    pub fn home(&self) -> Option<&Path> {
+        self.home.as_deref()
+    }
+
+    /// The needs-auth cache, if there is one.
+    #[cfg(feature = "auth")]
+    pub fn needs_auth_cache(&self) -> Option<&plexus_auth::NeedsAuthCache> {
+        self.needs_auth.as_ref()
+    }
+
+    /// The environment variables are looked up in.
+    pub fn env(&self) -> &Environment {
+        &self.env
+    }
+
+    /// The IDE lock directory: the one given, else `$PLEXUS_IDE_LOCK_DIR`, else
+    /// `$HOME/.claude/ide`, from the connector's environment; `None` when none of them is set.
+    #[cfg(feature = "auth")]
+    pub fn ide_lock_dir(&self) -> Option<PathBuf> {
+        self.ide_lock_dir
+            .clone()
+            .or_else(|| plexus_auth::default_ide_lock_dir(&|name| self.env.get(name)))
+    }
+
+    /// How long headers helpers may run.
+    #[cfg(feature = "auth")]
+    pub fn helper_timeout(&self) -> Duration {
+        self.helper_timeout
+    }
+
+    /// The OAuth token store, `<home>/credentials.json` (see [`plexus_auth::store`]); none
+    /// without a home.
+    #[cfg(feature = "auth")]
+    pub fn token_store(&self) -> Option<plexus_auth::TokenStore> {
+        self.home
+            .as_ref()
+            .map(|home| plexus_auth::TokenStore::new(home.join(CREDENTIALS_FILE)))
+    }
+
+    /// The OAuth provider of server `name` at `url` with the entry's `oauth` settings; none
+    /// without a home (no store to keep tokens in).
+    #[cfg(feature = "auth")]
+    pub(crate) fn oauth_provider(
+        &self,
+        name: &str,
+        url: &str,
+        settings: Option<&plexus_config::OAuthConfig>,
+    ) -> Option<Result<plexus_auth::OAuthProvider, plexus_auth::OAuthError>> {
+        let store = self.token_store()?;
+        Some(oauth_settings(settings).and_then(|settings| plexus_auth::OAuthProvider::new(name, url, settings, store)))
+    }
+
+    /// Connects to the server `name` configured as `config`: starts its transport with its auth
+    /// and runs the MCP handshake. The entry's `timeout` (ms), when set, replaces
+    /// `options.initialize_timeout`, which also bounds establishing a remote transport.
+    pub async fn connect(
+        &self,
+        name: &str,
+        config: &ServerConfig,
+        options: ClientOptions,
+    ) -> Result<Client, ConnectError> {
+        self.connect_detailed(name, config, options)
+            .await
+            .map(|connected| connected.client)
+    }
+
+    /// Like [`connect`](Self::connect), and says whether a fallback transport was used (see
+    /// [`connect_detailed`](crate::connect_detailed)).
+    pub async fn connect_detailed(
+        &self,
+        name: &str,
+        config: &ServerConfig,
+        mut options: ClientOptions,
+    ) -> Result<Connected, ConnectError> {
+        if config.options().disabled {
+            return Err(ConnectError::Disabled {
+                server: name.to_owned(),
+            });
+        }
+        if let Some(timeout) = config.options().timeout {
+            options.initialize_timeout = timeout;
+        }
+        let plan = entry_auth::plan(config).map_err(|why| ConnectError::Unsupported {
+            server: name.to_owned(),
+            kind: config.kind(),
+            why,
+        })?;
+        #[cfg(feature = "auth")]
+        let cache = self
+            .needs_auth
+            .as_ref()
+            .filter(|_| plan.uses_needs_auth_cache(config))
+            .zip(config.url().map(plexus_config::Url::as_str));
+        #[cfg(feature = "auth")]
+        if let Some((cache, url)) = cache {
+            needs_auth::check(cache, name, url).await?;
+        }
+        let provider = self.provider(name, &plan).await?;
+        let result = connect_entry(name, config, options, provider).await;
+        #[cfg(feature = "auth")]
+        if let Some((cache, url)) = cache {
+            needs_auth::note(cache, name, url, &result).await;
+        }
+        result
+    }
+}
+
+/// The token store's file name in the plexus home.
+#[cfg(feature = "auth")]
+pub const CREDENTIALS_FILE: &str = "credentials.json";
+
+/// An entry's `oauth` object as the OAuth client's settings, with `PLEXUS_OAUTH_CALLBACK_PORT`
+/// filling a callback port the entry leaves unset.
+#[cfg(feature = "auth")]
+fn oauth_settings(
+    config: Option<&plexus_config::OAuthConfig>,
+) -> Result<plexus_auth::OAuthSettings, plexus_auth::OAuthError> {
+    let mut settings = plexus_auth::OAuthSettings::default();
+    if let Some(config) = config {
+        if let Some(id) = &config.client_id {
+            settings = settings.client_id(id);
+        }
+        if let Some(secret) = &config.client_secret {
+            settings = settings.client_secret(secret);
+        }
+        if let Some(port) = config.callback_port {
+            settings = settings.callback_port(port);
+        }
+        if let Some(url) = &config.auth_server_metadata_url {
+            settings = settings.auth_server_metadata_url(url.as_str());
+        }
+        if let Some(url) = &config.client_metadata_url {
+            settings = settings.client_metadata_url(url.as_str());
+        }
+        settings = settings.scopes(config.scopes.iter().cloned());
+    }
+    settings.with_env()
+}
+
+/// The needs-auth cache around a connect. Its file I/O runs on the blocking pool; a cache that
+/// cannot be written is logged and otherwise ignored (the connect's own outcome stands).
+#[cfg(feature = "auth")]
+mod needs_auth {
+    use plexus_auth::NeedsAuthCache;
+
+    use crate::connect::{ConnectError, Connected};
+
+    /// Fails with [`ConnectError::NeedsAuth`] when the cache holds a fresh entry for the server.
+    pub(super) async fn check(cache: &NeedsAuthCache, name: &str, url: &str) -> Result<(), ConnectError> {
+        let (job_cache, server, job_url) = (cache.clone(), name.to_owned(), url.to_owned());
+        let found = tokio::task::spawn_blocking(move || job_cache.check(&server, &job_url))
+            .await
+            .ok()
+            .flatten();
+        match found {
+            Some(entry) => Err(ConnectError::NeedsAuth {
+                server: name.to_owned(),
+                retry_in: cache.expires_in(&entry),
+                reason: entry.reason,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Records a "needs authentication" failure; clears the entry after a success.
+    pub(super) async fn note(cache: &NeedsAuthCache, name: &str, url: &str, result: &Result<Connected, ConnectError>) {
+        let reason = match result {
+            Ok(_) => None,
+            Err(error) => match error.transport_needs_auth_reason() {
+                Some(reason) => Some(reason.to_owned()),
+                None => return,
+            },
+        };
+        let (cache, server, url) = (cache.clone(), name.to_owned(), url.to_owned());
+        let written = tokio::task::spawn_blocking(move || match reason {
+            Some(reason) => cache.record(&server, &url, Some(&reason)),
+            None => cache.clear(&server, &url).map(drop),
+        })
+        .await;
+        match written {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!("server \"{name}\": {e}"),
+            Err(e) => tracing::warn!("server \"{name}\": updating the needs-auth cache failed: {e}"),
+        }
+    }
+}

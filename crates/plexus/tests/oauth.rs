@@ -1,0 +1,125 @@
+//! OAuth through the connector, end to end against the test server's authorization server and
+//! protected MCP endpoint on 127.0.0.1 (`--oauth`): a connect without tokens is needs-auth and
+//! is remembered; `Connector::login` stores tokens (the test's user agent follows the redirect to
+//! the login's loopback listener) and clears the cache; connects use and refresh the stored
+//! tokens, for `http`, `sse` and `claudeai-proxy` entries; `logout` forgets them.
+#![cfg(feature = "auth")]
+
+mod support;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use plexus::auth::NEEDS_AUTH_CACHE_FILE;
+use plexus::auth::oauth::RedirectFollower;
+use plexus::config::{Environment, ServerConfig};
+use plexus::{ClientOptions, ConnectError, Connector, LoginError};
+use plexus_testserver::Endpoint;
+use serde_json::json;
+use support::{HANG_GUARD, echo, entry, test_server};
+
+fn connector(home: &Path) -> Connector {
+    Connector::new().with_home(home).with_env(Environment::empty())
+}
+
+async fn connect(connector: &Connector, config: &ServerConfig) -> Result<plexus::Client, ConnectError> {
+    tokio::time::timeout(
+        HANG_GUARD,
+        connector.connect("docs", config, ClientOptions::new("docs")),
+    )
+    .await
+    .expect("hang guard")
+}
+
+async fn login(connector: &Connector, config: &ServerConfig) -> Result<plexus::auth::oauth::LoggedIn, LoginError> {
+    let browser = Arc::new(RedirectFollower::new(HANG_GUARD).unwrap());
+    tokio::time::timeout(HANG_GUARD, connector.login("docs", config, browser))
+        .await
+        .expect("hang guard")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_is_what_turns_needs_auth_into_a_session_and_refreshes_keep_it() {
+    let server = test_server("http", &["--oauth"]).await;
+    let oauth = server.oauth().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let connector = connector(home.path());
+    let config = entry(&json!({"type": "http", "url": server.url()}));
+
+    // No tokens: needs-auth, remembered, and the next connect does not reach the server.
+    let error = connect(&connector, &config).await.unwrap_err();
+    assert!(error.needs_auth(), "{error}");
+    assert!(home.path().join(NEEDS_AUTH_CACHE_FILE).exists());
+    let mcp_requests = oauth.requests_to(Endpoint::Mcp).len();
+    let remembered = connect(&connector, &config).await.unwrap_err();
+    assert!(matches!(remembered, ConnectError::NeedsAuth { .. }), "{remembered}");
+    assert_eq!(oauth.requests_to(Endpoint::Mcp).len(), mcp_requests);
+
+    // The login stores tokens and clears the cache; connects use them.
+    let logged_in = login(&connector, &config).await.unwrap();
+    assert_eq!(logged_in.issuer, oauth.issuer());
+    let client = connect(&connector, &config).await.unwrap();
+    assert_eq!(echo(&client, "with a token").await.unwrap(), "with a token");
+    client.close().await.unwrap();
+
+    // Expired access tokens are refreshed with the stored refresh token.
+    let refreshes = oauth.requests_to(Endpoint::Token).len();
+    assert!(oauth.expire_access_tokens() > 0);
+    let client = connect(&connector, &config).await.unwrap();
+    assert_eq!(echo(&client, "refreshed").await.unwrap(), "refreshed");
+    client.close().await.unwrap();
+    assert!(oauth.requests_to(Endpoint::Token).len() > refreshes);
+
+    // The same server as a claudeai-proxy entry uses the same stored tokens.
+    let proxy = entry(&json!({"type": "claudeai-proxy", "url": server.url(), "id": "c1"}));
+    let client = connect(&connector, &proxy).await.unwrap();
+    assert_eq!(
+        echo(&client, "through the proxy kind").await.unwrap(),
+        "through the proxy kind"
+    );
+    client.close().await.unwrap();
+
+    // Revoked tokens cannot be refreshed: needs-auth again.
+    assert!(oauth.revoke_tokens() > 0);
+    let error = connect(&connector, &config).await.unwrap_err();
+    assert!(error.needs_auth(), "{error}");
+
+    // Logout forgets the tokens.
+    assert!(connector.logout("docs", &config).await.unwrap());
+    assert!(!connector.logout("docs", &config).await.unwrap());
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sse_entry_logs_in_and_connects_with_its_tokens() {
+    let server = test_server("sse", &["--oauth"]).await;
+    let home = tempfile::tempdir().unwrap();
+    let connector = connector(home.path());
+    let config = entry(&json!({"type": "sse", "url": server.url()}));
+    assert!(connect(&connector, &config).await.unwrap_err().needs_auth());
+    login(&connector, &config).await.unwrap();
+    let client = connect(&connector, &config).await.unwrap();
+    assert_eq!(echo(&client, "legacy").await.unwrap(), "legacy");
+    client.close().await.unwrap();
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn login_needs_an_oauth_entry_and_a_home() {
+    let home = tempfile::tempdir().unwrap();
+    let with_header =
+        entry(&json!({"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer k"}}));
+    assert_eq!(
+        login(&connector(home.path()), &with_header)
+            .await
+            .unwrap_err()
+            .to_string(),
+        "server \"docs\": http servers with a static `Authorization` header authenticate, not with an OAuth login"
+    );
+    let plain = entry(&json!({"type": "http", "url": "http://127.0.0.1:9/mcp"}));
+    let homeless = Connector::new().with_env(Environment::empty());
+    assert_eq!(
+        login(&homeless, &plain).await.unwrap_err().to_string(),
+        "server \"docs\": there is no plexus home to keep its tokens in (set PLEXUS_HOME or HOME)"
+    );
+}

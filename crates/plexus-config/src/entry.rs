@@ -6,8 +6,8 @@ use crate::ServerKind;
 use crate::diagnostic::Diagnostic;
 use crate::json::{describe, quote};
 use crate::server::{
-    ClaudeAiProxyConfig, HttpConfig, OAuthConfig, ServerConfig, ServerOptions, SseIdeConfig, StdioConfig, WsConfig,
-    WsIdeConfig,
+    ClaudeAiProxyConfig, HttpConfig, OAuthConfig, OAuthGrantType, ServerConfig, ServerOptions, SseIdeConfig,
+    StdioConfig, WsConfig, WsIdeConfig,
 };
 use crate::values::{
     ANY_STRING, Fields, Report, Schemes, boolean, env_name, header_name, header_value, no_nul, non_empty, port, scopes,
@@ -150,6 +150,15 @@ fn read_oauth(value: &Value, path: &str, report: &mut Report) -> Option<OAuthCon
     let auth_server_metadata_url = fields.optional("authServerMetadataUrl", report, secure_url);
     let scopes = fields.optional("scopes", report, scopes);
     let client_metadata_url = fields.optional("clientMetadataUrl", report, secure_url);
+    let grant_type = fields.optional("grantType", report, grant_type);
+    let private_key_file = fields.optional("privateKeyFile", report, non_empty(no_nul));
+    let assertion_file = fields.optional("assertionFile", report, non_empty(no_nul));
+    if grant_type == Some(OAuthGrantType::JwtBearer) && assertion_file.is_none() {
+        report.error(
+            Some(&format!("{path}.grantType")),
+            "the \"jwt_bearer\" grant needs an \"assertionFile\" (the file holding the JWT assertion)",
+        );
+    }
     let unknown_fields = fields.into_unknown(&format!("in {}", quote(path)), report);
     Some(OAuthConfig {
         client_id,
@@ -158,8 +167,28 @@ fn read_oauth(value: &Value, path: &str, report: &mut Report) -> Option<OAuthCon
         auth_server_metadata_url,
         scopes: scopes.unwrap_or_default(),
         client_metadata_url,
+        grant_type: grant_type.unwrap_or_default(),
+        private_key_file: private_key_file.map(Into::into),
+        assertion_file: assertion_file.map(Into::into),
         unknown_fields,
     })
+}
+
+fn grant_type(value: &Value, path: &str, report: &mut Report) -> Option<OAuthGrantType> {
+    let text = crate::values::string(value, path, report)?;
+    let found = OAuthGrantType::ALL.into_iter().find(|grant| grant.as_str() == text);
+    if found.is_none() {
+        let known: Vec<&str> = OAuthGrantType::ALL.iter().map(|grant| grant.as_str()).collect();
+        report.error(
+            Some(path),
+            format!(
+                "unknown grant type {}; expected one of {}",
+                quote(text),
+                known.join(", ")
+            ),
+        );
+    }
+    found
 }
 
 fn read_ws(fields: &mut Fields<'_>, report: &mut Report) -> Option<WsConfig> {

@@ -134,8 +134,8 @@ pub use new_entry::{EntryError, NewEntry, check_entry, entry_from_args, entry_fr
 pub use policy::{ALLOWED_KEY, DENIED_KEY, PolicyBlock, PolicyMatcher};
 pub use scope::{Scope, UnknownScope};
 pub use server::{
-    ClaudeAiProxyConfig, HttpConfig, OAuthConfig, ServerConfig, ServerOptions, SseIdeConfig, StdioConfig, WsConfig,
-    WsIdeConfig,
+    ClaudeAiProxyConfig, HttpConfig, OAuthConfig, OAuthGrantType, ServerConfig, ServerOptions, SseIdeConfig,
+    StdioConfig, WsConfig, WsIdeConfig,
 };
 pub use url::Url;
 pub use write::{SettingsEdit, WriteError};

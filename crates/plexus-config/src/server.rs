@@ -92,12 +92,53 @@ pub struct OAuthConfig {
     /// `scopes`: the scopes to request. Written as one space-separated string (the form the
     /// reference CLI reads); an array of strings is accepted too.
     pub scopes: Vec<String>,
+    /// `grantType`: how tokens are obtained: `authorization_code` (a user logs in; the default),
+    /// `client_credentials` (the client acts for itself, with `clientId` and `clientSecret` or
+    /// `privateKeyFile`), `jwt_bearer` (a workload's token from `assertionFile`).
+    pub grant_type: OAuthGrantType,
+    /// `privateKeyFile`: the client's ES256 private key (PEM, PKCS#8 or SEC 1), for
+    /// `private_key_jwt` client authentication. A relative path is resolved from the working
+    /// directory.
+    pub private_key_file: Option<PathBuf>,
+    /// `assertionFile`: the file holding the JWT assertion of the `jwt_bearer` grant (read again
+    /// for every token request: platforms rotate such files in place).
+    pub assertion_file: Option<PathBuf>,
     /// `clientMetadataUrl`: the URL of plexus's Client ID Metadata Document, used as the client id
     /// with authorization servers that support such documents. `https`, or `http` on a loopback
     /// host.
     pub client_metadata_url: Option<Url>,
     /// Fields of the `oauth` object this crate does not use, kept as written.
     pub unknown_fields: Map<String, Value>,
+}
+
+/// How an `oauth` entry obtains its tokens (its `grantType`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OAuthGrantType {
+    /// `authorization_code`: a user logs in in a browser (`plexus login`).
+    #[default]
+    AuthorizationCode,
+    /// `client_credentials`: the client acts for itself.
+    ClientCredentials,
+    /// `jwt_bearer`: a JWT assertion (workload identity federation) is exchanged for tokens.
+    JwtBearer,
+}
+
+impl OAuthGrantType {
+    /// Every grant type, as written in config.
+    pub const ALL: [OAuthGrantType; 3] = [
+        OAuthGrantType::AuthorizationCode,
+        OAuthGrantType::ClientCredentials,
+        OAuthGrantType::JwtBearer,
+    ];
+
+    /// The name written in config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OAuthGrantType::AuthorizationCode => "authorization_code",
+            OAuthGrantType::ClientCredentials => "client_credentials",
+            OAuthGrantType::JwtBearer => "jwt_bearer",
+        }
+    }
 }
 
 /// A remote server over WebSocket (`ws`).
@@ -284,6 +325,12 @@ impl OAuthConfig {
             "clientMetadataUrl",
             self.client_metadata_url.as_ref().map(Url::as_str),
         );
+        if self.grant_type != OAuthGrantType::default() {
+            object.insert("grantType".into(), self.grant_type.as_str().into());
+        }
+        let path = |path: &Option<PathBuf>| path.as_ref().map(|p| p.to_string_lossy().into_owned());
+        insert_string(&mut object, "privateKeyFile", path(&self.private_key_file).as_deref());
+        insert_string(&mut object, "assertionFile", path(&self.assertion_file).as_deref());
         insert_unknown(&mut object, &self.unknown_fields);
         Value::Object(object)
     }

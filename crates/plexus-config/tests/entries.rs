@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use common::{entry_errors, entry_warnings};
-use plexus_config::{ServerConfig, ServerKind, Url};
-use serde_json::json;
+use plexus_config::{OAuthGrantType, ServerConfig, ServerKind, Url};
+use serde_json::{Value, json};
 
 fn strings(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -169,6 +169,60 @@ fn a_full_http_entry_loads_every_field_including_oauth() {
     assert_eq!(config.url(), Some(&http.url));
     // Written back with scopes as one space-separated string.
     assert_eq!(config.to_json()["oauth"]["scopes"], json!("read write offline_access"));
+}
+
+#[test]
+fn oauth_grant_types_and_their_files() {
+    let (config, warnings) = entry_warnings(json!({
+        "type": "http",
+        "url": "https://mcp.example.com/mcp",
+        "oauth": {
+            "grantType": "jwt_bearer",
+            "assertionFile": "/var/run/secrets/token",
+            "privateKeyFile": "/etc/plexus/key.pem",
+            "clientMetadataUrl": "https://plexus.example.com/client.json"
+        }
+    }));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let ServerConfig::Http(http) = &config else {
+        panic!("http, got {config:?}")
+    };
+    let oauth = http.oauth.as_ref().expect("oauth settings");
+    assert_eq!(oauth.grant_type, OAuthGrantType::JwtBearer);
+    assert_eq!(
+        oauth.assertion_file.as_deref(),
+        Some(std::path::Path::new("/var/run/secrets/token"))
+    );
+    assert_eq!(
+        oauth.private_key_file.as_deref(),
+        Some(std::path::Path::new("/etc/plexus/key.pem"))
+    );
+    assert_eq!(
+        oauth.client_metadata_url.as_ref().map(Url::as_str),
+        Some("https://plexus.example.com/client.json")
+    );
+    assert_eq!(config.to_json()["oauth"]["grantType"], json!("jwt_bearer"));
+
+    let oauth_errors = |oauth: Value| entry_errors(json!({ "type": "http", "url": "https://h/mcp", "oauth": oauth }));
+    assert_eq!(
+        oauth_errors(json!({ "grantType": "password" })),
+        [
+            r#"field "oauth.grantType": unknown grant type "password"; expected one of authorization_code, client_credentials, jwt_bearer"#
+        ]
+    );
+    assert_eq!(
+        oauth_errors(json!({ "grantType": "jwt_bearer" })),
+        [
+            r#"field "oauth.grantType": the "jwt_bearer" grant needs an "assertionFile" (the file holding the JWT assertion)"#
+        ]
+    );
+    assert_eq!(
+        oauth_errors(json!({ "clientMetadataUrl": "http://example.com/c.json" })),
+        oauth_errors(json!({ "authServerMetadataUrl": "http://example.com/c.json" }))
+            .iter()
+            .map(|e| e.replace("authServerMetadataUrl", "clientMetadataUrl"))
+            .collect::<Vec<_>>()
+    );
 }
 
 #[test]

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use plexus_config::{
-    ClaudeAiProxyConfig, ConfigFile, HttpConfig, OAuthConfig, ServerConfig, ServerName, ServerOptions, Severity,
-    SseIdeConfig, StdioConfig, Url, WsConfig, WsIdeConfig,
+    ClaudeAiProxyConfig, ConfigFile, HttpConfig, OAuthConfig, OAuthGrantType, ServerConfig, ServerName, ServerOptions,
+    Severity, SseIdeConfig, StdioConfig, Url, WsConfig, WsIdeConfig,
 };
 use proptest::collection::{btree_map, vec};
 use proptest::option;
@@ -223,6 +223,17 @@ fn options() -> impl Strategy<Value = ServerOptions> {
 }
 
 fn oauth() -> impl Strategy<Value = OAuthConfig> {
+    let grant = (
+        0..OAuthGrantType::ALL.len(),
+        option::of("/[a-z]{1,8}/key\\.pem"),
+        "/[a-z]{1,8}/token",
+    )
+        .prop_map(|(index, private_key_file, assertion)| {
+            let grant_type = OAuthGrantType::ALL[index];
+            // The jwt_bearer grant needs its assertion file; the others may have none.
+            let assertion_file = (grant_type == OAuthGrantType::JwtBearer).then(|| assertion.into());
+            (grant_type, private_key_file.map(Into::into), assertion_file)
+        });
     (
         option::of(text()),
         option::of(text()),
@@ -230,6 +241,7 @@ fn oauth() -> impl Strategy<Value = OAuthConfig> {
         option::of(url(&["https"])),
         vec("[a-z:._/-]{1,10}", 0..4),
         option::of(url(&["https"])),
+        grant,
         btree_map("x_[a-z]{1,6}", exact_json_leaf(), 0..2),
     )
         .prop_map(
@@ -240,6 +252,7 @@ fn oauth() -> impl Strategy<Value = OAuthConfig> {
                 auth_server_metadata_url,
                 scopes,
                 client_metadata_url,
+                (grant_type, private_key_file, assertion_file),
                 unknown,
             )| {
                 OAuthConfig {
@@ -249,6 +262,9 @@ fn oauth() -> impl Strategy<Value = OAuthConfig> {
                     auth_server_metadata_url,
                     scopes,
                     client_metadata_url,
+                    grant_type,
+                    private_key_file,
+                    assertion_file,
                     unknown_fields: unknown.into_iter().collect(),
                 }
             },

@@ -270,6 +270,15 @@ pub const CREDENTIALS_FILE: &str = "credentials.json";
 /// An entry's `oauth` object as the OAuth client's settings, with `PLEXUS_OAUTH_CALLBACK_PORT`
 /// filling a callback port the entry leaves unset.
 #[cfg(feature = "auth")]
+use plexus_auth::OAuthError;
+#[cfg(feature = "auth")]
+use plexus_auth::oauth::jwt::SigningKey;
+#[cfg(feature = "auth")]
+use plexus_auth::oauth::{AssertionSource, OAuthGrant};
+#[cfg(feature = "auth")]
+use plexus_config::OAuthGrantType;
+
+#[cfg(feature = "auth")]
 fn oauth_settings(
     config: Option<&plexus_config::OAuthConfig>,
 ) -> Result<plexus_auth::OAuthSettings, plexus_auth::OAuthError> {
@@ -291,8 +300,55 @@ fn oauth_settings(
             settings = settings.client_metadata_url(url.as_str());
         }
         settings = settings.scopes(config.scopes.iter().cloned());
+        settings = match (config.grant_type, &config.assertion_file) {
+            (OAuthGrantType::AuthorizationCode, _) => settings,
+            (OAuthGrantType::ClientCredentials, _) => settings.grant(OAuthGrant::ClientCredentials),
+            (OAuthGrantType::JwtBearer, Some(file)) => settings.grant(OAuthGrant::JwtBearer {
+                assertion: AssertionSource::File(file.clone()),
+            }),
+            // The config refuses a jwt_bearer grant without its file.
+            (OAuthGrantType::JwtBearer, None) => {
+                return Err(setting_error(
+                    "oauth.assertionFile",
+                    "the jwt_bearer grant needs one".into(),
+                ));
+            }
+        };
+        if let Some(path) = &config.private_key_file {
+            settings = settings.private_key(read_private_key(path)?);
+        }
     }
     settings.with_env()
+}
+
+/// The largest private key file read (a PEM P-256 key is a few hundred bytes).
+#[cfg(feature = "auth")]
+const MAX_PRIVATE_KEY_FILE: u64 = 64 * 1024;
+
+/// Reads the ES256 private key of `oauth.privateKeyFile`.
+#[cfg(feature = "auth")]
+fn read_private_key(path: &Path) -> Result<SigningKey, OAuthError> {
+    let field = "oauth.privateKeyFile";
+    let shown = path.display();
+    let size = std::fs::metadata(path)
+        .map_err(|e| setting_error(field, format!("cannot read {shown}: {e}")))?
+        .len();
+    if size > MAX_PRIVATE_KEY_FILE {
+        return Err(setting_error(
+            field,
+            format!("{shown} is {size} bytes, more than a private key ({MAX_PRIVATE_KEY_FILE} at most)"),
+        ));
+    }
+    let pem = std::fs::read_to_string(path).map_err(|e| setting_error(field, format!("cannot read {shown}: {e}")))?;
+    SigningKey::from_pem(&pem).map_err(|e| setting_error(field, format!("{shown}: {e}")))
+}
+
+#[cfg(feature = "auth")]
+fn setting_error(field: &str, reason: String) -> OAuthError {
+    OAuthError::Settings {
+        field: field.to_owned(),
+        reason,
+    }
 }
 
 /// The needs-auth cache around a connect. Its file I/O runs on the blocking pool; a cache that

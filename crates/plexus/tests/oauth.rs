@@ -123,3 +123,63 @@ async fn login_needs_an_oauth_entry_and_a_home() {
         "server \"docs\": there is no plexus home to keep its tokens in (set PLEXUS_HOME or HOME)"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_credentials_entry_gets_its_tokens_without_a_login() {
+    let server = test_server("http", &["--oauth", "--oauth-client", "svc:s3cret"]).await;
+    let oauth = server.oauth().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let config = entry(&json!({
+        "type": "http",
+        "url": server.url(),
+        "oauth": {"grantType": "client_credentials", "clientId": "svc", "clientSecret": "s3cret"},
+    }));
+    let client = connect(&connector(home.path()), &config).await.unwrap();
+    assert_eq!(echo(&client, "machine to machine").await.unwrap(), "machine to machine");
+    client.close().await.unwrap();
+    let tokens = oauth.requests_to(Endpoint::Token);
+    assert_eq!(tokens.len(), 1, "{tokens:?}");
+    assert_eq!(tokens[0].params["grant_type"], "client_credentials");
+    assert_eq!(tokens[0].client_id.as_deref(), Some("svc"));
+    assert!(
+        oauth.requests_to(Endpoint::Authorize).is_empty(),
+        "no user, no authorization request"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_private_key_file_that_cannot_be_used_is_an_error_naming_it() {
+    let home = tempfile::tempdir().unwrap();
+    let missing = home.path().join("missing.pem");
+    let garbage = home.path().join("garbage.pem");
+    std::fs::write(&garbage, "not a key").unwrap();
+    let entry_with = |key: &Path| {
+        entry(&json!({
+            "type": "http",
+            "url": "http://127.0.0.1:9/mcp",
+            "oauth": {"grantType": "client_credentials", "clientId": "svc", "privateKeyFile": key},
+        }))
+    };
+    let error = connect(&connector(home.path()), &entry_with(&missing))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "server \"docs\": OAuth setting oauth.privateKeyFile: cannot read {}: No such file or directory (os error 2)",
+            missing.display()
+        )
+    );
+    let error = connect(&connector(home.path()), &entry_with(&garbage))
+        .await
+        .unwrap_err();
+    let shown = error.to_string();
+    assert!(
+        shown.starts_with(&format!(
+            "server \"docs\": OAuth setting oauth.privateKeyFile: {}: ",
+            garbage.display()
+        )),
+        "{shown}"
+    );
+}

@@ -134,7 +134,7 @@ pub(crate) enum Command {
     Import(ImportArgs),
     /// Log in to a remote server with OAuth: print the authorization URL, open it in a browser
     /// ($BROWSER, else xdg-open), wait for the redirect, store the tokens in
-    /// <home>/credentials.json.
+    /// credentials.json in the plexus home.
     Login {
         /// The server.
         name: String,

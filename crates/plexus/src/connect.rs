@@ -162,7 +162,9 @@ pub(crate) async fn connect_entry(
     // Only the remote kinds take an auth provider.
     #[cfg(not(any(feature = "http", feature = "sse", feature = "ws")))]
     let _ = auth;
-    match config {
+    // Every kind but `http` (which may fall back to legacy SSE) starts its transport, then the
+    // session.
+    let transport: Result<Box<dyn Transport>, ClientError> = match config {
         #[cfg(feature = "stdio")]
         ServerConfig::Stdio(stdio) => {
             let mut transport_config = plexus_stdio::StdioConfig::new(&stdio.command)
@@ -174,15 +176,16 @@ pub(crate) async fn connect_entry(
             if let Some(cwd) = &stdio.cwd {
                 transport_config = transport_config.cwd(cwd);
             }
-            let transport = plexus_stdio::StdioTransport::spawn(transport_config).map_err(|e| failed(e.into()))?;
-            session(Box::new(transport), options).await.map_err(failed)
+            plexus_stdio::StdioTransport::spawn(transport_config)
+                .map(|transport| Box::new(transport) as Box<dyn Transport>)
+                .map_err(Into::into)
         }
         #[cfg(feature = "http")]
         ServerConfig::Http(http) => {
             let headers = header_pairs(&http.headers);
             let transport =
                 http_transport(name, http.url.as_str(), headers.clone(), auth.clone(), &options).map_err(failed)?;
-            match Client::connect(transport, options.clone()).await {
+            return match Client::connect(transport, options.clone()).await {
                 Ok(client) => Ok(Connected { client, fallback: None }),
                 Err(ClientError::Transport(TransportError::Http {
                     status: status @ (400 | 404 | 405),
@@ -191,49 +194,31 @@ pub(crate) async fn connect_entry(
                     .await
                     .map_err(failed),
                 Err(e) => Err(failed(e)),
-            }
+            };
         }
         #[cfg(all(feature = "http", feature = "auth"))]
-        ServerConfig::ClaudeAiProxy(proxy) => {
-            let transport = http_transport(name, proxy.url.as_str(), Vec::new(), auth, &options).map_err(failed)?;
-            session(transport, options).await.map_err(failed)
-        }
+        ServerConfig::ClaudeAiProxy(proxy) => http_transport(name, proxy.url.as_str(), Vec::new(), auth, &options),
         #[cfg(feature = "sse")]
         ServerConfig::Sse(sse) => {
-            let transport = sse_transport(name, sse.url.as_str(), header_pairs(&sse.headers), auth, &options)
-                .await
-                .map_err(failed)?;
-            session(transport, options).await.map_err(failed)
+            sse_transport(name, sse.url.as_str(), header_pairs(&sse.headers), auth, &options).await
         }
         #[cfg(feature = "sse")]
-        ServerConfig::SseIde(ide) => {
-            let transport = sse_transport(name, ide.url.as_str(), Vec::new(), auth, &options)
-                .await
-                .map_err(failed)?;
-            session(transport, options).await.map_err(failed)
-        }
+        ServerConfig::SseIde(ide) => sse_transport(name, ide.url.as_str(), Vec::new(), auth, &options).await,
         #[cfg(feature = "ws")]
-        ServerConfig::Ws(ws) => {
-            let transport = ws_transport(name, ws.url.as_str(), header_pairs(&ws.headers), auth, &options)
-                .await
-                .map_err(failed)?;
-            session(transport, options).await.map_err(failed)
-        }
+        ServerConfig::Ws(ws) => ws_transport(name, ws.url.as_str(), header_pairs(&ws.headers), auth, &options).await,
         #[cfg(feature = "ws")]
-        ServerConfig::WsIde(ide) => {
-            let transport = ws_transport(name, ide.url.as_str(), Vec::new(), auth, &options)
-                .await
-                .map_err(failed)?;
-            session(transport, options).await.map_err(failed)
-        }
+        ServerConfig::WsIde(ide) => ws_transport(name, ide.url.as_str(), Vec::new(), auth, &options).await,
         // Reachable when a feature is off.
         #[allow(unreachable_patterns)]
-        other => Err(ConnectError::Unsupported {
-            server: name.to_owned(),
-            kind: other.kind(),
-            why: unsupported_reason(other.kind()),
-        }),
-    }
+        other => {
+            return Err(ConnectError::Unsupported {
+                server: name.to_owned(),
+                kind: other.kind(),
+                why: unsupported_reason(other.kind()),
+            });
+        }
+    };
+    session(transport.map_err(failed)?, options).await.map_err(failed)
 }
 
 /// Why a kind cannot be connected by this build.

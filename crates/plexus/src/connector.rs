@@ -205,7 +205,10 @@ impl Connector {
         settings: Option<&plexus_config::OAuthConfig>,
     ) -> Option<Result<plexus_auth::OAuthProvider, plexus_auth::OAuthError>> {
         let store = self.token_store()?;
-        Some(oauth_settings(settings).and_then(|settings| plexus_auth::OAuthProvider::new(name, url, settings, store)))
+        Some(
+            oauth_settings(settings, &self.env)
+                .and_then(|settings| plexus_auth::OAuthProvider::new(name, url, settings, store)),
+        )
     }
 
     /// Connects to the server `name` configured as `config`: starts its transport with its auth
@@ -268,19 +271,20 @@ impl Connector {
 pub const CREDENTIALS_FILE: &str = "credentials.json";
 
 /// An entry's `oauth` object as the OAuth client's settings, with `PLEXUS_OAUTH_CALLBACK_PORT`
-/// filling a callback port the entry leaves unset.
+/// (from the connector's environment) filling a callback port the entry leaves unset.
 #[cfg(feature = "auth")]
 use plexus_auth::OAuthError;
 #[cfg(feature = "auth")]
 use plexus_auth::oauth::jwt::SigningKey;
 #[cfg(feature = "auth")]
-use plexus_auth::oauth::{AssertionSource, OAuthGrant};
+use plexus_auth::oauth::{AssertionSource, CALLBACK_PORT_ENV, OAuthGrant};
 #[cfg(feature = "auth")]
 use plexus_config::OAuthGrantType;
 
 #[cfg(feature = "auth")]
 fn oauth_settings(
     config: Option<&plexus_config::OAuthConfig>,
+    env: &Environment,
 ) -> Result<plexus_auth::OAuthSettings, plexus_auth::OAuthError> {
     let mut settings = plexus_auth::OAuthSettings::default();
     if let Some(config) = config {
@@ -318,7 +322,7 @@ fn oauth_settings(
             settings = settings.private_key(read_private_key(path)?);
         }
     }
-    settings.with_env()
+    settings.with_callback_port_var(env.get(CALLBACK_PORT_ENV).as_deref())
 }
 
 /// The largest private key file read (a PEM P-256 key is a few hundred bytes).

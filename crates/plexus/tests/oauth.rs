@@ -183,3 +183,25 @@ async fn a_private_key_file_that_cannot_be_used_is_an_error_naming_it() {
         "{shown}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_callback_port_comes_from_the_connectors_environment() {
+    let server = test_server("http", &["--oauth"]).await;
+    let oauth = server.oauth().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let connector = Connector::new()
+        .with_home(home.path())
+        .with_env([("PLEXUS_OAUTH_CALLBACK_PORT", port.as_str())].into_iter().collect());
+    let config = entry(&json!({"type": "http", "url": server.url()}));
+    login(&connector, &config).await.unwrap();
+    let authorize = oauth.requests_to(Endpoint::Authorize);
+    let redirect = &authorize[0].params["redirect_uri"];
+    assert!(redirect.contains(&format!(":{port}/")), "{redirect}");
+    server.shutdown().await;
+}

@@ -278,8 +278,9 @@ impl OAuthSettings {
         self.with_callback_port_var(std::env::var(CALLBACK_PORT_ENV).ok().as_deref())
     }
 
-    /// [`with_env`](Self::with_env) with the variable's value given.
-    pub(crate) fn with_callback_port_var(mut self, value: Option<&str>) -> Result<Self, OAuthError> {
+    /// [`with_env`](Self::with_env) with the variable's value given (for callers that look the
+    /// environment up their own way).
+    pub fn with_callback_port_var(mut self, value: Option<&str>) -> Result<Self, OAuthError> {
         if self.callback_port.is_some() {
             return Ok(self);
         }

@@ -84,7 +84,12 @@ fn decode_in_chunks(stream: &[u8], lengths: &[usize]) -> Vec<Seen> {
 fn record(item: Result<Message, FrameError>, seen: &mut Vec<Seen>) {
     match item {
         Ok(message) => seen.push(Seen::Message(plexus_fuzz::assert_round_trips(&message))),
-        Err(FrameError::TooLarge { limit }) => assert_eq!(limit, MAX_SIZE),
-        Err(FrameError::Decode(e)) => seen.push(Seen::DecodeError(e.to_string())),
+        Err(FrameError::TooLarge { size, limit, .. }) => {
+            assert_eq!(limit, MAX_SIZE);
+            assert!(size > MAX_SIZE, "a line of {size} bytes reported as over the {MAX_SIZE}-byte limit");
+        }
+        Err(FrameError::Decode(e) | FrameError::InvalidReply { error: e, .. }) => {
+            seen.push(Seen::DecodeError(e.to_string()));
+        }
     }
 }

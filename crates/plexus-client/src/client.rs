@@ -24,12 +24,18 @@ use crate::notifications::ServerNotification;
 use crate::request::{RequestOptions, request};
 use crate::session::Shared;
 
-/// The default timeout of a request: 60 s.
+/// The default timeout of a request other than `initialize` and `tools/call`: 60 s, or
+/// `PLEXUS_REQUEST_TIMEOUT` (ms).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// The default timeout of `tools/call`: 60 s, or `MCP_TOOL_TIMEOUT` (ms).
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 /// The default timeout of `initialize` (the connect timeout): 30 s, or `MCP_TIMEOUT` (ms).
 pub const DEFAULT_INITIALIZE_TIMEOUT: Duration = Duration::from_secs(30);
 /// A paginated list stops with an error after this many pages.
 pub const MAX_LIST_PAGES: usize = 1000;
+/// By default, a paginated list stops with an error when its pages add up to more than this many
+/// bytes of JSON (64 MiB): what one list may hold in memory ([`ClientOptions::max_list_bytes`]).
+pub const MAX_LIST_BYTES: usize = 64 * 1024 * 1024;
 
 /// How a session is set up.
 #[derive(Clone)]
@@ -44,10 +50,13 @@ pub struct ClientOptions {
     pub initialize_timeout: Duration,
     /// The default timeout of every other request.
     pub request_timeout: Duration,
-    /// The default timeout of `tools/call` (`MCP_TOOL_TIMEOUT`); `None` uses `request_timeout`.
-    pub tool_timeout: Option<Duration>,
+    /// The default timeout of `tools/call` (`MCP_TOOL_TIMEOUT`).
+    pub tool_timeout: Duration,
     /// Answers the server's requests; its capabilities are declared in `initialize`.
     pub handler: Arc<dyn ClientHandler>,
+    /// The most bytes of JSON the pages of one paginated list may add up to (default
+    /// [`MAX_LIST_BYTES`]).
+    pub max_list_bytes: usize,
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -59,6 +68,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("initialize_timeout", &self.initialize_timeout)
             .field("request_timeout", &self.request_timeout)
             .field("tool_timeout", &self.tool_timeout)
+            .field("max_list_bytes", &self.max_list_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -73,20 +83,27 @@ impl ClientOptions {
             protocol_version: ProtocolVersion::LATEST,
             initialize_timeout: DEFAULT_INITIALIZE_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            tool_timeout: None,
+            tool_timeout: DEFAULT_TOOL_TIMEOUT,
             handler: Arc::new(NoHandler),
+            max_list_bytes: MAX_LIST_BYTES,
         }
     }
 
-    /// Like [`new`](Self::new), reading `MCP_TIMEOUT` (initialize timeout, ms) and
-    /// `MCP_TOOL_TIMEOUT` (tool call timeout, ms) from the environment. Values that are not
-    /// positive integers are ignored.
+    /// Like [`new`](Self::new), reading from the environment `MCP_TIMEOUT` (the connect and
+    /// initialize timeout, ms), `MCP_TOOL_TIMEOUT` (the `tools/call` timeout, ms) and
+    /// `PLEXUS_REQUEST_TIMEOUT` (every other request's, ms). Values that are not positive integers
+    /// are ignored with a warning.
     pub fn from_env(name: impl Into<String>) -> Self {
         let mut options = Self::new(name);
         if let Some(t) = env_millis("MCP_TIMEOUT") {
             options.initialize_timeout = t;
         }
-        options.tool_timeout = env_millis("MCP_TOOL_TIMEOUT");
+        if let Some(t) = env_millis("PLEXUS_REQUEST_TIMEOUT") {
+            options.request_timeout = t;
+        }
+        if let Some(t) = env_millis("MCP_TOOL_TIMEOUT") {
+            options.tool_timeout = t;
+        }
         options
     }
 
@@ -131,6 +148,7 @@ pub struct Client {
     details: Arc<ServerDetails>,
     request_timeout: Duration,
     tool_timeout: Duration,
+    max_list_bytes: usize,
 }
 
 impl std::fmt::Debug for Client {
@@ -155,7 +173,8 @@ impl Client {
                 shared,
                 details: Arc::new(details),
                 request_timeout: options.request_timeout,
-                tool_timeout: options.tool_timeout.unwrap_or(options.request_timeout),
+                tool_timeout: options.tool_timeout,
+                max_list_bytes: options.max_list_bytes,
             }),
             Err(error) => {
                 if let Err(close_error) = shared.sender.close().await {
@@ -378,14 +397,24 @@ impl Client {
         let mut items = Vec::new();
         let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
+        let mut bytes = 0;
         for _ in 0..MAX_LIST_PAGES {
-            let page: R = self
-                .request(
+            let raw = self
+                .request_raw(
                     method,
                     Some(&PaginatedRequestParams::page(cursor.clone())),
                     &RequestOptions::default(),
                 )
                 .await?;
+            bytes += raw.get().len();
+            if bytes > self.max_list_bytes {
+                return Err(ClientError::Pagination {
+                    method: method.to_owned(),
+                    reason: format!("its pages add up to more than {} bytes", self.max_list_bytes),
+                });
+            }
+            let page: R = decode_result(method, &raw)?;
+            drop(raw);
             let (mut page_items, next) = split(page);
             items.append(&mut page_items);
             match next {

@@ -14,12 +14,15 @@ pub enum ClientError {
     #[error(transparent)]
     Transport(#[from] TransportError),
     /// No response within the request's timeout; the server was sent `notifications/cancelled`.
-    #[error("{method} timed out after {}", format_duration(*.after))]
+    #[error("{method} timed out after {}{}", format_duration(*.after), unidentified_note(.unidentified.as_deref()))]
     Timeout {
         /// The method of the request.
         method: String,
         /// The timeout that expired.
         after: Duration,
+        /// Messages of the server that the transport dropped while the request waited and whose
+        /// id could not be read: one of them may have been its reply.
+        unidentified: Option<Box<UnidentifiedDrops>>,
     },
     /// The server answered with a JSON-RPC error.
     #[error("{method} failed: {error}")]
@@ -40,12 +43,12 @@ pub enum ClientError {
     /// The server speaks no protocol version we support.
     #[error(transparent)]
     Negotiation(#[from] NegotiationError),
-    /// A paginated list repeated a cursor or never ended.
-    #[error("{method}: the server's pagination does not end ({reason})")]
+    /// A paginated list repeated a cursor, never ended, or grew past what one list may hold.
+    #[error("{method}: the server's list does not end or is too long ({reason})")]
     Pagination {
         /// The list method.
         method: String,
-        /// The repeated cursor, or the page limit that was reached.
+        /// The repeated cursor, or the page or size limit that was reached.
         reason: String,
     },
     /// The caller's parameters could not be serialized.
@@ -59,6 +62,30 @@ pub enum ClientError {
     /// The session was closed by its owner.
     #[error("the session is closed")]
     SessionClosed,
+}
+
+/// Messages of the server that were dropped (too large, invalid) without a readable id while a
+/// request waited: one of them may have been its reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnidentifiedDrops {
+    /// How many.
+    pub count: u64,
+    /// Why the last one was dropped.
+    pub last: String,
+}
+
+fn unidentified_note(drops: Option<&UnidentifiedDrops>) -> String {
+    match drops {
+        None => String::new(),
+        Some(UnidentifiedDrops { count: 1, last }) => format!(
+            "; meanwhile a message from the server was dropped whose id could not be read, so it may have been the \
+             reply ({last})"
+        ),
+        Some(UnidentifiedDrops { count, last }) => format!(
+            "; meanwhile {count} messages from the server were dropped whose ids could not be read, so one may have \
+             been the reply (the last: {last})"
+        ),
+    }
 }
 
 impl ClientError {
@@ -102,7 +129,21 @@ mod tests {
         let e = ClientError::Timeout {
             method: "tools/call".into(),
             after: Duration::from_secs(60),
+            unidentified: None,
         };
         assert_eq!(e.to_string(), "tools/call timed out after 1 min");
+        let e = ClientError::Timeout {
+            method: "tools/list".into(),
+            after: Duration::from_secs(2),
+            unidentified: Some(Box::new(UnidentifiedDrops {
+                count: 1,
+                last: "too large".into(),
+            })),
+        };
+        assert_eq!(
+            e.to_string(),
+            "tools/list timed out after 2 s; meanwhile a message from the server was dropped whose id could not be \
+             read, so it may have been the reply (too large)"
+        );
     }
 }

@@ -32,9 +32,10 @@ mod request;
 mod session;
 
 pub use client::{
-    Client, ClientOptions, DEFAULT_INITIALIZE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, MAX_LIST_PAGES, ServerDetails,
+    Client, ClientOptions, DEFAULT_INITIALIZE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_TOOL_TIMEOUT, MAX_LIST_BYTES,
+    MAX_LIST_PAGES, ServerDetails,
 };
-pub use error::ClientError;
+pub use error::{ClientError, UnidentifiedDrops};
 pub use handler::{ClientHandler, NoHandler, ServerRequestContext};
 pub use notifications::ServerNotification;
 /// The boxed future type the [`ClientHandler`] methods return.

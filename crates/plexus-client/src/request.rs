@@ -168,23 +168,36 @@ pub(crate) async fn request<P: Serialize + ?Sized>(
     };
     let timeout = options.timeout.unwrap_or(default_timeout);
     let deadline = tokio::time::Instant::now() + timeout;
-    // A send that cannot complete at once (the transport's queue is full) waits within the
-    // request's deadline; the common path sets up no timer for it.
-    let mut send = shared.sender.send(OutboundMessage::from_line(line, kind));
+    let mut message = OutboundMessage::from_line(line, kind);
+    if let Some(limit) = reply_limit(options, timeout) {
+        message = message.with_reply_timeout(limit);
+    }
+    let unidentified_before = shared.unidentified_count();
+    let give_up = |guard: &mut PendingGuard<'_>| {
+        guard.done = true;
+        gave_up(shared, id, method, timeout, cancellable, unidentified_before)
+    };
+    // From here on the bytes may reach the server: a request given up on is cancelled there.
+    guard.sent = true;
+    // A send that cannot complete at once (the transport's queue is full, or an HTTP transport
+    // reads the reply along with the send) waits within the request's deadline; the common path
+    // sets up no timer for it.
+    let mut send = shared.sender.send(message);
     let sent = match std::future::poll_fn(|cx| Poll::Ready(send.as_mut().poll(cx))).await {
         Poll::Ready(sent) => sent,
         Poll::Pending => match tokio::time::timeout_at(deadline, send).await {
             Ok(sent) => sent,
-            Err(_) => {
-                return Err(ClientError::Timeout {
-                    method: method.to_owned(),
-                    after: timeout,
-                });
-            }
+            Err(_) => return Err(give_up(&mut guard).await),
         },
     };
-    let in_hand = sent?;
-    guard.sent = true;
+    let in_hand = match sent {
+        Ok(in_hand) => in_hand,
+        Err(error) => {
+            guard.done = true;
+            shared.forget(id);
+            return Err(error.into());
+        }
+    };
     // A transport that read the reply along with the send (an HTTP JSON body) gives it back:
     // it completes the pending entry the way the reader would, and no other task is involved.
     if let Some(response) = in_hand {
@@ -209,17 +222,7 @@ pub(crate) async fn request<P: Serialize + ?Sized>(
             .map(|r| r.map_err(|_| Dropped)),
     };
     let Some(reply) = outcome else {
-        guard.done = true;
-        shared.forget(id);
-        if cancellable {
-            let reason = format!("timed out after {}", crate::error::format_duration(timeout));
-            // Bounded: a transport too busy to take the notification soon is not waited for.
-            let _ = tokio::time::timeout(Duration::from_secs(1), send_cancelled(shared, id, &reason)).await;
-        }
-        return Err(ClientError::Timeout {
-            method: method.to_owned(),
-            after: timeout,
-        });
+        return Err(give_up(&mut guard).await);
     };
     guard.done = true;
     match reply {
@@ -230,6 +233,39 @@ pub(crate) async fn request<P: Serialize + ?Sized>(
         }),
         Ok(Reply::Failed(reason)) => Err(reason),
         Err(Dropped) => Err(shared.closed_reason().unwrap_or(ClientError::SessionClosed)),
+    }
+}
+
+/// How long the caller may wait for the reply, as the transport is told (its own timers must not
+/// be shorter): the timeout, or with resets on progress their cap (`None`: no cap).
+fn reply_limit(options: &RequestOptions, timeout: Duration) -> Option<Duration> {
+    if options.reset_timeout_on_progress {
+        options.max_total_timeout.map(|cap| cap.max(timeout))
+    } else {
+        Some(timeout)
+    }
+}
+
+/// The request timed out: it is forgotten, the server is told (unless it is `initialize`, which is
+/// never cancelled), and the error says what else the server sent meanwhile that was dropped.
+async fn gave_up(
+    shared: &Arc<Shared>,
+    id: i64,
+    method: &str,
+    timeout: Duration,
+    cancellable: bool,
+    unidentified_before: u64,
+) -> ClientError {
+    shared.forget(id);
+    if cancellable {
+        let reason = format!("timed out after {}", crate::error::format_duration(timeout));
+        // Bounded: a transport too busy to take the notification soon is not waited for.
+        let _ = tokio::time::timeout(Duration::from_secs(1), send_cancelled(shared, id, &reason)).await;
+    }
+    ClientError::Timeout {
+        method: method.to_owned(),
+        after: timeout,
+        unidentified: shared.unidentified_since(unidentified_before),
     }
 }
 

@@ -2,23 +2,26 @@
 //! directly, and the dispatch of server requests and notifications.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Instant;
 
 use plexus_jsonrpc::{ErrorCode, ErrorObject, Message, Notification, RawValue, Request, RequestId, Response};
 use plexus_protocol::methods;
-use plexus_transport::{OutboundKind, OutboundMessage, TransportReceiver, TransportSender};
-use tokio::sync::{broadcast, oneshot, watch};
+use plexus_transport::{OutboundKind, OutboundMessage, TransportError, TransportReceiver, TransportSender};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::AbortHandle;
 
-use crate::ClientError;
 use crate::handler::{ClientHandler, ServerRequestContext};
 use crate::notifications::ServerNotification;
 use crate::progress::ProgressState;
+use crate::{ClientError, UnidentifiedDrops};
 
 /// At most this many server-to-client requests are handled at once; more are refused.
 pub(crate) const MAX_CONCURRENT_SERVER_REQUESTS: usize = 64;
+/// At most this many refusals of server requests wait to be sent; a server that floods the client
+/// with requests beyond that gets no answer to the excess.
+pub(crate) const MAX_QUEUED_REFUSALS: usize = 64;
 /// How many notifications a slow subscriber may fall behind before it misses some.
 pub(crate) const NOTIFICATION_BUFFER: usize = 256;
 
@@ -52,11 +55,19 @@ pub(crate) struct Shared {
     next_id: AtomicI64,
     pub(crate) notifications: broadcast::Sender<ServerNotification>,
     handler: Arc<dyn ClientHandler>,
-    server_requests: Mutex<HashMap<RequestId, AbortHandle>>,
-    server_request_count: AtomicUsize,
+    /// The server's requests being handled, by id; the number tells one handling task from a later
+    /// one under the same id.
+    server_requests: Mutex<HashMap<RequestId, (u64, AbortHandle)>>,
+    next_server_request: AtomicU64,
+    /// Refusals of server requests, sent in order by one task (bounded).
+    refusals: mpsc::Sender<Response>,
+    refusals_rx: Mutex<Option<mpsc::Receiver<Response>>>,
+    /// Messages the transport dropped without a readable reply id, and why the last one was.
+    unidentified: Mutex<(u64, Option<String>)>,
     close_callbacks: Mutex<Vec<CloseCallback>>,
     closed_tx: watch::Sender<bool>,
-    reader: Mutex<Option<AbortHandle>>,
+    /// The reader task and the refusal sender.
+    tasks: Mutex<Vec<AbortHandle>>,
 }
 
 /// Locks a mutex, recovering from poisoning (no invariant of ours spans a panic).
@@ -67,6 +78,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Shared {
     pub(crate) fn new(name: String, sender: Box<dyn TransportSender>, handler: Arc<dyn ClientHandler>) -> Arc<Shared> {
         let (notifications, _) = broadcast::channel(NOTIFICATION_BUFFER);
+        let (refusals, refusals_rx) = mpsc::channel(MAX_QUEUED_REFUSALS);
         Arc::new(Shared {
             name,
             sender,
@@ -75,18 +87,25 @@ impl Shared {
             notifications,
             handler,
             server_requests: Mutex::default(),
-            server_request_count: AtomicUsize::new(0),
+            next_server_request: AtomicU64::new(0),
+            refusals,
+            refusals_rx: Mutex::new(Some(refusals_rx)),
+            unidentified: Mutex::default(),
             close_callbacks: Mutex::default(),
             closed_tx: watch::channel(false).0,
-            reader: Mutex::new(None),
+            tasks: Mutex::default(),
         })
     }
 
-    /// Starts the reader task. It holds only a weak reference, so dropping every handle of the
-    /// session ends it (and with it the transport).
+    /// Starts the reader task and the refusal sender. Both hold only a weak reference, so
+    /// dropping every handle of the session ends them (and with them the transport).
     pub(crate) fn start_reader(self: &Arc<Self>, receiver: Box<dyn TransportReceiver>) {
-        let task = tokio::spawn(read_loop(Arc::downgrade(self), receiver));
-        *lock(&self.reader) = Some(task.abort_handle());
+        let reader = tokio::spawn(read_loop(Arc::downgrade(self), receiver));
+        let mut tasks = lock(&self.tasks);
+        tasks.push(reader.abort_handle());
+        if let Some(refusals) = lock(&self.refusals_rx).take() {
+            tasks.push(tokio::spawn(send_refusals(Arc::downgrade(self), refusals)).abort_handle());
+        }
     }
 
     pub(crate) fn next_id(&self) -> i64 {
@@ -106,6 +125,45 @@ impl Shared {
     /// Forgets a pending request (timed out, cancelled, or failed to send).
     pub(crate) fn forget(&self, id: i64) -> bool {
         lock(&self.pending).entries.remove(&id).is_some()
+    }
+
+    /// How many messages the transport has dropped without a readable reply id so far.
+    pub(crate) fn unidentified_count(&self) -> u64 {
+        lock(&self.unidentified).0
+    }
+
+    /// The messages dropped without a readable reply id since the count was `before`.
+    pub(crate) fn unidentified_since(&self, before: u64) -> Option<Box<UnidentifiedDrops>> {
+        let unidentified = lock(&self.unidentified);
+        let count = unidentified.0 - before;
+        (count > 0).then(|| {
+            Box::new(UnidentifiedDrops {
+                count,
+                last: unidentified.1.clone().unwrap_or_default(),
+            })
+        })
+    }
+
+    /// One message of the server was dropped (`error`, not terminal): the request it answered
+    /// fails at once when its id is known; otherwise the drop is remembered for the requests
+    /// that time out meanwhile.
+    fn on_dropped(&self, error: TransportError) {
+        let Some(id) = error.reply_to().cloned() else {
+            tracing::warn!(server = %self.name, "skipped a bad message from the server: {error}");
+            if let TransportError::DroppedReply { id: None, reason } = &error {
+                let mut unidentified = lock(&self.unidentified);
+                unidentified.0 += 1;
+                unidentified.1 = Some(reason.to_string());
+            }
+            return;
+        };
+        let entry = our_id(&id).and_then(|id| lock(&self.pending).entries.remove(&id));
+        match entry {
+            Some(entry) => {
+                let _ = entry.reply.send(Reply::Failed(ClientError::Transport(error)));
+            }
+            None => tracing::warn!(server = %self.name, "skipped a bad message from the server: {error}"),
+        }
     }
 
     pub(crate) fn closed_reason(&self) -> Option<ClientError> {
@@ -148,7 +206,7 @@ impl Shared {
         for (_, entry) in drained {
             let _ = entry.reply.send(Reply::Failed(reason.clone()));
         }
-        for (_, task) in lock(&self.server_requests).drain() {
+        for (_, (_, task)) in lock(&self.server_requests).drain() {
             task.abort();
         }
         let callbacks = std::mem::take(&mut *lock(&self.close_callbacks));
@@ -175,13 +233,7 @@ impl Shared {
     /// Completes the pending request a response answers. The one way a reply reaches its caller,
     /// whether the reader received it or the transport gave it back from `send`.
     pub(crate) fn complete(&self, response: Response) {
-        let id = match &response.id {
-            Some(RequestId::Number(n)) => Some(*n),
-            // Lenient: a server that stringifies our integer ids.
-            Some(RequestId::String(s)) => s.parse().ok(),
-            None => None,
-        };
-        let Some(id) = id else {
+        let Some(id) = response.id.as_ref().and_then(our_id) else {
             if let Err(error) = &response.outcome {
                 tracing::warn!(server = %self.name, "the server reported an error without a request id: {error}");
             }
@@ -209,10 +261,9 @@ impl Shared {
                     .and_then(|p| serde_json::from_str::<plexus_protocol::CancelledNotificationParams>(p.get()).ok())
                     .and_then(|p| p.request_id);
                 if let Some(id) = id
-                    && let Some(task) = lock(&self.server_requests).remove(&id)
+                    && let Some((_, task)) = lock(&self.server_requests).remove(&id)
                 {
                     task.abort();
-                    self.server_request_count.fetch_sub(1, Ordering::Relaxed);
                 }
             }
             _ => {
@@ -245,20 +296,33 @@ impl Shared {
     }
 
     fn on_request(self: &Arc<Self>, request: Request) {
-        if self.server_request_count.fetch_add(1, Ordering::Relaxed) >= MAX_CONCURRENT_SERVER_REQUESTS {
-            self.server_request_count.fetch_sub(1, Ordering::Relaxed);
-            let error = ErrorObject::new(
+        // Register under the lock before the task can finish and remove itself.
+        let mut running = lock(&self.server_requests);
+        let refusal = if running.contains_key(&request.id) {
+            Some(ErrorObject::new(
+                ErrorCode::INVALID_REQUEST,
+                format!(
+                    "the request id {} is already in use by a request the client is handling",
+                    request.id
+                ),
+            ))
+        } else if running.len() >= MAX_CONCURRENT_SERVER_REQUESTS {
+            Some(ErrorObject::new(
                 ErrorCode::INTERNAL_ERROR,
                 format!("the client is already handling {MAX_CONCURRENT_SERVER_REQUESTS} requests of this server"),
-            );
-            self.spawn_reply(Response::error(Some(request.id), error));
+            ))
+        } else {
+            None
+        };
+        if let Some(error) = refusal {
+            drop(running);
+            self.refuse(Response::error(Some(request.id), error));
             return;
         }
         let id = request.id.clone();
+        let number = self.next_server_request.fetch_add(1, Ordering::Relaxed);
         let shared = Arc::clone(self);
         let handler = Arc::clone(&self.handler);
-        // Register under the lock before the task can finish and remove itself.
-        let mut running = lock(&self.server_requests);
         let task = tokio::spawn(async move {
             let context = ServerRequestContext {
                 server: shared.name.clone(),
@@ -270,8 +334,11 @@ impl Shared {
                 Ok(result) => Response::success(request.id.clone(), result),
                 Err(error) => Response::error(Some(request.id.clone()), error),
             };
-            if lock(&shared.server_requests).remove(&request.id).is_some() {
-                shared.server_request_count.fetch_sub(1, Ordering::Relaxed);
+            {
+                let mut running = lock(&shared.server_requests);
+                if running.get(&request.id).is_some_and(|(n, _)| *n == number) {
+                    running.remove(&request.id);
+                }
             }
             if let Err(e) = shared
                 .sender
@@ -281,26 +348,43 @@ impl Shared {
                 tracing::debug!(server = %shared.name, "could not answer the server's {}: {e}", request.method);
             }
         });
-        running.insert(id, task.abort_handle());
+        running.insert(id, (number, task.abort_handle()));
     }
 
-    fn spawn_reply(self: &Arc<Self>, response: Response) {
-        let shared = Arc::clone(self);
-        tokio::spawn(async move {
-            let _ = shared
-                .sender
-                .send(OutboundMessage::from_message(&Message::Response(response)))
-                .await;
-        });
+    /// Queues the refusal of a server request for the refusal sender; when too many wait, this
+    /// one is dropped (the server floods the client).
+    fn refuse(&self, response: Response) {
+        if self.refusals.try_send(response).is_err() {
+            tracing::debug!(server = %self.name, "too many refusals of server requests wait to be sent; one was dropped");
+        }
+    }
+}
+
+/// One of our request ids (we send integers; a server that stringifies them is accepted).
+fn our_id(id: &RequestId) -> Option<i64> {
+    match id {
+        RequestId::Number(n) => Some(*n),
+        RequestId::String(s) => s.parse().ok(),
+    }
+}
+
+/// Sends the queued refusals of server requests, one at a time, until the session ends.
+async fn send_refusals(shared: Weak<Shared>, mut refusals: mpsc::Receiver<Response>) {
+    while let Some(response) = refusals.recv().await {
+        let Some(shared) = shared.upgrade() else { return };
+        let message = OutboundMessage::from_message(&Message::Response(response));
+        if let Err(e) = shared.sender.send(message).await {
+            tracing::debug!(server = %shared.name, "could not refuse a request of the server: {e}");
+        }
     }
 }
 
 impl Drop for Shared {
     fn drop(&mut self) {
-        if let Some(reader) = lock(&self.reader).take() {
-            reader.abort();
+        for task in lock(&self.tasks).drain(..) {
+            task.abort();
         }
-        for (_, task) in lock(&self.server_requests).drain() {
+        for (_, (_, task)) in lock(&self.server_requests).drain() {
             task.abort();
         }
     }
@@ -314,9 +398,7 @@ async fn read_loop(shared: Weak<Shared>, mut receiver: Box<dyn TransportReceiver
             Ok(Message::Response(response)) => shared.complete(response),
             Ok(Message::Notification(notification)) => shared.on_notification(notification),
             Ok(Message::Request(request)) => shared.on_request(request),
-            Err(e) if !e.is_terminal() => {
-                tracing::warn!(server = %shared.name, "skipped a bad message from the server: {e}");
-            }
+            Err(e) if !e.is_terminal() => shared.on_dropped(e),
             Err(e) => {
                 tracing::debug!(server = %shared.name, "the transport closed: {e}");
                 shared.fail_all(&ClientError::Transport(e));

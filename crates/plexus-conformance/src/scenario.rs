@@ -302,7 +302,7 @@ pub fn client_options(name: &str, limits: Limits) -> ClientOptions {
     options.client_info = Implementation::new(CLIENT_NAME, env!("CARGO_PKG_VERSION"));
     options.initialize_timeout = limits.initialize;
     options.request_timeout = limits.request;
-    options.tool_timeout = Some(limits.request);
+    options.tool_timeout = limits.request;
     options.handler(Arc::new(AcceptDefaults))
 }
 

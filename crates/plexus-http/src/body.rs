@@ -40,7 +40,10 @@ pub(crate) async fn read_json_response(
             }
         },
         Some(Err(BodyError::TooLarge)) => {
-            inner.deliver(Err(TransportError::TooLarge { limit })).await;
+            // The size read so far: the body is not read past the limit.
+            inner
+                .deliver(Err(TransportError::TooLarge { size: limit + 1, limit }))
+                .await;
             format!("the response body is larger than the {limit}-byte limit; it was discarded")
         }
         Some(Err(BodyError::Failed(e))) => format!("reading the response body failed: {e}"),

@@ -89,9 +89,11 @@ impl EventStream {
             let mut input = &chunk[..];
             while let Some(decoded) = self.decoder.decode(&mut input) {
                 let item = match decoded {
-                    Decoded::TooLarge => Err(TransportError::TooLarge {
+                    Decoded::TooLarge { size, reply } => Err(TransportError::TooLarge {
+                        size,
                         limit: inner.max_message_size,
-                    }),
+                    }
+                    .about_reply(reply)),
                     // Other event types, and events without a message (a priming event carries
                     // only its id), are not for the session.
                     Decoded::Event(event) if !event.is_message() || event.data.iter().all(u8::is_ascii_whitespace) => {

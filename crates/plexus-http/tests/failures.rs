@@ -177,7 +177,7 @@ async fn a_json_body_over_the_cap_is_not_read_and_fails_its_request() {
         let response = call(&sender, request(id, method)).await;
         let too_large = recv(&mut receiver).await.unwrap_err();
         assert!(
-            matches!(too_large, TransportError::TooLarge { limit: 1024 }),
+            matches!(too_large, TransportError::TooLarge { limit: 1024, .. }),
             "{too_large:?}"
         );
         assert!(!too_large.is_terminal());
@@ -216,7 +216,11 @@ async fn an_sse_event_over_the_cap_is_skipped_and_the_stream_goes_on() {
     let too_large = recv(&mut receiver).await.unwrap_err();
     assert_eq!(
         too_large.to_string(),
-        "a message from the server is larger than the 1024-byte limit; it was discarded"
+        format!(
+            "a message of {} bytes from the server is larger than the 1024-byte limit; it was discarded (raise the \
+             limit with PLEXUS_MAX_MESSAGE_SIZE)",
+            r#"{"jsonrpc":"2.0","method":"big","params":{"pad":""}}"#.len() + 4096
+        )
     );
     let response = common::mcp::recv_response(&mut receiver).await;
     assert_eq!(response.id, Some(RequestId::Number(5)));

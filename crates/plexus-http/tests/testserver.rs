@@ -181,7 +181,7 @@ async fn an_oversize_event_is_reported_and_the_response_still_arrives() {
     guard(sender.send(echo(1, "after the big one"))).await.unwrap();
     let too_large = recv(&mut receiver).await.unwrap_err();
     assert!(
-        matches!(too_large, TransportError::TooLarge { limit: 65536 }),
+        matches!(too_large, TransportError::TooLarge { limit: 65536, .. }),
         "{too_large:?}"
     );
     assert_eq!(echoed(&recv_response(&mut receiver).await), "after the big one");

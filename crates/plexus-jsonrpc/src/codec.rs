@@ -5,7 +5,7 @@ use std::io;
 use bytes::BytesMut;
 use tokio_util::codec::{Decoder, Encoder};
 
-use crate::{DecodeError, Message};
+use crate::{DecodeError, IdScanner, Message, ReplyScan};
 
 /// The default largest message accepted: 16 MiB.
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 16 * 1024 * 1024;
@@ -13,23 +13,39 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 16 * 1024 * 1024;
 /// Why one frame (line) could not be delivered. The stream continues with the next line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FrameError {
-    /// A line longer than the limit; it is skipped up to its newline without being buffered.
-    #[error("a message is larger than the {limit}-byte limit; it was discarded")]
+    /// A line longer than the limit; it was skipped up to its newline without being buffered,
+    /// and scanned on the way for its `id` (see [`IdScanner`]).
+    #[error("a message of {size} bytes is larger than the {limit}-byte limit")]
     TooLarge {
+        /// Its length in bytes (without the line ending); for a line cut short by the end of the
+        /// stream, the bytes that arrived.
+        size: usize,
         /// The limit in force.
         limit: usize,
+        /// Whether it was a reply, and to which request (read as the line went by).
+        reply: ReplyScan,
     },
     /// The line is not a valid JSON-RPC 2.0 message.
     #[error(transparent)]
     Decode(#[from] DecodeError),
+    /// The line is not a valid JSON-RPC 2.0 message, and it is (or may be) a reply: the codec
+    /// yields this instead of [`FrameError::Decode`] when a scan of the line finds it is a reply
+    /// (with its id) or cannot tell.
+    #[error("{error}")]
+    InvalidReply {
+        /// What is wrong with it.
+        error: DecodeError,
+        /// What the scan of the line found ([`ReplyScan::Reply`] or [`ReplyScan::Unreadable`]).
+        reply: ReplyScan,
+    },
 }
 
 /// The newline-delimited JSON-RPC codec.
 ///
-/// Decoding: `\r\n` is tolerated, blank lines are skipped, a line over the limit is reported once
-/// (as soon as the limit is passed) and its remaining bytes are dropped as they arrive, so the buffer
-/// never grows much past the limit. Every bad line yields an `Ok(Some(Err(_)))` item and decoding goes
-/// on with the next line; only I/O errors end the stream.
+/// Decoding: `\r\n` is tolerated, blank lines are skipped, a line over the limit is dropped as
+/// its bytes arrive (so the buffer never grows much past the limit) and reported once, when it
+/// ends, with its size and, when it could be read on the way, its id. Every bad line yields an
+/// `Ok(Some(Err(_)))` item and decoding goes on with the next line; only I/O errors end the stream.
 ///
 /// ```
 /// use bytes::BytesMut;
@@ -47,8 +63,36 @@ pub struct LineCodec {
     max_size: usize,
     /// Bytes of the buffer already searched for a newline.
     scanned: usize,
-    /// Dropping the rest of an oversized line.
-    discarding: bool,
+    /// Dropping the rest of an oversized line: its id scan and the bytes dropped so far.
+    discarding: Option<Discarding>,
+}
+
+/// An oversized line being dropped.
+#[derive(Debug, Clone)]
+struct Discarding {
+    scanner: IdScanner,
+    dropped: usize,
+    /// The last byte dropped was `\r` (not counted if the line ends right after it).
+    carriage_return: bool,
+}
+
+impl Discarding {
+    fn drop_bytes(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        self.scanner.feed(bytes);
+        self.dropped += bytes.len();
+        self.carriage_return = bytes.last() == Some(&b'\r');
+    }
+
+    fn report(mut self, limit: usize) -> FrameError {
+        FrameError::TooLarge {
+            size: self.dropped - usize::from(self.carriage_return),
+            limit,
+            reply: self.scanner.finish_scan(),
+        }
+    }
 }
 
 impl Default for LineCodec {
@@ -68,7 +112,7 @@ impl LineCodec {
         LineCodec {
             max_size: max_size.max(1),
             scanned: 0,
-            discarding: false,
+            discarding: None,
         }
     }
 
@@ -81,17 +125,24 @@ impl LineCodec {
     pub fn decode_line(&mut self, buf: &mut BytesMut) -> Option<Result<Message, FrameError>> {
         loop {
             let Some(offset) = memchr::memchr(b'\n', &buf[self.scanned..]) else {
-                if self.discarding {
+                if let Some(discarding) = &mut self.discarding {
+                    discarding.drop_bytes(buf);
                     buf.clear();
                     self.scanned = 0;
                     return None;
                 }
                 // +1: a line of exactly `max_size` bytes may be waiting for its `\r\n`.
                 if buf.len() > self.max_size + 1 {
+                    let mut discarding = Discarding {
+                        scanner: IdScanner::new(),
+                        dropped: 0,
+                        carriage_return: false,
+                    };
+                    discarding.drop_bytes(buf);
+                    self.discarding = Some(discarding);
                     buf.clear();
                     self.scanned = 0;
-                    self.discarding = true;
-                    return Some(Err(FrameError::TooLarge { limit: self.max_size }));
+                    return None;
                 }
                 self.scanned = buf.len();
                 return None;
@@ -99,9 +150,9 @@ impl LineCodec {
             let end = self.scanned + offset;
             let line = buf.split_to(end + 1);
             self.scanned = 0;
-            if self.discarding {
-                self.discarding = false;
-                continue;
+            if let Some(mut discarding) = self.discarding.take() {
+                discarding.drop_bytes(&line[..end]);
+                return Some(Err(discarding.report(self.max_size)));
             }
             if let Some(result) = self.decode_complete(&line[..end]) {
                 return Some(result);
@@ -116,9 +167,16 @@ impl LineCodec {
             return None;
         }
         if line.len() > self.max_size {
-            return Some(Err(FrameError::TooLarge { limit: self.max_size }));
+            return Some(Err(FrameError::TooLarge {
+                size: line.len(),
+                limit: self.max_size,
+                reply: IdScanner::reply(line),
+            }));
         }
-        Some(Message::from_slice(line).map_err(FrameError::from))
+        Some(Message::from_slice(line).map_err(|error| match IdScanner::reply(line) {
+            ReplyScan::NotAReply => FrameError::Decode(error),
+            reply => FrameError::InvalidReply { error, reply },
+        }))
     }
 }
 
@@ -137,8 +195,9 @@ impl Decoder for LineCodec {
         // The peer ended without a final newline: the rest is one last line.
         let rest = buf.split();
         self.scanned = 0;
-        if std::mem::take(&mut self.discarding) {
-            return Ok(None);
+        if let Some(mut discarding) = self.discarding.take() {
+            discarding.drop_bytes(&rest);
+            return Ok(Some(Err(discarding.report(self.max_size))));
         }
         Ok(self.decode_complete(&rest))
     }
@@ -158,6 +217,7 @@ impl Encoder<&Message> for LineCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::RequestId;
     use proptest::prelude::*;
 
     fn decode_all(codec: &mut LineCodec, input: &[u8]) -> Vec<Result<Message, FrameError>> {
@@ -181,9 +241,14 @@ mod tests {
             items[0].as_ref().unwrap_err(),
             &FrameError::Decode(DecodeError::InvalidUtf8 { offset: 0 })
         );
+        // An object that does not parse may have been a reply: the session is told it could not
+        // read its id.
         assert!(matches!(
             items[1],
-            Err(FrameError::Decode(DecodeError::InvalidJson { .. }))
+            Err(FrameError::InvalidReply {
+                error: DecodeError::InvalidJson { .. },
+                reply: ReplyScan::Unreadable
+            })
         ));
         assert_eq!(items[2].as_ref().unwrap_err(), &FrameError::Decode(DecodeError::Batch));
         assert_eq!(
@@ -196,26 +261,74 @@ mod tests {
                 found: "\"1.0\"".into()
             })
         );
-        assert!(matches!(items[5], Err(FrameError::Decode(DecodeError::Invalid { .. }))));
+        assert!(matches!(
+            items[5],
+            Err(FrameError::InvalidReply {
+                error: DecodeError::Invalid { .. },
+                reply: ReplyScan::Unreadable
+            })
+        ));
         assert!(matches!(items[6], Ok(Message::Response(_))));
     }
 
     #[test]
-    fn oversize_line_is_reported_once_and_skipped_without_buffering() {
+    fn an_invalid_reply_says_which_request_it_answers() {
+        let items = decode_all(
+            &mut LineCodec::new(),
+            b"{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{},\"error\":{\"code\":1,\"message\":\"m\"}}\n",
+        );
+        assert!(matches!(
+            &items[0],
+            Err(FrameError::InvalidReply {
+                reply: ReplyScan::Reply(RequestId::Number(4)),
+                error: DecodeError::Invalid { .. }
+            })
+        ));
+    }
+
+    #[test]
+    fn oversize_line_is_reported_once_when_it_ends_and_skipped_without_buffering() {
         let mut codec = LineCodec::with_max_size(64);
         let mut buf = BytesMut::new();
+        buf.extend_from_slice(br#"{"jsonrpc":"2.0","result":{"text":""#);
         buf.extend_from_slice(&[b'x'; 100]);
-        assert!(matches!(
-            codec.decode_line(&mut buf),
-            Some(Err(FrameError::TooLarge { limit: 64 }))
-        ));
+        assert!(codec.decode_line(&mut buf).is_none());
         assert!(buf.is_empty());
         buf.extend_from_slice(&[b'y'; 100]);
         assert!(codec.decode_line(&mut buf).is_none());
         assert!(buf.is_empty(), "discarded bytes are not kept");
-        buf.extend_from_slice(b"yyy\n{\"jsonrpc\":\"2.0\",\"method\":\"ok\"}\n");
+        buf.extend_from_slice(b"\"},\"id\":7}\r\n{\"jsonrpc\":\"2.0\",\"method\":\"ok\"}\n");
+        let error = codec.decode_line(&mut buf).unwrap().unwrap_err();
+        assert_eq!(
+            error,
+            FrameError::TooLarge {
+                size: 35 + 200 + 10,
+                limit: 64,
+                reply: ReplyScan::Reply(RequestId::Number(7))
+            }
+        );
+        assert_eq!(
+            error.to_string(),
+            "a message of 245 bytes is larger than the 64-byte limit"
+        );
         let next = codec.decode_line(&mut buf).unwrap().unwrap();
         assert_eq!(next.method(), Some("ok"));
+    }
+
+    #[test]
+    fn an_oversize_line_cut_short_by_the_end_is_reported_at_eof() {
+        let mut input = br#"{"id":"a","result":""#.to_vec();
+        input.extend_from_slice(&[b'x'; 100]);
+        let items = decode_all(&mut LineCodec::with_max_size(64), &input);
+        assert_eq!(items.len(), 1);
+        assert_eq!(
+            items[0].as_ref().unwrap_err(),
+            &FrameError::TooLarge {
+                size: input.len(),
+                limit: 64,
+                reply: ReplyScan::Reply(RequestId::from("a"))
+            }
+        );
     }
 
     #[test]
@@ -231,7 +344,11 @@ mod tests {
         let items = decode_all(&mut codec, &input);
         assert_eq!(
             items[0].as_ref().unwrap_err(),
-            &FrameError::TooLarge { limit: msg.len() - 1 }
+            &FrameError::TooLarge {
+                size: msg.len(),
+                limit: msg.len() - 1,
+                reply: ReplyScan::NotAReply
+            }
         );
     }
 

@@ -18,6 +18,7 @@ mod codec;
 mod error;
 mod id;
 mod message;
+mod scan;
 
 pub use codec::{DEFAULT_MAX_MESSAGE_SIZE, FrameError, LineCodec};
 pub use error::{ErrorCode, ErrorObject};
@@ -25,6 +26,7 @@ pub use id::RequestId;
 pub use message::{
     DecodeError, Message, Notification, Request, Response, encode_notification, encode_request, encode_response,
 };
+pub use scan::{IdScanner, ReplyScan};
 pub use serde_json::value::RawValue;
 
 /// The only JSON-RPC version this crate speaks; every message carries it as `"jsonrpc"`.

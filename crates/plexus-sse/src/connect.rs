@@ -115,9 +115,11 @@ async fn wait_for_endpoint(
                 Decoded::Event(event) if event.event_type == "endpoint" => return Ok(event.data),
                 Decoded::Event(event) if event.is_message() => decode_message(&event),
                 Decoded::Event(_) => continue,
-                Decoded::TooLarge => Err(TransportError::TooLarge {
+                Decoded::TooLarge { size, reply } => Err(TransportError::TooLarge {
+                    size,
                     limit: events.max_event_size(),
-                }),
+                }
+                .about_reply(reply)),
             };
             if early.len() == MAX_EARLY_MESSAGES {
                 return Err(format!(

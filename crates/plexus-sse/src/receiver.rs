@@ -151,9 +151,11 @@ impl SseReceiver {
     /// What one event means for the session: a message, an error to report, or nothing.
     fn on_event(&self, decoded: Decoded) -> Option<Result<Message, TransportError>> {
         match decoded {
-            Decoded::TooLarge => Some(Err(TransportError::TooLarge {
+            Decoded::TooLarge { size, reply } => Some(Err(TransportError::TooLarge {
+                size,
                 limit: self.events.max_event_size(),
-            })),
+            }
+            .about_reply(reply))),
             Decoded::Event(event) => match event.event_type.as_str() {
                 "message" => Some(decode_message(&event)),
                 "endpoint" => {
@@ -171,7 +173,8 @@ impl SseReceiver {
 
 /// The JSON-RPC message in a `message` event.
 pub(crate) fn decode_message(event: &Event) -> Result<Message, TransportError> {
-    Message::from_slice(&event.data).map_err(|e| FrameError::Decode(e).into())
+    Message::from_slice(&event.data)
+        .map_err(|e| TransportError::about_message(&event.data, FrameError::Decode(e).into()))
 }
 
 impl TransportReceiver for SseReceiver {

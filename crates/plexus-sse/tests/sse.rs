@@ -215,7 +215,11 @@ async fn an_oversize_event_is_skipped_and_reading_goes_on() {
     let error = recv(&mut *receiver).await.unwrap_err();
     assert_eq!(
         error.to_string(),
-        "a message from the server is larger than the 1024-byte limit; it was discarded"
+        format!(
+            "a message of {} bytes from the server is larger than the 1024-byte limit; it was discarded (raise the \
+             limit with PLEXUS_MAX_MESSAGE_SIZE)",
+            big.len()
+        )
     );
     assert!(!error.is_terminal());
     assert_eq!(recv(&mut *receiver).await.unwrap().method(), Some("small"));

@@ -99,7 +99,13 @@ async fn an_oversize_line_is_discarded_and_reported_once() {
     let (sender, mut receiver) = StdioTransport::spawn(config).unwrap().into_parts();
     let too_large = recv(&mut receiver).await.unwrap_err();
     assert!(
-        matches!(too_large, TransportError::TooLarge { limit: 1024 }),
+        matches!(
+            too_large,
+            TransportError::TooLarge {
+                size: 100_000,
+                limit: 1024
+            }
+        ),
         "{too_large:?}"
     );
     assert!(!too_large.is_terminal());

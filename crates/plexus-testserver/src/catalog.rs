@@ -233,8 +233,11 @@ fn fault_tools() -> Vec<Value> {
         tool(
             "garbage",
             "Garbage",
-            "Fault: writes a line that is not JSON, then answers.",
-            no_arguments(),
+            "Fault: writes a line that is not a JSON-RPC message (`line`, else a fixed one that is not JSON), then answers.",
+            schema(
+                &json!({"line": {"type": "string", "description": "the line to write, without a newline"}}),
+                &[],
+            ),
             &read_only(),
         ),
         tool(

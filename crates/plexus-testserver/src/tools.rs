@@ -115,6 +115,11 @@ struct AddArgs {
 }
 
 #[derive(Deserialize)]
+struct GarbageArgs {
+    line: Option<String>,
+}
+
+#[derive(Deserialize)]
 struct BytesArgs {
     bytes: usize,
 }
@@ -206,10 +211,7 @@ impl Session {
                 ErrorCode::INTERNAL_ERROR,
                 "the fail tool answers with a JSON-RPC error as asked",
             )),
-            "garbage" => {
-                out.push(Output::Raw(GARBAGE_LINE.to_vec()));
-                text("a garbage line came before this response")
-            }
+            "garbage" => arguments(name, args).and_then(|GarbageArgs { line }| garbage(line, out)),
             "oversize" => arguments(name, args).and_then(|BytesArgs { bytes }| oversize(bytes, out)),
             "slow" | "elicit" | "sample" | "roots" | "stderr" => {
                 return match self.start_waiting_tool(name, args, call.meta) {
@@ -460,6 +462,22 @@ fn large(bytes: usize) -> Outcome {
     let bytes = at_most("large", "bytes", bytes, MAX_FAULT_BYTES)?;
     let body: Vec<u8> = PATTERN.iter().copied().cycle().take(bytes).collect();
     text(std::str::from_utf8(&body).expect("the pattern is ASCII"))
+}
+
+fn garbage(line: Option<String>, out: &mut Vec<Output>) -> Outcome {
+    let line = match line {
+        None => GARBAGE_LINE.to_vec(),
+        Some(line) if line.contains(['\n', '\r']) => {
+            return Err(invalid("garbage", "line must be one line (no CR or LF)"));
+        }
+        Some(line) => {
+            let mut bytes = line.into_bytes();
+            bytes.push(b'\n');
+            bytes
+        }
+    };
+    out.push(Output::Raw(line));
+    text("a garbage line came before this response")
 }
 
 fn oversize(bytes: usize, out: &mut Vec<Output>) -> Outcome {

@@ -140,16 +140,14 @@ fn undecodable_lines_get_errors_with_a_null_id_and_the_stream_goes_on() {
         server.recv(),
         json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "the message is not valid JSON: expected ident at line 1 column 2"}})
     );
-    server.send_raw(
-        format!(
-            "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"pad\":\"{}\"}}}}\n",
-            "x".repeat(300)
-        )
-        .as_bytes(),
+    let big = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"pad\":\"{}\"}}}}",
+        "x".repeat(300)
     );
+    server.send_raw(format!("{big}\n").as_bytes());
     assert_eq!(
         server.recv(),
-        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "a message is larger than the 200-byte limit; it was discarded"}})
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": format!("a message of {} bytes is larger than the 200-byte limit", big.len())}})
     );
     server.send_raw(b"[1,2]\n");
     assert_eq!(server.recv()["error"]["code"], -32600);

@@ -92,7 +92,7 @@ async fn a_repeated_cursor_is_an_error_not_a_loop() {
     assert!(
         error
             .to_string()
-            .starts_with("tools/list: the server's pagination does not end (the cursor "),
+            .starts_with("tools/list: the server's list does not end or is too long (the cursor "),
         "{error}"
     );
     assert!(error.to_string().ends_with(" came back a second time)"), "{error}");

@@ -136,19 +136,78 @@ async fn garbage_and_oversize_lines_are_skipped_and_the_call_succeeds() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reply_over_the_limit_fails_that_call_by_its_timeout_only() {
+async fn a_reply_over_the_limit_fails_that_call_at_once_saying_why() {
     let small = config(&[]).max_message_size(64 * 1024);
     let client = connect_with(small, ClientOptions::new("testserver")).await.unwrap();
-    let options = RequestOptions::with_timeout(Duration::from_millis(500));
-    let error = client
-        .call_tool_with("large", args(json!({"bytes": 200_000})), options)
+    // A minute to wait, but the call ends as soon as its reply is dropped.
+    let options = RequestOptions::with_timeout(Duration::from_secs(60));
+    let call = client.call_tool_with("large", args(json!({"bytes": 200_000})), options);
+    let error = tokio::time::timeout(support::HANG_GUARD, call)
         .await
+        .expect("the call fails at once, not at its timeout")
         .unwrap_err();
-    assert_eq!(error.to_string(), "tools/call timed out after 500 ms");
+    let ClientError::Transport(TransportError::DroppedReply { id, reason }) = &error else {
+        panic!("a dropped reply: {error:?}")
+    };
+    assert_eq!(id.as_ref(), Some(&plexus_jsonrpc::RequestId::Number(1)));
+    let TransportError::TooLarge { size, limit } = **reason else {
+        panic!("too large: {reason:?}")
+    };
+    assert!(size > 200_000 && limit == 64 * 1024, "{size} {limit}");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "the server's reply to request 1 was dropped: a message of {size} bytes from the server is larger than \
+             the 65536-byte limit; it was discarded (raise the limit with PLEXUS_MAX_MESSAGE_SIZE)"
+        )
+    );
     assert_eq!(
         first_text(&client.call_tool("echo", args(json!({"text": "after"}))).await.unwrap()),
         "after"
     );
+    client.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_times_out_after_an_unreadable_message_says_it_may_have_been_its_reply() {
+    let client = connect(&[]).await.unwrap();
+    // A line that looks like the start of a reply but is cut off before any id (the server
+    // writes it, then never answers the hang).
+    let waiting = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            client
+                .call_tool_with("hang", None, RequestOptions::with_timeout(Duration::from_millis(800)))
+                .await
+        })
+    };
+    client.ping().await.unwrap();
+    let result = client
+        .call_tool(
+            "garbage",
+            args(json!({"line": "{\"jsonrpc\":\"2.0\",\"result\":{\"content\":"})),
+        )
+        .await
+        .unwrap();
+    assert!(!result.is_error());
+    let error = waiting.await.unwrap().unwrap_err();
+    let ClientError::Timeout { unidentified, .. } = &error else {
+        panic!("a timeout: {error:?}")
+    };
+    assert_eq!(unidentified.as_ref().map(|u| u.count), Some(1), "{error}");
+    assert!(
+        error.to_string().starts_with(
+            "tools/call timed out after 800 ms; meanwhile a message from the server was dropped whose id could not be \
+             read, so it may have been the reply (the server sent an invalid message: the message is not valid JSON: "
+        ),
+        "{error}"
+    );
+    // A request sent after the drop knows nothing of it.
+    let later = client
+        .call_tool_with("hang", None, RequestOptions::with_timeout(Duration::from_millis(100)))
+        .await
+        .unwrap_err();
+    assert_eq!(later.to_string(), "tools/call timed out after 100 ms");
     client.close().await.unwrap();
 }
 

@@ -3,9 +3,13 @@
 use std::io;
 use std::sync::Arc;
 
-use plexus_jsonrpc::FrameError;
+use plexus_jsonrpc::{FrameError, ReplyScan, RequestId};
 
 use crate::AuthFailure;
+
+/// The environment variable with which plexus's connector sets every transport's message size
+/// limit (bytes); the errors about a message over the limit name it.
+pub const MAX_MESSAGE_SIZE_VAR: &str = "PLEXUS_MAX_MESSAGE_SIZE";
 
 /// How many bytes of an error response's body a transport reads for [`TransportError::Http`]
 /// (and the other errors that quote a body): 16 KiB.
@@ -63,11 +67,30 @@ pub enum TransportError {
         /// The last lines the server wrote to its stderr, when there is a stderr.
         stderr_tail: Option<String>,
     },
-    /// A message over the size limit.
-    #[error("a message from the server is larger than the {limit}-byte limit; it was discarded")]
+    /// A message over the size limit; it was discarded.
+    #[error(
+        "a message of {size} bytes from the server is larger than the {limit}-byte limit; it was discarded \
+         (raise the limit with {MAX_MESSAGE_SIZE_VAR})"
+    )]
     TooLarge {
+        /// Its size in bytes (for a message cut short, the bytes that arrived).
+        size: usize,
         /// The limit in force.
         limit: usize,
+    },
+    /// A reply of the server was dropped (too large, or in a form the transport refuses). With its
+    /// id, that request fails at once with this error instead of waiting for its timeout; without
+    /// (it could not be read), the requests that time out meanwhile say that their reply may have
+    /// been dropped. The connection goes on.
+    #[error("{}{reason}", match .id {
+        Some(id) => format!("the server's reply to request {id} was dropped: "),
+        None => "a message from the server that may have been a reply (its id could not be read) was dropped: ".to_owned(),
+    })]
+    DroppedReply {
+        /// The id of the request it answered, when it could be read.
+        id: Option<RequestId>,
+        /// Why it was dropped (never itself a `DroppedReply`).
+        reason: Box<TransportError>,
     },
     /// A message that is not valid JSON-RPC.
     #[error("the server sent an invalid message: {reason}")]
@@ -126,8 +149,12 @@ fn stderr_suffix(tail: Option<&str>) -> String {
 impl From<FrameError> for TransportError {
     fn from(e: FrameError) -> Self {
         match e {
-            FrameError::TooLarge { limit } => TransportError::TooLarge { limit },
+            FrameError::TooLarge { size, limit, reply } => TransportError::TooLarge { size, limit }.about_reply(reply),
             FrameError::Decode(d) => TransportError::Protocol { reason: d.to_string() },
+            FrameError::InvalidReply { error, reply } => TransportError::Protocol {
+                reason: error.to_string(),
+            }
+            .about_reply(reply),
         }
     }
 }
@@ -206,6 +233,57 @@ impl TransportError {
         Err(TransportError::connect_to_url(url, reason))
     }
 
+    /// This error about a dropped message, as a [`TransportError::DroppedReply`] when the message
+    /// is (or may be) a reply.
+    ///
+    /// ```
+    /// use plexus_jsonrpc::ReplyScan;
+    /// use plexus_transport::{RequestId, TransportError};
+    ///
+    /// let error = TransportError::TooLarge { size: 20, limit: 16 }.about_reply(ReplyScan::Reply(RequestId::Number(3)));
+    /// assert_eq!(error.reply_to(), Some(&RequestId::Number(3)));
+    /// assert!(!error.is_terminal());
+    /// assert_eq!(
+    ///     error.to_string(),
+    ///     "the server's reply to request 3 was dropped: a message of 20 bytes from the server is larger than \
+    ///      the 16-byte limit; it was discarded (raise the limit with PLEXUS_MAX_MESSAGE_SIZE)"
+    /// );
+    /// ```
+    #[must_use]
+    pub fn about_reply(self, reply: ReplyScan) -> TransportError {
+        let id = match (reply, &self) {
+            (_, TransportError::DroppedReply { .. }) | (ReplyScan::NotAReply, _) => return self,
+            (ReplyScan::Reply(id), _) => Some(id),
+            (ReplyScan::Unreadable, _) => None,
+        };
+        TransportError::DroppedReply {
+            id,
+            reason: Box::new(self),
+        }
+    }
+
+    /// The error about the message `bytes` that the transport refuses for `reason`, as the reply's
+    /// error when the bytes are (or may be) a reply (see [`IdScanner`](plexus_jsonrpc::IdScanner)).
+    #[must_use]
+    pub fn about_message(bytes: &[u8], reason: TransportError) -> TransportError {
+        reason.about_reply(plexus_jsonrpc::IdScanner::reply(bytes))
+    }
+
+    /// The request whose reply this error is about, for a [`TransportError::DroppedReply`] with a
+    /// readable id.
+    pub fn reply_to(&self) -> Option<&RequestId> {
+        match self {
+            TransportError::DroppedReply { id, .. } => id.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Whether this error is about a message of the server that may have been a reply but whose id
+    /// could not be read.
+    pub fn is_unidentified_reply(&self) -> bool {
+        matches!(self, TransportError::DroppedReply { id: None, .. })
+    }
+
     /// A `Closed` error without a stderr tail.
     pub fn closed(reason: impl Into<String>) -> Self {
         TransportError::Closed {
@@ -226,6 +304,7 @@ impl TransportError {
             TransportError::Protocol { .. } => ErrorClass::Protocol,
             TransportError::NeedsAuth { .. } => ErrorClass::NeedsAuth,
             TransportError::SessionExpired { .. } => ErrorClass::SessionExpired,
+            TransportError::DroppedReply { reason, .. } => reason.class(),
         }
     }
 
@@ -275,7 +354,10 @@ mod tests {
             TransportError::from_io("x", io::ErrorKind::PermissionDenied.into()).class(),
             ErrorClass::Closed
         );
-        assert_eq!(TransportError::TooLarge { limit: 1 }.class(), ErrorClass::TooLarge);
+        assert_eq!(
+            TransportError::TooLarge { size: 2, limit: 1 }.class(),
+            ErrorClass::TooLarge
+        );
         assert!(!TransportError::Protocol { reason: "r".into() }.is_terminal());
         assert!(TransportError::closed("bye").is_terminal());
     }
@@ -320,8 +402,36 @@ mod tests {
 
     #[test]
     fn frame_errors_map_to_their_classes() {
-        let too_large: TransportError = FrameError::TooLarge { limit: 8 }.into();
+        let too_large: TransportError = FrameError::TooLarge {
+            size: 9,
+            limit: 8,
+            reply: ReplyScan::NotAReply,
+        }
+        .into();
         assert_eq!(too_large.class(), ErrorClass::TooLarge);
+        assert!(matches!(too_large, TransportError::TooLarge { size: 9, limit: 8 }));
+        let reply: TransportError = FrameError::TooLarge {
+            size: 9,
+            limit: 8,
+            reply: ReplyScan::Reply(RequestId::from("r")),
+        }
+        .into();
+        assert_eq!(
+            (reply.class(), reply.reply_to()),
+            (ErrorClass::TooLarge, Some(&RequestId::from("r")))
+        );
+        let unreadable: TransportError = FrameError::InvalidReply {
+            error: plexus_jsonrpc::DecodeError::NotAnObject,
+            reply: ReplyScan::Unreadable,
+        }
+        .into();
+        assert_eq!(unreadable.class(), ErrorClass::Protocol);
+        assert!(unreadable.is_unidentified_reply() && !unreadable.is_terminal());
+        assert_eq!(
+            unreadable.to_string(),
+            "a message from the server that may have been a reply (its id could not be read) was dropped: the server \
+             sent an invalid message: the message is JSON but not an object"
+        );
         let bad: TransportError = FrameError::Decode(plexus_jsonrpc::DecodeError::Batch).into();
         assert_eq!(
             bad.to_string(),

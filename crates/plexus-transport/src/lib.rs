@@ -40,9 +40,12 @@ use std::task::{Context, Poll};
 
 pub use auth::{AuthChallenge, AuthDecision, AuthFailure, AuthHeaders, AuthProvider, StaticHeaders, WwwAuthenticate};
 pub use credentials::{Credentials, DPOP_NONCE_HEADER, Rejection};
-pub use error::{BODY_EXCERPT_LIMIT, ERROR_BODY_READ_LIMIT, ErrorClass, TransportError, body_excerpt, is_terminal_io};
+pub use error::{
+    BODY_EXCERPT_LIMIT, ERROR_BODY_READ_LIMIT, ErrorClass, MAX_MESSAGE_SIZE_VAR, TransportError, body_excerpt,
+    is_terminal_io,
+};
 pub use outbound::{OutboundKind, OutboundMessage};
-pub use plexus_jsonrpc::{Message, Response};
+pub use plexus_jsonrpc::{Message, RequestId, Response};
 
 /// A boxed, sendable future (what the object-safe methods of this crate return).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

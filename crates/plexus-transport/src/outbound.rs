@@ -1,6 +1,7 @@
 //! Messages on their way to the peer, encoded once by the caller.
 
 use std::borrow::Cow;
+use std::time::Duration;
 
 use plexus_jsonrpc::{Message, RequestId};
 
@@ -29,10 +30,16 @@ pub enum OutboundKind {
 
 /// One message, encoded as a line of compact JSON ending in `\n` (exactly what a newline-framed
 /// transport writes; other transports use [`json`](Self::json), without the newline).
+///
+/// A request may say how long its sender waits for the reply ([`reply_timeout`](Self::reply_timeout)):
+/// a transport that times an exchange itself (an HTTP response) derives its timer from it and
+/// never gives up sooner, so that the sender's timeout, which cancels the request on the server,
+/// is the one that fires.
 #[derive(Debug, Clone)]
 pub struct OutboundMessage {
     line: Vec<u8>,
     kind: OutboundKind,
+    reply_timeout: Option<Duration>,
 }
 
 impl OutboundMessage {
@@ -40,7 +47,11 @@ impl OutboundMessage {
     /// `plexus_jsonrpc` encoders write it).
     pub fn from_line(line: Vec<u8>, kind: OutboundKind) -> Self {
         debug_assert_eq!(line.last(), Some(&b'\n'), "an outbound line ends with a newline");
-        OutboundMessage { line, kind }
+        OutboundMessage {
+            line,
+            kind,
+            reply_timeout: None,
+        }
     }
 
     /// Encodes a [`Message`].
@@ -57,7 +68,27 @@ impl OutboundMessage {
         };
         let mut line = Vec::with_capacity(128);
         message.encode_line(&mut line);
-        OutboundMessage { line, kind }
+        OutboundMessage {
+            line,
+            kind,
+            reply_timeout: None,
+        }
+    }
+
+    /// Says that the sender waits at most `timeout` for this request's reply (from the moment it
+    /// is sent). Without it, the sender sets no limit known in advance (its timer may restart on
+    /// progress): a transport must then not end the exchange by a timer of its own, only when the
+    /// request is cancelled (`notifications/cancelled`) or the transport closes.
+    #[must_use]
+    pub fn with_reply_timeout(mut self, timeout: Duration) -> Self {
+        self.reply_timeout = Some(timeout);
+        self
+    }
+
+    /// How long the sender waits for this request's reply, when it said so (see
+    /// [`with_reply_timeout`](Self::with_reply_timeout)).
+    pub fn reply_timeout(&self) -> Option<Duration> {
+        self.reply_timeout
     }
 
     /// What the message is.

@@ -26,14 +26,18 @@
 //! Bounded: the decoder holds at most `max_event_size` bytes of the event being read (its `data`
 //! lines, its type and the line being read), plus the last event id (itself a line, so within the
 //! same limit). An event that would need more is dropped as it arrives and reported once, at its
-//! end, as [`Decoded::TooLarge`]; its `id` and `retry` fields still count, and the events after it
-//! decode normally. Comment lines (keep-alives) are skipped without being held, however long.
+//! end, as [`Decoded::TooLarge`] with the size of its data and, when its data is a reply whose id
+//! could be read on the way (see [`IdScanner`]), that id; its `id` and `retry` fields still count,
+//! and the events after it decode normally. Comment lines (keep-alives) are skipped without being
+//! held, however long.
 //!
 //! Linear: every input byte is looked at a bounded number of times, however the body is cut into
 //! chunks, and the events do not depend on that cut.
 
 use std::mem;
 use std::time::Duration;
+
+use plexus_jsonrpc::{IdScanner, ReplyScan};
 
 /// The UTF-8 byte order mark, ignored once at the very start of a stream.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -63,7 +67,82 @@ pub enum Decoded {
     /// A complete event.
     Event(Event),
     /// An event over the size limit ended; its data and type were discarded as they arrived.
-    TooLarge,
+    TooLarge {
+        /// The size of its data (its `data` lines joined by `\n`), in bytes.
+        size: usize,
+        /// Whether its data was a reply, and to which request (read as it went by).
+        reply: ReplyScan,
+    },
+}
+
+/// An event over the limit, being dropped: its data's size and id so far.
+#[derive(Debug, Clone)]
+struct Oversize {
+    scanner: IdScanner,
+    /// Bytes of data dropped, each data line counted with the `\n` after it.
+    size: usize,
+    /// What the line being skipped is.
+    skipped: Skipped,
+}
+
+/// A line too long to hold, skipped as it arrives: is it a `data` line, whose value feeds the id
+/// scan?
+#[derive(Debug, Clone)]
+enum Skipped {
+    /// Not known yet: its first bytes (fewer than `data: `) are kept until it is.
+    Undecided(Vec<u8>),
+    /// A `data` line: its value is being dropped.
+    Data,
+    /// Another line (or none).
+    Other,
+}
+
+/// The prefix of a `data` line's value, with its optional space.
+const DATA_PREFIX: &[u8] = b"data: ";
+
+impl Oversize {
+    /// Drops `bytes` of the event's data.
+    fn drop_data(&mut self, bytes: &[u8]) {
+        self.scanner.feed(bytes);
+        self.size += bytes.len();
+    }
+
+    /// Skips the next `bytes` of the line being skipped.
+    fn skip(&mut self, bytes: &[u8]) {
+        match &mut self.skipped {
+            Skipped::Data => self.drop_data(bytes),
+            Skipped::Other => {}
+            Skipped::Undecided(start) => {
+                let take = (DATA_PREFIX.len() - start.len()).min(bytes.len());
+                start.extend_from_slice(&bytes[..take]);
+                if start.len() == DATA_PREFIX.len() || !DATA_PREFIX.starts_with(start) {
+                    self.decide();
+                    self.skip(&bytes[take..]);
+                }
+            }
+        }
+    }
+
+    /// Decides what the skipped line is from its first bytes (all of them, at its end).
+    fn decide(&mut self) {
+        let Skipped::Undecided(start) = &mut self.skipped else {
+            return;
+        };
+        let start = std::mem::take(start);
+        self.skipped = Skipped::Other;
+        if let Some(value) = data_value(&start) {
+            self.skipped = Skipped::Data;
+            self.drop_data(value);
+        }
+    }
+
+    /// The skipped line ended.
+    fn end_line(&mut self) {
+        self.decide();
+        if let Skipped::Data = std::mem::replace(&mut self.skipped, Skipped::Other) {
+            self.drop_data(b"\n");
+        }
+    }
 }
 
 /// The decoder's state between chunks; see the [module docs](self).
@@ -82,7 +161,7 @@ pub struct EventDecoder {
     data: Vec<u8>,
     event_type: String,
     /// The event being read went over the limit: only its `id` and `retry` fields still count.
-    over_limit: bool,
+    oversize: Option<Oversize>,
     /// The last `id` field seen (the spec's "last event ID buffer"); `None` for an empty one.
     id: Option<String>,
     /// The id as of the last dispatch (the spec's "last event ID string").
@@ -105,7 +184,7 @@ impl EventDecoder {
             discarding: false,
             data: Vec::new(),
             event_type: String::new(),
-            over_limit: false,
+            oversize: None,
             id: None,
             last_event_id: None,
             retry: None,
@@ -188,7 +267,13 @@ impl EventDecoder {
 
     /// Keeps the start of a line until its end arrives, within the limit.
     fn hold(&mut self, part: &[u8]) {
-        if part.is_empty() || self.discarding {
+        if self.discarding {
+            if let Some(oversize) = self.oversize.as_mut() {
+                oversize.skip(part);
+            }
+            return;
+        }
+        if part.is_empty() {
             return;
         }
         if self.line.is_empty() && part[0] == b':' {
@@ -197,7 +282,7 @@ impl EventDecoder {
         }
         let length = self.line.len() + part.len();
         if length > self.room() {
-            self.line_too_long(length);
+            self.line_too_long(length, part);
             if self.discarding {
                 return;
             }
@@ -206,20 +291,46 @@ impl EventDecoder {
     }
 
     /// A line of `length` bytes does not fit in what the event has left: the event is over the
-    /// limit, and a line that does not fit in the whole limit either is skipped.
-    fn line_too_long(&mut self, length: usize) {
+    /// limit, and a line that does not fit in the whole limit either is skipped (`part` is the
+    /// part of it that is not in `self.line`; a `data` line's value feeds the id scan).
+    fn line_too_long(&mut self, length: usize, part: &[u8]) {
         self.go_over_limit();
         if length > self.max_event_size {
             self.discarding = true;
-            self.line.clear();
+            let start = mem::take(&mut self.line);
+            if let Some(oversize) = self.oversize.as_mut() {
+                oversize.skipped = Skipped::Undecided(Vec::with_capacity(DATA_PREFIX.len()));
+                oversize.skip(&start);
+                oversize.skip(part);
+            }
+            if start.capacity() <= KEEP_CAPACITY {
+                self.line = start;
+                self.line.clear();
+            }
         }
     }
 
     /// Drops what the event holds; its remaining lines count only for `id` and `retry`.
     fn go_over_limit(&mut self) {
-        self.over_limit = true;
+        if self.oversize.is_none() {
+            let mut oversize = Oversize {
+                scanner: IdScanner::new(),
+                size: 0,
+                skipped: Skipped::Other,
+            };
+            oversize.drop_data(&self.data);
+            self.oversize = Some(oversize);
+        }
         self.data = Vec::new();
         self.event_type = String::new();
+    }
+
+    /// The end of a skipped line.
+    fn end_discarded_line(&mut self) {
+        self.discarding = false;
+        if let Some(oversize) = self.oversize.as_mut() {
+            oversize.end_line();
+        }
     }
 
     /// Ends the line whose last part (without its terminator) is `part`.
@@ -233,15 +344,18 @@ impl EventDecoder {
                 return None; // a comment
             }
             if part.len() > self.room() {
-                self.line_too_long(part.len());
+                self.line_too_long(part.len(), part);
             }
-            if !mem::replace(&mut self.discarding, false) {
+            if self.discarding {
+                self.end_discarded_line();
+            } else {
                 self.field(part);
             }
             return None;
         }
         self.hold(part);
-        if mem::replace(&mut self.discarding, false) {
+        if self.discarding {
+            self.end_discarded_line();
             return None;
         }
         let line = mem::take(&mut self.line);
@@ -263,15 +377,24 @@ impl EventDecoder {
             None => (line, &b""[..]),
         };
         match name {
-            b"data" if !self.over_limit => {
-                if self.data.len() + self.event_type.len() + value.len() + 1 > self.max_event_size {
+            b"data" => {
+                if self.oversize.is_none()
+                    && self.data.len() + self.event_type.len() + value.len() + 1 > self.max_event_size
+                {
                     self.go_over_limit();
-                } else {
-                    self.data.extend_from_slice(value);
-                    self.data.push(b'\n');
+                }
+                match self.oversize.as_mut() {
+                    Some(oversize) => {
+                        oversize.drop_data(value);
+                        oversize.drop_data(b"\n");
+                    }
+                    None => {
+                        self.data.extend_from_slice(value);
+                        self.data.push(b'\n');
+                    }
                 }
             }
-            b"event" if !self.over_limit => {
+            b"event" if self.oversize.is_none() => {
                 let event_type = String::from_utf8_lossy(value).into_owned();
                 if self.data.len() + event_type.len() > self.max_event_size {
                     self.go_over_limit();
@@ -298,8 +421,12 @@ impl EventDecoder {
         if self.last_event_id != self.id {
             self.last_event_id.clone_from(&self.id);
         }
-        if mem::replace(&mut self.over_limit, false) {
-            return Some(Decoded::TooLarge);
+        if let Some(mut oversize) = self.oversize.take() {
+            return Some(Decoded::TooLarge {
+                // Without the `\n` after the last data line.
+                size: oversize.size.saturating_sub(1),
+                reply: oversize.scanner.finish_scan(),
+            });
         }
         let event_type = mem::take(&mut self.event_type);
         if self.data.is_empty() {
@@ -316,10 +443,17 @@ impl EventDecoder {
     }
 }
 
+/// The value of a `data` line (or of the start of one), after `data:` and one optional space.
+fn data_value(line: &[u8]) -> Option<&[u8]> {
+    let value = line.strip_prefix(b"data:")?;
+    Some(value.strip_prefix(b" ").unwrap_or(value))
+}
+
 #[cfg(test)]
 mod tests {
     use std::fmt::Write as _;
 
+    use plexus_jsonrpc::RequestId;
     use proptest::prelude::*;
 
     use super::*;
@@ -414,7 +548,7 @@ mod tests {
             let chunks: Vec<&[u8]> = body.as_bytes().chunks(split).collect();
             assert_eq!(
                 decode(32, &chunks).0,
-                [event("message", "small"), Decoded::TooLarge, event("e", "after")],
+                [event("message", "small"), too_large(100, None), event("e", "after")],
                 "chunks of {split}"
             );
         }
@@ -425,8 +559,42 @@ mod tests {
         let body = format!("{}\ndata: ok\n\n", "data: 12345678\n".repeat(10));
         assert_eq!(
             decode(40, &[body.as_bytes()]).0,
-            [Decoded::TooLarge, event("message", "ok")]
+            [too_large(10 * 9 - 1, None), event("message", "ok")]
         );
+    }
+
+    fn too_large(size: usize, reply: Option<RequestId>) -> Decoded {
+        let reply = match reply {
+            Some(id) => ReplyScan::Reply(id),
+            None => ReplyScan::NotAReply,
+        };
+        Decoded::TooLarge { size, reply }
+    }
+
+    #[test]
+    fn an_oversize_reply_keeps_its_size_and_id_however_it_is_cut() {
+        // The id after the result (as the TypeScript SDK writes it), in a long line and in short ones.
+        let long = format!(
+            r#"{{"jsonrpc":"2.0","result":{{"text":"{}"}},"id":17}}"#,
+            "y".repeat(200)
+        );
+        let body = format!(
+            "event: message\ndata: {long}\n\ndata: {{\"result\":\ndata: {}\ndata: ,\"id\":\"s\"}}\n\ndata: ok\n\n",
+            "1".repeat(60)
+        );
+        let second_size = r#"{"result":"#.len() + 1 + 60 + 1 + r#","id":"s"}"#.len();
+        for split in [1, 3, 16, 64, body.len()] {
+            let chunks: Vec<&[u8]> = body.as_bytes().chunks(split).collect();
+            assert_eq!(
+                decode(48, &chunks).0,
+                [
+                    too_large(long.len(), Some(RequestId::Number(17))),
+                    too_large(second_size, Some(RequestId::from("s"))),
+                    event("message", "ok")
+                ],
+                "chunks of {split}"
+            );
+        }
     }
 
     #[test]
@@ -436,7 +604,7 @@ mod tests {
             "x".repeat(100)
         );
         let (out, decoder) = decode(64, &[body.as_bytes()]);
-        assert_eq!(out, [event("message", "ok"), Decoded::TooLarge]);
+        assert_eq!(out, [event("message", "ok"), too_large(100, None)]);
         assert_eq!(decoder.last_event_id(), Some("2"));
         assert_eq!(decoder.retry(), Some(Duration::from_millis(5)));
     }

@@ -20,7 +20,9 @@ use crate::connection::{CLOSED_BY_CLIENT, ConnState, DropGuard, Shared, close_re
 /// [`poll_recv`](TransportReceiver::poll_recv) reads the socket itself: no task or channel sits
 /// between the socket and the caller. Each text frame (a complete message, however the server
 /// fragmented it) is one JSON-RPC message. A binary frame or a text frame that is not a JSON-RPC
-/// message comes out as [`TransportError::Protocol`] and reading goes on. Pings are answered and
+/// message comes out as [`TransportError::Protocol`] and reading goes on; when it is a reply whose
+/// id can be read, the error is that request's ([`TransportError::DroppedReply`]), so it fails at
+/// once. Pings are answered and
 /// pongs noted (they keep the connection alive). A message over
 /// [`WsConfig::max_message_size`](crate::WsConfig::max_message_size) comes out as
 /// [`TransportError::TooLarge`]; since the WebSocket protocol cannot skip it, the connection is
@@ -99,13 +101,12 @@ impl TransportReceiver for WsReceiver {
                 Poll::Ready(Some(Ok(frame))) => frame,
                 Poll::Ready(Some(Err(WsError::Capacity(CapacityError::MessageTooLong { size, max_size })))) => {
                     tracing::debug!(server = %self.shared.name, "a message of {size} bytes is over the limit of {max_size}");
-                    let later = TransportError::closed(format!(
-                        "the server sent a message of {size} bytes, over the {max_size}-byte limit; the connection \
-                         was closed"
-                    ));
                     let now = TransportError::TooLarge {
+                        size,
                         limit: self.max_message_size,
                     };
+                    // A WebSocket message cannot be skipped: every pending request ends with this.
+                    let later = TransportError::closed(format!("{now}; the WebSocket connection was closed"));
                     say_too_big(&mut state, cx);
                     return self.finish(&mut state, now, later);
                 }
@@ -129,15 +130,20 @@ impl TransportReceiver for WsReceiver {
             match frame {
                 Frame::Text(text) => {
                     drop(state);
-                    return Poll::Ready(Message::from_str(text.as_str()).map_err(|e| FrameError::Decode(e).into()));
+                    return Poll::Ready(
+                        Message::from_str(text.as_str())
+                            .map_err(|e| TransportError::about_message(text.as_bytes(), FrameError::Decode(e).into())),
+                    );
                 }
                 Frame::Binary(bytes) => {
-                    return Poll::Ready(Err(TransportError::Protocol {
+                    drop(state);
+                    let refused = TransportError::Protocol {
                         reason: format!(
                             "a binary WebSocket frame ({} bytes); MCP messages travel in text frames",
                             bytes.len()
                         ),
-                    }));
+                    };
+                    return Poll::Ready(Err(TransportError::about_message(&bytes, refused)));
                 }
                 Frame::Close(frame) => {
                     if state.closing {

@@ -309,6 +309,33 @@ async fn binary_and_non_json_frames_are_protocol_errors_and_reading_goes_on() {
 }
 
 #[tokio::test]
+async fn a_reply_in_a_binary_frame_is_the_error_of_its_request() {
+    let (listener, url) = listen().await;
+    let (transport, mut server) = connected(WsConfig::new(&url), &listener).await;
+    let (_sender, mut receiver) = Box::new(transport).split();
+    let reply = br#"{"jsonrpc":"2.0","result":{"tools":[]},"id":12}"#;
+    server.send(Frame::binary(reply.to_vec())).await.unwrap();
+    server
+        .send(Frame::text(r#"{"jsonrpc":"2.0","id":13,"result":{"#))
+        .await
+        .unwrap();
+    let error = recv(&mut *receiver).await.unwrap_err();
+    assert_eq!(error.reply_to(), Some(&plexus_jsonrpc::RequestId::Number(12)));
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "the server's reply to request 12 was dropped: the server sent an invalid message: a binary WebSocket \
+             frame ({} bytes); MCP messages travel in text frames",
+            reply.len()
+        )
+    );
+    assert!(!error.is_terminal());
+    // A reply cut short after its id still names its request.
+    let error = recv(&mut *receiver).await.unwrap_err();
+    assert_eq!(error.reply_to(), Some(&plexus_jsonrpc::RequestId::Number(13)));
+}
+
+#[tokio::test]
 async fn an_oversize_message_is_reported_then_the_connection_closes() {
     let (listener, url) = listen().await;
     let (transport, mut server) = connected(WsConfig::new(&url).max_message_size(1024), &listener).await;
@@ -317,17 +344,15 @@ async fn an_oversize_message_is_reported_then_the_connection_closes() {
     let size = big.len();
     server.send(Frame::text(big)).await.unwrap();
     let error = recv(&mut *receiver).await.unwrap_err();
-    assert_eq!(
-        error.to_string(),
-        "a message from the server is larger than the 1024-byte limit; it was discarded"
+    let too_large = format!(
+        "a message of {size} bytes from the server is larger than the 1024-byte limit; it was discarded (raise the \
+         limit with PLEXUS_MAX_MESSAGE_SIZE)"
     );
+    assert_eq!(error.to_string(), too_large);
     let closed = recv(&mut *receiver).await.unwrap_err();
     assert_eq!(
         closed.to_string(),
-        format!(
-            "the connection is closed: the server sent a message of {size} bytes, over the 1024-byte limit; the \
-             connection was closed"
-        )
+        format!("the connection is closed: {too_large}; the WebSocket connection was closed")
     );
     assert!(sender.is_closed());
     // The server is told why.

@@ -16,8 +16,12 @@
 //! future (a clock set back) is not fresh. Every write drops the entries that are not fresh and
 //! keeps at most [`MAX_CACHE_ENTRIES`] (the newest), and replaces the file atomically: a
 //! temporary file (mode 0600) in the same directory, written, flushed to disk, renamed over the
-//! old one. A file larger than [`MAX_CACHE_FILE_SIZE`], or one that is not the JSON above, is
-//! treated as empty, with a warning naming it, and rewritten by the next write. Writes within
+//! old one. Like the token store's file (see [`private_file`]), a cache file
+//! that other users may read or write is made 0600 at its first read, and one larger than
+//! [`MAX_CACHE_FILE_SIZE`], not the JSON above or unreadable is renamed aside
+//! (`mcp-needs-auth-cache.json.corrupt-<time>`) and the cache starts empty; both are reported as
+//! a [`FileWarning`] in the cache's [`FileWarnings`] (its own, or one shared
+//! with [`with_warnings`](NeedsAuthCache::with_warnings)). Writes within
 //! one process are serialized (clones of a cache share a lock); between processes the last
 //! rename wins, which can only lose an entry, never corrupt the file.
 //!
@@ -51,15 +55,16 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::io::{self, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use plexus_transport::redact::redact_url;
 use serde::{Deserialize, Serialize};
+
+use crate::private_file::{self, FileWarning, FileWarnings, PrivateFile};
+use crate::text::cut;
 
 /// The cache file's name in the plexus home.
 pub const NEEDS_AUTH_CACHE_FILE: &str = "mcp-needs-auth-cache.json";
@@ -117,6 +122,7 @@ pub struct NeedsAuthCache {
     ttl: Duration,
     clock: Clock,
     lock: Arc<Mutex<()>>,
+    warnings: FileWarnings,
 }
 
 impl std::fmt::Debug for NeedsAuthCache {
@@ -159,7 +165,22 @@ impl NeedsAuthCache {
             ttl: NEEDS_AUTH_TTL,
             clock: Arc::new(SystemTime::now),
             lock: Arc::new(Mutex::new(())),
+            warnings: FileWarnings::new(),
         }
+    }
+
+    /// Puts this cache's warnings (a file set aside, a file made private) into `warnings`,
+    /// shared with whoever shows them, instead of a collection of its own.
+    #[must_use]
+    pub fn with_warnings(mut self, warnings: FileWarnings) -> NeedsAuthCache {
+        self.warnings = warnings;
+        self
+    }
+
+    /// The warnings about the file (set aside, made private) since the last call (see
+    /// [`FileWarnings::take`]).
+    pub fn take_warnings(&self) -> Vec<FileWarning> {
+        self.warnings.take()
     }
 
     /// Reads the time from `clock` instead of the system clock.
@@ -231,7 +252,7 @@ impl NeedsAuthCache {
             redact_url(url),
             StoredEntry {
                 timestamp: now,
-                reason: reason.map(cut_reason),
+                reason: reason.map(|reason| cut(reason, MAX_REASON_CHARS)),
             },
         );
         self.store(entries, now)
@@ -284,21 +305,19 @@ impl NeedsAuthCache {
         entry.timestamp <= now_ms && u128::from(now_ms - entry.timestamp) < self.ttl.as_millis()
     }
 
-    /// Reads the file; a missing one is empty, a bad one is empty and corrupt (with a warning).
+    /// Reads the file; a missing one is empty; a bad one is set aside (reported), empty and
+    /// corrupt.
     fn load(&self) -> Loaded {
         let corrupt = |why: String| {
-            tracing::warn!(
-                "the needs-auth cache {} is unusable ({why}); treating it as empty",
-                self.path.display()
-            );
+            private_file::set_aside(&self.path, PrivateFile::NeedsAuthCache, why, &self.warnings);
             Loaded {
                 entries: Entries::new(),
                 corrupt: true,
             }
         };
-        let file = match fs::File::open(&self.path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+        let handle = match private_file::open(&self.path, PrivateFile::NeedsAuthCache, &self.warnings) {
+            Ok(Some(handle)) => handle,
+            Ok(None) => {
                 return Loaded {
                     entries: Entries::new(),
                     corrupt: false,
@@ -306,19 +325,16 @@ impl NeedsAuthCache {
             }
             Err(e) => return corrupt(e.to_string()),
         };
-        let mut text = Vec::new();
-        if let Err(e) = file.take(MAX_CACHE_FILE_SIZE + 1).read_to_end(&mut text) {
-            return corrupt(e.to_string());
-        }
-        if text.len() as u64 > MAX_CACHE_FILE_SIZE {
-            return corrupt(format!("larger than {MAX_CACHE_FILE_SIZE} bytes"));
-        }
-        match serde_json::from_slice(&text) {
-            Ok(entries) => Loaded {
-                entries,
-                corrupt: false,
-            },
+        match private_file::read_bounded(handle, MAX_CACHE_FILE_SIZE) {
             Err(e) => corrupt(e.to_string()),
+            Ok(None) => corrupt(format!("it is larger than {MAX_CACHE_FILE_SIZE} bytes")),
+            Ok(Some(text)) => match serde_json::from_slice(&text) {
+                Ok(entries) => Loaded {
+                    entries,
+                    corrupt: false,
+                },
+                Err(e) => corrupt(format!("not a needs-auth cache: {e}")),
+            },
         }
     }
 
@@ -348,35 +364,8 @@ impl NeedsAuthCache {
     }
 
     fn write_atomically(&self, entries: &Entries) -> io::Result<()> {
-        let dir = match self.path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
-        };
-        fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
         let mut text = serde_json::to_vec_pretty(entries).map_err(io::Error::other)?;
         text.push(b'\n');
-        let mut temp = tempfile::Builder::new()
-            .prefix(".mcp-needs-auth-cache.")
-            .suffix(".tmp")
-            .permissions(fs::Permissions::from_mode(0o600))
-            .tempfile_in(dir)?;
-        temp.write_all(&text)?;
-        temp.as_file().sync_all()?;
-        temp.persist(&self.path).map_err(|e| e.error)?;
-        // The rename itself reaches the disk with the directory.
-        if let Ok(dir) = fs::File::open(dir) {
-            let _ = dir.sync_all();
-        }
-        Ok(())
+        private_file::write_atomically(&self.path, &text, ".mcp-needs-auth-cache.").map_err(|failure| failure.source)
     }
-}
-
-/// At most [`MAX_REASON_CHARS`] characters of `reason`.
-fn cut_reason(reason: &str) -> String {
-    if reason.chars().count() <= MAX_REASON_CHARS {
-        return reason.to_owned();
-    }
-    let mut cut: String = reason.chars().take(MAX_REASON_CHARS - 1).collect();
-    cut.push('…');
-    cut
 }

@@ -5,10 +5,12 @@
 //! file in the same directory, flushed to disk, renamed over the old one, so that a crash leaves
 //! the old file or the new one, never half of one. Writers in one process are serialized per path
 //! (every [`TokenStore`] of the same path shares one lock), and each change is a read-modify-write
-//! under that lock. A file that cannot be read as a store (not JSON, the wrong shape, too large) is
-//! renamed aside (`credentials.json.corrupt-<time>`), reported as a [`StoreWarning`] (and a
-//! `tracing` warning) with its path and the reason, and the store starts empty: a broken file
-//! costs a login, never a crash.
+//! under that lock. A file that other users may read or write is made 0600 at its first read, and
+//! one that cannot be read as a store (not JSON, the wrong shape, too large) is renamed aside
+//! (`credentials.json.corrupt-<time>`) and the store starts empty: a broken file costs a login,
+//! never a crash. Both are reported as a [`FileWarning`] (see
+//! [`private_file`]), in the store's [`FileWarnings`] (its own, or one shared
+//! with [`with_warnings`](TokenStore::with_warnings)).
 //!
 //! Secrets ([`Secret`]) never show in `Debug`, `Display`, errors or logs.
 //!
@@ -32,13 +34,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::fs;
-use std::io::{self, Read, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
+
+use crate::private_file::{self, FileWarning, FileWarnings, PrivateFile};
 
 /// The largest credentials file read (a store of hundreds of servers is well below).
 pub const MAX_STORE_BYTES: u64 = 4 * 1024 * 1024;
@@ -223,32 +226,6 @@ struct StoreFile {
     servers: BTreeMap<String, ServerCredentials>,
 }
 
-/// A credentials file that could not be read and was set aside.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoreWarning {
-    /// The credentials file.
-    pub path: PathBuf,
-    /// Where it was moved (`None` when even the rename failed; it is then overwritten).
-    pub set_aside: Option<PathBuf>,
-    /// Why it could not be read.
-    pub reason: String,
-}
-
-impl fmt::Display for StoreWarning {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "the credentials file {} is unreadable ({})",
-            self.path.display(),
-            self.reason
-        )?;
-        match &self.set_aside {
-            Some(to) => write!(f, "; it was moved to {} and the store starts empty", to.display()),
-            None => f.write_str("; it could not be moved aside and will be replaced"),
-        }
-    }
-}
-
 /// Why the store could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -287,7 +264,7 @@ pub enum StoreError {
 pub struct TokenStore {
     path: PathBuf,
     lock: Arc<Mutex<()>>,
-    warnings: Arc<Mutex<Vec<StoreWarning>>>,
+    warnings: FileWarnings,
 }
 
 impl fmt::Debug for TokenStore {
@@ -317,8 +294,16 @@ impl TokenStore {
         TokenStore {
             lock: lock_for(&key),
             path,
-            warnings: Arc::default(),
+            warnings: FileWarnings::new(),
         }
+    }
+
+    /// Puts this store's warnings (a file set aside, a file made private) into `warnings`, shared
+    /// with whoever shows them, instead of a collection of its own.
+    #[must_use]
+    pub fn with_warnings(mut self, warnings: FileWarnings) -> Self {
+        self.warnings = warnings;
+        self
     }
 
     /// The file.
@@ -326,9 +311,10 @@ impl TokenStore {
         &self.path
     }
 
-    /// The warnings about unreadable files set aside since the last call.
-    pub fn take_warnings(&self) -> Vec<StoreWarning> {
-        std::mem::take(&mut *self.warnings.lock().unwrap_or_else(PoisonError::into_inner))
+    /// The warnings about the file (set aside, made private) since the last call (see
+    /// [`FileWarnings::take`]).
+    pub fn take_warnings(&self) -> Vec<FileWarning> {
+        self.warnings.take()
     }
 
     /// Every issuer's entry of `server` (empty when there is none).
@@ -396,11 +382,7 @@ impl TokenStore {
         let worker_path = path.clone();
         let outcome = tokio::task::spawn_blocking(move || {
             let _guard = lock.lock().unwrap_or_else(PoisonError::into_inner);
-            let (mut file, warning) = read_file(&worker_path)?;
-            if let Some(warning) = warning {
-                tracing::warn!(path = %warning.path.display(), reason = %warning.reason, "{warning}");
-                warnings.lock().unwrap_or_else(PoisonError::into_inner).push(warning);
-            }
+            let mut file = read_file(&worker_path, &warnings)?;
             let result = change(&mut file);
             if write {
                 write_file(&worker_path, &file)?;
@@ -417,42 +399,32 @@ impl TokenStore {
     }
 }
 
-/// Reads the store, setting an unreadable file aside.
-fn read_file(path: &Path) -> Result<(StoreFile, Option<StoreWarning>), StoreError> {
+/// Reads the store, making a file open to others private and setting an unreadable one aside.
+fn read_file(path: &Path, warnings: &FileWarnings) -> Result<StoreFile, StoreError> {
     let io_error = |what, source| StoreError::Io {
         path: path.to_path_buf(),
         what,
         source,
     };
-    let file = match fs::File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((empty(), None)),
-        Err(e) => return Err(io_error("cannot open", e)),
+    let Some(handle) =
+        private_file::open(path, PrivateFile::Credentials, warnings).map_err(|e| io_error("cannot open", e))?
+    else {
+        return Ok(empty());
     };
-    let mut bytes = Vec::new();
-    file.take(MAX_STORE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| io_error("cannot read", e))?;
-    let reason = if bytes.len() as u64 > MAX_STORE_BYTES {
-        format!("it is larger than {MAX_STORE_BYTES} bytes")
-    } else {
-        match serde_json::from_slice::<StoreFile>(&bytes) {
-            Ok(file) if file.version == STORE_VERSION => return Ok((file, None)),
+    let bytes = private_file::read_bounded(handle, MAX_STORE_BYTES).map_err(|e| io_error("cannot read", e))?;
+    let reason = match bytes {
+        None => format!("it is larger than {MAX_STORE_BYTES} bytes"),
+        Some(bytes) => match serde_json::from_slice::<StoreFile>(&bytes) {
+            Ok(file) if file.version == STORE_VERSION => return Ok(file),
             Ok(file) => format!(
                 "it is version {}, this plexus reads version {STORE_VERSION}",
                 file.version
             ),
             Err(e) => format!("not a credentials file: {e}"),
-        }
+        },
     };
-    let aside = set_aside_path(path);
-    let set_aside = fs::rename(path, &aside).ok().map(|()| aside);
-    let warning = StoreWarning {
-        path: path.to_path_buf(),
-        set_aside,
-        reason,
-    };
-    Ok((empty(), Some(warning)))
+    private_file::set_aside(path, PrivateFile::Credentials, reason, warnings);
+    Ok(empty())
 }
 
 fn empty() -> StoreFile {
@@ -462,65 +434,18 @@ fn empty() -> StoreFile {
     }
 }
 
-/// `credentials.json.corrupt-<unix seconds>` next to the file (with a counter when taken).
-fn set_aside_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map_or_else(|| "credentials.json".into(), |n| n.to_string_lossy().into_owned());
-    let stamp = unix_now();
-    let mut candidate = path.with_file_name(format!("{name}.corrupt-{stamp}"));
-    let mut counter = 1;
-    while candidate.exists() && counter < 1000 {
-        candidate = path.with_file_name(format!("{name}.corrupt-{stamp}-{counter}"));
-        counter += 1;
-    }
-    candidate
-}
-
-/// Writes the store atomically: a private temporary file in the same directory, flushed, renamed
-/// over the old file, and the directory flushed.
+/// Writes the store atomically (see [`private_file::write_atomically`]).
 fn write_file(path: &Path, file: &StoreFile) -> Result<(), StoreError> {
-    let io_error = |what, source| StoreError::Io {
-        path: path.to_path_buf(),
-        what,
-        source,
-    };
-    let bytes = serde_json::to_vec_pretty(file).map_err(|e| StoreError::Encode {
+    let mut bytes = serde_json::to_vec_pretty(file).map_err(|e| StoreError::Encode {
         path: path.to_path_buf(),
         reason: e.to_string(),
     })?;
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    create_private_dir(&dir).map_err(|e| io_error("cannot create the directory", e))?;
-    // tempfile creates the file with mode 0600 on Unix.
-    let mut temp = tempfile::Builder::new()
-        .prefix(".credentials-")
-        .suffix(".tmp")
-        .tempfile_in(&dir)
-        .map_err(|e| io_error("cannot create a temporary file", e))?;
-    temp.write_all(&bytes)
-        .and_then(|()| temp.write_all(b"\n"))
-        .map_err(|e| io_error("cannot write", e))?;
-    temp.as_file().sync_all().map_err(|e| io_error("cannot flush", e))?;
-    temp.persist(path).map_err(|e| io_error("cannot replace", e.error))?;
-    // Flush the rename itself (the directory entry); not possible on every platform.
-    if let Ok(handle) = fs::File::open(&dir) {
-        let _ = handle.sync_all();
-    }
-    Ok(())
-}
-
-#[cfg(unix)]
-fn create_private_dir(dir: &Path) -> io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
-}
-
-#[cfg(not(unix))]
-fn create_private_dir(dir: &Path) -> io::Result<()> {
-    fs::create_dir_all(dir)
+    bytes.push(b'\n');
+    private_file::write_atomically(path, &bytes, ".credentials-").map_err(|failure| StoreError::Io {
+        path: path.to_path_buf(),
+        what: failure.what,
+        source: failure.source,
+    })
 }
 
 /// Seconds since the Unix epoch.
@@ -553,19 +478,5 @@ mod tests {
         assert!(tokens.expires_within(30));
         assert!(!tokens.expires_within(0) || at <= unix_now());
         assert!(!StoredTokens::new(Secret::new("a"), None, None, None).expires_within(u64::MAX));
-    }
-
-    #[test]
-    fn warnings_say_where_and_why() {
-        let warning = StoreWarning {
-            path: "/h/credentials.json".into(),
-            set_aside: Some("/h/credentials.json.corrupt-1".into()),
-            reason: "not a credentials file: EOF".into(),
-        };
-        assert_eq!(
-            warning.to_string(),
-            "the credentials file /h/credentials.json is unreadable (not a credentials file: EOF); it was moved to \
-             /h/credentials.json.corrupt-1 and the store starts empty"
-        );
     }
 }

@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use plexus_auth::needs_auth::{MAX_CACHE_ENTRIES, MAX_CACHE_FILE_SIZE, MAX_REASON_CHARS};
-use plexus_auth::{NEEDS_AUTH_CACHE_FILE, NEEDS_AUTH_TTL, NeedsAuthCache, NeedsAuthEntry};
+use plexus_auth::{
+    FileProblem, FileWarnings, NEEDS_AUTH_CACHE_FILE, NEEDS_AUTH_TTL, NeedsAuthCache, NeedsAuthEntry, PrivateFile,
+};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -44,6 +46,12 @@ fn cache_in(home: &Path, clock: &TestClock) -> NeedsAuthCache {
 
 fn file_json(home: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(home.join(NEEDS_AUTH_CACHE_FILE)).unwrap()).unwrap()
+}
+
+/// Writes `contents` to `path` with mode 0600 (as plexus writes it).
+fn write_private(path: &Path, contents: &[u8]) {
+    std::fs::write(path, contents).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
 }
 
 fn dir_listing(dir: &Path) -> Vec<String> {
@@ -195,30 +203,106 @@ fn clear_and_clear_server() {
 }
 
 #[test]
-fn a_corrupt_file_is_treated_as_empty_and_rewritten() {
+fn a_corrupt_file_is_set_aside_reported_and_replaced() {
     let home = tempfile::tempdir().unwrap();
     let clock = TestClock::new();
     let cache = cache_in(home.path(), &clock);
     let path = home.path().join(NEEDS_AUTH_CACHE_FILE);
-    for garbage in [
+    write_private(&path, b"{not json");
+    assert_eq!(cache.check("docs", URL), None);
+    let warnings = cache.take_warnings();
+    let [warning] = &warnings[..] else {
+        panic!("one warning: {warnings:?}")
+    };
+    let FileProblem::Unreadable {
+        reason,
+        set_aside: Some(aside),
+    } = &warning.problem
+    else {
+        panic!("set aside: {warning:?}")
+    };
+    assert_eq!(
+        reason,
+        "not a needs-auth cache: key must be a string at line 1 column 2"
+    );
+    assert_eq!((warning.file, &warning.path), (PrivateFile::NeedsAuthCache, &path));
+    let name = aside.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.starts_with("mcp-needs-auth-cache.json.corrupt-"), "{name}");
+    assert_eq!(std::fs::read(aside).unwrap(), b"{not json", "kept as it was");
+    assert_eq!(dir_listing(home.path()), std::slice::from_ref(&name));
+    assert_eq!(
+        warning.to_string(),
+        format!(
+            "the needs-auth cache {} is unreadable ({reason}); it was moved to {} and the cache starts empty",
+            path.display(),
+            aside.display()
+        )
+    );
+    // The cache works on, and the next write replaces nothing but writes anew.
+    cache.record("docs", URL, None).unwrap();
+    assert!(cache.check("docs", URL).is_some());
+    assert!(cache.take_warnings().is_empty());
+    assert_eq!(dir_listing(home.path()), [NEEDS_AUTH_CACHE_FILE.to_owned(), name]);
+}
+
+#[test]
+fn a_cache_open_to_others_is_made_private_and_reported() {
+    let home = tempfile::tempdir().unwrap();
+    let clock = TestClock::new();
+    let shared = FileWarnings::new();
+    let cache = cache_in(home.path(), &clock).with_warnings(shared.clone());
+    cache.record("docs", URL, None).unwrap();
+    let path = home.path().join(NEEDS_AUTH_CACHE_FILE);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o664)).unwrap();
+    assert!(cache.check("docs", URL).is_some(), "its entries are kept");
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+    let warnings = shared.take();
+    assert_eq!(
+        warnings.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        [format!(
+            "the needs-auth cache {} was readable by other users (mode 0664); made it 0600",
+            path.display()
+        )]
+    );
+    assert!(cache.check("docs", URL).is_some());
+    assert!(shared.take().is_empty());
+}
+
+#[test]
+fn every_kind_of_corrupt_file_is_set_aside_at_the_first_read() {
+    let home = tempfile::tempdir().unwrap();
+    let clock = TestClock::new();
+    let cache = cache_in(home.path(), &clock);
+    let path = home.path().join(NEEDS_AUTH_CACHE_FILE);
+    let cases = [
         &b"{\"docs\": {"[..],
         &b"[]"[..],
         &b"{\"docs\": {\"https://x/\": {\"timestamp\": \"yesterday\"}}}"[..],
         &b"\xff\xfe"[..],
-    ] {
-        std::fs::write(&path, garbage).unwrap();
-        assert_eq!(cache.check("docs", URL), None);
+    ];
+    for (n, garbage) in cases.into_iter().enumerate() {
+        write_private(&path, garbage);
         assert!(cache.entries().is_empty());
-        // Clearing nothing still rewrites a corrupt file.
+        assert!(!path.exists(), "set aside");
+        assert_eq!(cache.take_warnings().len(), 1);
+        // Nothing to clear: no new file.
         assert!(!cache.clear("docs", URL).unwrap());
-        assert_eq!(file_json(home.path()), json!({}));
+        assert!(!path.exists());
+        let aside = dir_listing(home.path());
+        assert_eq!(aside.len(), n + 1, "{aside:?}");
+        assert!(
+            aside
+                .iter()
+                .all(|name| name.starts_with("mcp-needs-auth-cache.json.corrupt-")),
+            "{aside:?}"
+        );
     }
-    std::fs::write(&path, "not json").unwrap();
+    write_private(&path, b"not json");
     cache.record("docs", URL, None).unwrap();
     assert_eq!(file_json(home.path()), json!({"docs": {URL: {"timestamp": BASE_MS}}}));
-    std::fs::write(&path, "not json").unwrap();
+    write_private(&path, b"not json");
     assert_eq!(cache.clear_server("docs").unwrap(), 0);
-    assert_eq!(file_json(home.path()), json!({}));
+    assert_eq!(file_json(home.path()), json!({}), "replaced");
 }
 
 #[test]

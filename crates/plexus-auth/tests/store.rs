@@ -1,5 +1,6 @@
-//! The token store on a real file system: private mode, atomic replacement, serialized writers,
-//! unreadable files set aside.
+//! The token store on a real file system: private mode (and a file open to others made private),
+//! atomic replacement, serialized writers, unreadable files set aside, warnings shared with the
+//! host.
 
 use std::fs;
 use std::path::Path;
@@ -7,6 +8,7 @@ use std::path::Path;
 use plexus_auth::store::{
     ClientSource, MAX_STORE_BYTES, Secret, StoreError, StoredClient, StoredCredential, StoredTokens, TokenStore,
 };
+use plexus_auth::{FileProblem, FileWarning, FileWarnings, PrivateFile};
 
 fn credential(access: &str) -> StoredCredential {
     let tokens = StoredTokens::new(
@@ -24,6 +26,16 @@ fn credential(access: &str) -> StoredCredential {
             auth_method: "client_secret_basic".to_owned(),
             redirect_uri: Some("http://localhost:5555/callback".to_owned()),
         })
+}
+
+/// Writes `contents` to `path`, private to the user (as plexus writes it).
+fn write_private(path: &Path, contents: &[u8]) {
+    fs::write(path, contents).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(path, fs::Permissions::from_mode(0o600)).unwrap();
+    }
 }
 
 fn names_in(dir: &Path) -> Vec<String> {
@@ -192,16 +204,26 @@ async fn an_unreadable_file_is_set_aside_with_a_warning_and_the_store_starts_emp
     for (label, contents, reason) in cases {
         let home = tempfile::tempdir().unwrap();
         let path = home.path().join("credentials.json");
-        fs::write(&path, &contents).unwrap();
+        write_private(&path, &contents);
         let store = TokenStore::new(&path);
 
         assert!(store.server("docs").await.unwrap().is_empty(), "{label}");
         let warnings = store.take_warnings();
         assert_eq!(warnings.len(), 1, "{label}");
         let warning = &warnings[0];
-        assert_eq!(warning.path, path, "{label}");
-        assert_eq!(warning.reason, reason, "{label}");
-        let aside = warning.set_aside.clone().expect("moved aside");
+        assert_eq!(
+            (warning.file, &warning.path),
+            (PrivateFile::Credentials, &path),
+            "{label}"
+        );
+        let FileProblem::Unreadable {
+            reason: found,
+            set_aside: Some(aside),
+        } = &warning.problem
+        else {
+            panic!("{label}: moved aside: {warning:?}");
+        };
+        assert_eq!(found, reason, "{label}");
         assert!(
             aside
                 .file_name()
@@ -210,7 +232,7 @@ async fn an_unreadable_file_is_set_aside_with_a_warning_and_the_store_starts_emp
                 .starts_with("credentials.json.corrupt-"),
             "{label}: {aside:?}"
         );
-        assert_eq!(fs::read(&aside).unwrap(), contents, "{label}: kept as it was");
+        assert_eq!(fs::read(aside).unwrap(), contents, "{label}: kept as it was");
         assert!(!path.exists(), "{label}");
         assert!(
             warning.to_string().starts_with(&format!(
@@ -244,5 +266,68 @@ async fn a_store_that_cannot_be_written_says_where_and_why() {
             "token store {}: cannot open: Not a directory (os error 20)",
             path.display()
         )
+    );
+}
+
+#[tokio::test]
+async fn warnings_go_to_a_shared_collection_once() {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join("credentials.json");
+    write_private(&path, b"{not json");
+    let shared = FileWarnings::new();
+    // Two stores of the same file (two servers' providers) report into one collection.
+    let first = TokenStore::new(&path).with_warnings(shared.clone());
+    let second = TokenStore::new(&path).with_warnings(shared.clone());
+    assert!(first.servers().await.unwrap().is_empty());
+    assert!(second.servers().await.unwrap().is_empty());
+    let warnings = shared.take();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(first.take_warnings().is_empty(), "taken from the shared collection");
+    assert!(
+        warnings[0].to_string().starts_with(&format!(
+            "the credentials file {} is unreadable (not a credentials file: ",
+            path.display()
+        )),
+        "{}",
+        warnings[0]
+    );
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_store_open_to_others_is_made_private_at_its_first_read_and_reported() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join("credentials.json");
+    let writer = TokenStore::new(&path);
+    writer.put("docs", "http://as", credential("at-1")).await.unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+
+    let store = TokenStore::new(&path);
+    assert_eq!(store.server("docs").await.unwrap().len(), 1, "its contents are kept");
+    assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+    let warnings = store.take_warnings();
+    assert_eq!(
+        warnings,
+        [FileWarning {
+            file: PrivateFile::Credentials,
+            path: path.clone(),
+            problem: FileProblem::OpenToOthers {
+                mode: 0o644,
+                repair_failed: None
+            },
+        }]
+    );
+    assert_eq!(
+        warnings[0].to_string(),
+        format!(
+            "the credentials file {} was readable by other users (mode 0644); made it 0600",
+            path.display()
+        )
+    );
+    store.server("docs").await.unwrap();
+    assert!(
+        store.take_warnings().is_empty(),
+        "reported once: the file is private now"
     );
 }

@@ -35,7 +35,7 @@ async fn a_401_runs_discovery_registration_and_a_login_and_the_retry_passes() {
         assert_eq!(body["token_endpoint_auth_method"], "none");
         let redirect_uri = body["redirect_uris"][0].as_str().unwrap().to_owned();
         assert!(
-            redirect_uri.starts_with("http://localhost:") && redirect_uri.ends_with("/callback"),
+            redirect_uri.starts_with("http://127.0.0.1:") && redirect_uri.ends_with("/callback"),
             "{redirect_uri}"
         );
 
@@ -401,7 +401,8 @@ async fn a_client_id_metadata_document_replaces_registration_where_supported() {
         let document = json!({
             "client_id": document_url,
             "client_name": "plexus",
-            "redirect_uris": ["http://localhost/callback"],
+            // A loopback redirect URI matches on any port (RFC 8252 §7.3).
+            "redirect_uris": ["http://127.0.0.1/callback"],
             "grant_types": ["authorization_code", "refresh_token"],
             "token_endpoint_auth_method": "none",
         });

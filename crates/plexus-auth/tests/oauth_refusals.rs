@@ -1,12 +1,14 @@
 //! What the OAuth provider refuses: a resource metadata document for another resource (no
 //! authorization server is contacted), authorization server metadata of another issuer or without
-//! PKCE S256, authorization responses whose `iss` is wrong or missing where advertised, a denied
-//! authorization, and a login loop.
+//! PKCE S256, authorization responses whose `iss` is wrong or missing where advertised (refused,
+//! and the login waits on until its timeout), a denied authorization, and a login loop.
 
 mod oauth_support;
 
+use std::time::Duration;
+
 use oauth_support::{Fixture, guarded, settings, start};
-use plexus_auth::oauth::MAX_AUTHORIZATION_ATTEMPTS;
+use plexus_auth::oauth::{MAX_AUTHORIZATION_ATTEMPTS, OAuthSettings};
 use plexus_testserver::Endpoint;
 use plexus_transport::TransportError;
 
@@ -105,13 +107,23 @@ async fn the_redirect_iss_is_compared_exactly_and_required_where_advertised() {
                 "it has no issuer (iss), which the authorization server",
             ),
         ];
+        // The response is refused and the listener waits on for a right one, which never comes:
+        // the login times out, and says why the callback it got was refused.
+        let short = OAuthSettings {
+            login_timeout: Duration::from_secs(1),
+            ..settings()
+        };
         for (args, reason) in refusals {
             let f = start(args).await;
-            let err = refused(&f).await;
-            assert!(matches!(err, TransportError::AuthFailed { .. }), "{args:?}: {err:?}");
+            let err = f.caller(f.provider(short.clone())).initialize().await.unwrap_err();
+            assert!(matches!(err, TransportError::NeedsAuth { .. }), "{args:?}: {err:?}");
             let text = err.to_string();
             assert!(
-                text.starts_with("authentication failed: server \"docs\": the authorization response was refused: "),
+                text.starts_with(
+                    "the server needs authentication: server \"docs\": no authorization response arrived within 1 s \
+                     (the login was not completed); 1 callback to the redirect listener was refused as not this \
+                     login's authorization response (the last: "
+                ),
                 "{args:?}: {text}"
             );
             assert!(text.contains(reason), "{args:?}: {text}");

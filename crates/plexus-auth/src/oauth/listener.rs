@@ -1,15 +1,29 @@
 //! The loopback redirect listener of a login: an HTTP/1.1 listener on 127.0.0.1 (a random port, or
-//! the configured one) that waits, bounded, for one request to `/callback`, answers it with a
-//! small page saying whether the login worked, and closes. Other requests (a browser's favicon)
-//! get a 404; connections that send nothing are dropped after a few seconds; at most
-//! [`MAX_CONNECTIONS`] are read at once.
+//! the configured one) whose redirect URI is `http://127.0.0.1:<port>/callback` (RFC 8252 §8.3:
+//! the loopback IP literal that is bound, not `localhost`, which may resolve elsewhere).
+//!
+//! It waits, bounded, for this login's authorization response. Every request to `/callback` is
+//! judged by the login's check ([`Verdict`]): the authorization server's response gets a success
+//! page (or, for its own error response, an error page) and ends the wait; anything else
+//! (a forged or stale response, one without a code) gets an error page and the listener keeps
+//! waiting, counting it for the timeout's message. Other paths (a browser's favicon) get a 404.
+//!
+//! Everything is bounded: at most [`MAX_CONNECTIONS`] connections are served at once (when all
+//! are taken, a new connection evicts the oldest one that has sent nothing, else the oldest),
+//! a connection that sends no byte for [`FIRST_BYTE_TIMEOUT`] is dropped, a request head may take
+//! [`HEAD_TIMEOUT`] and [`MAX_HEAD_BYTES`], an answer [`WRITE_TIMEOUT`]. Connections are served
+//! on their own tasks, so that neither silent connections nor a slow reader hold up the real
+//! redirect by more than a moment.
 
+use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::task::JoinSet;
+use tokio::task::{AbortHandle, Id, JoinSet};
 use tokio::time::Instant;
 
 use super::OAuthError;
@@ -18,10 +32,15 @@ use super::OAuthError;
 pub(crate) const CALLBACK_PATH: &str = "/callback";
 /// The most bytes of a request head read.
 const MAX_HEAD_BYTES: usize = 16 * 1024;
-/// How long one connection may take to send its request head.
-const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
-/// The most connections read at once.
-pub(crate) const MAX_CONNECTIONS: usize = 16;
+/// How long a new connection may stay silent before it is dropped (a browser sends its request
+/// at once).
+pub(crate) const FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long one connection may take to send its whole request head.
+pub(crate) const HEAD_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long writing an answer may take.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
+/// The most connections served at once.
+pub(crate) const MAX_CONNECTIONS: usize = 64;
 
 /// The query parameters of the authorization response.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,18 +55,32 @@ impl CallbackParams {
         }
     }
 
-    /// The parameter `name`; a parameter given twice is an error (RFC 6749 §3.1).
-    pub(crate) fn get(&self, name: &str) -> Result<Option<&str>, OAuthError> {
+    /// The parameter `name`; a parameter given twice is refused (RFC 6749 §3.1), with the reason.
+    pub(crate) fn get(&self, name: &str) -> Result<Option<&str>, String> {
         let mut values = self.pairs.iter().filter(|(key, _)| key == name);
         let first = values.next().map(|(_, value)| value.as_str());
         if values.next().is_some() {
-            return Err(OAuthError::AuthorizationResponse {
-                reason: format!("the parameter {name:?} appears more than once"),
-            });
+            return Err(format!("the parameter {name:?} appears more than once"));
         }
         Ok(first)
     }
 }
+
+/// What the login makes of one request to the callback path.
+#[derive(Debug)]
+pub(crate) enum Verdict {
+    /// The authorization server's response with a code: the wait is over.
+    Accept,
+    /// The authorization server's own answer that ends the login (an error response with this
+    /// login's `state` and the right `iss`): the wait is over, with this error.
+    End(OAuthError),
+    /// Not this login's response (forged, stale, malformed, without a code): an error page with
+    /// the reason, and the listener keeps waiting.
+    Refuse(String),
+}
+
+/// The login's judgement of a request to the callback path.
+type Check = dyn Fn(&CallbackParams) -> Verdict + Send + Sync;
 
 /// A bound listener, not yet answering.
 #[derive(Debug)]
@@ -63,51 +96,67 @@ impl CallbackListener {
         let listener = TcpListener::bind(address).await.map_err(|e| OAuthError::Listener {
             reason: format!("cannot listen on {address}: {e}"),
         })?;
-        let port = listener
-            .local_addr()
-            .map_err(|e| OAuthError::Listener {
-                reason: format!("cannot read the listening address: {e}"),
-            })?
-            .port();
+        let bound = listener.local_addr().map_err(|e| OAuthError::Listener {
+            reason: format!("cannot read the listening address: {e}"),
+        })?;
         Ok(CallbackListener {
             listener,
-            redirect_uri: format!("http://localhost:{port}{CALLBACK_PATH}"),
+            redirect_uri: format!("http://{bound}{CALLBACK_PATH}"),
         })
     }
 
-    /// `http://localhost:<port>/callback`.
+    /// `http://127.0.0.1:<port>/callback`.
     pub(crate) fn redirect_uri(&self) -> &str {
         &self.redirect_uri
     }
 
-    /// Waits up to `timeout` for the request to the callback path, answers it with the verdict of
-    /// `check` (a success page, or an error page with the reason) and closes; returns the
-    /// parameters when `check` accepted them, else its error.
+    /// Waits up to `timeout` for a request to the callback path that `check` accepts or that
+    /// ends the login, answering every request on the way (see the module documentation), and
+    /// closes; returns the accepted parameters, the error that ended the login, or the timeout
+    /// (with the number of refused callbacks and the last reason).
     pub(crate) async fn receive(
         self,
         timeout: Duration,
-        check: impl Fn(&CallbackParams) -> Result<(), OAuthError>,
+        check: impl Fn(&CallbackParams) -> Verdict + Send + Sync + 'static,
     ) -> Result<CallbackParams, OAuthError> {
-        let deadline = Instant::now() + timeout;
-        let mut reading: JoinSet<Option<(TcpStream, String)>> = JoinSet::new();
+        let check: Arc<Check> = Arc::new(check);
+        let deadline = deadline_after(timeout);
+        let mut serving: JoinSet<Served> = JoinSet::new();
+        let mut slots = Slots::default();
+        let mut refused = 0usize;
+        let mut last_refusal = None;
         loop {
-            let accepting = reading.len() < MAX_CONNECTIONS;
             tokio::select! {
                 () = tokio::time::sleep_until(deadline) => {
-                    return Err(OAuthError::LoginTimedOut { after: timeout });
+                    return Err(OAuthError::LoginTimedOut { after: timeout, refused, last_refusal });
                 }
-                accepted = self.listener.accept(), if accepting => {
-                    match accepted {
-                        Ok((stream, _)) => {
-                            reading.spawn(read_head(stream));
-                        }
-                        Err(e) => tracing::debug!(error = %e, "the OAuth redirect listener could not accept a connection"),
+                accepted = self.listener.accept() => match accepted {
+                    Ok((stream, _)) => {
+                        slots.make_room();
+                        let spoke = Arc::new(AtomicBool::new(false));
+                        let abort = serving.spawn(serve(stream, Arc::clone(&spoke), Arc::clone(&check)));
+                        slots.push(abort, spoke);
                     }
-                }
-                Some(done) = reading.join_next(), if !reading.is_empty() => {
-                    let Ok(Some((stream, target))) = done else { continue };
-                    if let Some(params) = answer(stream, &target, &check).await {
-                        return params;
+                    Err(e) => tracing::debug!(error = %e, "the OAuth redirect listener could not accept a connection"),
+                },
+                Some(done) = serving.join_next_with_id(), if !serving.is_empty() => {
+                    let (id, served) = match done {
+                        Ok(done) => done,
+                        Err(e) => {
+                            slots.remove(e.id());
+                            continue;
+                        }
+                    };
+                    slots.remove(id);
+                    match served {
+                        Served::Other => {}
+                        Served::Callback(Verdict::Accept, params) => return Ok(params),
+                        Served::Callback(Verdict::End(e), _) => return Err(e),
+                        Served::Callback(Verdict::Refuse(reason), _) => {
+                            refused += 1;
+                            tracing::info!(%reason, "the OAuth redirect listener refused a callback; still waiting");
+                            last_refusal = Some(reason);
+                        }
                     }
                 }
             }
@@ -115,33 +164,64 @@ impl CallbackListener {
     }
 }
 
-/// Reads a request head (bounded in size and time); `None` for a connection that sent none.
-async fn read_head(mut stream: TcpStream) -> Option<(TcpStream, String)> {
-    let read = async {
-        let mut head = Vec::with_capacity(1024);
-        let mut buffer = [0u8; 2048];
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-            let n = stream.read(&mut buffer).await.ok()?;
-            if n == 0 || head.len() + n > MAX_HEAD_BYTES {
-                return None;
-            }
-            head.extend_from_slice(&buffer[..n]);
-        }
-        let line = head.split(|b| *b == b'\n').next()?;
-        let line = String::from_utf8_lossy(line).trim().to_owned();
-        Some(line)
-    };
-    let line = tokio::time::timeout(HEAD_TIMEOUT, read).await.ok()??;
-    Some((stream, line))
+/// `timeout` from now (a timeout too large for the clock waits for a century).
+fn deadline_after(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
 }
 
-/// Answers one request: `None` when it was not the callback (a 404, keep waiting), else the
-/// verdict on its parameters.
-async fn answer(
-    mut stream: TcpStream,
-    request_line: &str,
-    check: &impl Fn(&CallbackParams) -> Result<(), OAuthError>,
-) -> Option<Result<CallbackParams, OAuthError>> {
+/// The connections being served, oldest first.
+#[derive(Default)]
+struct Slots {
+    slots: VecDeque<Slot>,
+}
+
+struct Slot {
+    task: AbortHandle,
+    /// Whether the connection has sent a byte.
+    spoke: Arc<AtomicBool>,
+}
+
+impl Slots {
+    /// When every slot is taken, drops the oldest connection that has sent nothing (else the
+    /// oldest), so that a new connection is always served.
+    fn make_room(&mut self) {
+        if self.slots.len() < MAX_CONNECTIONS {
+            return;
+        }
+        let victim = self
+            .slots
+            .iter()
+            .position(|slot| !slot.spoke.load(Ordering::Relaxed))
+            .unwrap_or(0);
+        if let Some(slot) = self.slots.remove(victim) {
+            slot.task.abort();
+        }
+    }
+
+    fn push(&mut self, task: AbortHandle, spoke: Arc<AtomicBool>) {
+        self.slots.push_back(Slot { task, spoke });
+    }
+
+    fn remove(&mut self, id: Id) {
+        self.slots.retain(|slot| slot.task.id() != id);
+    }
+}
+
+/// What serving one connection came to.
+enum Served {
+    /// Not a request to the callback path (answered 404), or no request at all.
+    Other,
+    /// A request to the callback path, answered according to the verdict.
+    Callback(Verdict, CallbackParams),
+}
+
+/// Serves one connection: reads its request head (bounded), answers it, and says what it was.
+async fn serve(mut stream: TcpStream, spoke: Arc<AtomicBool>, check: Arc<Check>) -> Served {
+    let Some(request_line) = read_head(&mut stream, &spoke).await else {
+        return Served::Other;
+    };
     let mut parts = request_line.split(' ');
     let (method, target) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
@@ -153,12 +233,12 @@ async fn answer(
             "This is plexus's OAuth redirect listener.",
         )
         .await;
-        return None;
+        return Served::Other;
     }
     let params = CallbackParams::from_query(query);
     let verdict = check(&params);
     match &verdict {
-        Ok(()) => {
+        Verdict::Accept => {
             respond(
                 &mut stream,
                 "200 OK",
@@ -167,9 +247,54 @@ async fn answer(
             )
             .await;
         }
-        Err(e) => respond(&mut stream, "400 Bad Request", "Authorization failed", &e.to_string()).await,
+        Verdict::End(e) => respond(&mut stream, "400 Bad Request", "Authorization failed", &e.to_string()).await,
+        Verdict::Refuse(reason) => {
+            let message = format!(
+                "The authorization response was refused: {reason}. plexus is still waiting for the authorization \
+                 server's response to this login."
+            );
+            respond(
+                &mut stream,
+                "400 Bad Request",
+                "Authorization response refused",
+                &message,
+            )
+            .await;
+        }
     }
-    Some(verdict.map(|()| params))
+    Served::Callback(verdict, params)
+}
+
+/// Reads a request head, bounded in size and time (the first byte within
+/// [`FIRST_BYTE_TIMEOUT`], the whole head within [`HEAD_TIMEOUT`]); its request line, or `None`
+/// for a connection that sent none. `spoke` is set at the first byte.
+async fn read_head(stream: &mut TcpStream, spoke: &AtomicBool) -> Option<String> {
+    let started = Instant::now();
+    let mut head: Vec<u8> = Vec::with_capacity(1024);
+    let mut buffer = [0u8; 2048];
+    loop {
+        let limit = if head.is_empty() {
+            FIRST_BYTE_TIMEOUT
+        } else {
+            HEAD_TIMEOUT
+        };
+        let n = tokio::time::timeout_at(started + limit, stream.read(&mut buffer))
+            .await
+            .ok()?
+            .ok()?;
+        if n == 0 || head.len() + n > MAX_HEAD_BYTES {
+            return None;
+        }
+        spoke.store(true, Ordering::Relaxed);
+        // The end of the head may straddle two reads.
+        let scan_from = head.len().saturating_sub(3);
+        head.extend_from_slice(&buffer[..n]);
+        if head[scan_from..].windows(4).any(|w| w == b"\r\n\r\n") {
+            break;
+        }
+    }
+    let line = head.split(|b| *b == b'\n').next()?;
+    Some(String::from_utf8_lossy(line).trim().to_owned())
 }
 
 async fn respond(stream: &mut TcpStream, status: &str, title: &str, message: &str) {
@@ -180,23 +305,34 @@ async fn respond(stream: &mut TcpStream, status: &str, title: &str, message: &st
     );
     let response = format!(
         "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\n\
-         Cache-Control: no-store\r\nConnection: close\r\n\r\n{body}",
+         Cache-Control: no-store\r\nContent-Security-Policy: default-src 'none'\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
     let write = async {
         stream.write_all(response.as_bytes()).await?;
         stream.shutdown().await
     };
-    if let Err(e) = tokio::time::timeout(HEAD_TIMEOUT, write).await.unwrap_or(Ok(())) {
-        tracing::debug!(error = %e, "the OAuth redirect listener could not answer");
+    match tokio::time::timeout(WRITE_TIMEOUT, write).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::debug!(error = %e, "the OAuth redirect listener could not answer"),
+        Err(_) => tracing::debug!("the OAuth redirect listener gave up answering a connection that does not read"),
     }
 }
 
+/// `text` safe inside an HTML element or a quoted attribute.
 fn escape_html(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -212,16 +348,19 @@ mod tests {
         assert_eq!(params.get("error").unwrap(), None);
         let twice = CallbackParams::from_query("code=a&code=b");
         assert_eq!(
-            twice.get("code").unwrap_err().to_string(),
-            "the authorization response was refused: the parameter \"code\" appears more than once"
+            twice.get("code").unwrap_err(),
+            "the parameter \"code\" appears more than once"
         );
-        assert_eq!(escape_html("<a href=\"x\">&"), "&lt;a href=&quot;x&quot;&gt;&amp;");
+        assert_eq!(
+            escape_html("<a href=\"x\" title='y'>&"),
+            "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;"
+        );
     }
 
     async fn get(port: u16, target: &str) -> String {
         let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
         stream
-            .write_all(format!("GET {target} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes())
+            .write_all(format!("GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").as_bytes())
             .await
             .unwrap();
         let mut answer = String::new();
@@ -229,23 +368,45 @@ mod tests {
         answer
     }
 
+    fn port_of(listener: &CallbackListener) -> u16 {
+        let uri = listener.redirect_uri();
+        let port = uri
+            .strip_prefix("http://127.0.0.1:")
+            .and_then(|rest| rest.strip_suffix(CALLBACK_PATH))
+            .unwrap_or_else(|| panic!("a loopback IP redirect URI: {uri}"));
+        port.parse().unwrap()
+    }
+
+    /// Accepts state `good`; `denied` ends the login; anything else is refused.
+    fn by_state(params: &CallbackParams) -> Verdict {
+        match params.get("state") {
+            Ok(Some("good")) => Verdict::Accept,
+            Ok(Some("denied")) => Verdict::End(OAuthError::AuthorizationDenied {
+                issuer: "http://as".to_owned(),
+                error: "access_denied".to_owned(),
+                description: Some("<b>no</b>".to_owned()),
+                uri: None,
+            }),
+            _ => Verdict::Refuse("its <bad> state".to_owned()),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_redirect_uri_names_the_bound_loopback_address() {
+        let listener = CallbackListener::bind(None).await.unwrap();
+        let port = port_of(&listener);
+        assert_eq!(
+            listener.listener.local_addr().unwrap(),
+            SocketAddr::from(([127, 0, 0, 1], port))
+        );
+        assert_eq!(listener.redirect_uri(), format!("http://127.0.0.1:{port}/callback"));
+    }
+
     #[tokio::test]
     async fn answers_the_callback_once_after_ignoring_other_requests() {
         let listener = CallbackListener::bind(None).await.unwrap();
-        let port: u16 = listener
-            .redirect_uri()
-            .trim_start_matches("http://localhost:")
-            .trim_end_matches(CALLBACK_PATH)
-            .parse()
-            .unwrap();
-        let waiting = tokio::spawn(
-            listener.receive(Duration::from_secs(60), |params| match params.get("state")? {
-                Some("good") => Ok(()),
-                _ => Err(OAuthError::AuthorizationResponse {
-                    reason: "<bad> state".to_owned(),
-                }),
-            }),
-        );
+        let port = port_of(&listener);
+        let waiting = tokio::spawn(listener.receive(Duration::from_secs(60), by_state));
         // A silent connection does not hold the listener up.
         let _silent = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
         let favicon = get(port, "/favicon.ico").await;
@@ -259,32 +420,128 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_refused_response_gets_an_error_page_and_the_reason() {
+    async fn a_refused_callback_gets_an_error_page_and_the_wait_goes_on() {
         let listener = CallbackListener::bind(None).await.unwrap();
-        let port: u16 = listener.redirect_uri()[17..listener.redirect_uri().len() - CALLBACK_PATH.len()]
-            .parse()
-            .unwrap();
-        let waiting = tokio::spawn(listener.receive(Duration::from_secs(60), |_| {
-            Err(OAuthError::AuthorizationResponse {
-                reason: "<bad> state".to_owned(),
-            })
-        }));
-        let answer = get(port, "/callback?state=evil").await;
+        let port = port_of(&listener);
+        let waiting = tokio::spawn(listener.receive(Duration::from_secs(60), by_state));
+        for forged in ["/callback?state=evil", "/callback", "/callback?state=good&state=good"] {
+            let answer = get(port, forged).await;
+            assert!(answer.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{forged}: {answer}");
+            assert!(
+                answer.contains("refused: its &lt;bad&gt; state. plexus is still waiting"),
+                "{forged}: {answer}"
+            );
+        }
+        assert!(!waiting.is_finished(), "a forged callback does not end the login");
+        let answer = get(port, "/callback?code=c&state=good").await;
+        assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+        assert_eq!(waiting.await.unwrap().unwrap().get("code").unwrap(), Some("c"));
+    }
+
+    #[tokio::test]
+    async fn the_authorization_servers_own_error_ends_the_wait_on_an_escaped_page() {
+        let listener = CallbackListener::bind(None).await.unwrap();
+        let port = port_of(&listener);
+        let waiting = tokio::spawn(listener.receive(Duration::from_secs(60), by_state));
+        let answer = get(port, "/callback?state=denied").await;
         assert!(answer.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{answer}");
-        assert!(answer.contains("&lt;bad&gt; state"), "{answer}");
+        assert!(
+            answer.contains("refused the authorization: access_denied (&lt;b&gt;no&lt;/b&gt;)"),
+            "{answer}"
+        );
+        let err = waiting.await.unwrap().unwrap_err();
         assert_eq!(
-            waiting.await.unwrap().unwrap_err().to_string(),
-            "the authorization response was refused: <bad> state"
+            err.to_string(),
+            "the authorization server http://as refused the authorization: access_denied (<b>no</b>)",
+            "carried verbatim"
         );
     }
 
     #[tokio::test]
-    async fn the_wait_is_bounded() {
+    async fn the_wait_is_bounded_and_its_error_counts_the_refused_callbacks() {
         let listener = CallbackListener::bind(None).await.unwrap();
         let err = listener
-            .receive(Duration::from_millis(50), |_| Ok(()))
+            .receive(Duration::from_millis(50), |_| Verdict::Accept)
             .await
             .unwrap_err();
-        assert!(matches!(err, OAuthError::LoginTimedOut { .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                OAuthError::LoginTimedOut {
+                    refused: 0,
+                    last_refusal: None,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "no authorization response arrived within 50 ms (the login was not completed)"
+        );
+
+        let listener = CallbackListener::bind(None).await.unwrap();
+        let port = port_of(&listener);
+        let waiting = tokio::spawn(listener.receive(Duration::from_secs(2), by_state));
+        get(port, "/callback?state=evil").await;
+        get(port, "/callback?state=other").await;
+        assert_eq!(
+            waiting.await.unwrap().unwrap_err().to_string(),
+            "no authorization response arrived within 2 s (the login was not completed); 2 callbacks to the \
+             redirect listener were refused as not this login's authorization response (the last: its <bad> state)"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn silent_connections_beyond_the_bound_cannot_keep_the_callback_out() {
+        let listener = CallbackListener::bind(None).await.unwrap();
+        let port = port_of(&listener);
+        let waiting = tokio::spawn(listener.receive(Duration::from_secs(60), by_state));
+        // Three times as many silent connections as there are slots, and one that trickles.
+        let mut silent = Vec::new();
+        for _ in 0..3 * MAX_CONNECTIONS {
+            silent.push(TcpStream::connect(("127.0.0.1", port)).await.unwrap());
+        }
+        let mut trickler = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        trickler.write_all(b"G").await.unwrap();
+        let answer = get(port, "/callback?code=c&state=good").await;
+        assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+        assert_eq!(waiting.await.unwrap().unwrap().get("code").unwrap(), Some("c"));
+        drop((silent, trickler));
+    }
+
+    #[test]
+    fn a_full_table_evicts_the_oldest_silent_connection_first() {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        runtime.block_on(async {
+            let mut tasks = JoinSet::new();
+            let mut slots = Slots::default();
+            let mut ids = Vec::new();
+            for n in 0..MAX_CONNECTIONS {
+                // The first two have spoken.
+                let task = tasks.spawn(std::future::pending::<()>());
+                ids.push(task.id());
+                slots.push(task, Arc::new(AtomicBool::new(n < 2)));
+            }
+            let held = |slots: &Slots| slots.slots.iter().map(|s| s.task.id()).collect::<Vec<Id>>();
+            slots.make_room();
+            let mut expected = ids.clone();
+            expected.remove(2);
+            assert_eq!(
+                held(&slots),
+                expected,
+                "the oldest silent one goes; those that spoke stay"
+            );
+            // Everyone has spoken: the oldest goes.
+            for slot in &slots.slots {
+                slot.spoke.store(true, Ordering::Relaxed);
+            }
+            let extra = tasks.spawn(std::future::pending::<()>());
+            slots.push(extra, Arc::new(AtomicBool::new(true)));
+            slots.make_room();
+            assert_eq!(held(&slots)[0], ids[1]);
+            assert_eq!(held(&slots).len(), MAX_CONNECTIONS - 1);
+            tasks.abort_all();
+        });
     }
 }

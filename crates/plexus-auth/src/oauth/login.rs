@@ -8,12 +8,13 @@ use url::Url;
 use super::discovery::{Discovery, MetadataSource};
 use super::grant::{DpopBinding, Grant, TokenRequest, request_token};
 use super::http::OAuthHttp;
-use super::listener::{CallbackListener, CallbackParams};
+use super::listener::{CallbackListener, CallbackParams, Verdict};
 use super::pkce::{Pkce, random_token};
 use super::registration::{credentials, resolve_client};
 use super::scopes::join;
-use super::{AuthorizationPrompt, OAuthError, OAuthSettings, UserAgent};
+use super::{AuthorizationPrompt, MAX_SERVER_TEXT_CHARS, OAuthError, OAuthSettings, UserAgent};
 use crate::store::{StoredClient, StoredTokens};
+use crate::text::cut;
 
 /// What a login needs besides the settings.
 #[derive(Debug)]
@@ -79,12 +80,12 @@ pub(crate) async fn login(
     };
     tracing::info!(server = request.server, issuer = %discovery.issuer, "OAuth login: waiting for the authorization response");
     let expected = ExpectedResponse {
-        issuer: &discovery.issuer,
+        issuer: discovery.issuer.clone(),
         iss_required: metadata.authorization_response_iss_parameter_supported,
-        state: &state,
+        state,
     };
     let params = {
-        let receive = listener.receive(settings.login_timeout, |params| expected.check(params));
+        let receive = listener.receive(settings.login_timeout, move |params| expected.check(params));
         let open = user_agent.open(&prompt);
         tokio::pin!(receive, open);
         let mut opened = false;
@@ -98,7 +99,11 @@ pub(crate) async fn login(
             }
         }
     };
-    let code = params.get("code")?.unwrap_or_default();
+    // The check accepted it: one code, not empty.
+    let code = params
+        .get("code")
+        .map_err(|reason| OAuthError::AuthorizationResponse { reason })?
+        .unwrap_or_default();
     let client_credentials = credentials(&client, settings);
     let response = request_token(
         http,
@@ -181,48 +186,63 @@ fn authorization_url(
 }
 
 /// What the authorization response must carry.
-struct ExpectedResponse<'a> {
+struct ExpectedResponse {
     /// The issuer the request went to (remembered with the PKCE verifier).
-    issuer: &'a str,
+    issuer: String,
     /// Whether the server advertised `authorization_response_iss_parameter_supported`.
     iss_required: bool,
-    state: &'a str,
+    state: String,
 }
 
-impl ExpectedResponse<'_> {
+impl ExpectedResponse {
     /// RFC 9207 first (an exact comparison; a missing `iss` refused when advertised), then
-    /// `state`; only a response that passes both has its `error` read; then a code is required.
-    /// The error fields of a refused response are never acted on.
-    fn check(&self, params: &CallbackParams) -> Result<(), OAuthError> {
-        let refuse = |reason: String| Err(OAuthError::AuthorizationResponse { reason });
+    /// `state`: a callback that fails either is not the authorization server's response to this
+    /// login, and is refused (the listener keeps waiting); the error fields of a refused callback
+    /// are never read. A response that passes both is the server's: its `error` ends the login;
+    /// else it must carry a code (without one it is refused too).
+    fn check(&self, params: &CallbackParams) -> Verdict {
+        match self.examine(params) {
+            Ok(None) => Verdict::Accept,
+            Ok(Some(denied)) => Verdict::End(denied),
+            Err(reason) => Verdict::Refuse(reason),
+        }
+    }
+
+    /// `Ok(None)`: a code; `Ok(Some(_))`: the server's error response; `Err`: why it is refused.
+    fn examine(&self, params: &CallbackParams) -> Result<Option<OAuthError>, String> {
         match params.get("iss")? {
             Some(iss) if iss != self.issuer => {
-                return refuse(format!(
-                    "its issuer (iss) {iss:?} is not the authorization server's {:?}",
+                return Err(format!(
+                    "its issuer (iss) {:?} is not the authorization server's {:?}",
+                    cut(iss, MAX_SERVER_TEXT_CHARS),
                     self.issuer
                 ));
             }
             None if self.iss_required => {
-                return refuse(format!(
+                return Err(format!(
                     "it has no issuer (iss), which the authorization server {} advertises (RFC 9207)",
                     self.issuer
                 ));
             }
             _ => {}
         }
-        if params.get("state")? != Some(self.state) {
-            return refuse("its state does not match the request's (a forged or stale response)".to_owned());
+        if params.get("state")? != Some(self.state.as_str()) {
+            return Err("its state does not match the request's (a forged or stale response)".to_owned());
         }
-        if let Some(error) = params.get("error")? {
-            return Err(OAuthError::AuthorizationDenied {
-                issuer: self.issuer.to_owned(),
-                error: error.to_owned(),
-                description: params.get("error_description")?.map(str::to_owned),
-            });
+        let server_text = |name: &str| -> Result<Option<String>, String> {
+            Ok(params.get(name)?.map(|text| cut(text, MAX_SERVER_TEXT_CHARS)))
+        };
+        if let Some(error) = server_text("error")? {
+            return Ok(Some(OAuthError::AuthorizationDenied {
+                issuer: self.issuer.clone(),
+                error,
+                description: server_text("error_description")?,
+                uri: server_text("error_uri")?,
+            }));
         }
         match params.get("code")? {
-            Some(code) if !code.is_empty() => Ok(()),
-            _ => refuse("it has no authorization code".to_owned()),
+            Some(code) if !code.is_empty() => Ok(None),
+            _ => Err("it has no authorization code".to_owned()),
         }
     }
 }
@@ -232,18 +252,21 @@ mod tests {
     use super::*;
     use crate::oauth::discovery::AuthServerMetadata;
 
-    fn expected(iss_required: bool) -> ExpectedResponse<'static> {
+    fn expected(iss_required: bool) -> ExpectedResponse {
         ExpectedResponse {
-            issuer: "http://localhost:9",
+            issuer: "http://localhost:9".to_owned(),
             iss_required,
-            state: "st",
+            state: "st".to_owned(),
         }
     }
 
-    fn check(expected: &ExpectedResponse<'_>, query: &str) -> Result<(), String> {
-        expected
-            .check(&CallbackParams::from_query(query))
-            .map_err(|e| e.to_string())
+    /// What the check makes of `query`, as text: `accept`, `end: …` or `refuse: …`.
+    fn check(expected: &ExpectedResponse, query: &str) -> String {
+        match expected.check(&CallbackParams::from_query(query)) {
+            Verdict::Accept => "accept".to_owned(),
+            Verdict::End(e) => format!("end: {e}"),
+            Verdict::Refuse(reason) => format!("refuse: {reason}"),
+        }
     }
 
     #[test]
@@ -251,51 +274,87 @@ mod tests {
         let advertised = expected(true);
         assert_eq!(
             check(&advertised, "code=c&state=st&iss=http%3A%2F%2Flocalhost%3A9"),
-            Ok(())
+            "accept"
         );
         assert_eq!(
-            check(&advertised, "code=c&state=st&iss=http%3A%2F%2Flocalhost%3A9%2F").unwrap_err(),
-            "the authorization response was refused: its issuer (iss) \"http://localhost:9/\" is not the authorization \
-             server's \"http://localhost:9\""
+            check(&advertised, "code=c&state=st&iss=http%3A%2F%2Flocalhost%3A9%2F"),
+            "refuse: its issuer (iss) \"http://localhost:9/\" is not the authorization server's \"http://localhost:9\""
         );
         assert_eq!(
-            check(&advertised, "code=c&state=st").unwrap_err(),
-            "the authorization response was refused: it has no issuer (iss), which the authorization server \
-             http://localhost:9 advertises (RFC 9207)"
+            check(&advertised, "code=c&state=st"),
+            "refuse: it has no issuer (iss), which the authorization server http://localhost:9 advertises (RFC 9207)"
         );
         let silent = expected(false);
-        assert_eq!(check(&silent, "code=c&state=st"), Ok(()));
-        assert!(check(&silent, "code=c&state=st&iss=https%3A%2F%2Fevil.example.com").is_err());
+        assert_eq!(check(&silent, "code=c&state=st"), "accept");
+        assert!(check(&silent, "code=c&state=st&iss=https%3A%2F%2Fevil.example.com").starts_with("refuse: "));
     }
 
     #[test]
-    fn a_mismatched_response_never_has_its_error_read() {
+    fn only_a_response_with_this_logins_state_and_iss_can_end_the_login() {
         let advertised = expected(true);
-        let err = check(
+        // A wrong iss or state: refused, its error fields never read.
+        let forged = check(
             &advertised,
             "error=access_denied&error_description=click%20here&state=st&iss=https%3A%2F%2Fevil",
-        )
-        .unwrap_err();
-        assert!(!err.contains("click here") && err.contains("evil"), "{err}");
-        let err = check(
-            &advertised,
-            "error=access_denied&state=other&iss=http%3A%2F%2Flocalhost%3A9",
-        )
-        .unwrap_err();
-        assert_eq!(
-            err,
-            "the authorization response was refused: its state does not match the request's (a forged or stale response)"
         );
-        let err = check(
-            &advertised,
-            "error=access_denied&error_description=no&state=st&iss=http%3A%2F%2Flocalhost%3A9",
-        )
-        .unwrap_err();
-        assert_eq!(
-            err,
-            "the authorization server http://localhost:9 refused the authorization: access_denied (no)"
+        assert!(
+            forged.starts_with("refuse: ") && !forged.contains("click here") && forged.contains("evil"),
+            "{forged}"
         );
-        assert!(check(&advertised, "state=st&iss=http%3A%2F%2Flocalhost%3A9").is_err());
+        assert_eq!(
+            check(
+                &advertised,
+                "error=access_denied&state=other&iss=http%3A%2F%2Flocalhost%3A9"
+            ),
+            "refuse: its state does not match the request's (a forged or stale response)"
+        );
+        assert_eq!(
+            check(&advertised, "code=c&iss=http%3A%2F%2Flocalhost%3A9"),
+            "refuse: its state does not match the request's (a forged or stale response)"
+        );
+        // The right state and iss but no code: refused.
+        assert_eq!(
+            check(&advertised, "state=st&iss=http%3A%2F%2Flocalhost%3A9"),
+            "refuse: it has no authorization code"
+        );
+        assert_eq!(
+            check(&advertised, "code=&state=st&iss=http%3A%2F%2Flocalhost%3A9"),
+            "refuse: it has no authorization code"
+        );
+        assert_eq!(
+            check(&advertised, "code=a&code=b&state=st&iss=http%3A%2F%2Flocalhost%3A9"),
+            "refuse: the parameter \"code\" appears more than once"
+        );
+        // The server's own error response: the end, with its text as it sent it.
+        assert_eq!(
+            check(
+                &advertised,
+                "error=access_denied&error_description=no%1b%5B31m%20%3Cb%3E&error_uri=http%3A%2F%2Fh%2Fwhy&state=st&iss=http%3A%2F%2Flocalhost%3A9",
+            ),
+            "end: the authorization server http://localhost:9 refused the authorization: access_denied (no\u{1b}[31m <b>) \
+             (see http://h/why)"
+        );
+    }
+
+    #[test]
+    fn the_servers_error_text_is_bounded() {
+        let long = "é".repeat(3 * MAX_SERVER_TEXT_CHARS);
+        let query = format!("error={long}&error_description={long}&error_uri={long}&state=st");
+        let Verdict::End(OAuthError::AuthorizationDenied {
+            error,
+            description,
+            uri,
+            ..
+        }) = expected(false).check(&CallbackParams::from_query(&query))
+        else {
+            panic!("the server's error ends the login");
+        };
+        for text in [error, description.unwrap(), uri.unwrap()] {
+            assert_eq!(text.chars().count(), MAX_SERVER_TEXT_CHARS);
+            assert!(text.ends_with("é…"), "cut on a character boundary");
+        }
+        let forged = check(&expected(false), &format!("code=c&state=st&iss={long}"));
+        assert!(forged.chars().count() < 2 * MAX_SERVER_TEXT_CHARS, "{}", forged.len());
     }
 
     #[test]

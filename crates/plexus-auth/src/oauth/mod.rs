@@ -20,10 +20,14 @@
 //! 4. **Authorization code with PKCE S256** (a server whose metadata lacks S256 is refused), a
 //!    `state`, the RFC 8707 `resource`, the scopes (configured, else the challenge's, else the
 //!    resource's `scopes_supported`, else none; `offline_access` when the authorization server
-//!    lists it). The redirect goes to a one-shot listener on 127.0.0.1; the authorization URL goes
-//!    to a [`UserAgent`]. The redirect's `iss` (RFC 9207) is compared exactly with the issuer, a
-//!    missing `iss` is refused when the server advertises it, and nothing of a refused response
-//!    (its error fields included) is acted on.
+//!    lists it). The redirect URI is `http://127.0.0.1:<port>/callback` (RFC 8252 §8.3), a
+//!    listener bound to that address for this one login; the authorization URL goes to a
+//!    [`UserAgent`]. The redirect's `iss` (RFC 9207) is compared exactly with the issuer, a
+//!    missing `iss` is refused when the server advertises it, then `state`. A callback that
+//!    fails these checks (or has no code) is not this login's response: it gets an error page,
+//!    nothing of it (its error fields included) is acted on, and the listener keeps waiting for
+//!    the real one until [`OAuthSettings::login_timeout`] (whose error says how many were
+//!    refused). An error response that passes them ends the login with the server's error.
 //! 5. **Tokens** are kept in the [`TokenStore`](crate::store::TokenStore) by server and issuer,
 //!    refreshed 30 s before they expire, and refreshed once on a 401 before a new login.
 //!
@@ -66,7 +70,8 @@ use std::time::Duration;
 
 pub use provider::{LoggedIn, MAX_AUTHORIZATION_ATTEMPTS, OAuthProvider, REFRESH_MARGIN};
 pub use settings::{
-    AssertionSource, CALLBACK_PORT_ENV, DpopMode, ID_TOKEN_TYPE, IdentityProvider, OAuthGrant, OAuthSettings,
+    AssertionSource, CALLBACK_PORT_ENV, DEFAULT_LOGIN_TIMEOUT, DpopMode, ID_TOKEN_TYPE, IdentityProvider, OAuthGrant,
+    OAuthSettings,
 };
 pub use user_agent::{AuthorizationPrompt, RedirectFollower, UserAgent, UserAgentError};
 
@@ -147,8 +152,15 @@ pub enum OAuthError {
         /// Why.
         reason: String,
     },
-    /// The authorization server answered the authorization request with an error.
-    #[error("the authorization server {issuer} refused the authorization: {error}{}", describe(.description.as_deref()))]
+    /// The authorization server answered the authorization request with an error (a response
+    /// with this login's `state` and the right `iss`). Its `error`, `error_description` and
+    /// `error_uri` are the server's text, kept verbatim (at most [`MAX_SERVER_TEXT_CHARS`]
+    /// characters each): whoever shows them escapes them for where they are shown.
+    #[error(
+        "the authorization server {issuer} refused the authorization: {error}{}{}",
+        describe(.description.as_deref()),
+        .uri.as_deref().map(|uri| format!(" (see {uri})")).unwrap_or_default()
+    )]
     AuthorizationDenied {
         /// The issuer.
         issuer: String,
@@ -156,6 +168,8 @@ pub enum OAuthError {
         error: String,
         /// The `error_description`.
         description: Option<String>,
+        /// The `error_uri`.
+        uri: Option<String>,
     },
     /// The token endpoint refused a request.
     #[error("the token endpoint {url} answered HTTP {status}: {error}{}", describe(.description.as_deref()))]
@@ -175,11 +189,21 @@ pub enum OAuthError {
         /// Why.
         reason: String,
     },
-    /// No authorization response arrived in time.
-    #[error("no authorization response arrived within {} s (the login was not completed)", .after.as_secs())]
+    /// No authorization response arrived in time ([`OAuthSettings::login_timeout`]).
+    #[error(
+        "no authorization response arrived within {} (the login was not completed){}",
+        show_duration(*.after),
+        refusals(*.refused, .last_refusal.as_deref())
+    )]
     LoginTimedOut {
         /// The limit.
         after: Duration,
+        /// How many requests to the redirect listener's callback path were refused meanwhile as
+        /// not this login's authorization response (forged, stale, without a code, the wrong
+        /// `iss`).
+        refused: usize,
+        /// Why the last of them was refused.
+        last_refusal: Option<String>,
     },
     /// The user agent could not open the authorization URL.
     #[error(transparent)]
@@ -218,6 +242,33 @@ pub enum OAuthError {
     },
 }
 
+/// The longest `error`, `error_description` or `error_uri` of an authorization server kept, in
+/// characters; a longer one is cut and ends with `…`.
+pub const MAX_SERVER_TEXT_CHARS: usize = 1024;
+
 fn describe(description: Option<&str>) -> String {
     description.map(|d| format!(" ({d})")).unwrap_or_default()
+}
+
+/// `5 s`, `1500 ms`.
+fn show_duration(duration: Duration) -> String {
+    if duration.subsec_nanos() == 0 {
+        format!("{} s", duration.as_secs())
+    } else {
+        format!("{} ms", duration.as_millis())
+    }
+}
+
+/// What a timed-out login says about the callbacks it refused.
+fn refusals(refused: usize, last: Option<&str>) -> String {
+    if refused == 0 {
+        return String::new();
+    }
+    let (count, verb) = if refused == 1 {
+        ("1 callback".to_owned(), "was")
+    } else {
+        (format!("{refused} callbacks"), "were")
+    };
+    let last = last.map(|reason| format!(" (the last: {reason})")).unwrap_or_default();
+    format!("; {count} to the redirect listener {verb} refused as not this login's authorization response{last}")
 }

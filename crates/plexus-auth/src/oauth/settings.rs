@@ -112,6 +112,9 @@ pub enum DpopMode {
     Never,
 }
 
+/// How long a login waits for the authorization response unless told otherwise (5 minutes).
+pub const DEFAULT_LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// The environment variable that fixes the redirect listener's port when the server's settings do
 /// not.
 pub const CALLBACK_PORT_ENV: &str = "PLEXUS_OAUTH_CALLBACK_PORT";
@@ -158,7 +161,8 @@ pub struct OAuthSettings {
     pub client_metadata_url: Option<String>,
     /// The `client_name` sent in dynamic client registration.
     pub client_name: String,
-    /// How long a login waits for the authorization response (default 5 minutes).
+    /// How long a login waits for the authorization response ([`DEFAULT_LOGIN_TIMEOUT`], 5
+    /// minutes, by default; `plexus login --timeout`).
     pub login_timeout: Duration,
     /// The limit of each HTTP request to a metadata, registration or token endpoint (default 30 s).
     pub request_timeout: Duration,
@@ -180,7 +184,7 @@ impl Default for OAuthSettings {
             scopes: Vec::new(),
             client_metadata_url: None,
             client_name: "plexus".to_owned(),
-            login_timeout: Duration::from_secs(300),
+            login_timeout: DEFAULT_LOGIN_TIMEOUT,
             request_timeout: Duration::from_secs(30),
             grant: OAuthGrant::AuthorizationCode,
             private_key: None,
@@ -227,6 +231,13 @@ impl OAuthSettings {
     #[must_use]
     pub fn callback_port(mut self, port: u16) -> Self {
         self.callback_port = Some(port);
+        self
+    }
+
+    /// With the time a login waits for the authorization response.
+    #[must_use]
+    pub fn login_timeout(mut self, timeout: Duration) -> Self {
+        self.login_timeout = timeout;
         self
     }
 

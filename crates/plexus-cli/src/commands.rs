@@ -1,6 +1,7 @@
 //! The subcommands that talk to servers (`servers`, `tools`, `call`), and the dispatcher.
 
 use std::io::Read;
+use std::time::Duration;
 
 use plexus::config::{ConfigSources, ServerConfig};
 use plexus::protocol::CallToolResult;
@@ -48,7 +49,9 @@ pub(crate) fn run(cli: Cli) -> Outcome {
         Command::Approve { names, all } => edit::approve(&sources, &names, all),
         Command::Reject { names } => edit::reject(&sources, &names),
         Command::Import(args) => import::import_command(&sources, &args, json),
-        Command::Login { name } => with_config(&sources, |configured| login::login_command(&configured, &name)),
+        Command::Login { name, timeout } => with_config(&sources, |configured| {
+            login::login_command(&configured, &name, Duration::from_secs(timeout))
+        }),
         Command::Logout { name } => with_config(&sources, |configured| login::logout_command(&configured, &name)),
         Command::DemoServer(_) => unreachable!("the demo server runs before the runtime starts"),
     }

@@ -1,6 +1,7 @@
-//! `plexus login NAME` and `plexus logout NAME`: the OAuth login of one remote server (the
-//! authorization URL printed and opened in a browser, the redirect caught on a loopback
-//! listener), and forgetting its tokens.
+//! `plexus login NAME [--timeout SECONDS]` and `plexus logout NAME`: the OAuth login of one remote
+//! server (the authorization URL printed and opened in a browser, the redirect caught on a
+//! loopback listener, waited for at most `--timeout`, 300 s by default), and forgetting its
+//! tokens.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,13 +16,13 @@ use crate::{Outcome, block_on, fail};
 /// How long a browser command may take to start before it is left to itself.
 const BROWSER_START_LIMIT: Duration = Duration::from_secs(10);
 
-/// `plexus login NAME`.
-pub(crate) fn login_command(configured: &Configured, name: &str) -> Outcome {
+/// `plexus login NAME [--timeout SECONDS]`: waits at most `timeout` for the browser to come back.
+pub(crate) fn login_command(configured: &Configured, name: &str, timeout: Duration) -> Outcome {
     let Some(config) = runnable(configured, name) else {
         return Outcome::Usage;
     };
     block_on(async move {
-        let connector = Connector::from_env();
+        let connector = Connector::from_env().with_login_timeout(timeout);
         match connector.login(name, &config, Arc::new(Browser)).await {
             Ok(logged_in) => {
                 let scope = logged_in

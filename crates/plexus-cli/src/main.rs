@@ -15,7 +15,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use plexus::auth::oauth::DEFAULT_LOGIN_TIMEOUT;
 use plexus::config::{ImportSource, Scope, ServerKind, parse_transport};
+
+/// The longest `plexus login --timeout` (a day).
+const MAX_LOGIN_TIMEOUT_SECS: u64 = 24 * 60 * 60;
 
 /// How the command ended (the documented exit codes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -138,6 +142,10 @@ pub(crate) enum Command {
     Login {
         /// The server.
         name: String,
+        /// How long to wait for the browser to come back with the authorization, in seconds (1 to 86400).
+        #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_LOGIN_TIMEOUT.as_secs(),
+              value_parser = clap::value_parser!(u64).range(1..=MAX_LOGIN_TIMEOUT_SECS))]
+        timeout: u64,
     },
     /// Forget a server's OAuth tokens and client registration.
     Logout {

@@ -8,6 +8,7 @@ mod support;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::Stdio;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::Workspace;
@@ -104,6 +105,10 @@ fn login_stores_tokens_that_connects_use_and_logout_forgets_them() {
         stderr.starts_with("plexus: to log in to server \"docs\", open this URL in a browser:\n\n    http://"),
         "{stderr}"
     );
+    assert!(
+        stderr.contains("\nplexus: waiting for the browser to come back to http://127.0.0.1:"),
+        "the redirect URI is the loopback IP literal: {stderr}"
+    );
 
     // The tokens are in the store, private to the user; the cache no longer blocks the server.
     let credentials = ws.home().join("credentials.json");
@@ -177,4 +182,43 @@ fn only_oauth_servers_log_in() {
         2,
         "plexus: no server named \"nope\" is configured (configured: keyed, local)\n",
     );
+}
+
+#[test]
+fn a_login_whose_browser_never_comes_back_ends_after_its_timeout() {
+    let remote = Remote::http(&["--oauth"]);
+    let ws = Workspace::new();
+    let config = ws.write_servers("servers.json", &json!({"docs": {"type": "http", "url": remote.url()}}));
+    let config = config.to_str().unwrap();
+
+    // The "browser" starts and does nothing: no redirect ever reaches the listener.
+    let started = Instant::now();
+    let run = ws.run_with_env(
+        &["--config", config, "login", "docs", "--timeout", "1"],
+        &[("BROWSER", "true")],
+    );
+    let elapsed = started.elapsed();
+    assert_eq!((run.code, run.stdout.as_str()), (Some(3), ""), "{}", run.stderr);
+    assert!(
+        run.stderr.ends_with(
+            "plexus: server \"docs\": no authorization response arrived within 1 s (the login was not completed)\n"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("come back to http://127.0.0.1:"), "{}", run.stderr);
+    // The limit held: not the default 300 s (a generous bound for a loaded machine).
+    assert!(elapsed >= Duration::from_secs(1), "{elapsed:?}");
+    assert!(elapsed < Duration::from_secs(30), "{elapsed:?}");
+
+    // The timeout must be a positive number of seconds.
+    for bad in ["0", "86401", "soon"] {
+        let run = ws.run(&["--config", config, "login", "docs", "--timeout", bad]);
+        assert_eq!(run.code, Some(2), "{bad}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("invalid value") && run.stderr.contains("--timeout <SECONDS>"),
+            "{bad}: {}",
+            run.stderr
+        );
+    }
 }

@@ -32,7 +32,8 @@ use crate::entry_auth;
 /// - the **environment**: the session ingress token of `ws` entries (`PLEXUS_SESSION_INGRESS_TOKEN`
 ///   or the file named by `PLEXUS_SESSION_INGRESS_TOKEN_FILE`, read at every connect) and the
 ///   lock directory's variables.
-/// - the **headers helper's timeout** (10 s by default).
+/// - the **headers helper's timeout** (10 s by default) and the **login timeout** (how long
+///   [`login`](Self::login) waits for the browser to come back; 5 minutes by default).
 ///
 /// How each kind authenticates: `http`/`sse` send their static `headers`, with the
 /// `headersHelper`'s output on top when there is one (run at every connect, and once more after
@@ -64,6 +65,8 @@ pub struct Connector {
     #[cfg(feature = "auth")]
     helper_timeout: Duration,
     #[cfg(feature = "auth")]
+    login_timeout: Duration,
+    #[cfg(feature = "auth")]
     needs_auth: Option<plexus_auth::NeedsAuthCache>,
 }
 
@@ -74,7 +77,8 @@ impl fmt::Debug for Connector {
         #[cfg(feature = "auth")]
         debug
             .field("ide_lock_dir", &self.ide_lock_dir)
-            .field("helper_timeout", &self.helper_timeout);
+            .field("helper_timeout", &self.helper_timeout)
+            .field("login_timeout", &self.login_timeout);
         debug.finish_non_exhaustive()
     }
 }
@@ -96,6 +100,8 @@ impl Connector {
             ide_lock_dir: None,
             #[cfg(feature = "auth")]
             helper_timeout: plexus_auth::DEFAULT_HELPER_TIMEOUT,
+            #[cfg(feature = "auth")]
+            login_timeout: plexus_auth::oauth::DEFAULT_LOGIN_TIMEOUT,
             #[cfg(feature = "auth")]
             needs_auth: None,
         }
@@ -146,6 +152,16 @@ impl Connector {
         self
     }
 
+    /// Gives [`login`](Self::login) `timeout` to receive the authorization response instead of
+    /// 5 minutes ([`DEFAULT_LOGIN_TIMEOUT`](plexus_auth::oauth::DEFAULT_LOGIN_TIMEOUT)); it
+    /// becomes every OAuth provider's [`login_timeout`](plexus_auth::OAuthSettings::login_timeout).
+    #[cfg(feature = "auth")]
+    #[must_use]
+    pub fn with_login_timeout(mut self, timeout: Duration) -> Connector {
+        self.login_timeout = timeout;
+        self
+    }
+
     /// Uses `cache` as the needs-auth cache (for example one with its own clock), whatever the
     /// home.
     #[cfg(feature = "auth")]
@@ -186,6 +202,12 @@ impl Connector {
         self.helper_timeout
     }
 
+    /// How long a login waits for the authorization response.
+    #[cfg(feature = "auth")]
+    pub fn login_timeout(&self) -> Duration {
+        self.login_timeout
+    }
+
     /// The OAuth token store, `<home>/credentials.json` (see [`plexus_auth::store`]); none
     /// without a home.
     #[cfg(feature = "auth")]
@@ -195,8 +217,8 @@ impl Connector {
             .map(|home| plexus_auth::TokenStore::new(home.join(CREDENTIALS_FILE)))
     }
 
-    /// The OAuth provider of server `name` at `url` with the entry's `oauth` settings; none
-    /// without a home (no store to keep tokens in).
+    /// The OAuth provider of server `name` at `url` with the entry's `oauth` settings and the
+    /// connector's login timeout; none without a home (no store to keep tokens in).
     #[cfg(feature = "auth")]
     pub(crate) fn oauth_provider(
         &self,
@@ -205,10 +227,10 @@ impl Connector {
         settings: Option<&plexus_config::OAuthConfig>,
     ) -> Option<Result<plexus_auth::OAuthProvider, plexus_auth::OAuthError>> {
         let store = self.token_store()?;
-        Some(
-            oauth_settings(settings, &self.env)
-                .and_then(|settings| plexus_auth::OAuthProvider::new(name, url, settings, store)),
-        )
+        Some(oauth_settings(settings, &self.env).and_then(|settings| {
+            let settings = settings.login_timeout(self.login_timeout);
+            plexus_auth::OAuthProvider::new(name, url, settings, store)
+        }))
     }
 
     /// Connects to the server `name` configured as `config`: starts its transport with its auth

@@ -44,7 +44,9 @@ impl Connector {
     /// Logs in to server `name` (an `http` or `sse` entry without a static `Authorization`
     /// header or a `headersHelper`, or a `claudeai-proxy` entry): discovers its authorization
     /// server, registers if needed, hands the authorization URL to `user_agent`, waits for the
-    /// redirect on a loopback listener and stores the tokens in `<home>/credentials.json`. A
+    /// redirect on a loopback listener (at most the connector's
+    /// [`login_timeout`](Connector::login_timeout)) and stores the tokens in
+    /// `<home>/credentials.json`. A
     /// success clears the server from the needs-auth cache, so that the next connect uses the
     /// tokens at once.
     pub async fn login(

@@ -9,10 +9,12 @@ mod support;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
-use plexus::auth::NEEDS_AUTH_CACHE_FILE;
-use plexus::auth::oauth::RedirectFollower;
+use plexus::auth::oauth::{AuthorizationPrompt, DEFAULT_LOGIN_TIMEOUT, RedirectFollower, UserAgent, UserAgentError};
+use plexus::auth::{NEEDS_AUTH_CACHE_FILE, OAuthError};
 use plexus::config::{Environment, ServerConfig};
+use plexus::transport::BoxFuture;
 use plexus::{ClientOptions, ConnectError, Connector, LoginError};
 use plexus_testserver::Endpoint;
 use serde_json::json;
@@ -202,6 +204,44 @@ async fn the_callback_port_comes_from_the_connectors_environment() {
     login(&connector, &config).await.unwrap();
     let authorize = oauth.requests_to(Endpoint::Authorize);
     let redirect = &authorize[0].params["redirect_uri"];
-    assert!(redirect.contains(&format!(":{port}/")), "{redirect}");
+    assert_eq!(redirect, &format!("http://127.0.0.1:{port}/callback"));
+    server.shutdown().await;
+}
+
+/// A user agent whose user never comes back.
+struct Gone;
+
+impl UserAgent for Gone {
+    fn open<'a>(&'a self, _: &'a AuthorizationPrompt) -> BoxFuture<'a, Result<(), UserAgentError>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_login_waits_as_long_as_the_connector_says() {
+    let server = test_server("http", &["--oauth"]).await;
+    let home = tempfile::tempdir().unwrap();
+    let connector = connector(home.path()).with_login_timeout(Duration::from_secs(1));
+    assert_eq!(connector.login_timeout(), Duration::from_secs(1));
+    let config = entry(&json!({"type": "http", "url": server.url()}));
+    let error = tokio::time::timeout(HANG_GUARD, connector.login("docs", &config, Arc::new(Gone)))
+        .await
+        .expect("hang guard")
+        .unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            LoginError::OAuth {
+                source: OAuthError::LoginTimedOut { after, refused: 0, .. },
+                ..
+            } if *after == Duration::from_secs(1)
+        ),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        "server \"docs\": no authorization response arrived within 1 s (the login was not completed)"
+    );
+    assert_eq!(Connector::new().login_timeout(), DEFAULT_LOGIN_TIMEOUT);
     server.shutdown().await;
 }

@@ -8,7 +8,7 @@ use plexus::protocol::CallToolResult;
 use plexus::tools::{ToolEntry, normalize_name};
 use serde_json::{Map, Value};
 
-use crate::connect::{Attempt, Connection, close_all, connect_all};
+use crate::connect::{Attempt, Connection, close_all, connect_all, connector};
 use crate::output::{ServerRow, print_call_result, print_servers, print_tools};
 use crate::sources::{self, Configured, Server};
 use crate::{Cli, Command, Outcome, block_on, edit, get, import, login};
@@ -74,13 +74,14 @@ fn runnable<'s>(selected: impl IntoIterator<Item = &'s Server>) -> Vec<(String, 
 }
 
 async fn servers_command(configured: Configured, json: bool) -> Outcome {
-    let attempts = connect_all(&runnable(&configured.servers)).await;
+    let connector = connector();
+    let attempts = connect_all(&connector, &runnable(&configured.servers)).await;
     let mut rows = Vec::with_capacity(configured.servers.len());
     for server in &configured.servers {
         let attempt = attempts.iter().find(|attempt| attempt.name == server.name);
         rows.push(ServerRow::new(server, attempt).await);
     }
-    close_all(&attempts).await;
+    close_all(&connector, &attempts).await;
     print_servers(&rows, json);
     Outcome::Ok
 }
@@ -112,7 +113,8 @@ async fn tools_command(configured: Configured, only: Option<&str>, json: bool) -
     for server in selected.iter().filter(|server| server.is_pending()) {
         eprintln!("plexus: {}", server.not_started());
     }
-    let attempts = connect_all(&runnable(selected)).await;
+    let connector = connector();
+    let attempts = connect_all(&connector, &runnable(selected)).await;
     let mut entries = Vec::new();
     let mut outcome = Outcome::Ok;
     for attempt in &attempts {
@@ -130,7 +132,7 @@ async fn tools_command(configured: Configured, only: Option<&str>, json: bool) -
             }
         }
     }
-    close_all(&attempts).await;
+    close_all(&connector, &attempts).await;
     print_tools(&entries, json);
     outcome
 }
@@ -186,9 +188,10 @@ async fn call_command(configured: Configured, name: &str, arguments: Map<String,
     if startable.is_empty() {
         return Outcome::Usage;
     }
-    let attempts = connect_all(&startable).await;
+    let connector = connector();
+    let attempts = connect_all(&connector, &startable).await;
     let outcome = call_in(&attempts, name, arguments, json).await;
-    close_all(&attempts).await;
+    close_all(&connector, &attempts).await;
     outcome
 }
 

@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use plexus::auth::FileWarnings;
 use plexus::config::{ServerConfig, ServerKind};
-use plexus::{Client, ConnectError};
+use plexus::{Client, ConnectError, Connector};
 use tokio::sync::Semaphore;
 
 /// How many stdio servers start at once (`MCP_SERVER_CONNECTION_BATCH_SIZE`).
@@ -41,11 +42,23 @@ fn batch_size(var: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// The process's connector: its plexus home holds the token store and the needs-auth cache.
+pub(crate) fn connector() -> Arc<Connector> {
+    Arc::new(Connector::from_env())
+}
+
+/// Prints what the token store and the needs-auth cache had to repair since the last call (a
+/// corrupt file set aside, a file readable by others made 0600), one `plexus: ...` line each.
+pub(crate) fn report_file_warnings(warnings: &FileWarnings) {
+    for warning in warnings.take() {
+        eprintln!("plexus: {warning}");
+    }
+}
+
 /// Connects every server of `servers` (name and entry; only servers that may run are given), at
-/// most 3 local and 20 remote at once; results come back in the order given. The connector is the
-/// process's (its plexus home holds the needs-auth cache).
-pub(crate) async fn connect_all(servers: &[(String, ServerConfig)]) -> Vec<Attempt> {
-    let connector = Arc::new(plexus::Connector::from_env());
+/// most 3 local and 20 remote at once, with `connector`; results come back in the order given.
+/// Then reports the connector's file warnings.
+pub(crate) async fn connect_all(connector: &Arc<Connector>, servers: &[(String, ServerConfig)]) -> Vec<Attempt> {
     let local = Arc::new(Semaphore::new(batch_size(
         "MCP_SERVER_CONNECTION_BATCH_SIZE",
         DEFAULT_LOCAL_BATCH,
@@ -66,7 +79,7 @@ pub(crate) async fn connect_all(servers: &[(String, ServerConfig)]) -> Vec<Attem
             Arc::clone(&remote)
         };
         let done = Arc::clone(&done);
-        let connector = Arc::clone(&connector);
+        let connector = Arc::clone(connector);
         tasks.push(tokio::spawn(async move {
             let _permit = gate.acquire_owned().await;
             let options = plexus::ClientOptions::from_env(&name);
@@ -86,11 +99,13 @@ pub(crate) async fn connect_all(servers: &[(String, ServerConfig)]) -> Vec<Attem
         }
     }
     spinner.stop().await;
+    report_file_warnings(connector.file_warnings());
     attempts
 }
 
-/// Closes every connected session (each bounded by its transport's shutdown).
-pub(crate) async fn close_all(attempts: &[Attempt]) {
+/// Closes every connected session (each bounded by its transport's shutdown), then reports the
+/// file warnings of what the sessions did meanwhile (a token refresh reads the store).
+pub(crate) async fn close_all(connector: &Connector, attempts: &[Attempt]) {
     let closing = attempts.iter().filter_map(|a| match &a.connection {
         Connection::Connected(client, _) => Some(client.clone()),
         Connection::Failed(_) => None,
@@ -103,6 +118,7 @@ pub(crate) async fn close_all(attempts: &[Attempt]) {
             tracing::debug!("closing a session: {e}");
         }
     }
+    report_file_warnings(connector.file_warnings());
 }
 
 /// "connecting N servers" on stderr: a spinner on a terminal, one line otherwise, nothing for

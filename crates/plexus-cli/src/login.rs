@@ -6,10 +6,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use plexus::auth::FileWarnings;
 use plexus::auth::oauth::{AuthorizationPrompt, UserAgent, UserAgentError};
 use plexus::transport::BoxFuture;
 use plexus::{Connector, LoginError};
 
+use crate::connect::report_file_warnings;
 use crate::sources::Configured;
 use crate::{Outcome, block_on, fail};
 
@@ -23,7 +25,12 @@ pub(crate) fn login_command(configured: &Configured, name: &str, timeout: Durati
     };
     block_on(async move {
         let connector = Connector::from_env().with_login_timeout(timeout);
-        match connector.login(name, &config, Arc::new(Browser)).await {
+        let browser = Browser {
+            warnings: connector.file_warnings().clone(),
+        };
+        let result = connector.login(name, &config, Arc::new(browser)).await;
+        report_file_warnings(connector.file_warnings());
+        match result {
             Ok(logged_in) => {
                 let scope = logged_in
                     .scope
@@ -51,7 +58,9 @@ pub(crate) fn logout_command(configured: &Configured, name: &str) -> Outcome {
             .token_store()
             .map(|store| store.path().display().to_string())
             .unwrap_or_default();
-        match connector.logout(name, &config).await {
+        let result = connector.logout(name, &config).await;
+        report_file_warnings(connector.file_warnings());
+        match result {
             Ok(true) => {
                 println!("removed the tokens of server \"{name}\" from {store}");
                 Outcome::Ok
@@ -93,12 +102,16 @@ fn login_failed(error: &LoginError) -> Outcome {
 
 /// The terminal's user agent: prints the authorization URL (always) and opens it in a browser
 /// when one can be started: `$BROWSER` (a `:`-separated list of commands, the first that starts
-/// wins), else `xdg-open` (`open` on macOS).
-struct Browser;
+/// wins), else `xdg-open` (`open` on macOS). What the token store reported while the login got
+/// ready (a corrupt or too open credentials file) is printed first, not after the wait.
+struct Browser {
+    warnings: FileWarnings,
+}
 
 impl UserAgent for Browser {
     fn open<'a>(&'a self, prompt: &'a AuthorizationPrompt) -> BoxFuture<'a, Result<(), UserAgentError>> {
         Box::pin(async move {
+            report_file_warnings(&self.warnings);
             eprintln!(
                 "plexus: to log in to server \"{}\", open this URL in a browser:\n\n    {}\n\nplexus: waiting for the \
                  browser to come back to {}",

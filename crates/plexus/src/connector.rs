@@ -35,6 +35,10 @@ use crate::entry_auth;
 /// - the **headers helper's timeout** (10 s by default) and the **login timeout** (how long
 ///   [`login`](Self::login) waits for the browser to come back; 5 minutes by default).
 ///
+/// The token store and the needs-auth cache report the files they had to repair (a corrupt file
+/// set aside, a file readable by other users made 0600) into one collection,
+/// [`file_warnings`](Self::file_warnings), for the host to show its user.
+///
 /// How each kind authenticates: `http`/`sse` send their static `headers`, with the
 /// `headersHelper`'s output on top when there is one (run at every connect, and once more after
 /// a 401 or 403); a rejected static `Authorization` header is a failure, not "needs auth".
@@ -68,6 +72,8 @@ pub struct Connector {
     login_timeout: Duration,
     #[cfg(feature = "auth")]
     needs_auth: Option<plexus_auth::NeedsAuthCache>,
+    #[cfg(feature = "auth")]
+    file_warnings: plexus_auth::FileWarnings,
 }
 
 impl fmt::Debug for Connector {
@@ -104,6 +110,8 @@ impl Connector {
             login_timeout: plexus_auth::oauth::DEFAULT_LOGIN_TIMEOUT,
             #[cfg(feature = "auth")]
             needs_auth: None,
+            #[cfg(feature = "auth")]
+            file_warnings: plexus_auth::FileWarnings::new(),
         }
     }
 
@@ -123,7 +131,7 @@ impl Connector {
         let home = home.into();
         #[cfg(feature = "auth")]
         {
-            self.needs_auth = Some(plexus_auth::NeedsAuthCache::new(&home));
+            self.needs_auth = Some(plexus_auth::NeedsAuthCache::new(&home).with_warnings(self.file_warnings.clone()));
         }
         self.home = Some(home);
         self
@@ -163,11 +171,11 @@ impl Connector {
     }
 
     /// Uses `cache` as the needs-auth cache (for example one with its own clock), whatever the
-    /// home.
+    /// home; its warnings go to [`file_warnings`](Self::file_warnings).
     #[cfg(feature = "auth")]
     #[must_use]
     pub fn with_needs_auth_cache(mut self, cache: plexus_auth::NeedsAuthCache) -> Connector {
-        self.needs_auth = Some(cache);
+        self.needs_auth = Some(cache.with_warnings(self.file_warnings.clone()));
         self
     }
 
@@ -208,13 +216,22 @@ impl Connector {
         self.login_timeout
     }
 
+    /// What the token store and the needs-auth cache of this connector (and its clones) had to
+    /// repair: a corrupt file set aside, a file readable by other users made 0600. Each is kept
+    /// once; [`take`](plexus_auth::FileWarnings::take) them to show them (the CLI prints each as
+    /// a `plexus: …` line on stderr).
+    #[cfg(feature = "auth")]
+    pub fn file_warnings(&self) -> &plexus_auth::FileWarnings {
+        &self.file_warnings
+    }
+
     /// The OAuth token store, `<home>/credentials.json` (see [`plexus_auth::store`]); none
     /// without a home.
     #[cfg(feature = "auth")]
     pub fn token_store(&self) -> Option<plexus_auth::TokenStore> {
-        self.home
-            .as_ref()
-            .map(|home| plexus_auth::TokenStore::new(home.join(CREDENTIALS_FILE)))
+        self.home.as_ref().map(|home| {
+            plexus_auth::TokenStore::new(home.join(CREDENTIALS_FILE)).with_warnings(self.file_warnings.clone())
+        })
     }
 
     /// The OAuth provider of server `name` at `url` with the entry's `oauth` settings and the

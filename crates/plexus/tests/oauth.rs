@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use plexus::auth::oauth::{AuthorizationPrompt, DEFAULT_LOGIN_TIMEOUT, RedirectFollower, UserAgent, UserAgentError};
-use plexus::auth::{NEEDS_AUTH_CACHE_FILE, OAuthError};
+use plexus::auth::{FileProblem, NEEDS_AUTH_CACHE_FILE, OAuthError, PrivateFile};
 use plexus::config::{Environment, ServerConfig};
 use plexus::transport::BoxFuture;
 use plexus::{ClientOptions, ConnectError, Connector, LoginError};
@@ -243,5 +243,42 @@ async fn the_login_waits_as_long_as_the_connector_says() {
         "server \"docs\": no authorization response arrived within 1 s (the login was not completed)"
     );
     assert_eq!(Connector::new().login_timeout(), DEFAULT_LOGIN_TIMEOUT);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_connector_collects_what_its_store_and_cache_repaired_for_the_host() {
+    let server = test_server("http", &[]).await;
+    let home = tempfile::tempdir().unwrap();
+    let credentials = home.path().join(plexus::CREDENTIALS_FILE);
+    let cache = home.path().join(NEEDS_AUTH_CACHE_FILE);
+    std::fs::write(&credentials, "{not json").unwrap();
+    std::fs::write(&cache, "{}").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&credentials, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let connector = connector(home.path());
+    let config = entry(&json!({"type": "http", "url": server.url()}));
+    let client = connect(&connector, &config).await.unwrap();
+    client.close().await.unwrap();
+
+    let warnings = connector.clone().file_warnings().take();
+    let described: Vec<(PrivateFile, bool)> = warnings
+        .iter()
+        .map(|w| (w.file, matches!(w.problem, FileProblem::Unreadable { .. })))
+        .collect();
+    let mut expected = vec![(PrivateFile::Credentials, true)];
+    if cfg!(unix) {
+        // The cache is read first (before the server is contacted).
+        expected.insert(0, (PrivateFile::NeedsAuthCache, false));
+    }
+    assert_eq!(described, expected, "{warnings:?}");
+    assert!(
+        connector.file_warnings().take().is_empty(),
+        "clones share them; each is taken once"
+    );
     server.shutdown().await;
 }

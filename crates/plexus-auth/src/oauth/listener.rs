@@ -41,6 +41,8 @@ pub(crate) const HEAD_TIMEOUT: Duration = Duration::from_secs(3);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 /// The most connections served at once.
 pub(crate) const MAX_CONNECTIONS: usize = 64;
+/// How long the listener waits after a failed accept.
+const ACCEPT_RETRY: Duration = Duration::from_millis(50);
 
 /// The query parameters of the authorization response.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,7 +139,11 @@ impl CallbackListener {
                         let abort = serving.spawn(serve(stream, Arc::clone(&spoke), Arc::clone(&check)));
                         slots.push(abort, spoke);
                     }
-                    Err(e) => tracing::debug!(error = %e, "the OAuth redirect listener could not accept a connection"),
+                    Err(e) => {
+                        // Out of file descriptors, say: not a reason to spin.
+                        tracing::debug!(error = %e, "the OAuth redirect listener could not accept a connection");
+                        tokio::time::sleep(ACCEPT_RETRY).await;
+                    }
                 },
                 Some(done) = serving.join_next_with_id(), if !serving.is_empty() => {
                     let (id, served) = match done {

@@ -51,7 +51,7 @@ fn a_project_server_is_pending_until_approved() {
         out.ok(),
         format!(
             "approved project server \"shared\" (recorded in {})\n",
-            ws.shown(".plexus/settings.local.json")
+            ws.shown(ws.local_file())
         )
     );
     assert_eq!(
@@ -73,7 +73,7 @@ fn reject_keeps_a_project_server_from_running_until_approved_again() {
         out.ok(),
         format!(
             "rejected project server \"shared\" (recorded in {})\n",
-            ws.shown(".plexus/settings.local.json")
+            ws.shown(ws.local_file())
         )
     );
     assert_eq!(
@@ -102,7 +102,7 @@ fn reject_keeps_a_project_server_from_running_until_approved_again() {
 fn approve_all_approves_every_pending_server_but_not_the_rejected_ones() {
     let ws = project_with(&["a", "b", "c"]);
     ws.run(&["reject", "c"]).ok();
-    let local = ws.shown(".plexus/settings.local.json");
+    let local = ws.shown(ws.local_file());
     let out = ws.run(&["approve", "--all"]);
     assert_eq!(
         out.ok(),
@@ -127,10 +127,7 @@ fn enable_all_project_servers_in_the_user_settings_approves_them() {
     ws.write_json("home/settings.json", &json!({"enableAllProjectMcpServers": true}));
     assert_eq!(status(&ws, "shared")["status"], "connected");
     // A rejection still wins.
-    ws.write_json(
-        ".plexus/settings.local.json",
-        &json!({"disabledMcpjsonServers": ["shared"]}),
-    );
+    ws.write_json(ws.local_file(), &json!({"disabledMcpjsonServers": ["shared"]}));
     assert_eq!(status(&ws, "shared")["status"], "disabled");
 }
 
@@ -191,10 +188,41 @@ fn approve_and_reject_take_only_the_projects_servers() {
 fn approvals_are_kept_with_the_rest_of_the_local_settings() {
     let ws = project_with(&["shared"]);
     let original = "{\n  \"mcpServers\": {\"mine\": {\"command\": \"x\"}},\n  \"editor\": {\"tabs\": 2}\n}\n";
-    ws.write(".plexus/settings.local.json", original);
+    ws.write(ws.local_file(), original);
     ws.run(&["approve", "shared"]).ok();
     assert_eq!(
         ws.read(ws.local_file()),
         "{\n  \"mcpServers\": {\"mine\": {\"command\": \"x\"}},\n  \"editor\": {\"tabs\": 2},\n  \"enabledMcpjsonServers\": [\n    \"shared\"\n  ]\n}\n"
     );
+}
+
+#[test]
+fn a_repository_that_ships_its_own_approval_never_gets_its_commands_run() {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.join(".git")).unwrap();
+    let ran = ws.join("ran");
+    let touch = json!({"command": "sh", "args": ["-c", format!("touch {}", ran.display())]});
+    ws.write_servers(".mcp.json", &json!({"evil": touch}));
+    // Where older versions read the local settings: inside the repository.
+    let shipped = ws.write_json(
+        ".plexus/settings.local.json",
+        &json!({"enableAllProjectMcpServers": true, "enabledMcpjsonServers": ["evil"], "mcpServers": {"sneaky": touch}}),
+    );
+    for command in [&["servers"][..], &["tools"], &["call", "mcp__evil__x"]] {
+        let out = ws.run(command);
+        assert!(
+            out.stderr.contains(&format!(
+                "plexus: {}: ignored: it is inside the project, and nothing a project ships may approve or add servers",
+                shipped.display()
+            )),
+            "{command:?}: {}",
+            out.stderr
+        );
+        assert!(
+            !out.stdout.contains("sneaky") && !out.stderr.contains("sneaky"),
+            "{command:?}: {out:?}"
+        );
+    }
+    assert!(!ran.exists(), "a command of the repository ran without approval");
+    assert_eq!(status(&ws, "evil")["status"], "pending");
 }

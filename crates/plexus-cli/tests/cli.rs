@@ -292,7 +292,7 @@ fn the_project_file_is_found_from_a_subdirectory_and_bad_entries_are_reported() 
             Some(0),
             format!(
                 "approved project server \"proj\" (recorded in {})\n",
-                dir.shown(".plexus/settings.local.json")
+                dir.shown(dir.local_file())
             )
         ),
         "{}",

@@ -26,7 +26,7 @@ fn add_writes_a_stdio_server_to_the_local_settings_and_it_runs() {
         out.ok(),
         format!(
             "added stdio server \"demo2\" to {} (local scope)\n",
-            ws.shown(".plexus/settings.local.json")
+            ws.shown(ws.local_file())
         )
     );
     assert_eq!(
@@ -117,14 +117,14 @@ fn add_to_the_project_scope_creates_mcp_json_and_says_it_needs_approval() {
 #[test]
 fn adding_below_a_higher_scope_says_which_entry_is_used() {
     let ws = Workspace::new();
-    ws.write_servers(".plexus/settings.local.json", &json!({"s": {"command": "mine"}}));
+    ws.write_servers(ws.local_file(), &json!({"s": {"command": "mine"}}));
     let out = ws.run(&["add", "--scope", "user", "s", "--", "theirs"]);
     assert_eq!(
         out.ok(),
         format!(
             "added stdio server \"s\" to {} (user scope)\nnote: the local scope also defines \"s\" ({}), and its entry is the one used\n",
             ws.shown("home/settings.json"),
-            ws.shown(".plexus/settings.local.json")
+            ws.shown(ws.local_file())
         )
     );
 }
@@ -195,7 +195,7 @@ fn a_name_already_in_the_file_is_not_replaced() {
         2,
         &format!(
             "plexus: {}: server \"x\" already exists; remove it first or choose another name\n",
-            ws.shown(".plexus/settings.local.json")
+            ws.shown(ws.local_file())
         ),
     );
     assert_eq!(ws.read(ws.local_file()), before);
@@ -204,13 +204,13 @@ fn a_name_already_in_the_file_is_not_replaced() {
 #[test]
 fn a_file_that_cannot_be_edited_is_a_config_error_and_stays_as_it_was() {
     let ws = Workspace::new();
-    ws.write(".plexus/settings.local.json", "{\n  \"mcpServers\": {,\n}");
+    ws.write(ws.local_file(), "{\n  \"mcpServers\": {,\n}");
     let out = ws.run(&["add", "x", "--", "cmd"]);
     out.expect(
         2,
         &format!(
             "plexus: {}:2:18: invalid JSON: key must be a string; nothing was written\n",
-            ws.shown(".plexus/settings.local.json")
+            ws.shown(ws.local_file())
         ),
     );
     assert_eq!(ws.read(ws.local_file()), "{\n  \"mcpServers\": {,\n}");
@@ -282,7 +282,7 @@ fn add_json_writes_the_entry_as_typed_and_get_shows_it_expanded() {
         out.ok(),
         format!(
             "added stdio server \"piped\" to {} (local scope)\n",
-            ws.shown(".plexus/settings.local.json")
+            ws.shown(ws.local_file())
         )
     );
     assert_eq!(
@@ -325,8 +325,8 @@ fn remove_finds_the_scope_or_asks_for_one() {
         "home/settings.json",
         &json!({"s": {"command": "u"}, "only-user": {"command": "u"}}),
     );
-    ws.write_servers(".plexus/settings.local.json", &json!({"s": {"command": "l"}}));
-    let local = ws.shown(".plexus/settings.local.json");
+    ws.write_servers(ws.local_file(), &json!({"s": {"command": "l"}}));
+    let local = ws.shown(ws.local_file());
     let user = ws.shown("home/settings.json");
 
     let out = ws.run(&["remove", "s"]);

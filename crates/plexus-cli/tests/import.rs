@@ -53,7 +53,7 @@ fn claude_desktop_is_imported_from_its_usual_place() {
             }
         }),
     );
-    let local = ws.shown(".plexus/settings.local.json");
+    let local = ws.shown(ws.local_file());
     let out = ws.run(&["import", "--from", "claude-desktop"]);
     assert_eq!(
         out.ok(),
@@ -79,7 +79,7 @@ fn vscode_inputs_become_variables_to_set_and_existing_servers_are_kept() {
     let ws = Workspace::new();
     ws.write(".vscode/mcp.json", VSCODE);
     let root = ws.path().display().to_string();
-    let local = ws.shown(".plexus/settings.local.json");
+    let local = ws.shown(ws.local_file());
     let out = ws.run(&["import", "--from", "vscode"]);
     assert_eq!(
         out.ok(),
@@ -98,7 +98,7 @@ fn vscode_inputs_become_variables_to_set_and_existing_servers_are_kept() {
 
     // Again: the servers are there already and are kept, unless --overwrite.
     ws.write_servers(
-        ".plexus/settings.local.json",
+        ws.local_file(),
         &json!({"github": {"command": "mine"}, "local": {"command": "mine"}}),
     );
     let out = ws.run(&["import", "--from", "vscode"]);
@@ -211,7 +211,7 @@ fn vscode_inputs_are_asked_for_on_a_terminal() {
         stdout,
         stderr,
     };
-    let local = ws.shown(".plexus/settings.local.json");
+    let local = ws.shown(ws.local_file());
     assert_eq!(
         out.expect(
             0,
@@ -322,12 +322,12 @@ fn import_errors_exit_2_with_the_reason() {
 
     // The target file cannot be edited: nothing is written.
     ws.write_servers("z.json", &json!({"s": {"command": "x"}}));
-    ws.write(".plexus/settings.local.json", "[");
+    ws.write(ws.local_file(), "[");
     ws.run(&["import", "--from", "claude-desktop", "z.json"]).expect(
         2,
         &format!(
             "plexus: {}:1:1: invalid JSON: EOF while parsing a list; nothing was written\n",
-            ws.shown(".plexus/settings.local.json")
+            ws.shown(ws.local_file())
         ),
     );
     assert_eq!(ws.read(ws.local_file()), "[");

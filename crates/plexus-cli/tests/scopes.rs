@@ -31,10 +31,7 @@ fn servers_shows_every_scope_with_its_file_warnings_and_errors() {
         ".mcp.json",
         &json!({"from-project": demo(&[]), "broken": {"command": "node", "args": ["a.js", 3]}}),
     );
-    ws.write_servers(
-        ".plexus/settings.local.json",
-        &json!({"off": {"command": "x", "disabled": true}}),
-    );
+    ws.write_servers(ws.local_file(), &json!({"off": {"command": "x", "disabled": true}}));
     ws.write_json(
         "etc/managed-mcp.json",
         &json!({"deniedMcpServers": [{"serverName": "blocked"}]}),
@@ -42,7 +39,7 @@ fn servers_shows_every_scope_with_its_file_warnings_and_errors() {
     let (user, project, local, managed) = (
         ws.shown("home/settings.json"),
         ws.shown(".mcp.json"),
-        ws.shown(".plexus/settings.local.json"),
+        ws.shown(ws.local_file()),
         ws.shown("etc/managed-mcp.json"),
     );
 
@@ -130,14 +127,14 @@ fn the_highest_scope_wins_whole_and_get_shows_what_it_overrides() {
     ws.write_servers("home/settings.json", &json!({"s": {"command": "from-user"}}));
     ws.write_servers(".mcp.json", &json!({"s": {"command": "from-project"}}));
     ws.write_servers(
-        ".plexus/settings.local.json",
+        ws.local_file(),
         &json!({"s": {"command": PLEXUS, "args": ["demo-server"], "env": {"WHO": "${WHO:-nobody}"}}}),
     );
     let out = ws.run_with_env(&["--json", "get", "s"], &[("WHO", "tester")]);
     assert_eq!(
         out.json(),
         json!({
-            "name": "s", "scope": "local", "source": ws.shown(".plexus/settings.local.json"), "kind": "stdio",
+            "name": "s", "scope": "local", "source": ws.shown(ws.local_file()), "kind": "stdio",
             "status": "active", "reason": null,
             "config": {"type": "stdio", "command": PLEXUS, "args": ["demo-server"], "env": {"WHO": "tester"}},
             "warnings": [], "errors": [],
@@ -152,7 +149,7 @@ fn the_highest_scope_wins_whole_and_get_shows_what_it_overrides() {
         out.ok(),
         format!(
             "name:      s\nscope:     local\nsource:    {local}\nkind:      stdio\nstatus:    active\noverrides: {project} (project)\noverrides: {user} (user)\nconfig:\n{{\n  \"args\": [\n    \"demo-server\"\n  ],\n  \"command\": \"{PLEXUS}\",\n  \"env\": {{\n    \"WHO\": \"nobody\"\n  }},\n  \"type\": \"stdio\"\n}}\n",
-            local = ws.shown(".plexus/settings.local.json"),
+            local = ws.shown(ws.local_file()),
             project = ws.shown(".mcp.json"),
             user = ws.shown("home/settings.json"),
         )
@@ -173,10 +170,10 @@ fn the_highest_scope_wins_whole_and_get_shows_what_it_overrides() {
 fn get_shows_invalid_entries_and_names_the_configured_servers_when_one_is_unknown() {
     let ws = Workspace::new();
     ws.write_servers(
-        ".plexus/settings.local.json",
+        ws.local_file(),
         &json!({"bad": {"type": "http"}, "good": {"command": "x"}}),
     );
-    let local = ws.shown(".plexus/settings.local.json");
+    let local = ws.shown(ws.local_file());
     let error = format!("{local}: server \"bad\": field \"url\": missing; a \"http\" server requires it");
     let out = ws.run(&["get", "bad"]);
     assert_eq!(
@@ -202,7 +199,7 @@ fn get_shows_invalid_entries_and_names_the_configured_servers_when_one_is_unknow
 #[test]
 fn strict_config_reads_only_the_explicit_files() {
     let ws = Workspace::new();
-    ws.write_servers(".plexus/settings.local.json", &json!({"local-one": {"command": "x"}}));
+    ws.write_servers(ws.local_file(), &json!({"local-one": {"command": "x"}}));
     let explicit = ws.write_servers("only.json", &json!({"e": demo(&[])}));
     let explicit = explicit.to_str().unwrap();
     let names = |args: &[&str]| -> Vec<String> {
@@ -230,7 +227,7 @@ fn project_is_found_upwards_from_the_working_directory_or_from_project_dir() {
     let ws = Workspace::new();
     ws.write_servers("app/.mcp.json", &json!({"app-server": demo(&[])}));
     ws.write_json(
-        "app/.plexus/settings.local.json",
+        ws.local_file_of("app"),
         &json!({"enabledMcpjsonServers": ["app-server"]}),
     );
     std::fs::create_dir_all(ws.join("app/src/deep")).unwrap();
@@ -325,7 +322,7 @@ fn settings_files_without_servers_count_as_config_and_end_the_demo() {
 #[test]
 fn a_managed_file_that_cannot_be_applied_blocks_every_server() {
     let ws = Workspace::new();
-    ws.write_servers(".plexus/settings.local.json", &json!({"mine": demo(&[])}));
+    ws.write_servers(ws.local_file(), &json!({"mine": demo(&[])}));
     ws.write("etc/managed-mcp.json", "{\"deniedMcpServers\": [");
     let managed = ws.shown("etc/managed-mcp.json");
     let out = ws.run(&["--json", "servers"]);
@@ -345,7 +342,7 @@ fn a_managed_file_that_cannot_be_applied_blocks_every_server() {
 #[test]
 fn managed_servers_replace_every_other_scope() {
     let ws = Workspace::new();
-    ws.write_servers(".plexus/settings.local.json", &json!({"mine": {"command": "x"}}));
+    ws.write_servers(ws.local_file(), &json!({"mine": {"command": "x"}}));
     ws.write_servers("etc/managed-mcp.json", &json!({"corp": demo_written()}));
     let out = ws.run(&["--json", "servers"]);
     out.expect(0, "connecting 1 server…\n");

@@ -12,8 +12,17 @@ pub const DEFAULT_MANAGED_FILE: &str = "/etc/plexus/managed-mcp.json";
 /// The project file's name, looked for in the working directory and its ancestors.
 pub const PROJECT_FILE: &str = ".mcp.json";
 
-/// The local settings file, relative to the project directory.
-pub const LOCAL_SETTINGS_FILE: &str = ".plexus/settings.local.json";
+/// The local settings file's name, in the project's directory of the plexus home
+/// (`<home>/projects/<key>/settings.local.json`, see [`ConfigPaths::local_file_for`]).
+pub const LOCAL_SETTINGS_FILE: &str = "settings.local.json";
+
+/// The directory of the plexus home that holds one directory of local settings per project.
+pub const PROJECTS_DIR: &str = "projects";
+
+/// Where older versions kept the local settings, relative to the project directory: project
+/// content, so a repository could ship one that approves its own servers. A file found there is
+/// never read, only reported.
+pub const IGNORED_LOCAL_SETTINGS_FILE: &str = ".plexus/settings.local.json";
 
 /// The user settings file, relative to the plexus home.
 pub const USER_SETTINGS_FILE: &str = "settings.json";
@@ -111,10 +120,11 @@ impl DiscoveryOptions {
 /// repository: that is where `--scope project` creates `.mcp.json` and where the local settings
 /// live.
 ///
-/// The local settings live in the project (`<project>/.plexus/settings.local.json`), not in the
-/// plexus home: they belong to one project, and moving the home (`PLEXUS_HOME`) moves only the
-/// user settings. Tests isolate both by putting the home and the project in temporary
-/// directories.
+/// The local settings (the user's own servers for one project, and their approvals of the
+/// project's servers) live in the plexus home, keyed by the project root's canonical path
+/// (`<home>/projects/<key>/settings.local.json`), never inside the project: nothing a repository
+/// ships can approve its own servers or add local ones. A `.plexus/settings.local.json` in the
+/// project, where older versions kept them, is reported and never read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigPaths {
     /// The plexus home.
@@ -125,8 +135,10 @@ pub struct ConfigPaths {
     pub project_dir: PathBuf,
     /// `<project>/.mcp.json` (it may not exist).
     pub project_file: PathBuf,
-    /// `<project>/.plexus/settings.local.json`.
+    /// `<home>/projects/<key>/settings.local.json` (see [`ConfigPaths::local_file_for`]).
     pub local_file: PathBuf,
+    /// `<project>/.plexus/settings.local.json`: never read; reported when it exists.
+    pub ignored_local_file: PathBuf,
     /// The managed file, if any.
     pub managed_file: Option<PathBuf>,
     /// The `--config` files, lowest precedence first.
@@ -140,16 +152,38 @@ impl ConfigPaths {
     pub fn discover(options: &DiscoveryOptions) -> ConfigPaths {
         let start = absolute(&options.start_dir);
         let project_dir = find_project_dir(&start);
+        let home = absolute(&options.home);
         ConfigPaths {
-            home: absolute(&options.home),
-            user_file: absolute(&options.home).join(USER_SETTINGS_FILE),
+            user_file: home.join(USER_SETTINGS_FILE),
             project_file: project_dir.join(PROJECT_FILE),
-            local_file: project_dir.join(LOCAL_SETTINGS_FILE),
+            local_file: ConfigPaths::local_file_for(&home, &project_dir),
+            ignored_local_file: project_dir.join(IGNORED_LOCAL_SETTINGS_FILE),
+            home,
             project_dir,
             managed_file: options.managed_file.as_deref().map(absolute),
             explicit_files: options.explicit_files.iter().map(|f| absolute(f)).collect(),
             strict: options.strict,
         }
+    }
+
+    /// The local settings file of the project at `project_dir` in the plexus home `home`:
+    /// `<home>/projects/<key>/settings.local.json`, where `<key>` is the last component of the
+    /// project's canonical path (symbolic links resolved; characters outside `[A-Za-z0-9._-]`
+    /// become `_`, at most 48 of them) and the first 16 hex digits of the SHA-256 of that path, so
+    /// that two projects never share one and a person can tell whose it is.
+    ///
+    /// ```
+    /// use plexus_config::ConfigPaths;
+    ///
+    /// let file = ConfigPaths::local_file_for("/home/u/.plexus".as_ref(), "/nonexistent/src/my app".as_ref());
+    /// let key = file.parent().unwrap().file_name().unwrap().to_str().unwrap();
+    /// assert!(key.starts_with("my_app-") && key.len() == "my_app-".len() + 16, "{key}");
+    /// assert!(file.starts_with("/home/u/.plexus/projects"));
+    /// ```
+    pub fn local_file_for(home: &Path, project_dir: &Path) -> PathBuf {
+        home.join(PROJECTS_DIR)
+            .join(project_key(project_dir))
+            .join(LOCAL_SETTINGS_FILE)
     }
 
     /// The file of a writable scope, or the managed file; `None` for [`Scope::Explicit`] (there may
@@ -176,6 +210,32 @@ fn find_project_dir(start: &Path) -> PathBuf {
         }
     }
     start.to_owned()
+}
+
+/// The directory name of a project's local settings (see [`ConfigPaths::local_file_for`]).
+fn project_key(project_dir: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    use std::fmt::Write as _;
+    let canonical = std::fs::canonicalize(project_dir).unwrap_or_else(|_| absolute(project_dir));
+    let digest = Sha256::digest(canonical.as_os_str().as_encoded_bytes());
+    let hash = digest.iter().take(8).fold(String::with_capacity(16), |mut hex, byte| {
+        let _ = write!(hex, "{byte:02x}");
+        hex
+    });
+    let name: String = canonical
+        .file_name()
+        .map_or_else(|| "root".to_owned(), |name| name.to_string_lossy().into_owned())
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(48)
+        .collect();
+    format!("{name}-{hash}")
 }
 
 /// `path` made absolute against the working directory (unchanged if that cannot be read).

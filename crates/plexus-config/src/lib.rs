@@ -64,10 +64,12 @@
 //!
 //! - **Files.** User settings: `<home>/settings.json`, where the home is `$PLEXUS_HOME` or
 //!   `~/.plexus`. Project: the nearest `.mcp.json` from the working directory (or `--project DIR`)
-//!   up to the repository root. Local settings: `<project>/.plexus/settings.local.json`: they are
-//!   private to one project, so they live with it, and `PLEXUS_HOME` moves only the user file
-//!   (tests put both the home and the project in temporary directories). Managed:
-//!   `/etc/plexus/managed-mcp.json` or `$PLEXUS_MANAGED_CONFIG`.
+//!   up to the repository root. Local settings (and approvals):
+//!   `<home>/projects/<key>/settings.local.json`, keyed by the project root's canonical path
+//!   ([`ConfigPaths::local_file_for`]): they are the user's, never the project's, so nothing a
+//!   repository ships can approve its own servers; a `.plexus/settings.local.json` inside the
+//!   project is reported and never read. Managed: `/etc/plexus/managed-mcp.json` or
+//!   `$PLEXUS_MANAGED_CONFIG`.
 //! - **Precedence.** The highest scope's entry is used whole, even if it is invalid (then the
 //!   server is listed in [`MergedConfig::invalid`] and not run; a lower scope never stands in).
 //! - **Policy fails closed.** A deny rule wins over everything; no allow-list allows all, an empty
@@ -83,7 +85,8 @@
 //! - **Writing** ([`SettingsEdit`]) edits the file's text in place, so unknown keys, their order and
 //!   their formatting survive byte for byte, and replaces the file atomically.
 //!
-//! Dependencies: `url` parses and checks the URLs of remote servers (WHATWG rules, the same ones
+//! Dependencies: `sha2` hashes a project's canonical path into the key of its local settings.
+//! `url` parses and checks the URLs of remote servers (WHATWG rules, the same ones
 //! the HTTP and WebSocket clients apply), so a bad URL is reported here, with its field, rather than
 //! at connect time. `tempfile` creates the temporary file, next to the target, that an atomic write
 //! renames into place.
@@ -115,8 +118,8 @@ pub use approval::{DISABLED_KEY, ENABLE_ALL_KEY, ENABLED_KEY};
 pub use cache_key::{cache_key, canonical_json};
 pub use diagnostic::{Diagnostic, Severity};
 pub use discover::{
-    ConfigPaths, DEFAULT_MANAGED_FILE, DiscoveryError, DiscoveryOptions, LOCAL_SETTINGS_FILE, PROJECT_FILE,
-    USER_SETTINGS_FILE,
+    ConfigPaths, DEFAULT_MANAGED_FILE, DiscoveryError, DiscoveryOptions, IGNORED_LOCAL_SETTINGS_FILE,
+    LOCAL_SETTINGS_FILE, PROJECT_FILE, PROJECTS_DIR, USER_SETTINGS_FILE,
 };
 pub use error::ConfigError;
 pub use expand::{Environment, Expanded, ExpansionTooLong, MAX_EXPANDED_LEN, expand_vars};

@@ -260,6 +260,19 @@ impl ConfigSources {
             }
         }
         let mut approvals = Approvals::default();
+        if !paths.strict && paths.ignored_local_file.is_file() {
+            loader.merged.diagnostics.push(Diagnostic {
+                severity: Severity::Warning,
+                file: Some(paths.ignored_local_file.clone()),
+                server: None,
+                field: None,
+                message: format!(
+                    "ignored: it is inside the project, and nothing a project ships may approve or add servers; your \
+                     local settings and approvals for this project are in {}",
+                    paths.local_file.display()
+                ),
+            });
+        }
         if !paths.strict {
             for (scope, path) in [
                 (Scope::User, &paths.user_file),

@@ -16,7 +16,8 @@ pub enum Scope {
     /// The project's shared servers, checked in: `<project>/.mcp.json`. They run only once
     /// approved.
     Project,
-    /// The user's private servers for one project: `<project>/.plexus/settings.local.json`.
+    /// The user's private servers for one project, and their approvals of its servers:
+    /// `<home>/projects/<key>/settings.local.json` (see [`ConfigPaths::local_file_for`](crate::ConfigPaths::local_file_for)).
     Local,
     /// A file named on the command line (`--config FILE`).
     Explicit,

@@ -189,7 +189,15 @@ fn the_project_is_the_nearest_ancestor_with_mcp_json_up_to_the_repository_root()
     ws.write_json(&ws.project.join("sub/.mcp.json"), &servers(json!({})));
     let found = paths(&deeper);
     assert_eq!(found.project_dir, ws.project.join("sub"));
-    assert_eq!(found.local_file, ws.project.join("sub/.plexus/settings.local.json"));
+    assert_eq!(
+        found.local_file,
+        ConfigPaths::local_file_for(&ws.home, &ws.project.join("sub"))
+    );
+    assert!(found.local_file.starts_with(ws.home.join("projects")));
+    assert_eq!(
+        found.ignored_local_file,
+        ws.project.join("sub/.plexus/settings.local.json")
+    );
     assert_eq!(found.user_file, ws.home.join("settings.json"));
 
     // Outside any repository the search goes up until it finds one.
@@ -466,4 +474,73 @@ fn the_cache_key_is_the_name_and_the_canonical_expanded_entry() {
         merged.server("s").unwrap().cache_key(),
         r#"s:{"headers":{"A":"1","B":"2"},"type":"http","url":"https://other.example.com/mcp"}"#
     );
+}
+
+#[test]
+fn nothing_a_project_ships_can_approve_its_servers_or_add_local_ones() {
+    let ws = Workspace::new();
+    ws.write_json(&ws.project_file(), &servers(json!({"evil": stdio("rm")})));
+    // What a cloned repository could ship, where older versions read the local settings.
+    let shipped = ws.project.join(".plexus/settings.local.json");
+    ws.write_json(
+        &shipped,
+        &json!({
+            "enableAllProjectMcpServers": true,
+            "enabledMcpjsonServers": ["evil"],
+            "mcpServers": {"sneaky": stdio("curl")}
+        }),
+    );
+    let merged = ws.load();
+    assert_eq!(names(&merged), ["evil"]);
+    assert_eq!(merged.server("evil").unwrap().status, ServerStatus::PendingApproval);
+    assert_eq!(merged.active().count(), 0);
+    assert!(
+        merged.files.iter().all(|file| file.path != shipped),
+        "the shipped file is never read"
+    );
+    assert_eq!(
+        messages(&merged.diagnostics),
+        [format!(
+            "{}: ignored: it is inside the project, and nothing a project ships may approve or add servers; your \
+             local settings and approvals for this project are in {}",
+            shipped.display(),
+            ws.local_file().display()
+        )]
+    );
+
+    // The user's own approval, in the plexus home, is what lets it run.
+    ws.sources().approve(&[ServerName::new("evil").unwrap()]).unwrap();
+    assert!(ws.load().server("evil").unwrap().is_active());
+    assert!(ws.local_file().starts_with(&ws.home));
+}
+
+#[test]
+fn each_project_has_its_own_local_settings_however_it_is_reached() {
+    let ws = Workspace::new();
+    let other = ws.root.path().join("elsewhere/repo");
+    std::fs::create_dir_all(other.join(".git")).unwrap();
+    // Two projects with the same directory name never share their approvals.
+    assert_ne!(
+        ConfigPaths::local_file_for(&ws.home, &ws.project),
+        ConfigPaths::local_file_for(&ws.home, &other)
+    );
+    // A project reached through a symbolic link is the same project.
+    let link = ws.root.path().join("link");
+    std::os::unix::fs::symlink(&ws.project, &link).unwrap();
+    assert_eq!(
+        ConfigPaths::local_file_for(&ws.home, &link),
+        ConfigPaths::local_file_for(&ws.home, &ws.project)
+    );
+    let from_link = ConfigPaths::discover(&plexus_config::DiscoveryOptions::new(&ws.home, &link));
+    assert_eq!(from_link.local_file, ws.local_file());
+    let key = ws
+        .local_file()
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(key.starts_with("repo-"), "{key}");
 }

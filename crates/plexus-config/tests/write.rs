@@ -51,7 +51,11 @@ fn adding_to_a_missing_file_creates_it_and_its_directory() {
         "{\n  \"mcpServers\": {\n    \"db\": {\n      \"args\": [\n        \"--ro\"\n      ],\n      \"command\": \"pg-mcp\"\n    }\n  }\n}\n"
     );
     assert_eq!(mode(&path), 0o600);
-    assert_eq!(listing(&ws.project.join(".plexus")), ["settings.local.json"]);
+    assert_eq!(listing(path.parent().unwrap()), ["settings.local.json"]);
+    assert!(
+        !ws.project.join(".plexus").exists(),
+        "nothing is written inside the project"
+    );
 
     let path = sources.add_server(Scope::Project, &name("db"), &stdio("x")).unwrap();
     assert_eq!(mode(&path), 0o644, "the project file is meant to be shared");

@@ -97,8 +97,14 @@ impl Workspace {
         self.join(".mcp.json")
     }
 
+    /// The local settings of the workspace's project, in the plexus home.
     pub fn local_file(&self) -> PathBuf {
-        self.join(".plexus/settings.local.json")
+        self.local_file_of(self.path())
+    }
+
+    /// The local settings of the project at `dir` (relative to the workspace), in the plexus home.
+    pub fn local_file_of(&self, dir: impl AsRef<Path>) -> PathBuf {
+        plexus::config::ConfigPaths::local_file_for(&self.home(), &self.join(dir))
     }
 
     /// The managed file (`PLEXUS_MANAGED_CONFIG`); it does not exist until written.

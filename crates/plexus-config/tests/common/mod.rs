@@ -120,7 +120,7 @@ impl Workspace {
     }
 
     pub fn local_file(&self) -> PathBuf {
-        self.project.join(".plexus/settings.local.json")
+        plexus_config::ConfigPaths::local_file_for(&self.home, &self.project)
     }
 
     /// Writes `text` to `path` (which must be inside the workspace), creating its directory.

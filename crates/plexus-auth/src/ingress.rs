@@ -167,6 +167,33 @@ impl IngressToken {
     }
 }
 
+/// Whether the session ingress token may be sent to the server at `url`: only over TLS (`wss`,
+/// `https`) or to a loopback address (`localhost`, `127.0.0.0/8`, `::1`), so that it never
+/// crosses a network in clear text. A URL that does not parse gets nothing.
+///
+/// ```
+/// use plexus_auth::ingress::may_receive_token;
+///
+/// assert!(may_receive_token("wss://mcp.example.com/ws"));
+/// assert!(may_receive_token("ws://127.0.0.1:3000/ws") && may_receive_token("ws://[::1]/") && may_receive_token("ws://localhost/"));
+/// assert!(!may_receive_token("ws://mcp.example.com/ws"));
+/// assert!(!may_receive_token("ws://127.0.0.1.example.com/ws"));
+/// ```
+pub fn may_receive_token(url: &str) -> bool {
+    let Ok(url) = url::Url::parse(url) else {
+        return false;
+    };
+    if matches!(url.scheme(), "wss" | "https") {
+        return true;
+    }
+    match url.host() {
+        Some(url::Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(address)) => address.is_loopback(),
+        Some(url::Host::Ipv6(address)) => address.is_loopback(),
+        None => false,
+    }
+}
+
 impl AuthProvider for IngressToken {
     fn headers(&self) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
         let headers = vec![("Authorization".to_owned(), format!("Bearer {}", self.token))];

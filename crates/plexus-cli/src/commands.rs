@@ -3,12 +3,12 @@
 use std::io::Read;
 use std::time::Duration;
 
-use plexus::config::{ConfigSources, ServerConfig};
+use plexus::config::ConfigSources;
 use plexus::protocol::CallToolResult;
 use plexus::tools::{ToolEntry, normalize_name};
 use serde_json::{Map, Value};
 
-use crate::connect::{Attempt, Connection, close_all, connect_all, connector};
+use crate::connect::{Attempt, Connection, Startable, close_all, connect_all, connector};
 use crate::output::{ServerRow, print_call_result, print_servers, print_tools};
 use crate::sources::{self, Configured, Server};
 use crate::{Cli, Command, Outcome, block_on, edit, get, import, login};
@@ -66,10 +66,10 @@ fn with_config(sources: &ConfigSources, job: impl FnOnce(Configured) -> Outcome)
 }
 
 /// The servers among `selected` that may run, as `connect_all` takes them.
-fn runnable<'s>(selected: impl IntoIterator<Item = &'s Server>) -> Vec<(String, ServerConfig)> {
+fn runnable<'s>(selected: impl IntoIterator<Item = &'s Server>) -> Vec<Startable> {
     selected
         .into_iter()
-        .filter_map(|server| Some((server.name.clone(), server.runnable()?.clone())))
+        .filter_map(|server| Some((server.name.clone(), server.runnable()?.clone(), server.scope)))
         .collect()
 }
 

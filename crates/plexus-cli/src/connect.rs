@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use plexus::auth::FileWarnings;
-use plexus::config::{ServerConfig, ServerKind};
+use plexus::config::{Scope, ServerConfig, ServerKind};
 use plexus::{Client, ConnectError, Connector};
 use tokio::sync::Semaphore;
 
@@ -55,10 +55,14 @@ pub(crate) fn report_file_warnings(warnings: &FileWarnings) {
     }
 }
 
-/// Connects every server of `servers` (name and entry; only servers that may run are given), at
-/// most 3 local and 20 remote at once, with `connector`; results come back in the order given.
-/// Then reports the connector's file warnings.
-pub(crate) async fn connect_all(connector: &Arc<Connector>, servers: &[(String, ServerConfig)]) -> Vec<Attempt> {
+/// A server that may run: its name, its entry and the scope the entry comes from (`None` for the
+/// demo server).
+pub(crate) type Startable = (String, ServerConfig, Option<Scope>);
+
+/// Connects every server of `servers` (only servers that may run are given), at most 3 local and
+/// 20 remote at once, with `connector`; results come back in the order given. Then reports the
+/// connector's file warnings.
+pub(crate) async fn connect_all(connector: &Arc<Connector>, servers: &[Startable]) -> Vec<Attempt> {
     let local = Arc::new(Semaphore::new(batch_size(
         "MCP_SERVER_CONNECTION_BATCH_SIZE",
         DEFAULT_LOCAL_BATCH,
@@ -70,9 +74,8 @@ pub(crate) async fn connect_all(connector: &Arc<Connector>, servers: &[(String, 
     let done = Arc::new(AtomicUsize::new(0));
     let spinner = Spinner::start(servers.len(), Arc::clone(&done));
     let mut tasks = Vec::with_capacity(servers.len());
-    for (name, config) in servers {
-        let name = name.clone();
-        let config = config.clone();
+    for (name, config, scope) in servers {
+        let (name, config, scope) = (name.clone(), config.clone(), *scope);
         let gate = if config.kind() == ServerKind::Stdio {
             Arc::clone(&local)
         } else {
@@ -83,7 +86,7 @@ pub(crate) async fn connect_all(connector: &Arc<Connector>, servers: &[(String, 
         tasks.push(tokio::spawn(async move {
             let _permit = gate.acquire_owned().await;
             let options = plexus::ClientOptions::from_env(&name);
-            let connection = match connector.connect_detailed(&name, &config, options).await {
+            let connection = match connector.connect_in_scope(&name, &config, scope, options).await {
                 Ok(connected) => Connection::Connected(connected.client, connected.fallback),
                 Err(e) => Connection::Failed(e),
             };

@@ -339,3 +339,39 @@ fn later_config_files_win_whole_entries() {
         stderr(&output)
     );
 }
+
+#[test]
+fn a_stdio_server_does_not_inherit_plexus_secrets_unless_its_entry_names_them() {
+    let ws = Workspace::new();
+    let seen = ws.join("seen");
+    // Each server writes what it sees of the two secret variables, then runs the demo server.
+    let server = |name: &str, env: Value| {
+        json!({
+            "command": "sh",
+            "args": ["-c", format!(
+                "printf '%s %s\\n' \"${{PLEXUS_SESSION_INGRESS_TOKEN-unset}}\" \"${{PLEXUS_SESSION_INGRESS_TOKEN_FILE-unset}}\" > {}/{name}; exec {} demo-server",
+                seen.display(),
+                support::PLEXUS
+            )],
+            "env": env
+        })
+    };
+    std::fs::create_dir_all(&seen).unwrap();
+    ws.write_servers(
+        ws.user_file(),
+        &json!({
+            "plain": server("plain", json!({})),
+            "named": server("named", json!({"PLEXUS_SESSION_INGRESS_TOKEN": "${PLEXUS_SESSION_INGRESS_TOKEN}"})),
+        }),
+    );
+    let out = ws.run_with_env(
+        &["tools"],
+        &[
+            ("PLEXUS_SESSION_INGRESS_TOKEN", "s3cret"),
+            ("PLEXUS_SESSION_INGRESS_TOKEN_FILE", "/run/token"),
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(std::fs::read_to_string(seen.join("plain")).unwrap(), "unset unset\n");
+    assert_eq!(std::fs::read_to_string(seen.join("named")).unwrap(), "s3cret unset\n");
+}

@@ -1,7 +1,7 @@
 //! What to run, and the limits and timings of the transport.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -79,7 +79,8 @@ impl ShutdownTimings {
 /// How to start a stdio MCP server, and the limits of its transport.
 ///
 /// The child gets the host's environment **plus** the entries of [`env`](Self::env) (which
-/// override variables of the same name); nothing is removed.
+/// override variables of the same name), **minus** the variables of
+/// [`env_removed`](Self::env_removed) that `env` does not set.
 ///
 /// ```
 /// use plexus_stdio::StdioConfig;
@@ -99,6 +100,9 @@ pub struct StdioConfig {
     pub args: Vec<OsString>,
     /// Variables added to the host's environment for the child (the child sees both).
     pub env: BTreeMap<OsString, OsString>,
+    /// Variables of the host's environment the child does not get (unless [`env`](Self::env)
+    /// sets them): secrets of the host.
+    pub env_removed: BTreeSet<OsString>,
     /// The child's working directory (default: the host's).
     pub cwd: Option<PathBuf>,
     /// The largest message accepted from the server, in bytes (default
@@ -127,6 +131,7 @@ impl StdioConfig {
             command,
             args: Vec::new(),
             env: BTreeMap::new(),
+            env_removed: BTreeSet::new(),
             cwd: None,
             max_message_size: plexus_jsonrpc::DEFAULT_MAX_MESSAGE_SIZE,
             stderr_capacity: DEFAULT_STDERR_CAPACITY,
@@ -157,6 +162,14 @@ impl StdioConfig {
     #[must_use]
     pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
         self.env.insert(key.into(), value.into());
+        self
+    }
+
+    /// Keeps a variable of the host's environment from the child (unless [`env`](Self::env) sets
+    /// it).
+    #[must_use]
+    pub fn without_env(mut self, key: impl Into<OsString>) -> Self {
+        self.env_removed.insert(key.into());
         self
     }
 

@@ -50,6 +50,9 @@ pub(crate) fn spawn_child(config: &StdioConfig, target: &str) -> Result<SpawnedC
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    for key in config.env_removed.iter().filter(|key| !config.env.contains_key(*key)) {
+        command.env_remove(key);
+    }
     if let Some(cwd) = &config.cwd {
         command.current_dir(cwd);
     }

@@ -173,6 +173,9 @@ pub(crate) async fn connect_entry(
             for (key, value) in &stdio.env {
                 transport_config = transport_config.env(key, value);
             }
+            for secret in crate::SECRET_VARIABLES {
+                transport_config = transport_config.without_env(secret);
+            }
             if let Some(cwd) = &stdio.cwd {
                 transport_config = transport_config.cwd(cwd);
             }

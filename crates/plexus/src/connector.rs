@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use plexus_client::{Client, ClientOptions};
-use plexus_config::{DiscoveryOptions, Environment, ServerConfig};
+use plexus_config::{DiscoveryOptions, Environment, Scope, ServerConfig};
 
 use crate::connect::{ConnectError, Connected, connect_entry};
 use crate::entry_auth;
@@ -265,11 +265,27 @@ impl Connector {
     }
 
     /// Like [`connect`](Self::connect), and says whether a fallback transport was used (see
-    /// [`connect_detailed`](crate::connect_detailed)).
+    /// [`connect_detailed`](crate::connect_detailed)). The entry is taken as the host's own (see
+    /// [`connect_in_scope`](Self::connect_in_scope)).
     pub async fn connect_detailed(
         &self,
         name: &str,
         config: &ServerConfig,
+        options: ClientOptions,
+    ) -> Result<Connected, ConnectError> {
+        self.connect_in_scope(name, config, None, options).await
+    }
+
+    /// Like [`connect_detailed`](Self::connect_detailed) for an entry of the config `scope` it was
+    /// read from (`None`: the host's own entry). An entry of the [`Project`](Scope::Project)
+    /// scope (a repository's `.mcp.json`) never gets plexus's own secrets: no session ingress
+    /// token. Every stdio server's environment lacks plexus's secret variables
+    /// ([`SECRET_VARIABLES`]) unless its entry's `env` names them.
+    pub async fn connect_in_scope(
+        &self,
+        name: &str,
+        config: &ServerConfig,
+        scope: Option<Scope>,
         mut options: ClientOptions,
     ) -> Result<Connected, ConnectError> {
         if config.options().disabled {
@@ -280,7 +296,7 @@ impl Connector {
         if let Some(timeout) = config.options().timeout {
             options.initialize_timeout = timeout;
         }
-        let plan = entry_auth::plan(config).map_err(|why| ConnectError::Unsupported {
+        let plan = entry_auth::plan(config, scope).map_err(|why| ConnectError::Unsupported {
             server: name.to_owned(),
             kind: config.kind(),
             why,
@@ -304,6 +320,10 @@ impl Connector {
         result
     }
 }
+
+/// plexus's own secret environment variables (the session ingress token and its file): a stdio
+/// server does not inherit them unless its entry's `env` names them.
+pub const SECRET_VARIABLES: [&str; 2] = ["PLEXUS_SESSION_INGRESS_TOKEN", "PLEXUS_SESSION_INGRESS_TOKEN_FILE"];
 
 /// The token store's file name in the plexus home.
 #[cfg(feature = "auth")]
@@ -439,5 +459,16 @@ mod needs_auth {
             Ok(Err(e)) => tracing::warn!("server \"{name}\": {e}"),
             Err(e) => tracing::warn!("server \"{name}\": updating the needs-auth cache failed: {e}"),
         }
+    }
+}
+
+#[cfg(all(test, feature = "auth"))]
+mod tests {
+    #[test]
+    fn the_secret_variables_are_the_ones_plexus_auth_reads() {
+        assert_eq!(
+            super::SECRET_VARIABLES,
+            [plexus_auth::INGRESS_TOKEN_VAR, plexus_auth::INGRESS_TOKEN_FILE_VAR]
+        );
     }
 }

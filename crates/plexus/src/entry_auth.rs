@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use plexus_config::{HttpConfig, ServerConfig};
+use plexus_config::{HttpConfig, Scope, ServerConfig};
 use plexus_transport::StaticHeaders;
 
 use crate::Connector;
@@ -49,9 +49,14 @@ pub(crate) enum AuthPlan {
         /// The token.
         token: String,
     },
-    /// The session ingress token from the environment, when one is configured (`ws`).
+    /// The session ingress token from the environment, when one is configured (`ws` entries
+    /// of every scope but the project's), and only to a server it may go to (over TLS or to
+    /// loopback).
     #[cfg(feature = "auth")]
-    SessionIngress,
+    SessionIngress {
+        /// The server's URL.
+        url: String,
+    },
     /// OAuth 2.1 with the tokens of the plexus home's store (`http` and `sse` without credentials
     /// of their own, `claudeai-proxy`): stored tokens are sent and refreshed; a 401 they cannot
     /// satisfy means the server needs `plexus login`. Without a home there is no store, and the
@@ -80,18 +85,23 @@ impl AuthPlan {
     }
 }
 
-/// The plan for `config`, or why this build refuses the entry (the end of a sentence that starts
-/// with the kind).
-pub(crate) fn plan(config: &ServerConfig) -> Result<AuthPlan, &'static str> {
+/// The plan for `config` from `scope` (`None`: the host's own entry), or why this build refuses
+/// the entry (the end of a sentence that starts with the kind). A project's entry (a repository's
+/// `.mcp.json`) never gets plexus's own secrets: its `ws` servers get no session ingress token.
+pub(crate) fn plan(config: &ServerConfig, scope: Option<Scope>) -> Result<AuthPlan, &'static str> {
     match config {
         ServerConfig::Stdio(_) => Ok(AuthPlan::Anonymous),
         ServerConfig::Http(http) | ServerConfig::Sse(http) => remote_plan(http),
         ServerConfig::Ws(ws) => match &ws.headers_helper {
             Some(command) => helper_plan(command, ws.url.as_str()),
             #[cfg(feature = "auth")]
-            None => Ok(AuthPlan::SessionIngress),
-            #[cfg(not(feature = "auth"))]
-            None => Ok(AuthPlan::Anonymous),
+            None if scope != Some(Scope::Project) => Ok(AuthPlan::SessionIngress {
+                url: ws.url.as_str().to_owned(),
+            }),
+            None => {
+                let _ = scope;
+                Ok(AuthPlan::Anonymous)
+            }
         },
         #[cfg(feature = "auth")]
         ServerConfig::SseIde(ide) => Ok(AuthPlan::IdeLockfile {
@@ -186,10 +196,19 @@ impl Connector {
             #[cfg(feature = "auth")]
             AuthPlan::IdeToken { token } => Some(Arc::new(plexus_auth::IdeToken::from_config(token.clone()))),
             #[cfg(feature = "auth")]
-            AuthPlan::SessionIngress => {
+            AuthPlan::SessionIngress { url } => {
                 let env = self.env();
                 let lookup = |variable: &str| env.get(variable);
                 match plexus_auth::IngressToken::from_env(&lookup).await {
+                    Ok(Some(_)) if !plexus_auth::ingress::may_receive_token(url) => {
+                        tracing::warn!(
+                            server = name,
+                            "the session ingress token is not sent to {}: it goes only over wss:// or to a loopback \
+                             address",
+                            plexus_transport::redact::redact_url(url)
+                        );
+                        None
+                    }
                     Ok(token) => token.map(|token| Arc::new(token) as _),
                     Err(e) => return Err(unavailable(e.to_string())),
                 }
@@ -217,7 +236,7 @@ mod tests {
     }
 
     fn plan_of(value: &Value) -> Result<AuthPlan, &'static str> {
-        plan(&entry(value))
+        plan(&entry(value), Some(Scope::User))
     }
 
     fn oauth(url: &str, settings: Option<plexus_config::OAuthConfig>) -> AuthPlan {
@@ -261,8 +280,14 @@ mod tests {
         );
         assert_eq!(
             plan_of(&json!({"type": "ws", "url": "ws://h/mcp"})),
-            Ok(AuthPlan::SessionIngress)
+            Ok(AuthPlan::SessionIngress {
+                url: "ws://h/mcp".into()
+            })
         );
+        // A repository's entry never gets the session ingress token.
+        let project_ws = entry(&json!({"type": "ws", "url": "wss://h/mcp"}));
+        assert_eq!(plan(&project_ws, Some(Scope::Project)), Ok(AuthPlan::Anonymous));
+        assert!(matches!(plan(&project_ws, None), Ok(AuthPlan::SessionIngress { .. })));
         assert_eq!(
             plan_of(&json!({"type": "sse-ide", "url": "http://127.0.0.1:4567/sse", "ideName": "code"})),
             Ok(AuthPlan::IdeLockfile { port: 4567 })
@@ -279,7 +304,7 @@ mod tests {
         let ServerConfig::Http(http) = &with_oauth else {
             unreachable!()
         };
-        assert_eq!(plan(&with_oauth), Ok(oauth("http://h/mcp", http.oauth.clone())));
+        assert_eq!(plan(&with_oauth, None), Ok(oauth("http://h/mcp", http.oauth.clone())));
         assert_eq!(http.oauth.as_ref().and_then(|o| o.client_id.as_deref()), Some("c"));
         assert_eq!(
             plan_of(&json!({"type": "claudeai-proxy", "url": "https://h/mcp", "id": "c1"})),
@@ -291,7 +316,7 @@ mod tests {
     fn only_http_sse_and_proxy_entries_without_credentials_use_the_needs_auth_cache() {
         let uses = |value: Value| {
             let config = entry(&value);
-            plan(&config).unwrap().uses_needs_auth_cache(&config)
+            plan(&config, None).unwrap().uses_needs_auth_cache(&config)
         };
         assert!(uses(json!({"type": "http", "url": "http://h/mcp"})));
         assert!(uses(

@@ -36,7 +36,7 @@ mod login;
 pub use connect::{ConnectError, Connected, connect, connect_detailed};
 #[cfg(feature = "auth")]
 pub use connector::CREDENTIALS_FILE;
-pub use connector::Connector;
+pub use connector::{Connector, SECRET_VARIABLES};
 #[cfg(feature = "auth")]
 pub use login::LoginError;
 pub use plexus_client::{Client, ClientError, ClientOptions};

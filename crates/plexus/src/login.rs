@@ -90,7 +90,7 @@ impl Connector {
             kind: config.kind(),
             why,
         };
-        let (url, settings) = match entry_auth::plan(config) {
+        let (url, settings) = match entry_auth::plan(config, None) {
             Ok(AuthPlan::OAuth { url, settings }) => (url, settings),
             Ok(AuthPlan::StaticAuthorization) => {
                 return Err(not_oauth("with a static `Authorization` header authenticate"));
@@ -99,7 +99,9 @@ impl Connector {
             Ok(AuthPlan::IdeLockfile { .. } | AuthPlan::IdeToken { .. }) => {
                 return Err(not_oauth("authenticate with the IDE's token"));
             }
-            Ok(AuthPlan::SessionIngress) => return Err(not_oauth("authenticate with the session ingress token")),
+            Ok(AuthPlan::SessionIngress { .. }) => {
+                return Err(not_oauth("authenticate with the session ingress token"));
+            }
             Ok(AuthPlan::Anonymous) => return Err(not_oauth("need no authentication")),
             Err(why) => return Err(not_oauth(why)),
         };

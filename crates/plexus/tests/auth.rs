@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use plexus::auth::{NEEDS_AUTH_CACHE_FILE, NEEDS_AUTH_TTL, NeedsAuthCache};
-use plexus::config::{Environment, ServerConfig};
+use plexus::config::{Environment, Scope, ServerConfig};
 use plexus::{ClientOptions, ConnectError, Connector};
 use serde_json::{Value, json};
 use support::{HANG_GUARD, echo, entry, test_server};
@@ -333,6 +333,36 @@ async fn ws_sends_the_session_ingress_token_when_one_is_configured() {
             file.display()
         )
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_entry_never_gets_the_session_ingress_token() {
+    let home = tempfile::tempdir().unwrap();
+    let guarded = test_server("ws", &["--require-header", "Authorization: Bearer ingress-3"]).await;
+    let env: Environment = [("PLEXUS_SESSION_INGRESS_TOKEN".to_owned(), "ingress-3".to_owned())]
+        .into_iter()
+        .collect();
+    let connector = Connector::new().with_home(home.path()).with_env(env);
+    let config = entry(&json!({"type": "ws", "url": guarded.url()}));
+    let connect = |scope| {
+        let (connector, config) = (connector.clone(), config.clone());
+        async move {
+            tokio::time::timeout(
+                HANG_GUARD,
+                connector.connect_in_scope("remote", &config, scope, ClientOptions::new("remote")),
+            )
+            .await
+            .expect("hang guard")
+        }
+    };
+    // The user's own entry (and the host's) get it on loopback.
+    for scope in [None, Some(Scope::User), Some(Scope::Local), Some(Scope::Explicit)] {
+        let connected = connect(scope).await.unwrap_or_else(|e| panic!("{scope:?}: {e}"));
+        connected.client.close().await.unwrap();
+    }
+    // A repository's entry connects without it, and this server refuses that.
+    let error = connect(Some(Scope::Project)).await.unwrap_err();
+    assert!(error.needs_auth(), "{error}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -34,7 +34,7 @@ pub(crate) fn run(cli: Cli) -> Outcome {
             let arguments = match parse_arguments(arguments.as_deref()) {
                 Ok(arguments) => arguments,
                 Err(e) => {
-                    eprintln!("plexus: {e}");
+                    crate::terminal::say(format_args!("{e}"));
                     return Outcome::Usage;
                 }
             };
@@ -83,7 +83,65 @@ async fn servers_command(configured: Configured, json: bool) -> Outcome {
     }
     close_all(&connector, &attempts).await;
     print_servers(&rows, json);
-    Outcome::Ok
+    none_usable(configured.servers.len(), &attempts).unwrap_or(Outcome::Ok)
+}
+
+/// How a command that needs servers ends when none of the `configured` ones could be used (and
+/// says so on stderr): 2 when none was started (every entry invalid, refused, disabled or waiting
+/// for approval), 4 when every one started needs a login, else 3. `None` when one is usable or
+/// none is configured.
+fn none_usable(configured: usize, attempts: &[Attempt]) -> Option<Outcome> {
+    if configured == 0
+        || attempts
+            .iter()
+            .any(|a| matches!(a.connection, Connection::Connected(..)))
+    {
+        return None;
+    }
+    let failed = |auth: bool| {
+        attempts
+            .iter()
+            .any(|a| matches!(&a.connection, Connection::Failed(e) if crate::connect::needs_auth(e) == auth))
+    };
+    let (outcome, why) = if failed(false) {
+        (Outcome::Connection, "none could be connected")
+    } else if failed(true) {
+        (
+            Outcome::NeedsAuth,
+            "every one started needs a login (plexus login NAME)",
+        )
+    } else {
+        (
+            Outcome::Usage,
+            "none may run (invalid, disabled, rejected or waiting for approval)",
+        )
+    };
+    let noun = if configured == 1 { "server" } else { "servers" };
+    crate::terminal::say(format_args!(
+        "no server could be used: of {configured} configured {noun}, {why}"
+    ));
+    Some(outcome)
+}
+
+/// How a command ends after using the servers it could: see [`none_usable`]; else 3 when some
+/// failed for another reason than a login, 4 when some need one, 0 when all worked.
+fn partial_outcome(configured: usize, attempts: &[Attempt], listing_failed: bool) -> Outcome {
+    if let Some(outcome) = none_usable(configured, attempts) {
+        return outcome;
+    }
+    let failures = attempts.iter().filter_map(|a| match &a.connection {
+        Connection::Failed(e) => Some(Outcome::of_connect_error(e)),
+        Connection::Connected(..) => None,
+    });
+    let worst = failures.fold(None, |worst, outcome| match (worst, outcome) {
+        (Some(Outcome::Connection), _) | (_, Outcome::Connection) => Some(Outcome::Connection),
+        (_, outcome) => Some(outcome),
+    });
+    match (worst, listing_failed) {
+        (_, true) | (Some(Outcome::Connection), _) => Outcome::Connection,
+        (Some(outcome), false) => outcome,
+        (None, false) => Outcome::Ok,
+    }
 }
 
 async fn tools_command(configured: Configured, only: Option<&str>, json: bool) -> Outcome {
@@ -92,10 +150,10 @@ async fn tools_command(configured: Configured, only: Option<&str>, json: bool) -
         Some(name) => match configured.server(name) {
             Some(server) => vec![server],
             None => {
-                eprintln!(
-                    "plexus: no server named {name:?} is configured (configured: {})",
+                crate::terminal::say(format_args!(
+                    "no server named {name:?} is configured (configured: {})",
                     configured.names()
-                );
+                ));
                 return Outcome::Usage;
             }
         },
@@ -107,34 +165,31 @@ async fn tools_command(configured: Configured, only: Option<&str>, json: bool) -
         && only.is_some()
         && server.runnable().is_none()
     {
-        eprintln!("plexus: {}", server.not_started());
+        crate::terminal::say(format_args!("{}", server.not_started()));
         return Outcome::Usage;
     }
     for server in selected.iter().filter(|server| server.is_pending()) {
-        eprintln!("plexus: {}", server.not_started());
+        crate::terminal::say(format_args!("{}", server.not_started()));
     }
     let connector = connector();
-    let attempts = connect_all(&connector, &runnable(selected)).await;
+    let attempts = connect_all(&connector, &runnable(selected.iter().copied())).await;
     let mut entries = Vec::new();
-    let mut outcome = Outcome::Ok;
+    let mut listing_failed = false;
     for attempt in &attempts {
         match &attempt.connection {
             Connection::Connected(client, _) => match client.list_tools().await {
                 Ok(tools) => entries.extend(tools.iter().map(|tool| ToolEntry::new(&attempt.name, tool))),
                 Err(e) => {
-                    eprintln!("plexus: server {:?}: listing tools failed: {e}", attempt.name);
-                    outcome = outcome.max(Outcome::Connection);
+                    crate::terminal::say(format_args!("server {:?}: listing tools failed: {e}", attempt.name));
+                    listing_failed = true;
                 }
             },
-            Connection::Failed(e) => {
-                eprintln!("plexus: {e}");
-                outcome = outcome.max(Outcome::of_connect_error(e));
-            }
+            Connection::Failed(e) => crate::terminal::say(format_args!("{e}")),
         }
     }
     close_all(&connector, &attempts).await;
     print_tools(&entries, json);
-    outcome
+    partial_outcome(selected.len(), &attempts, listing_failed)
 }
 
 /// Reads at most [`MAX_STDIN`] bytes of text from stdin.
@@ -172,16 +227,16 @@ async fn call_command(configured: Configured, name: &str, arguments: Map<String,
         .filter(|server| name.starts_with(&format!("mcp__{}__", normalize_name(&server.name))))
         .collect();
     if candidates.is_empty() {
-        eprintln!(
-            "plexus: {name:?} names no tool of a configured server (tool names look like mcp__<server>__<tool>; servers: {})",
+        crate::terminal::say(format_args!(
+            "{name:?} names no tool of a configured server (tool names look like mcp__<server>__<tool>; servers: {})",
             configured.names()
-        );
+        ));
         return Outcome::Usage;
     }
     for server in &candidates {
         server.report_diagnostics();
         if server.runnable().is_none() {
-            eprintln!("plexus: {}", server.not_started());
+            crate::terminal::say(format_args!("{}", server.not_started()));
         }
     }
     let startable = runnable(candidates);
@@ -201,7 +256,7 @@ async fn call_in(attempts: &[Attempt], name: &str, arguments: Map<String, Value>
         let client = match &attempt.connection {
             Connection::Connected(client, _) => client,
             Connection::Failed(e) => {
-                eprintln!("plexus: {e}");
+                crate::terminal::say(format_args!("{e}"));
                 outcome = Outcome::of_connect_error(e);
                 continue;
             }
@@ -209,7 +264,7 @@ async fn call_in(attempts: &[Attempt], name: &str, arguments: Map<String, Value>
         let tools = match client.list_tools().await {
             Ok(tools) => tools,
             Err(e) => {
-                eprintln!("plexus: server {:?}: listing tools failed: {e}", attempt.name);
+                crate::terminal::say(format_args!("server {:?}: listing tools failed: {e}", attempt.name));
                 outcome = Outcome::Connection;
                 continue;
             }
@@ -223,13 +278,13 @@ async fn call_in(attempts: &[Attempt], name: &str, arguments: Map<String, Value>
         return match client.call_tool(&tool.name, Some(arguments)).await {
             Ok(result) => report(&result, json),
             Err(e) => {
-                eprintln!("plexus: calling {name}: {e}");
+                crate::terminal::say(format_args!("calling {name}: {e}"));
                 Outcome::Connection
             }
         };
     }
     if outcome == Outcome::Usage {
-        eprintln!("plexus: no tool is named {name:?} (see `plexus tools`)");
+        crate::terminal::say(format_args!("no tool is named {name:?} (see `plexus tools`)"));
     }
     outcome
 }

@@ -51,7 +51,7 @@ pub(crate) fn connector() -> Arc<Connector> {
 /// corrupt file set aside, a file readable by others made 0600), one `plexus: ...` line each.
 pub(crate) fn report_file_warnings(warnings: &FileWarnings) {
     for warning in warnings.take() {
-        eprintln!("plexus: {warning}");
+        crate::terminal::say(format_args!("{warning}"));
     }
 }
 

@@ -67,7 +67,7 @@ fn write_new(sources: &ConfigSources, scope: Scope, name: &ServerName, new: NewE
     for mut warning in new.warnings {
         warning.file = Some(path.clone());
         warning.server = Some(name.to_string());
-        eprintln!("plexus: {warning}");
+        crate::terminal::say(format_args!("{warning}"));
     }
     println!(
         "added {} server {:?} to {} ({scope} scope)",
@@ -196,7 +196,7 @@ fn project_servers(sources: &ConfigSources, names: &[String]) -> Result<Vec<Serv
                 ),
             },
         };
-        eprintln!("plexus: {problem}");
+        crate::terminal::say(format_args!("{problem}"));
         failed = true;
     }
     if failed { Err(Outcome::Usage) } else { Ok(checked) }

@@ -78,7 +78,7 @@ pub(crate) fn import_command(sources: &ConfigSources, args: &ImportArgs, json: b
     };
     if !json {
         for note in &imported.notes {
-            println!("{note}");
+            crate::terminal::print_block(&note.to_string());
         }
     }
     let filled = if imported.inputs.is_empty() || !io::stdin().is_terminal() {
@@ -210,7 +210,7 @@ fn ask_inputs(imported: &mut Import) -> Vec<String> {
                 break;
             }
             Err(e) => {
-                eprintln!("plexus: cannot read the answer: {e}");
+                crate::terminal::say(format_args!("cannot read the answer: {e}"));
                 break;
             }
         };

@@ -36,10 +36,10 @@ pub(crate) fn login_command(configured: &Configured, name: &str, timeout: Durati
                     .scope
                     .map(|scope| format!(", scope \"{scope}\""))
                     .unwrap_or_default();
-                println!(
+                crate::terminal::print_block(&format!(
                     "logged in to server \"{name}\" (authorization server {}{scope})",
                     logged_in.issuer
-                );
+                ));
                 Outcome::Ok
             }
             Err(e) => login_failed(&e),
@@ -93,7 +93,7 @@ fn runnable(configured: &Configured, name: &str) -> Option<plexus::config::Serve
 }
 
 fn login_failed(error: &LoginError) -> Outcome {
-    eprintln!("plexus: {error}");
+    crate::terminal::say(format_args!("{error}"));
     match error {
         LoginError::NotOAuth { .. } | LoginError::NoHome { .. } => Outcome::Usage,
         LoginError::OAuth { .. } => Outcome::Connection,
@@ -112,13 +112,15 @@ impl UserAgent for Browser {
     fn open<'a>(&'a self, prompt: &'a AuthorizationPrompt) -> BoxFuture<'a, Result<(), UserAgentError>> {
         Box::pin(async move {
             report_file_warnings(&self.warnings);
-            eprintln!(
-                "plexus: to log in to server \"{}\", open this URL in a browser:\n\n    {}\n\nplexus: waiting for the \
+            crate::terminal::say(format_args!(
+                "to log in to server \"{}\", open this URL in a browser:\n\n    {}\n\nplexus: waiting for the \
                  browser to come back to {}",
                 prompt.server, prompt.url, prompt.redirect_uri
-            );
+            ));
             if let Err(reason) = open_browser(&prompt.url) {
-                eprintln!("plexus: could not open a browser ({reason}); open the URL above yourself");
+                crate::terminal::say(format_args!(
+                    "could not open a browser ({reason}); open the URL above yourself"
+                ));
             }
             Ok(())
         })

@@ -10,6 +10,8 @@ mod import;
 mod login;
 mod output;
 mod sources;
+mod table;
+mod terminal;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -197,7 +199,7 @@ pub(crate) struct ImportArgs {
 /// Prints `message` as a `plexus: ...` line on stderr and says the command failed with a usage or
 /// config error.
 pub(crate) fn fail(message: impl std::fmt::Display) -> Outcome {
-    eprintln!("plexus: {message}");
+    crate::terminal::say(format_args!("{message}"));
     Outcome::Usage
 }
 
@@ -230,7 +232,7 @@ pub(crate) fn block_on(job: impl Future<Output = Outcome>) -> Outcome {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("plexus: could not start the async runtime: {e}");
+            crate::terminal::say(format_args!("could not start the async runtime: {e}"));
             return Outcome::Connection;
         }
     };
@@ -239,11 +241,15 @@ pub(crate) fn block_on(job: impl Future<Output = Outcome>) -> Outcome {
     outcome
 }
 
+/// Tracing on stderr: `-v` shows each server's stderr lines and log notifications (at their
+/// level, tagged with the server's name), `-vv` also each JSON-RPC message sent and received
+/// (method, id, size), `-vvv` their bodies too (secrets redacted); `RUST_LOG` overrides. Colours
+/// only when stderr is a terminal and `NO_COLOR` is not set.
 fn init_tracing(verbose: u8) {
+    use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
     let filter = match std::env::var("RUST_LOG") {
         Ok(spec) if !spec.is_empty() => EnvFilter::new(spec),
-        // -v shows each server's stderr lines (logged at debug, tagged with the server's name).
         _ => EnvFilter::new(match verbose {
             0 => "off",
             1 => "info,plexus_stdio::stderr=debug",
@@ -251,9 +257,11 @@ fn init_tracing(verbose: u8) {
             _ => "trace",
         }),
     };
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .with_target(false)
         .try_init();
 }

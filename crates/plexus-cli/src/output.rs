@@ -1,7 +1,5 @@
 //! Human tables and the stable JSON shapes.
 
-use std::fmt::Write;
-
 use plexus::config::Scope;
 use plexus::protocol::CallToolResult;
 use plexus::tools::ToolEntry;
@@ -10,6 +8,8 @@ use serde_json::{Value, json};
 
 use crate::connect::{Attempt, Connection};
 use crate::sources::Server;
+use crate::table::{self, Column};
+use crate::terminal;
 
 /// One line of `plexus servers`; serializes to the documented JSON shape.
 #[derive(Debug, Serialize)]
@@ -51,10 +51,11 @@ impl ServerRow {
                 if crate::connect::needs_auth(e) {
                     row.status = "needs-auth";
                 }
-                row.error = Some(e.to_string());
+                row.error = Some(e.reason());
             }
             Some(Connection::Connected(client, fallback)) => {
-                row.warnings.extend(fallback.clone());
+                row.warnings
+                    .extend(fallback.iter().map(|note| format!("server {:?}: {note}", server.name)));
                 let details = client.server();
                 row.protocol_version = Some(details.protocol_version.to_string());
                 row.server_info =
@@ -78,46 +79,36 @@ impl ServerRow {
 pub(crate) fn print_json<T: Serialize + ?Sized>(value: &T) {
     match serde_json::to_string_pretty(value) {
         Ok(text) => println!("{text}"),
-        Err(e) => eprintln!("plexus: cannot encode the output as JSON: {e}"),
+        Err(e) => terminal::say(format!("cannot encode the output as JSON: {e}")),
     }
 }
 
-/// Prints rows as a table with a header, each column as wide as its widest cell.
-fn print_table(header: &[&str], rows: &[Vec<String>]) {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let line = |cells: &mut dyn Iterator<Item = &str>| {
-        let mut out = String::new();
-        for (i, cell) in cells.enumerate() {
-            if i + 1 == widths.len() {
-                out.push_str(cell);
-            } else {
-                let _ = write!(out, "{cell:<w$}  ", w = widths[i]);
-            }
-        }
-        println!("{}", out.trim_end());
-    };
-    line(&mut header.iter().copied());
-    for row in rows {
-        line(&mut row.iter().map(String::as_str));
+/// The columns of `plexus servers`.
+const SERVER_COLUMNS: [Column; 9] = [
+    fixed("NAME"),
+    fixed("SCOPE"),
+    fixed("KIND"),
+    fixed("STATUS"),
+    fixed("PROTOCOL"),
+    flexible("SERVER"),
+    fixed("TOOLS"),
+    flexible("SOURCE"),
+    flexible("ERROR"),
+];
+
+const fn fixed(header: &'static str) -> Column {
+    Column {
+        header,
+        flexible: false,
     }
 }
 
-/// The first line of `text`, at most `max` characters.
-fn one_line(text: &str, max: usize) -> String {
-    let first = text.lines().next().unwrap_or_default().trim();
-    if first.chars().count() <= max && !text.trim().contains('\n') {
-        return first.to_owned();
-    }
-    let cut: String = first.chars().take(max.saturating_sub(1)).collect();
-    format!("{}…", cut.trim_end())
+const fn flexible(header: &'static str) -> Column {
+    Column { header, flexible: true }
 }
 
-/// The servers as a table, then every server's warnings and errors in full, one per line.
+/// The servers as a table that fits the terminal, then in full every cell the table cut (an
+/// error, an approval hint, a long path), then every server's warnings and errors, one per line.
 pub(crate) fn print_servers(rows: &[ServerRow], json: bool) {
     if json {
         return print_json(rows);
@@ -146,31 +137,47 @@ pub(crate) fn print_servers(rows: &[ServerRow], json: bool) {
                 info,
                 r.tool_count.map_or_else(String::new, |n| n.to_string()),
                 r.source.clone().unwrap_or_default(),
-                note.map_or_else(String::new, |e| one_line(e, 100)),
+                note.unwrap_or_default().to_owned(),
             ]
         })
         .collect();
-    print_table(
-        &[
-            "NAME", "SCOPE", "KIND", "STATUS", "PROTOCOL", "SERVER", "TOOLS", "SOURCE", "ERROR",
-        ],
-        &table,
-    );
-    let mut details = rows
-        .iter()
-        .flat_map(|r| {
-            let warnings = r.warnings.iter().map(|w| format!("warning: {w}"));
-            warnings.chain(r.errors.iter().map(|e| format!("error: {e}")))
-        })
-        .peekable();
-    if details.peek().is_some() {
+    let rendered = table::render(&SERVER_COLUMNS, &table, terminal::width());
+    table::print(&rendered);
+    let mut details = Vec::new();
+    for ((row, cells), cut) in rows.iter().zip(&table).zip(&rendered.cut) {
+        for ((column, cell), cut) in SERVER_COLUMNS.iter().zip(cells).zip(cut) {
+            if *cut {
+                details.push(format!(
+                    "{}: {}: {}",
+                    row.name,
+                    column.header.to_lowercase(),
+                    cell.trim()
+                ));
+            }
+        }
+    }
+    for row in rows {
+        details.extend(row.warnings.iter().map(|w| format!("warning: {w}")));
+        details.extend(row.errors.iter().map(|e| format!("error: {e}")));
+    }
+    if !details.is_empty() {
         println!();
         for line in details {
-            println!("{line}");
+            terminal::print_block(&line);
         }
     }
 }
 
+/// The columns of `plexus tools`.
+const TOOL_COLUMNS: [Column; 4] = [
+    fixed("NAME"),
+    flexible("TITLE"),
+    fixed("FLAGS"),
+    flexible("DESCRIPTION"),
+];
+
+/// The tools as a table that fits the terminal; each description's first line (`--json` has
+/// them whole).
 pub(crate) fn print_tools(entries: &[ToolEntry], json: bool) {
     if json {
         return print_json(entries);
@@ -192,15 +199,10 @@ pub(crate) fn print_tools(entries: &[ToolEntry], json: bool) {
             if e.open_world {
                 flags.push("open-world");
             }
-            vec![
-                e.name.clone(),
-                e.title.clone(),
-                flags.join(","),
-                one_line(&e.description, 70),
-            ]
+            vec![e.name.clone(), e.title.clone(), flags.join(","), e.description.clone()]
         })
         .collect();
-    print_table(&["NAME", "TITLE", "FLAGS", "DESCRIPTION"], &table);
+    table::print(&table::render(&TOOL_COLUMNS, &table, terminal::width()));
 }
 
 pub(crate) fn print_call_result(result: &CallToolResult, json: bool) {
@@ -217,11 +219,11 @@ pub(crate) fn print_call_result(result: &CallToolResult, json: bool) {
     }
     for block in &result.content {
         let block = serde_json::to_value(block).unwrap_or(Value::Null);
-        println!("{}", describe_block(&block));
+        terminal::print_block(&describe_block(&block));
     }
     if let Some(structured) = &result.structured_content {
         let text = serde_json::to_string_pretty(structured).unwrap_or_default();
-        println!("structured content:\n{text}");
+        terminal::print_block(&format!("structured content:\n{text}"));
     }
 }
 
@@ -250,13 +252,6 @@ fn describe_block(block: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn one_line_cuts_and_marks() {
-        assert_eq!(one_line("short", 10), "short");
-        assert_eq!(one_line("first\nsecond", 10), "first…");
-        assert_eq!(one_line("abcdefghijkl", 5), "abcd…");
-    }
 
     #[test]
     fn blocks_are_summarised() {

@@ -33,7 +33,7 @@ pub(crate) fn discover(globals: &Globals) -> Result<ConfigSources, String> {
 /// [`discover`], printing why it failed.
 pub(crate) fn discover_or_report(globals: &Globals) -> Result<ConfigSources, Outcome> {
     discover(globals).map_err(|message| {
-        eprintln!("plexus: {message}");
+        crate::terminal::say(format_args!("{message}"));
         Outcome::Usage
     })
 }
@@ -144,7 +144,7 @@ impl Server {
     /// Prints the server's warnings and errors on stderr, one `plexus: ...` line each.
     pub(crate) fn report_diagnostics(&self) {
         for diagnostic in self.warnings.iter().chain(&self.errors) {
-            eprintln!("plexus: {diagnostic}");
+            crate::terminal::say(format_args!("{diagnostic}"));
         }
     }
 }
@@ -180,21 +180,24 @@ pub(crate) fn load(sources: &ConfigSources) -> Result<Configured, Outcome> {
     let merged = sources.load();
     let mut explicit_failed = false;
     for (file, error) in merged.file_errors() {
-        eprintln!("plexus: {error}");
+        crate::terminal::say(format_args!("{error}"));
         explicit_failed |= file.scope == Scope::Explicit;
     }
     if explicit_failed {
         return Err(Outcome::Usage);
     }
     for diagnostic in &merged.diagnostics {
-        eprintln!("plexus: {diagnostic}");
+        crate::terminal::say(format_args!("{diagnostic}"));
     }
     let no_file = merged
         .files
         .iter()
         .all(|file| matches!(file.outcome, FileOutcome::Missing));
     if no_file {
-        tracing::info!("no config file found: using the built-in demo server");
+        crate::terminal::say(format_args!(
+            "no config file found, so this is the built-in demo server; add a real one with `plexus add NAME -- \
+             COMMAND [ARGS...]` or `plexus add NAME URL` (see `plexus add --help`)"
+        ));
         return Ok(Configured {
             servers: vec![demo_server()?],
             merged,
@@ -216,7 +219,7 @@ pub(crate) fn load(sources: &ConfigSources) -> Result<Configured, Outcome> {
 /// One stdio server: this very binary running `plexus demo-server`.
 fn demo_server() -> Result<Server, Outcome> {
     let exe = std::env::current_exe().map_err(|e| {
-        eprintln!("plexus: cannot locate the plexus binary for the demo server: {e}");
+        crate::terminal::say(format_args!("cannot locate the plexus binary for the demo server: {e}"));
         Outcome::Usage
     })?;
     let entry = StdioConfig {

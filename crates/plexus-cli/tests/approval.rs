@@ -35,10 +35,14 @@ fn a_project_server_is_pending_until_approved() {
         status(&ws, "shared"),
         json!({"status": "pending", "reason": "pending approval (a project server runs only once approved); approve it with: plexus approve shared", "error": null})
     );
-    // Nothing was started: no "connecting" line.
+    // Nothing was started: no "connecting" line; and since no server may run, exit 2.
     let out = ws.run(&["servers"]);
     assert_eq!(
-        out.ok(),
+        out.expect(
+            2,
+            "plexus: no server could be used: of 1 configured server, none may run (invalid, disabled, rejected or \
+             waiting for approval)\n"
+        ),
         format!(
             "NAME    SCOPE    KIND   STATUS   PROTOCOL  SERVER  TOOLS  SOURCE{pad}  ERROR\nshared  project  stdio  pending                           {source}  pending approval (a project server runs only once approved); approve it with: plexus approve shared\n",
             pad = " ".repeat(ws.shown(".mcp.json").len() - "SOURCE".len()),

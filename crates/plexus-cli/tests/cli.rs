@@ -62,7 +62,10 @@ fn with_no_config_the_demo_server_is_used() {
             .any(|l| l.starts_with("mcp__demo__echo ") && l.contains("read-only")),
         "{text}"
     );
-    assert_eq!(stderr(&output), "connecting 1 server…\n");
+    assert_eq!(
+        stderr(&output),
+        format!("{}connecting 1 server…\n", support::DEMO_NOTICE)
+    );
 }
 
 #[test]
@@ -143,14 +146,14 @@ fn servers_json_reports_each_status() {
                 "gone",
                 "stdio",
                 "failed",
-                json!({"error": "server \"gone\": could not connect to plexus-no-such-command: command not found: plexus-no-such-command"})
+                json!({"error": "could not connect to plexus-no-such-command: command not found: plexus-no-such-command"})
             ),
             row("off", "stdio", "disabled", json!({"reason": "disabled by its entry"})),
             row(
                 "remote",
                 "claudeai-proxy",
                 "failed",
-                json!({"error": "server \"remote\": POST https://127.0.0.1:9/mcp: could not connect: Connection refused (os error 111)"})
+                json!({"error": "POST https://127.0.0.1:9/mcp: could not connect: Connection refused (os error 111)"})
             ),
         ])
     );
@@ -213,31 +216,30 @@ fn call_prints_the_result_and_sets_the_exit_code() {
 #[test]
 fn usage_errors_exit_2_with_the_reason() {
     let dir = workspace();
-    let cases: [(&[&str], &str); 4] = [
+    let demo = support::DEMO_NOTICE;
+    let cases: [(&[&str], String); 4] = [
         (
             &["call", "mcp__demo__echo", "[1]"],
-            "plexus: the arguments must be a JSON object, not an array\n",
+            "plexus: the arguments must be a JSON object, not an array\n".to_owned(),
         ),
         (
             &["call", "mcp__demo__nope"],
-            "connecting 1 server…\nplexus: no tool is named \"mcp__demo__nope\" (see `plexus tools`)\n",
+            format!("{demo}connecting 1 server…\nplexus: no tool is named \"mcp__demo__nope\" (see `plexus tools`)\n"),
         ),
         (
             &["call", "mcp__other__echo"],
-            "plexus: \"mcp__other__echo\" names no tool of a configured server (tool names look like mcp__<server>__<tool>; servers: demo)\n",
+            format!(
+                "{demo}plexus: \"mcp__other__echo\" names no tool of a configured server (tool names look like mcp__<server>__<tool>; servers: demo)\n"
+            ),
         ),
         (
             &["tools", "elsewhere"],
-            "plexus: no server named \"elsewhere\" is configured (configured: demo)\n",
+            format!("{demo}plexus: no server named \"elsewhere\" is configured (configured: demo)\n"),
         ),
     ];
     for (args, message) in cases {
         let output = plexus(&dir, args);
-        assert_eq!(
-            (output.status.code(), stderr(&output)),
-            (Some(2), message.to_owned()),
-            "{args:?}"
-        );
+        assert_eq!((output.status.code(), stderr(&output)), (Some(2), message), "{args:?}");
     }
     let missing = dir.join("missing.json");
     let output = plexus(&dir, &["--config", missing.to_str().unwrap(), "tools"]);
@@ -374,4 +376,98 @@ fn a_stdio_server_does_not_inherit_plexus_secrets_unless_its_entry_names_them() 
     assert_eq!(out.code, Some(0), "{out:?}");
     assert_eq!(std::fs::read_to_string(seen.join("plain")).unwrap(), "unset unset\n");
     assert_eq!(std::fs::read_to_string(seen.join("named")).unwrap(), "s3cret unset\n");
+}
+
+#[test]
+fn escape_sequences_from_a_server_never_reach_the_terminal() {
+    let ws = Workspace::new();
+    ws.write_servers(ws.user_file(), &json!({"bad": demo(&["--hostile-text"])}));
+    let shown = r"\x1b]0;pwned\x07\x1b[2J\u{9b}31m";
+    let runs = [
+        ws.run(&["servers"]),
+        ws.run(&["tools"]),
+        ws.run(&["call", "mcp__bad__hostile"]),
+        ws.run(&["call", "mcp__bad__hostile", r#"{"mode": "error"}"#]),
+        ws.run(&["call", "mcp__bad__hostile", r#"{"mode": "crash"}"#]),
+        ws.run(&["-v", "call", "mcp__bad__hostile", r#"{"mode": "crash"}"#]),
+    ];
+    for out in &runs {
+        for text in [&out.stdout, &out.stderr] {
+            assert!(
+                !text.contains(['\u{1b}', '\u{7}', '\u{9b}']),
+                "a raw control character was written: {text:?}"
+            );
+        }
+        assert!(
+            out.stdout.contains(shown) || out.stderr.contains(shown),
+            "the sequence is shown escaped: {out:?}"
+        );
+    }
+    // In the servers table, the server's info; in the tools table, the title and description.
+    assert!(
+        runs[0].stdout.contains(&format!("plexus-testserver{shown}")),
+        "{}",
+        runs[0].stdout
+    );
+    assert!(
+        runs[1].stdout.contains(&format!("Hostile{shown}")),
+        "{}",
+        runs[1].stdout
+    );
+    assert_eq!(runs[2].stdout, format!("result{shown}\n"));
+    assert!(runs[3].stderr.contains(&format!("failed{shown}")), "{}", runs[3].stderr);
+    assert!(
+        runs[4].stderr.contains(&format!("plexus-testserver: dying{shown}")),
+        "{}",
+        runs[4].stderr
+    );
+    // JSON output is JSON's own escaping, and the text is intact inside it.
+    let json = ws.run(&["--json", "call", "mcp__bad__hostile"]);
+    assert_eq!(
+        json.json()["content"][0]["text"],
+        "result\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m"
+    );
+}
+
+#[test]
+fn when_no_server_can_be_used_the_commands_say_so_and_exit_non_zero() {
+    let ws = Workspace::new();
+    ws.write_servers(
+        ws.user_file(),
+        &json!({"gone": {"command": "plexus-no-such-command"}, "dead": demo(&["--exit-at-start", "5"])}),
+    );
+    let line = "plexus: no server could be used: of 2 configured servers, none could be connected\n";
+    for command in [&["servers"][..], &["tools"], &["--json", "servers"]] {
+        let out = ws.run(command);
+        assert_eq!(out.code, Some(3), "{command:?}: {out:?}");
+        assert!(out.stderr.ends_with(line), "{command:?}: {}", out.stderr);
+    }
+    // One usable server is enough.
+    ws.write_servers(
+        ws.user_file(),
+        &json!({"gone": {"command": "plexus-no-such-command"}, "demo": demo(&[])}),
+    );
+    assert_eq!(ws.run(&["servers"]).code, Some(0));
+}
+
+#[test]
+fn a_table_fits_the_terminal_and_what_it_cuts_is_printed_whole_below() {
+    let ws = Workspace::new();
+    ws.write_servers(
+        ws.user_file(),
+        &json!({"demo": demo(&[]), "gone": {"command": "plexus-no-such-command-with-a-long-name"}}),
+    );
+    let out = ws.run_with_env(&["servers"], &[("COLUMNS", "90")]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let (table, below) = out.stdout.split_once("\n\n").expect("a part below the table");
+    for line in table.lines() {
+        assert!(line.chars().count() <= 90, "{line:?} is wider than 90");
+    }
+    assert!(table.lines().nth(2).unwrap().ends_with('…'), "{table}");
+    assert!(
+        below.lines().any(|line| line
+            == "gone: error: could not connect to plexus-no-such-command-with-a-long-name: command not found: \
+                plexus-no-such-command-with-a-long-name"),
+        "{below}"
+    );
 }

@@ -132,7 +132,7 @@ fn adding_below_a_higher_scope_says_which_entry_is_used() {
 #[test]
 fn bad_add_arguments_exit_2_with_the_reason_and_write_nothing() {
     let ws = Workspace::new();
-    let cases: [(&[&str], &str); 11] = [
+    let cases: [(&[&str], &str); 14] = [
         (
             &["add", "x"],
             "plexus: missing the server's URL, or -- COMMAND [ARGS...]\n",
@@ -155,7 +155,7 @@ fn bad_add_arguments_exit_2_with_the_reason_and_write_nothing() {
         ),
         (
             &["add", "-e", "A=b", "x", "https://e.com"],
-            "plexus: -e sets environment variables of a stdio server; a http server takes headers (-H)\n",
+            "plexus: -e sets environment variables of a stdio server; an http server takes headers (-H)\n",
         ),
         (
             &["add", "-H", "A: b", "x", "--", "cmd"],
@@ -163,11 +163,23 @@ fn bad_add_arguments_exit_2_with_the_reason_and_write_nothing() {
         ),
         (
             &["add", "-t", "http", "x", "https://a.example", "https://b.example"],
-            "plexus: a http server takes exactly one URL, got 2 arguments\n",
+            "plexus: an http server takes one URL (http:// or https://), not a command: got \"https://a.example https://b.example\"\n",
         ),
         (
             &["add", "-t", "http", "x", "notaurl"],
-            "plexus: the entry is invalid: field \"url\": not a valid URL: relative URL without a base\n",
+            "plexus: an http server takes one URL (http:// or https://), not a command: got \"notaurl\"\n",
+        ),
+        (
+            &["add", "-t", "http", "x", "--", "npx", "-y", "server"],
+            "plexus: an http server takes one URL (http:// or https://), not a command: got \"npx -y server\"\n",
+        ),
+        (
+            &["add", "x", "ftp://files.example/mcp"],
+            "plexus: \"ftp://files.example/mcp\" is not a URL plexus can connect to (it takes http://, https://, ws:// or wss://); to run a command with it as its only word, say --transport stdio\n",
+        ),
+        (
+            &["add", "-t", "http", "x", "http://"],
+            "plexus: the entry is invalid: field \"url\": not a valid URL: empty host\n",
         ),
         (
             &["add", "-t", "tcp", "x", "notaurl"],

@@ -86,7 +86,7 @@ fn login_stores_tokens_that_connects_use_and_logout_forgets_them() {
     let (code, rows) = servers(&ws, config);
     assert_eq!(
         (code, rows[0]["status"].as_str()),
-        (Some(0), Some("needs-auth")),
+        (Some(4), Some("needs-auth")),
         "{rows}"
     );
     let cache = ws.read_json("home/mcp-needs-auth-cache.json");
@@ -153,7 +153,7 @@ fn login_stores_tokens_that_connects_use_and_logout_forgets_them() {
     let (code, rows) = servers(&ws, config);
     assert_eq!(
         (code, rows[0]["status"].as_str()),
-        (Some(0), Some("needs-auth")),
+        (Some(4), Some("needs-auth")),
         "{rows}"
     );
 }

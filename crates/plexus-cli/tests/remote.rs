@@ -52,13 +52,13 @@ fn a_server_that_wants_credentials_is_needs_auth_with_exit_code_4() {
     let ws = Workspace::new();
     let servers = json!({"api": {"type": "http", "url": remote.url()}});
     let (code, rows, _) = servers_json(&ws, &servers);
-    assert_eq!(code, Some(0));
+    assert_eq!(code, Some(4));
     assert_eq!(rows[0]["status"], "needs-auth", "{rows}");
     assert!(
         rows[0]["error"]
             .as_str()
             .unwrap()
-            .starts_with("server \"api\": the server needs authentication: "),
+            .starts_with("the server needs authentication: "),
         "{rows}"
     );
     let path = ws.write_servers("servers.json", &servers);
@@ -85,11 +85,11 @@ fn needs_auth_is_remembered_in_the_plexus_home() {
     // The server is gone: only the cache can still say that it needs authentication.
     drop(remote);
     let (code, rows, errors) = servers_json(&ws, &servers);
-    assert_eq!(code, Some(0), "{errors}");
+    assert_eq!(code, Some(4), "{errors}");
     assert_eq!(rows[0]["status"], "needs-auth", "{rows}");
     let error = rows[0]["error"].as_str().unwrap();
     assert!(
-        error.starts_with("server \"api\": the server needs authentication: ")
+        error.starts_with("the server needs authentication: ")
             && error.contains("(remembered from an earlier connect; plexus tries again in "),
         "{error}"
     );
@@ -105,7 +105,8 @@ fn an_http_entry_for_a_legacy_server_says_it_fell_back() {
     assert_eq!(
         rows[0]["warnings"],
         json!([
-            "the server answered the Streamable HTTP initialize with HTTP 405; using legacy HTTP+SSE at the same URL"
+            "server \"old\": the server answered the Streamable HTTP initialize with HTTP 405; using legacy HTTP+SSE \
+             at the same URL"
         ])
     );
 }

@@ -267,7 +267,10 @@ fn the_search_stops_at_the_repository_root() {
     let out = ws.run_in(&ws.join("inner/src"), &["--json", "get", "outer"]);
     out.expect(
         2,
-        "plexus: no server named \"outer\" is configured (configured: demo)\n",
+        &format!(
+            "{}plexus: no server named \"outer\" is configured (configured: demo)\n",
+            support::DEMO_NOTICE
+        ),
     );
 }
 
@@ -327,8 +330,11 @@ fn a_managed_file_that_cannot_be_applied_blocks_every_server() {
     let managed = ws.shown("etc/managed-mcp.json");
     let out = ws.run(&["--json", "servers"]);
     out.expect(
-        0,
-        &format!("plexus: {managed}:1:22: invalid JSON: EOF while parsing a list\n"),
+        2,
+        &format!(
+            "plexus: {managed}:1:22: invalid JSON: EOF while parsing a list\nplexus: no server could be used: of 1 \
+             configured server, none may run (invalid, disabled, rejected or waiting for approval)\n"
+        ),
     );
     assert_eq!(
         out.json()[0]["reason"],

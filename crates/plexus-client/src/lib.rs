@@ -30,6 +30,7 @@ mod notifications;
 mod progress;
 mod request;
 mod session;
+mod trace;
 
 pub use client::{
     Client, ClientOptions, DEFAULT_INITIALIZE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_TOOL_TIMEOUT, MAX_LIST_BYTES,

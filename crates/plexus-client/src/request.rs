@@ -182,7 +182,7 @@ pub(crate) async fn request<P: Serialize + ?Sized>(
     // A send that cannot complete at once (the transport's queue is full, or an HTTP transport
     // reads the reply along with the send) waits within the request's deadline; the common path
     // sets up no timer for it.
-    let mut send = shared.sender.send(message);
+    let mut send = shared.send(message);
     let sent = match std::future::poll_fn(|cx| Poll::Ready(send.as_mut().poll(cx))).await {
         Poll::Ready(sent) => sent,
         Poll::Pending => match tokio::time::timeout_at(deadline, send).await {
@@ -201,6 +201,9 @@ pub(crate) async fn request<P: Serialize + ?Sized>(
     // A transport that read the reply along with the send (an HTTP JSON body) gives it back:
     // it completes the pending entry the way the reader would, and no other task is involved.
     if let Some(response) = in_hand {
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            crate::trace::received(&shared.name, &plexus_jsonrpc::Message::Response(response.clone()));
+        }
         shared.complete(response);
     }
 

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use plexus_jsonrpc::{ErrorCode, ErrorObject, Message, Notification, RawValue, Request, RequestId, Response};
 use plexus_protocol::methods;
-use plexus_transport::{OutboundKind, OutboundMessage, TransportError, TransportReceiver, TransportSender};
+use plexus_transport::{BoxFuture, OutboundKind, OutboundMessage, TransportError, TransportReceiver, TransportSender};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::AbortHandle;
 
@@ -227,7 +227,13 @@ impl Shared {
         })?;
         let message = OutboundMessage::from_line(line, OutboundKind::Notification { method: method.into() });
         // A notification has no reply: nothing comes back.
-        self.sender.send(message).await.map(drop).map_err(ClientError::from)
+        self.send(message).await.map(drop).map_err(ClientError::from)
+    }
+
+    /// Sends one message through the transport, noting it for `tracing` (see [`crate::trace`]).
+    pub(crate) fn send(&self, message: OutboundMessage) -> BoxFuture<'_, Result<Option<Response>, TransportError>> {
+        crate::trace::sent(&self.name, &message);
+        self.sender.send(message)
     }
 
     /// Completes the pending request a response answers. The one way a reply reaches its caller,
@@ -269,7 +275,7 @@ impl Shared {
             _ => {
                 let parsed = ServerNotification::parse(notification);
                 if let ServerNotification::LogMessage(params) = &parsed {
-                    tracing::debug!(server = %self.name, level = ?params.level, logger = ?params.logger, "server log: {}", params.data);
+                    crate::trace::server_log(&self.name, params);
                 }
                 // No subscriber is fine: notifications are then dropped.
                 let _ = self.notifications.send(parsed);
@@ -341,7 +347,6 @@ impl Shared {
                 }
             }
             if let Err(e) = shared
-                .sender
                 .send(OutboundMessage::from_message(&Message::Response(response)))
                 .await
             {
@@ -373,7 +378,7 @@ async fn send_refusals(shared: Weak<Shared>, mut refusals: mpsc::Receiver<Respon
     while let Some(response) = refusals.recv().await {
         let Some(shared) = shared.upgrade() else { return };
         let message = OutboundMessage::from_message(&Message::Response(response));
-        if let Err(e) = shared.sender.send(message).await {
+        if let Err(e) = shared.send(message).await {
             tracing::debug!(server = %shared.name, "could not refuse a request of the server: {e}");
         }
     }
@@ -394,6 +399,9 @@ async fn read_loop(shared: Weak<Shared>, mut receiver: Box<dyn TransportReceiver
     loop {
         let received = receiver.recv().await;
         let Some(shared) = shared.upgrade() else { return };
+        if let Ok(message) = &received {
+            crate::trace::received(&shared.name, message);
+        }
         match received {
             Ok(Message::Response(response)) => shared.complete(response),
             Ok(Message::Notification(notification)) => shared.on_notification(notification),

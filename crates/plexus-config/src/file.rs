@@ -118,6 +118,18 @@ impl RawFile {
         RawFile::parse_bytes(&bytes, path, keep)
     }
 
+    /// Like [`load`](Self::load), for a file named on the command line: it may also be a pipe
+    /// (see [`crate::pipe`]).
+    pub(crate) fn load_explicit(path: &Path, keep: &[&str]) -> Result<RawFile, ConfigError> {
+        let is_special = std::fs::metadata(path).is_ok_and(|metadata| !metadata.is_file() && !metadata.is_dir());
+        let bytes = if is_special {
+            crate::pipe::read_pipe(path, MAX_FILE_SIZE)?
+        } else {
+            read_bounded(path, MAX_FILE_SIZE)?
+        };
+        RawFile::parse_bytes(&bytes, path, keep)
+    }
+
     /// Parses `bytes` as the contents of the file at `path`.
     pub(crate) fn parse_bytes(bytes: &[u8], path: &Path, keep: &[&str]) -> Result<RawFile, ConfigError> {
         if bytes.len() as u64 > MAX_FILE_SIZE {

@@ -85,7 +85,8 @@
 //! - **Writing** ([`SettingsEdit`]) edits the file's text in place, so unknown keys, their order and
 //!   their formatting survive byte for byte, and replaces the file atomically.
 //!
-//! Dependencies: `sha2` hashes a project's canonical path into the key of its local settings.
+//! Dependencies: `nix` opens a `--config` pipe without blocking and waits for it with `poll`,
+//! bounded. `sha2` hashes a project's canonical path into the key of its local settings.
 //! `url` parses and checks the URLs of remote servers (WHATWG rules, the same ones
 //! the HTTP and WebSocket clients apply), so a bad URL is reported here, with its field, rather than
 //! at connect time. `tempfile` creates the temporary file, next to the target, that an atomic write
@@ -106,6 +107,7 @@ mod kind;
 mod merge;
 mod name;
 mod new_entry;
+mod pipe;
 mod policy;
 mod scope;
 mod server;
@@ -134,6 +136,7 @@ pub use merge::{
 };
 pub use name::{InvalidServerName, ServerName};
 pub use new_entry::{EntryError, NewEntry, check_entry, entry_from_args, entry_from_json, parse_transport};
+pub use pipe::PIPE_TIMEOUT;
 pub use policy::{ALLOWED_KEY, DENIED_KEY, PolicyBlock, PolicyMatcher};
 pub use scope::{Scope, UnknownScope};
 pub use server::{

@@ -318,7 +318,12 @@ impl Loader<'_> {
         keys: &[&str],
         required: bool,
     ) -> Result<Option<BTreeMap<String, Value>>, String> {
-        let (outcome, result) = match RawFile::load(path, keys) {
+        let loaded = if scope == Scope::Explicit {
+            RawFile::load_explicit(path, keys)
+        } else {
+            RawFile::load(path, keys)
+        };
+        let (outcome, result) = match loaded {
             Ok(raw) => {
                 let outcome = FileOutcome::Loaded {
                     entries: raw.entries.len(),

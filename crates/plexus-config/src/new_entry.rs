@@ -17,13 +17,22 @@ pub enum EntryError {
     /// Neither a URL nor a command was given.
     #[error("missing the server's URL, or -- COMMAND [ARGS...]")]
     NoTarget,
-    /// A remote server was given something other than one URL.
-    #[error("a {kind} server takes exactly one URL, got {count} arguments")]
+    /// A remote server was given something other than one URL (a command, or several words).
+    #[error("{} {kind} server takes one URL ({}), not a command: got {given:?}", article(*.kind), url_schemes(*.kind))]
     NotOneUrl {
         /// The transport.
         kind: ServerKind,
-        /// How many arguments were given.
-        count: usize,
+        /// What was given, joined by spaces.
+        given: String,
+    },
+    /// The one target looks like a URL of a scheme no transport speaks (`ftp://…`).
+    #[error(
+        "{url:?} is not a URL plexus can connect to (it takes http://, https://, ws:// or wss://); to run a \
+         command with it as its only word, say --transport stdio"
+    )]
+    UnsupportedScheme {
+        /// The URL given.
+        url: String,
     },
     /// `-e` without `KEY=VALUE`, or with a bad key.
     #[error("invalid -e {arg:?}: {reason}")]
@@ -42,7 +51,7 @@ pub enum EntryError {
         reason: String,
     },
     /// `-e` for a remote server.
-    #[error("-e sets environment variables of a stdio server; a {kind} server takes headers (-H)")]
+    #[error("-e sets environment variables of a stdio server; {} {kind} server takes headers (-H)", article(*.kind))]
     EnvOnRemote {
         /// The transport.
         kind: ServerKind,
@@ -112,11 +121,13 @@ pub fn entry_from_args(
     if target.is_empty() {
         return Err(EntryError::NoTarget);
     }
-    let kind = transport.unwrap_or_else(|| match target {
-        [url] if has_scheme(url, &["http", "https"]) => ServerKind::Http,
-        [url] if has_scheme(url, &["ws", "wss"]) => ServerKind::Ws,
-        _ => ServerKind::Stdio,
-    });
+    let kind = match (transport, target) {
+        (Some(kind), _) => kind,
+        (None, [url]) if has_scheme(url, &["http", "https"]) => ServerKind::Http,
+        (None, [url]) if has_scheme(url, &["ws", "wss"]) => ServerKind::Ws,
+        (None, [url]) if looks_like_url(url) => return Err(EntryError::UnsupportedScheme { url: url.clone() }),
+        (None, _) => ServerKind::Stdio,
+    };
     let mut entry = Map::new();
     entry.insert("type".into(), kind.as_str().into());
     if kind == ServerKind::Stdio {
@@ -139,11 +150,15 @@ pub fn entry_from_args(
         if !env.is_empty() {
             return Err(EntryError::EnvOnRemote { kind });
         }
-        let [url] = target else {
-            return Err(EntryError::NotOneUrl {
-                kind,
-                count: target.len(),
-            });
+        let url = match target {
+            // A URL, or one that a `${VAR}` reference will complete (checked then).
+            [url] if url.contains("://") || url.contains("${") => url,
+            _ => {
+                return Err(EntryError::NotOneUrl {
+                    kind,
+                    given: target.join(" "),
+                });
+            }
         };
         entry.insert("url".into(), url.clone().into());
         if !headers.is_empty() {
@@ -210,6 +225,33 @@ pub fn check_entry(entry: &Value, env: &Environment) -> Result<Vec<Diagnostic>, 
     } else {
         Ok(diagnostics)
     }
+}
+
+/// `a` or `an` before the kind's name, as it is read aloud ("an http server", "a ws server").
+fn article(kind: ServerKind) -> &'static str {
+    match kind {
+        ServerKind::Http | ServerKind::Sse | ServerKind::SseIde => "an",
+        _ => "a",
+    }
+}
+
+/// The URL schemes of a remote kind, as a message lists them.
+fn url_schemes(kind: ServerKind) -> &'static str {
+    match kind {
+        ServerKind::Ws | ServerKind::WsIde => "ws:// or wss://",
+        _ => "http:// or https://",
+    }
+}
+
+/// Whether `text` starts like a URL: a scheme (a letter, then letters, digits, `+`, `-`, `.`)
+/// and `://`.
+fn looks_like_url(text: &str) -> bool {
+    text.split_once("://").is_some_and(|(scheme, _)| {
+        scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    })
 }
 
 fn has_scheme(text: &str, schemes: &[&str]) -> bool {

@@ -394,7 +394,7 @@ fn plexus_add_names_what_is_wrong_with_its_arguments() {
     );
     assert_eq!(
         error(None, &["http://h/"], &["A=b"], &[]),
-        "-e sets environment variables of a stdio server; a http server takes headers (-H)"
+        "-e sets environment variables of a stdio server; an http server takes headers (-H)"
     );
     assert_eq!(
         error(None, &["http://h/"], &[], &["no colon"]),
@@ -406,11 +406,11 @@ fn plexus_add_names_what_is_wrong_with_its_arguments() {
     );
     assert_eq!(
         error(Some(ServerKind::Sse), &["http://h/", "x"], &[], &[]),
-        "a sse server takes exactly one URL, got 2 arguments"
+        r#"an sse server takes one URL (http:// or https://), not a command: got "http://h/ x""#
     );
     assert_eq!(
         error(Some(ServerKind::Http), &["not a url"], &[], &[]),
-        r#"the entry is invalid: field "url": not a valid URL: relative URL without a base"#
+        r#"an http server takes one URL (http:// or https://), not a command: got "not a url""#
     );
     assert_eq!(
         parse_transport("sse-ide").unwrap_err().to_string(),

@@ -282,6 +282,25 @@ pub(crate) fn generated_tool(n: usize, count: usize) -> Value {
 }
 
 /// The tool named `name` that `trigger-list-changed` adds.
+/// Terminal escape sequences a hostile server puts in its text: an OSC that sets the window
+/// title (ended by BEL), a clear screen, and an 8-bit CSI.
+pub(crate) const HOSTILE: &str = "\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m";
+
+/// The tool of `--hostile-text`: escape sequences in its title and description; calling it
+/// (`mode`: `result`, `error` or `crash`) answers, fails or dies with more of them.
+pub(crate) fn hostile_tool() -> Value {
+    tool(
+        "hostile",
+        &format!("Hostile{HOSTILE}"),
+        &format!("Fault: text with escape sequences{HOSTILE} in every field.\nSecond line{HOSTILE}"),
+        schema(
+            &json!({"mode": {"type": "string", "enum": ["result", "error", "crash"], "default": "result"}}),
+            &[],
+        ),
+        &read_only(),
+    )
+}
+
 pub(crate) fn dynamic_tool(name: &str) -> Value {
     json!({
         "name": name,

@@ -90,6 +90,7 @@ impl Default for StdioOptions {
 /// What the MCP session offers, and the protocol-level faults it injects. Independent of the
 /// transport.
 #[derive(Debug, Clone, Args)]
+#[allow(clippy::struct_excessive_bools)] // one flag per command-line switch.
 pub struct ServerOptions {
     /// Add N generated tools `tool-0001`, `tool-0002`, … (for pagination tests).
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=MAX_GENERATED_TOOLS as u64).map(|n| n as usize))]
@@ -117,6 +118,10 @@ pub struct ServerOptions {
     /// How long to wait for the client's answer to a server-to-client request, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = DEFAULT_CLIENT_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
     pub client_timeout_ms: u64,
+    /// Fault: terminal escape sequences (OSC title, clear screen, BEL, CSI) in the server's info,
+    /// and a tool `hostile` whose title, description, result, error and stderr carry them.
+    #[arg(long)]
+    pub hostile_text: bool,
 }
 
 impl Default for ServerOptions {
@@ -130,6 +135,7 @@ impl Default for ServerOptions {
             garbage_line: false,
             crash_after: None,
             client_timeout_ms: DEFAULT_CLIENT_TIMEOUT_MS,
+            hostile_text: false,
         }
     }
 }
@@ -186,6 +192,7 @@ mod tests {
             "--garbage-line",
             "--crash-after=4",
             "--client-timeout-ms=50",
+            "--hostile-text",
             "--event-log=/tmp/e",
             "--ignore-signals",
             "--spawn-grandchild=/tmp/p",

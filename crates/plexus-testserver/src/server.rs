@@ -86,10 +86,14 @@ pub(crate) struct Server {
 
 impl Server {
     pub(crate) fn new(options: ServerOptions, events: Arc<EventLog>) -> Self {
+        let mut builtin_tools = catalog::builtin_tools();
+        if options.hostile_text {
+            builtin_tools.push(catalog::hostile_tool());
+        }
         Server {
             options,
             events,
-            builtin_tools: catalog::builtin_tools(),
+            builtin_tools,
             resources: catalog::resources(),
             templates: catalog::resource_templates(),
             prompts: catalog::prompts(),
@@ -302,7 +306,7 @@ impl Session {
         })
     }
 
-    fn options(&self) -> &ServerOptions {
+    pub(crate) fn options(&self) -> &ServerOptions {
         &self.server.options
     }
 
@@ -539,9 +543,23 @@ impl Session {
                 "logging": {},
                 "completions": {},
             },
-            "serverInfo": {"name": "plexus-testserver", "title": "plexus test server", "version": env!("CARGO_PKG_VERSION")},
+            "serverInfo": self.server_info(),
             "instructions": catalog::INSTRUCTIONS,
         }))
+    }
+
+    /// The `serverInfo` of the initialize result (with escape sequences under `--hostile-text`).
+    fn server_info(&self) -> Value {
+        let hostile = if self.options().hostile_text {
+            catalog::HOSTILE
+        } else {
+            ""
+        };
+        json!({
+            "name": format!("plexus-testserver{hostile}"),
+            "title": "plexus test server",
+            "version": format!("{}{hostile}", env!("CARGO_PKG_VERSION")),
+        })
     }
 
     /// The range of entries of the page that `params` asks for, and the next cursor.

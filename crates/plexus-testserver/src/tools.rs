@@ -115,6 +115,21 @@ struct AddArgs {
 }
 
 #[derive(Deserialize)]
+struct HostileArgs {
+    #[serde(default)]
+    mode: HostileMode,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+enum HostileMode {
+    #[default]
+    Result,
+    Error,
+    Crash,
+}
+
+#[derive(Deserialize)]
 struct GarbageArgs {
     line: Option<String>,
 }
@@ -229,6 +244,20 @@ impl Session {
                 Err(error) => Err(error),
             },
             "hang" => return,
+            "hostile" if self.options().hostile_text => match arguments(name, args).map(|HostileArgs { mode }| mode) {
+                Ok(HostileMode::Result) => text(&format!("result{}", catalog::HOSTILE)),
+                Ok(HostileMode::Error) => Err(ErrorObject::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    format!("failed{}", catalog::HOSTILE),
+                )),
+                Ok(HostileMode::Crash) => {
+                    return out.push(Output::Exit {
+                        code: 3,
+                        reason: format!("dying{}", catalog::HOSTILE),
+                    });
+                }
+                Err(error) => Err(error),
+            },
             "drip" => match arguments(name, args).and_then(drip_args) {
                 Ok((chunk, delay)) => return self.drip(id, chunk, delay, out),
                 Err(error) => Err(error),

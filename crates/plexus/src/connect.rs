@@ -83,6 +83,28 @@ fn show_wait(wait: Duration) -> String {
 }
 
 impl ConnectError {
+    /// The server's name.
+    pub fn server(&self) -> &str {
+        match self {
+            ConnectError::Disabled { server }
+            | ConnectError::Unsupported { server, .. }
+            | ConnectError::Credentials { server, .. }
+            | ConnectError::NeedsAuth { server, .. }
+            | ConnectError::Client { server, .. } => server,
+        }
+    }
+
+    /// The message without the `server "NAME": ` it starts with, for a place that already names
+    /// the server (a row of a table).
+    pub fn reason(&self) -> String {
+        let text = self.to_string();
+        let prefix = format!("server \"{}\": ", self.server());
+        match text.strip_prefix(&prefix) {
+            Some(reason) => reason.to_owned(),
+            None => text,
+        }
+    }
+
     /// The session error, when the failure came from the transport or the handshake.
     pub fn client_error(&self) -> Option<&ClientError> {
         match self {

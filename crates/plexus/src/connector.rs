@@ -312,7 +312,8 @@ impl Connector {
             needs_auth::check(cache, name, url).await?;
         }
         let provider = self.provider(name, &plan).await?;
-        let result = connect_entry(name, config, options, provider).await;
+        // Boxed: a connect is rare and its future large (every transport's setup).
+        let result = Box::pin(connect_entry(name, config, options, provider)).await;
         #[cfg(feature = "auth")]
         if let Some((cache, url)) = cache {
             needs_auth::note(cache, name, url, &result).await;

@@ -15,6 +15,10 @@ use tempfile::TempDir;
 /// The binary under test.
 pub const PLEXUS: &str = env!("CARGO_BIN_EXE_plexus");
 
+/// What every command that reads the configuration says on stderr when there is none.
+pub const DEMO_NOTICE: &str = "plexus: no config file found, so this is the built-in demo server; add a real one with \
+                               `plexus add NAME -- COMMAND [ARGS...]` or `plexus add NAME URL` (see `plexus add --help`)\n";
+
 /// A temporary directory that is its own repository root (a `.git` directory, so the project
 /// search stops there) and the project, with the plexus home (`home/`), the user's home
 /// (`user/`) and the managed file's place (`etc/managed-mcp.json`) inside it. Nothing outside it

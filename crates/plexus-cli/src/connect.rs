@@ -1,8 +1,8 @@
 //! Connecting every selected server at once, bounded, with progress on stderr.
 
 use std::io::{IsTerminal, Write};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use plexus::auth::FileWarnings;
@@ -97,7 +97,12 @@ pub(crate) async fn connect_all(connector: &Arc<Connector>, servers: &[Startable
     let mut attempts = Vec::with_capacity(tasks.len());
     for task in tasks {
         match task.await {
-            Ok(attempt) => attempts.push(attempt),
+            Ok(attempt) => {
+                if let Connection::Connected(client, _) = &attempt.connection {
+                    lock_live().push(client.clone());
+                }
+                attempts.push(attempt);
+            }
             Err(e) => tracing::error!("a connect task failed: {e}"),
         }
     }
@@ -109,19 +114,90 @@ pub(crate) async fn connect_all(connector: &Arc<Connector>, servers: &[Startable
 /// Closes every connected session (each bounded by its transport's shutdown), then reports the
 /// file warnings of what the sessions did meanwhile (a token refresh reads the store).
 pub(crate) async fn close_all(connector: &Connector, attempts: &[Attempt]) {
-    let closing = attempts.iter().filter_map(|a| match &a.connection {
-        Connection::Connected(client, _) => Some(client.clone()),
-        Connection::Failed(_) => None,
-    });
-    let tasks: Vec<_> = closing
-        .map(|client| tokio::spawn(async move { client.close().await }))
+    let clients: Vec<Client> = attempts
+        .iter()
+        .filter_map(|a| match &a.connection {
+            Connection::Connected(client, _) => Some(client.clone()),
+            Connection::Failed(_) => None,
+        })
+        .collect();
+    lock_live().retain(|live| !clients.iter().any(|client| live.is_same_session(client)));
+    close_clients(clients, None).await;
+    report_file_warnings(connector.file_warnings());
+}
+
+/// Cancels (when `cancel` gives a reason) and closes `clients`, all at once; each close is
+/// bounded by its transport's shutdown.
+async fn close_clients(clients: Vec<Client>, cancel: Option<&'static str>) {
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .map(|client| {
+            tokio::spawn(async move {
+                if let Some(reason) = cancel {
+                    client.cancel_pending(reason).await;
+                }
+                client.close().await
+            })
+        })
         .collect();
     for task in tasks {
         if let Ok(Err(e)) = task.await {
             tracing::debug!("closing a session: {e}");
         }
     }
-    report_file_warnings(connector.file_warnings());
+}
+
+/// The sessions this command has open, so that an interrupt can cancel and close them wherever
+/// the command was.
+static LIVE: Mutex<Vec<Client>> = Mutex::new(Vec::new());
+
+fn lock_live() -> std::sync::MutexGuard<'static, Vec<Client>> {
+    LIVE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The user interrupted the command: every live session's pending requests are cancelled on the
+/// server, then every session is closed.
+pub(crate) async fn interrupt_all() {
+    let live = std::mem::take(&mut *lock_live());
+    close_clients(live, Some("the user interrupted plexus")).await;
+}
+
+/// The signals that end a command early: SIGINT (Ctrl-C), SIGTERM, SIGHUP.
+pub(crate) struct Interrupt {
+    sigint: tokio::signal::unix::Signal,
+    sigterm: tokio::signal::unix::Signal,
+    sighup: tokio::signal::unix::Signal,
+}
+
+impl Interrupt {
+    /// Starts listening (from now on, these signals no longer end the process by themselves).
+    pub(crate) fn listen() -> std::io::Result<Interrupt> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Interrupt {
+            sigint: signal(SignalKind::interrupt())?,
+            sigterm: signal(SignalKind::terminate())?,
+            sighup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    /// Waits for one of them; the outcome is the exit status it calls for.
+    pub(crate) async fn received(mut self) -> crate::Outcome {
+        let outcome = tokio::select! {
+            _ = self.sigint.recv() => crate::Outcome::Interrupted,
+            _ = self.sigterm.recv() => crate::Outcome::Terminated,
+            _ = self.sighup.recv() => crate::Outcome::HungUp,
+        };
+        if std::io::stderr().is_terminal() {
+            // Past whatever the spinner or the command was writing.
+            eprintln!();
+        }
+        crate::terminal::say(match outcome {
+            crate::Outcome::Terminated => "terminated; cancelling and closing the servers",
+            crate::Outcome::HungUp => "hung up; cancelling and closing the servers",
+            _ => "interrupted; cancelling and closing the servers",
+        });
+        outcome
+    }
 }
 
 /// "connecting N servers" on stderr: a spinner on a terminal, one line otherwise, nothing for
@@ -165,10 +241,17 @@ impl Spinner {
         Spinner { task: Some(task), stop }
     }
 
-    async fn stop(self) {
+    async fn stop(mut self) {
         self.stop.notify_one();
-        if let Some(task) = self.task {
+        if let Some(task) = self.task.take() {
             let _ = task.await;
         }
+    }
+}
+
+/// A spinner dropped with its command (an interrupt) stops spinning too.
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        self.stop.notify_one();
     }
 }

@@ -36,6 +36,12 @@ pub(crate) enum Outcome {
     Connection = 3,
     /// 4: a server needs authentication.
     NeedsAuth = 4,
+    /// 129: ended by SIGHUP (the terminal went away).
+    HungUp = 129,
+    /// 130: interrupted by SIGINT (Ctrl-C).
+    Interrupted = 130,
+    /// 143: ended by SIGTERM.
+    Terminated = 143,
 }
 
 impl Outcome {
@@ -226,8 +232,15 @@ fn main() -> ExitCode {
     ExitCode::from(commands::run(cli) as u8)
 }
 
-/// Runs `job` on a multi-threaded runtime, then gives the runtime a bounded moment for the tasks
-/// that are still closing transports.
+/// How long the stdio servers' shutdown sequences may still run when the command is done (their
+/// own cap is 600 ms).
+const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Runs `job` on a multi-threaded runtime. On SIGINT, SIGTERM or SIGHUP the job is abandoned:
+/// the pending requests of every live session are cancelled on their servers, every session is
+/// closed (stdio servers with their shutdown sequence), and the command exits 130, 143 or 129.
+/// Either way, no server is left running: the shutdown sequences started meanwhile (also by
+/// transports dropped with the job) are waited for before the process exits.
 pub(crate) fn block_on(job: impl Future<Output = Outcome>) -> Outcome {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
@@ -236,8 +249,26 @@ pub(crate) fn block_on(job: impl Future<Output = Outcome>) -> Outcome {
             return Outcome::Connection;
         }
     };
-    let outcome = runtime.block_on(job);
-    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    let outcome = runtime.block_on(async {
+        let signal = match connect::Interrupt::listen() {
+            Ok(signal) => signal,
+            Err(e) => {
+                crate::terminal::say(format_args!("cannot watch for Ctrl-C: {e}"));
+                return job.await;
+            }
+        };
+        tokio::select! {
+            outcome = job => outcome,
+            outcome = signal.received() => {
+                connect::interrupt_all().await;
+                outcome
+            }
+        }
+    });
+    runtime.shutdown_timeout(SHUTDOWN_WAIT);
+    if !plexus::stdio::wait_for_shutdowns(SHUTDOWN_WAIT) {
+        crate::terminal::say("a server's shutdown did not finish in time; its processes may still run");
+    }
     outcome
 }
 

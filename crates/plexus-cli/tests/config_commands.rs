@@ -247,7 +247,7 @@ fn writing_keeps_the_rest_of_the_file_byte_for_byte() {
     out.ok();
     assert_eq!(
         ws.read(ws.user_file()),
-        "{\n    \"theme\": \"dark\",\n    \"mcpServers\": {\n        \"a\": { \"command\": \"x\", \"future\": [1, 2] },\n        \"b\": {\n            \"args\": [\n                \"--flag\"\n            ],\n            \"command\": \"y\",\n            \"type\": \"stdio\"\n        }\n    },\n    \"zzz\": {\"nested\": true}\n}\n"
+        "{\n    \"theme\": \"dark\",\n    \"mcpServers\": {\n        \"a\": { \"command\": \"x\", \"future\": [1, 2] },\n        \"b\": {\n            \"type\": \"stdio\",\n            \"command\": \"y\",\n            \"args\": [\n                \"--flag\"\n            ]\n        }\n    },\n    \"zzz\": {\"nested\": true}\n}\n"
     );
     let out = ws.run(&["remove", "b"]);
     assert_eq!(

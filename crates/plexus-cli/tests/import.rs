@@ -58,8 +58,8 @@ fn claude_desktop_is_imported_from_its_usual_place() {
     assert_eq!(
         out.ok(),
         format!(
-            r#"skipped: server "broken": the entry is invalid: field "args[1]": expected a string, found 8080
-changed: server "my server": renamed to "my_server" (server names use only A-Z, a-z, 0-9, "_" and "-", at most 64)
+            r#"changed: server "my server": renamed to "my_server" (server names use only A-Z, a-z, 0-9, "_" and "-", at most 64)
+skipped: server "broken": the entry is invalid: field "args[1]": expected a string, found 8080
 added stdio server "filesystem" to {local} (local scope)
 added stdio server "my_server" to {local} (local scope)
 "#
@@ -253,11 +253,11 @@ fn cursor_and_claude_code_files_are_converted() {
     assert_eq!(
         out.ok(),
         format!(
-            r#"skipped: server "tool": field "envFile": plexus does not read env files; put the variables in "env"
-changed: server "tool": field "args[0]": replaced ${{workspaceFolder}} with "{root}"
-changed: server "web": field "type": added "http" (Streamable HTTP): the entry has a URL and no type; use "sse" for a legacy HTTP+SSE server
+            r#"changed: server "web": field "type": added "http" (Streamable HTTP): the entry has a URL and no type; use "sse" for a legacy HTTP+SSE server
 changed: server "web": field "headers.X-Key": replaced ${{env:WEB_KEY}} with ${{WEB_KEY}}
 warning: server "web": not set and without a default: ${{WEB_KEY}}; kept as written
+skipped: server "tool": field "envFile": plexus does not read env files; put the variables in "env"
+changed: server "tool": field "args[0]": replaced ${{workspaceFolder}} with "{root}"
 added stdio server "tool" to {user} (user scope)
 added http server "web" to {user} (user scope)
 "#,

@@ -148,7 +148,7 @@ fn the_highest_scope_wins_whole_and_get_shows_what_it_overrides() {
     assert_eq!(
         out.ok(),
         format!(
-            "name:      s\nscope:     local\nsource:    {local}\nkind:      stdio\nstatus:    active\noverrides: {project} (project)\noverrides: {user} (user)\nconfig:\n{{\n  \"args\": [\n    \"demo-server\"\n  ],\n  \"command\": \"{PLEXUS}\",\n  \"env\": {{\n    \"WHO\": \"nobody\"\n  }},\n  \"type\": \"stdio\"\n}}\n",
+            "name:      s\nscope:     local\nsource:    {local}\nkind:      stdio\nstatus:    active\noverrides: {project} (project)\noverrides: {user} (user)\nconfig:\n{{\n  \"type\": \"stdio\",\n  \"command\": \"{PLEXUS}\",\n  \"args\": [\n    \"demo-server\"\n  ],\n  \"env\": {{\n    \"WHO\": \"nobody\"\n  }}\n}}\n",
             local = ws.shown(ws.local_file()),
             project = ws.shown(".mcp.json"),
             user = ws.shown("home/settings.json"),

@@ -186,6 +186,11 @@ impl Client {
         }
     }
 
+    /// Whether `other` is a handle of this same session.
+    pub fn is_same_session(&self, other: &Client) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+
     /// The server's name as configured.
     pub fn name(&self) -> &str {
         &self.shared.name
@@ -380,6 +385,21 @@ impl Client {
     /// Waits until the session is closed (by [`close`](Self::close) or because the transport went away).
     pub async fn closed(&self) {
         self.shared.wait_closed().await;
+    }
+
+    /// Tells the server to stop working on every pending request (`notifications/cancelled`
+    /// with `reason`; `initialize` is never cancelled), each send bounded to 1 s; returns how many
+    /// were cancelled. The requests stay pending until their replies, timeouts or the
+    /// [`close`](Self::close) that usually follows (a host interrupted by the user).
+    pub async fn cancel_pending(&self, reason: &str) -> usize {
+        let ids = self.shared.cancellable_ids();
+        for &id in &ids {
+            let send = crate::request::send_cancelled(&self.shared, id, reason);
+            if let Ok(Err(e)) = tokio::time::timeout(Duration::from_secs(1), send).await {
+                tracing::debug!(server = %self.shared.name, "could not cancel request {id}: {e}");
+            }
+        }
+        ids.len()
     }
 
     /// Closes the session: pending requests fail with [`ClientError::SessionClosed`], then the

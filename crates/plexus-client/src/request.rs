@@ -90,7 +90,7 @@ impl Drop for PendingGuard<'_> {
     }
 }
 
-async fn send_cancelled(shared: &Shared, id: i64, reason: &str) -> Result<(), ClientError> {
+pub(crate) async fn send_cancelled(shared: &Shared, id: i64, reason: &str) -> Result<(), ClientError> {
     let params = serde_json::json!({ "requestId": id, "reason": reason });
     shared.notify_raw(methods::CANCELLED, &params).await
 }
@@ -154,6 +154,7 @@ pub(crate) async fn request<P: Serialize + ?Sized>(
         PendingEntry {
             reply: reply_tx,
             progress: progress.clone(),
+            cancellable,
         },
     )?;
     let mut guard = PendingGuard {

@@ -35,6 +35,8 @@ pub(crate) enum Reply {
 pub(crate) struct PendingEntry {
     pub(crate) reply: oneshot::Sender<Reply>,
     pub(crate) progress: Option<Arc<ProgressState>>,
+    /// The server may be told to stop working on it (every request but `initialize`).
+    pub(crate) cancellable: bool,
 }
 
 /// Pending requests and the closed state live under one lock so that no request can be inserted
@@ -125,6 +127,16 @@ impl Shared {
     /// Forgets a pending request (timed out, cancelled, or failed to send).
     pub(crate) fn forget(&self, id: i64) -> bool {
         lock(&self.pending).entries.remove(&id).is_some()
+    }
+
+    /// The ids of the pending requests the server may be told to stop working on.
+    pub(crate) fn cancellable_ids(&self) -> Vec<i64> {
+        lock(&self.pending)
+            .entries
+            .iter()
+            .filter(|(_, entry)| entry.cancellable)
+            .map(|(id, _)| *id)
+            .collect()
     }
 
     /// How many messages the transport has dropped without a readable reply id so far.

@@ -105,10 +105,10 @@ fn stdio_env_must_map_valid_names_to_strings() {
             json!({ "command": "x", "env": { "PORT": 8080, "DEBUG": false, "A=B": "1", "": "v", "OK": "1" } })
         ),
         [
-            r#"field "env.": an environment variable name must not be empty"#,
-            r#"field "env.A=B": an environment variable name must not contain "=""#,
-            r#"field "env.DEBUG": expected a string, found false"#,
             r#"field "env.PORT": expected a string, found 8080"#,
+            r#"field "env.DEBUG": expected a string, found false"#,
+            r#"field "env.A=B": an environment variable name must not contain "=""#,
+            r#"field "env.": an environment variable name must not be empty"#,
         ]
     );
     assert_eq!(
@@ -314,10 +314,10 @@ fn headers_must_be_valid_http_headers() {
             "headers": { "X Key": "v", "X-Count": 3, "X-Line": "a\r\nInjected: 1", "": "v" }
         })),
         [
-            r#"field "headers.": a header name must not be empty"#,
             r#"field "headers.X Key": a header name cannot contain ' '"#,
             r#"field "headers.X-Count": expected a string, found 3"#,
             r#"field "headers.X-Line": a header value cannot contain the control character '\r'"#,
+            r#"field "headers.": a header name must not be empty"#,
         ]
     );
     assert_eq!(
@@ -535,8 +535,8 @@ fn unknown_fields_are_warnings_and_are_written_back() {
     assert_eq!(
         warnings,
         [
-            r#"field "alwaysAllow": unknown field for a "stdio" server; kept as written but not used"#,
             r#"field "headers": unknown field for a "stdio" server; kept as written but not used"#,
+            r#"field "alwaysAllow": unknown field for a "stdio" server; kept as written but not used"#,
             r#"field "oauth": unknown field for a "stdio" server; kept as written but not used"#,
         ]
     );

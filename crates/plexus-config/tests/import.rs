@@ -65,8 +65,8 @@ fn claude_desktop_from_its_default_place() {
     assert_eq!(
         notes(&imported),
         [
-            r#"skipped: server "broken": the entry is invalid: field "args[1]": expected a string, found 8080"#,
             r#"changed: server "my server": renamed to "my_server" (server names use only A-Z, a-z, 0-9, "_" and "-", at most 64)"#,
+            r#"skipped: server "broken": the entry is invalid: field "args[1]": expected a string, found 8080"#,
             r#"skipped: server "odd": expected an object with the server's settings, found a string"#,
         ]
     );
@@ -182,16 +182,6 @@ fn vscode_with_comments_inputs_and_editor_variables() {
         [
             r#"skipped: field "inputs[2]": a "command" input runs a VS Code command, which plexus cannot; its variable must be set by hand"#.to_owned(),
             r#"skipped: field "inputs[3]": an input needs a non-empty string "id""#.to_owned(),
-            r#"changed: server "github": field "type": added "http" (Streamable HTTP): the entry has a URL and no type; use "sse" for a legacy HTTP+SSE server"#.to_owned(),
-            r#"warning: server "github": field "headers.Authorization": ${input:token} names no input declared in "inputs""#.to_owned(),
-            r#"changed: server "github": field "headers.Authorization": replaced ${input:token} with ${TOKEN}"#.to_owned(),
-            format!(r#"changed: server "github": field "headers.X-Root": replaced ${{workspaceFolder}} with "{project}""#),
-            r#"warning: server "github": not set and without a default: ${TOKEN}; kept as written"#.to_owned(),
-            r#"changed: server "local-tool": field "args[0]": replaced ${env:HOME_DIR} with ${HOME_DIR}"#.to_owned(),
-            r#"warning: server "local-tool": field "args[1]": ${config:tool.path} has no plexus equivalent; kept as written, replace it by hand"#.to_owned(),
-            r#"warning: server "local-tool": field "args[2]": ${command:pick} has no plexus equivalent; kept as written, replace it by hand"#.to_owned(),
-            format!(r#"changed: server "local-tool": field "command": replaced ${{workspaceFolder}} with "{project}""#),
-            r#"warning: server "local-tool": not set and without a default: ${HOME_DIR}, ${config:tool.path}, ${command:pick}; kept as written"#.to_owned(),
             r#"skipped: server "perplexity": field "envFile": plexus does not read env files; put the variables in "env""#.to_owned(),
             r#"skipped: server "perplexity": field "dev": VS Code's development mode (watch and debug) has no plexus equivalent"#.to_owned(),
             r#"changed: server "perplexity": field "env.PORT": the number 8080 is now the string "8080""#.to_owned(),
@@ -199,9 +189,19 @@ fn vscode_with_comments_inputs_and_editor_variables() {
             r#"changed: server "perplexity": field "args[2]": replaced ${input:region} with ${REGION:-eu}"#.to_owned(),
             r#"changed: server "perplexity": field "env.PERPLEXITY_API_KEY": replaced ${input:api-key} with ${API_KEY}"#.to_owned(),
             r#"warning: server "perplexity": not set and without a default: ${API_KEY}; kept as written"#.to_owned(),
-            r#"warning: input "token" is now the variable ${TOKEN}: set TOKEN in the environment, or give its value when asked"#.to_owned(),
+            r#"changed: server "github": field "type": added "http" (Streamable HTTP): the entry has a URL and no type; use "sse" for a legacy HTTP+SSE server"#.to_owned(),
+            r#"warning: server "github": field "headers.Authorization": ${input:token} names no input declared in "inputs""#.to_owned(),
+            r#"changed: server "github": field "headers.Authorization": replaced ${input:token} with ${TOKEN}"#.to_owned(),
+            format!(r#"changed: server "github": field "headers.X-Root": replaced ${{workspaceFolder}} with "{project}""#),
+            r#"warning: server "github": not set and without a default: ${TOKEN}; kept as written"#.to_owned(),
+            format!(r#"changed: server "local-tool": field "command": replaced ${{workspaceFolder}} with "{project}""#),
+            r#"changed: server "local-tool": field "args[0]": replaced ${env:HOME_DIR} with ${HOME_DIR}"#.to_owned(),
+            r#"warning: server "local-tool": field "args[1]": ${config:tool.path} has no plexus equivalent; kept as written, replace it by hand"#.to_owned(),
+            r#"warning: server "local-tool": field "args[2]": ${command:pick} has no plexus equivalent; kept as written, replace it by hand"#.to_owned(),
+            r#"warning: server "local-tool": not set and without a default: ${HOME_DIR}, ${config:tool.path}, ${command:pick}; kept as written"#.to_owned(),
             r#"warning: input "region" is now the variable ${REGION}: set REGION in the environment, or give its value when asked"#.to_owned(),
             r#"warning: input "api-key" (Perplexity API key) is now the variable ${API_KEY}: set API_KEY in the environment, or give its value when asked"#.to_owned(),
+            r#"warning: input "token" is now the variable ${TOKEN}: set TOKEN in the environment, or give its value when asked"#.to_owned(),
         ]
     );
     let inputs: Vec<(&str, &str, bool)> = imported
@@ -212,9 +212,9 @@ fn vscode_with_comments_inputs_and_editor_variables() {
     assert_eq!(
         inputs,
         [
-            ("token", "TOKEN", false),
             ("region", "REGION", false),
-            ("api-key", "API_KEY", true)
+            ("api-key", "API_KEY", true),
+            ("token", "TOKEN", false)
         ]
     );
 }
@@ -311,16 +311,16 @@ fn cursor_variables_and_oauth_client() {
     assert_eq!(
         notes(&imported),
         [
+            r#"skipped: server "notes": field "envFile": plexus does not read env files; put the variables in "env""#.to_owned(),
+            format!(r#"changed: server "notes": field "command": replaced ${{userHome}} with "{home}""#),
+            format!(r#"changed: server "notes": field "args[1]": replaced ${{workspaceFolder}} with "{project}", ${{/}} with "/""#),
+            r#"changed: server "notes": field "args[2]": replaced ${workspaceFolderBasename} with "repo""#.to_owned(),
+            r#"changed: server "notes": field "env.NOTES_TOKEN": replaced ${env:NOTES_TOKEN} with ${NOTES_TOKEN}"#.to_owned(),
+            r#"warning: server "notes": not set and without a default: ${NOTES_TOKEN}; kept as written"#.to_owned(),
             r#"skipped: server "linear": field "auth": extra not used by plexus; left out"#.to_owned(),
             r#"changed: server "linear": field "auth": moved to "oauth" (CLIENT_ID as clientId, CLIENT_SECRET as clientSecret)"#.to_owned(),
             r#"changed: server "linear": field "type": added "http" (Streamable HTTP): the entry has a URL and no type; use "sse" for a legacy HTTP+SSE server"#.to_owned(),
             r#"changed: server "linear": field "oauth.clientSecret": replaced ${env:LINEAR_SECRET} with ${LINEAR_SECRET}"#.to_owned(),
-            r#"skipped: server "notes": field "envFile": plexus does not read env files; put the variables in "env""#.to_owned(),
-            format!(r#"changed: server "notes": field "args[1]": replaced ${{workspaceFolder}} with "{project}", ${{/}} with "/""#),
-            r#"changed: server "notes": field "args[2]": replaced ${workspaceFolderBasename} with "repo""#.to_owned(),
-            format!(r#"changed: server "notes": field "command": replaced ${{userHome}} with "{home}""#),
-            r#"changed: server "notes": field "env.NOTES_TOKEN": replaced ${env:NOTES_TOKEN} with ${NOTES_TOKEN}"#.to_owned(),
-            r#"warning: server "notes": not set and without a default: ${NOTES_TOKEN}; kept as written"#.to_owned(),
         ]
     );
 

@@ -48,7 +48,8 @@ fn adding_to_a_missing_file_creates_it_and_its_directory() {
     assert_eq!(path, ws.local_file());
     assert_eq!(
         read(&path),
-        "{\n  \"mcpServers\": {\n    \"db\": {\n      \"args\": [\n        \"--ro\"\n      ],\n      \"command\": \"pg-mcp\"\n    }\n  }\n}\n"
+        // The keys in the order given.
+        "{\n  \"mcpServers\": {\n    \"db\": {\n      \"command\": \"pg-mcp\",\n      \"args\": [\n        \"--ro\"\n      ]\n    }\n  }\n}\n"
     );
     assert_eq!(mode(&path), 0o600);
     assert_eq!(listing(path.parent().unwrap()), ["settings.local.json"]);

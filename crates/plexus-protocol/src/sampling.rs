@@ -13,6 +13,7 @@ use crate::{JsonObject, RequestMeta, Role};
 /// The content of a sampling message: one block, or (since 2025-11-25) several.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
+#[allow(clippy::large_enum_variant)] // one block is the common case: boxing it would cost an allocation each.
 pub enum SamplingContent {
     /// One block (the only form before 2025-11-25).
     Single(SamplingContentBlock),

@@ -98,6 +98,7 @@ pub use config::{
     DEFAULT_SEND_QUEUE_CAPACITY, DEFAULT_STDERR_CAPACITY, EXIT_WAIT, GROUP_POLL_INTERVAL, INTERRUPT_GRACE, KILL_GRACE,
     MAX_LOGGED_STDERR_LINE, STDERR_TAIL_BYTES, ShutdownTimings, StdioConfig, TERMINATE_GRACE, WRITE_BATCH_BYTES,
 };
+pub use process::wait_for_shutdowns;
 pub use receiver::StdioReceiver;
 pub use stderr::{STDERR_TRACING_TARGET, StderrLog};
 pub use writer::StdioSender;

@@ -18,7 +18,7 @@ use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -278,20 +278,25 @@ impl Shared {
     }
 
     /// Starts the shutdown sequence on a thread of its own, unless it was claimed before. Never
-    /// blocks and needs no runtime.
+    /// blocks and needs no runtime. Counted in [`SHUTDOWNS`] until it ends.
     pub(crate) fn start_shutdown(self: &Arc<Self>) {
         if !self.claim_shutdown() {
             return;
         }
+        SHUTDOWNS.started();
         let shared = Arc::clone(self);
         let spawned = thread::Builder::new()
             .name(format!("plexus-stdio-shutdown-{}", self.pgid))
             .stack_size(THREAD_STACK)
-            .spawn(move || shared.run_shutdown());
+            .spawn(move || {
+                shared.run_shutdown();
+                SHUTDOWNS.ended();
+            });
         if let Err(e) = spawned {
             tracing::warn!(server = %self.name, "could not start the shutdown thread ({e}); killing the process group at once");
             let _ = killpg(self.pgid, Signal::SIGKILL);
             self.shutdown_done.send_replace(true);
+            SHUTDOWNS.ended();
         }
     }
 
@@ -435,6 +440,45 @@ fn wait_for_exit(mut child: std::process::Child, shared: &Arc<Shared>) {
 #[derive(Debug)]
 pub(crate) struct ProcessGuard {
     pub(crate) shared: Arc<Shared>,
+}
+
+/// The shutdown sequences under way in this process.
+static SHUTDOWNS: Shutdowns = Shutdowns {
+    running: Mutex::new(0),
+    ended: Condvar::new(),
+};
+
+/// A count of running shutdown sequences, and a way to wait for it to reach zero.
+struct Shutdowns {
+    running: Mutex<usize>,
+    ended: Condvar,
+}
+
+impl Shutdowns {
+    fn started(&self) {
+        *lock(&self.running) += 1;
+    }
+
+    fn ended(&self) {
+        let mut running = lock(&self.running);
+        *running = running.saturating_sub(1);
+        if *running == 0 {
+            self.ended.notify_all();
+        }
+    }
+}
+
+/// Waits, at most `timeout`, until every shutdown sequence this process has started (by
+/// [`close`](crate::StdioSender), or by dropping a transport) has ended; returns whether they
+/// all did. A program calls it before it exits: a sequence runs on a thread of its own, which the
+/// end of the process would cut short, leaving a server (or its children) running.
+pub fn wait_for_shutdowns(timeout: Duration) -> bool {
+    let running = lock(&SHUTDOWNS.running);
+    let (running, _) = SHUTDOWNS
+        .ended
+        .wait_timeout_while(running, timeout, |running| *running > 0)
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    *running == 0
 }
 
 impl Drop for ProcessGuard {

@@ -267,7 +267,8 @@ mod tests {
         let iat = claims["iat"].as_u64().unwrap();
         assert!(iat >= before && iat <= unix_now());
         assert_eq!(claims["jti"].as_str().unwrap().len(), 43);
-        let fields: Vec<&String> = claims.as_object().unwrap().keys().collect();
+        let mut fields: Vec<&String> = claims.as_object().unwrap().keys().collect();
+        fields.sort();
         assert_eq!(fields, ["ath", "htm", "htu", "iat", "jti", "nonce"]);
     }
 

@@ -250,6 +250,9 @@ mod tests {
             "--fail-after=2",
             "--reset-after=3",
             "--fault-times=1",
+            "--reject-large-body=1000:401",
+            "--close-after-request-ms=100",
+            "--close-from-call=2",
             "--expire-session-after=4",
             "--drop-sse-after=5",
             "--endpoint-origin=http://evil.example:1",
@@ -276,6 +279,14 @@ mod tests {
             (r.fail_status, r.fail_after, r.reset_after, r.fault_times),
             (Some(503), Some(2), Some(3), Some(1))
         );
+        assert_eq!(
+            r.reject_large_body,
+            Some(crate::RejectLargeBody {
+                bytes: 1000,
+                status: 401
+            })
+        );
+        assert_eq!((o.close_after_request_ms, o.close_from_call), (Some(100), Some(2)));
         assert_eq!(r.require_headers.len(), 2);
         assert_eq!(r.require_headers[0].to_string(), "authorization: Bearer t");
         assert_eq!(
@@ -289,6 +300,8 @@ mod tests {
             (Some(100), Some(1000), Some(404))
         );
         assert_eq!(o.server.tools, 2);
+        let err = Cli::try_parse_from(["plexus-testserver", "http", "--close-from-call=2"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::MissingRequiredArgument, "{err}");
         let cli = Cli::try_parse_from(["plexus-testserver", "ws", "--no-subprotocol", "--reset-after=1"]).unwrap();
         let Command::Ws(o) = cli.command else { panic!("not ws") };
         assert!(o.no_subprotocol);
@@ -310,6 +323,7 @@ mod tests {
             (["http", "--oversize-event=10"], "--oversize-event"),
             (["sse", "--require-header=nocolon"], "--require-header"),
             (["ws", "--path=relative"], "--path"),
+            (["http", "--reject-large-body=1:302"], "--reject-large-body"),
         ] {
             let err = Cli::try_parse_from(std::iter::once("plexus-testserver").chain(args)).unwrap_err();
             assert!(err.to_string().contains(flag), "{args:?}: {err}");

@@ -229,8 +229,8 @@ pub use oauth::{
     RefreshIssuance, RefreshRotation, TokenInfo, ToolScope,
 };
 pub use remote::{
-    EndpointOptions, HttpOptions, RemoteError, RemoteOptions, RemoteServer, RequiredHeader, SessionOptions, SseOptions,
-    WsOptions, run_http, run_sse, run_ws,
+    EndpointOptions, HttpOptions, RejectLargeBody, RemoteError, RemoteOptions, RemoteServer, RequiredHeader,
+    SessionOptions, SseOptions, WsOptions, run_http, run_sse, run_ws,
 };
 pub use server::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 pub use stdio::run_stdio;

@@ -1,5 +1,5 @@
-//! Accepting TCP connections and serving HTTP/1.1 on each, with a way to drop a connection with a
-//! TCP reset (`--reset-after`).
+//! Accepting TCP connections and serving HTTP/1.1 on each, with a way to drop a connection without
+//! answering: with a TCP reset (`--reset-after`) or a plain close (`--close-after-request-ms`).
 
 use std::convert::Infallible;
 use std::io;
@@ -44,8 +44,14 @@ impl Connection {
     /// Drops the connection with a TCP reset, without answering; never returns.
     pub(crate) async fn reset(&self) {
         self.mark_reset();
+        match self.close().await {}
+    }
+
+    /// Closes the connection (a FIN once what the client sent was read), without answering;
+    /// never returns.
+    pub(crate) async fn close(&self) -> std::convert::Infallible {
         self.drop_now.notify_one();
-        std::future::pending::<()>().await;
+        std::future::pending().await
     }
 }
 

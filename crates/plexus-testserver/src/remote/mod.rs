@@ -28,7 +28,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub(crate) use options::parse_path;
-pub use options::{EndpointOptions, HttpOptions, RemoteOptions, RequiredHeader, SessionOptions, SseOptions, WsOptions};
+pub use options::{
+    EndpointOptions, HttpOptions, RejectLargeBody, RemoteOptions, RequiredHeader, SessionOptions, SseOptions, WsOptions,
+};
 
 use self::connection::Connection;
 use self::http::Body;
@@ -211,6 +213,40 @@ impl App {
         None
     }
 
+    /// `--reject-large-body`: the refusal of a request whose declared body is over the limit, sent
+    /// without reading the body, after which the connection closes.
+    fn reject_large_body(&self, request: &hyper::Request<hyper::body::Incoming>) -> Option<hyper::Response<Body>> {
+        let reject = self.remote.reject_large_body?;
+        let length = request
+            .headers()
+            .get(hyper::header::CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok()?.parse::<u64>().ok())
+            .filter(|length| *length > reject.bytes)?;
+        self.events.record(
+            &json!({"event": "fault", "fault": "reject-large-body", "status": reject.status, "length": length}),
+        );
+        let status = StatusCode::from_u16(reject.status).unwrap_or(StatusCode::PAYLOAD_TOO_LARGE);
+        let mut response = http::text(
+            status,
+            format!(
+                "a body of {length} bytes is over the {} bytes let through (--reject-large-body); it was not read",
+                reject.bytes
+            ),
+        );
+        let headers = response.headers_mut();
+        headers.insert(
+            hyper::header::CONNECTION,
+            hyper::header::HeaderValue::from_static("close"),
+        );
+        if status == StatusCode::UNAUTHORIZED {
+            headers.insert(
+                hyper::header::WWW_AUTHENTICATE,
+                hyper::header::HeaderValue::from_static("Bearer realm=\"plexus-testserver\""),
+            );
+        }
+        Some(response)
+    }
+
     /// Counts one WebSocket text message; whether `--reset-after` hits it.
     pub(crate) fn ws_message_resets(&self) -> bool {
         let n = self.ws_messages_seen.fetch_add(1, Ordering::Relaxed) + 1;
@@ -278,6 +314,9 @@ impl App {
         listener: Listener,
         mut request: hyper::Request<hyper::body::Incoming>,
     ) -> hyper::Response<Body> {
+        if let Some(refusal) = self.reject_large_body(&request) {
+            return refusal;
+        }
         if let Err(why) = http::origin_allowed(request.headers()) {
             return http::jsonrpc_error(StatusCode::FORBIDDEN, plexus_jsonrpc::ErrorCode::INVALID_REQUEST, why);
         }

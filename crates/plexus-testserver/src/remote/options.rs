@@ -53,10 +53,15 @@ pub struct RemoteOptions {
     /// reset at each later one, without answering.
     #[arg(long, value_name = "N")]
     pub reset_after: Option<u64>,
-    /// With --fail-status, --fail-after or --reset-after: only the first K requests that the fault
-    /// would hit are hit; later ones are served again.
+    /// With --fail-status, --fail-after, --reset-after or (http) --close-after-request-ms: only the
+    /// first K requests that the fault would hit are hit; later ones are served again.
     #[arg(long, value_name = "K", value_parser = value_parser!(u64).range(1..))]
     pub fault_times: Option<u64>,
+    /// Fault: answer a request whose Content-Length is above BYTES with STATUS (default 413; a 401
+    /// carries a Bearer challenge) as soon as its head is in, without reading its body, and close
+    /// the connection (an unread body makes the close a TCP reset).
+    #[arg(long, value_name = "BYTES[:STATUS]")]
+    pub reject_large_body: Option<RejectLargeBody>,
 }
 
 impl Default for RemoteOptions {
@@ -71,6 +76,7 @@ impl Default for RemoteOptions {
             fail_after: None,
             reset_after: None,
             fault_times: None,
+            reject_large_body: None,
         }
     }
 }
@@ -146,6 +152,15 @@ pub struct HttpOptions {
     /// event, an event whose data is a `notifications/message` of exactly BYTES bytes.
     #[arg(long, value_name = "BYTES", value_parser = value_parser!(u64).range(crate::faults::MIN_OVERSIZE_BYTES as u64..=crate::faults::MAX_FAULT_BYTES as u64).map(|n| n as usize), conflicts_with = "json_response")]
     pub oversize_event: Option<usize>,
+    /// Fault: read a tools/call POST, run the call, wait MS milliseconds, then close the connection
+    /// without answering: the call ran, its result is lost. With --close-from-call N, from the N-th
+    /// tools/call on; with --fault-times K, only K calls are hit.
+    #[arg(long, value_name = "MS", value_parser = value_parser!(u64).range(0..=MAX_DELAY_MS))]
+    pub close_after_request_ms: Option<u64>,
+    /// With --close-after-request-ms: the first tools/call (1-based, counted over all sessions) it
+    /// hits [default: 1].
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..), requires = "close_after_request_ms")]
+    pub close_from_call: Option<u64>,
     /// Answer every initialize POST with this status (e.g. 400, 404, 405) and a short body, so
     /// that a client falls back to the legacy transport.
     #[arg(long, value_name = "CODE", value_parser = value_parser!(u16).range(400..=599))]
@@ -230,6 +245,39 @@ impl fmt::Display for RequiredHeader {
     }
 }
 
+/// `--reject-large-body BYTES[:STATUS]`: the largest body let through, and the status that
+/// refuses a larger one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RejectLargeBody {
+    /// The largest `Content-Length` let through.
+    pub bytes: u64,
+    /// The status a larger one gets (400–599; default 413).
+    pub status: u16,
+}
+
+impl FromStr for RejectLargeBody {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (bytes, status) = match text.split_once(':') {
+            Some((bytes, status)) => (bytes, Some(status)),
+            None => (text, None),
+        };
+        let bytes = bytes
+            .trim()
+            .parse()
+            .map_err(|_| format!("{bytes:?} is not a number of bytes"))?;
+        let status = match status {
+            None => 413,
+            Some(status) => match status.trim().parse() {
+                Ok(code @ 400..=599) => code,
+                _ => return Err(format!("{status:?} is not an error status (400 to 599)")),
+            },
+        };
+        Ok(RejectLargeBody { bytes, status })
+    }
+}
+
 /// Checks an endpoint path: absolute, at most 1024 bytes, no query, fragment, space or control
 /// character.
 pub(crate) fn parse_path(path: &str) -> Result<String, String> {
@@ -289,6 +337,29 @@ mod tests {
         assert_eq!(
             "bad name: x".parse::<RequiredHeader>().unwrap_err(),
             "\"bad name\" is not a valid header name"
+        );
+    }
+
+    #[test]
+    fn reject_large_body_takes_bytes_and_an_optional_status() {
+        assert_eq!(
+            "1000".parse::<RejectLargeBody>().unwrap(),
+            RejectLargeBody {
+                bytes: 1000,
+                status: 413
+            }
+        );
+        assert_eq!(
+            "10:401".parse::<RejectLargeBody>().unwrap(),
+            RejectLargeBody { bytes: 10, status: 401 }
+        );
+        assert_eq!(
+            "x:401".parse::<RejectLargeBody>().unwrap_err(),
+            "\"x\" is not a number of bytes"
+        );
+        assert_eq!(
+            "10:200".parse::<RejectLargeBody>().unwrap_err(),
+            "\"200\" is not an error status (400 to 599)"
         );
     }
 

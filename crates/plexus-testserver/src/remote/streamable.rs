@@ -47,12 +47,16 @@ struct Config {
     expire_session_after: Option<u64>,
     /// The status initialize POSTs get instead of a session.
     refuse_initialize: Option<(u16, &'static str)>,
+    /// `--close-after-request-ms` and the tools/call it starts at (`--close-from-call`).
+    close_after_request: Option<(std::time::Duration, u64)>,
 }
 
 /// The Streamable HTTP transport: its sessions by id.
 pub(crate) struct Streamable {
     config: Config,
     sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
+    /// tools/call POSTs seen, over all sessions, for `--close-after-request-ms`.
+    calls_seen: AtomicU64,
 }
 
 /// Where a request's response goes.
@@ -106,8 +110,15 @@ impl Streamable {
                 oversize_event: options.oversize_event,
                 expire_session_after: options.sessions.expire_session_after,
                 refuse_initialize,
+                close_after_request: options.close_after_request_ms.map(|ms| {
+                    (
+                        std::time::Duration::from_millis(ms),
+                        options.close_from_call.unwrap_or(1),
+                    )
+                }),
             },
             sessions: Mutex::new(HashMap::new()),
+            calls_seen: AtomicU64::new(0),
         }
     }
 
@@ -160,6 +171,15 @@ impl Streamable {
             };
             if self.expire_if_due(app, &session) {
                 return session_not_found(&session.id);
+            }
+            if request.method == "tools/call"
+                && let Some(wait) = self.close_hits(app, &request.id)
+            {
+                // The call runs; its answer goes nowhere (no route), and the connection closes.
+                let id = request.id.clone();
+                session.handle(app, Message::Request(request), Some(&id));
+                tokio::time::sleep(wait).await;
+                match connection.close().await {}
             }
             return with_session(self.request(app, &session, request, false).await, &session.id);
         }
@@ -422,6 +442,19 @@ impl Streamable {
         app.events()
             .record(&json!({"event": "session-start", "session": session.id, "transport": "http"}));
         Ok(session)
+    }
+
+    /// Counts a tools/call against `--close-after-request-ms`: the wait before the close when it
+    /// hits this one.
+    fn close_hits(&self, app: &App, id: &RequestId) -> Option<std::time::Duration> {
+        let (wait, from) = self.config.close_after_request?;
+        let n = self.calls_seen.fetch_add(1, Ordering::Relaxed) + 1;
+        if !app.is_hit(n, Some(from - 1)) {
+            return None;
+        }
+        app.events()
+            .record(&json!({"event": "fault", "fault": "close-after-request", "call": n, "id": id}));
+        Some(wait)
     }
 
     /// Counts a request against `--expire-session-after`; when due, ends the session.

@@ -53,9 +53,16 @@
 //! [`HttpConfig::idle_timeout`] (30 s, less when the server's `Keep-Alive` header says it closes
 //! sooner); a background task closes them as they expire. A connection is driven by the task
 //! that uses it, so a connection needs no task of its own. An idle connection that the server
-//! closed is noticed before use; a request that finds its kept-alive connection closed under it
-//! before any of the response arrived is sent once more on a new connection (the server closed
-//! an idle connection as the request left; browsers do the same).
+//! closed, or that waited past its idle timeout, is noticed before use and dropped.
+//!
+//! A request whose bytes may have reached the server is never sent again (the server may have
+//! acted on it: a tool must not run twice). When its connection closes or breaks before the
+//! answer, it fails with [`TransportError::Io`] (a terminal I/O error) saying that the request
+//! was sent and whether the server acted on it is unknown. Only a request of which nothing was
+//! written (its kept-alive connection failed at the first byte) goes again, once, on a new
+//! connection. When writing a request fails part way, as with a server that answers a large body
+//! with 413 or 401 and closes without reading it, the response the server sent before it stopped
+//! reading (its head within 1 s) is the answer.
 //!
 //! # The session
 //!
@@ -102,6 +109,8 @@
 //! - Redirects are followed within the endpoint's origin only (same method, body and headers).
 //!   A redirect to another origin fails with [`TransportError::Connect`]: credentials and
 //!   custom headers never reach another server.
+//! - A 413 says that the server refused the request as too large, with the request's size, the
+//!   status and the start of the body ([`TransportError::Http`]).
 //! - An `initialize` POST answered with 400, 404 or 405 fails with [`TransportError::Http`]
 //!   carrying that status: the signal for the layer above to fall back to the legacy HTTP+SSE
 //!   transport at the same URL (this crate does not).

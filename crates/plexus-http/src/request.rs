@@ -234,9 +234,17 @@ impl Inner {
                 auth_retries += 1;
                 continue;
             }
+            let what = match (status, &spec.body) {
+                (413, Some(body)) => format!(
+                    "{} (a {}-byte request, which it refused as too large)",
+                    spec.what(self),
+                    body.len()
+                ),
+                _ => spec.what(self),
+            };
             return Err(TransportError::Http {
                 status,
-                what: spec.what(self),
+                what,
                 body: Box::pin(error_body(response.body, deadline)).await,
             });
         }

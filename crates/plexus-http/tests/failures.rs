@@ -24,7 +24,11 @@ fn assert_terminal_io(error: &TransportError, expected: &str) {
 #[tokio::test]
 async fn three_connection_failures_in_a_row_close_the_transport_and_a_success_resets_the_count() {
     let server = TestServer::start(resetting()).await;
-    let reset = format!("POST {}: Connection reset by peer (os error 104)", server.url);
+    let reset = format!(
+        "POST {}: Connection reset by peer (os error 104) before the server answered (the request was sent; whether \
+         the server acted on it is unknown)",
+        server.url
+    );
     let (sender, mut receiver, info) = transport(&server.url, |c| c);
     handshake(&sender, &mut receiver).await;
     // The event stream's GET gets a 405, a response that resets the count: let it come first.
@@ -261,7 +265,20 @@ async fn a_server_that_hangs_up_fails_the_request() {
     let error = guard(sender.send(request(1, "hangup"))).await.unwrap_err();
     assert_terminal_io(
         &error,
-        &format!("POST {}: connection closed before message completed", server.url),
+        &format!(
+            "POST {}: the server closed the connection before answering (the request was sent; whether the server \
+             acted on it is unknown)",
+            server.url
+        ),
+    );
+    let hangups = server
+        .requests()
+        .iter()
+        .filter(|r| r.rpc_method().as_deref() == Some("hangup"))
+        .count();
+    assert_eq!(
+        hangups, 1,
+        "a request that may have reached the server is not sent again"
     );
     sender.close().await.unwrap();
 }

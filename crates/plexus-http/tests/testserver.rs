@@ -49,6 +49,37 @@ fn echoed(response: &plexus_jsonrpc::Response) -> String {
     result_of(response)["content"][0]["text"].as_str().unwrap().to_owned()
 }
 
+/// A fresh event log for the test server (`--event-log`), removed when dropped.
+struct EventLog(std::path::PathBuf);
+
+impl EventLog {
+    fn new(test: &str) -> EventLog {
+        let path = std::env::temp_dir().join(format!("plexus-http-{}-{test}.jsonl", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        EventLog(path)
+    }
+
+    fn arg(&self) -> String {
+        format!("--event-log={}", self.0.display())
+    }
+
+    /// The events logged so far that have every field of `fields` with that value.
+    fn matching(&self, fields: &serde_json::Value) -> Vec<serde_json::Value> {
+        let text = std::fs::read_to_string(&self.0).unwrap_or_default();
+        let wanted = fields.as_object().unwrap();
+        text.lines()
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+            .filter(|event| wanted.iter().all(|(k, v)| &event[k] == v))
+            .collect()
+    }
+}
+
+impl Drop for EventLog {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 #[tokio::test]
 async fn a_session_with_sse_and_json_responses() {
     for args in [&[][..], &["--json-response"][..]] {
@@ -262,6 +293,97 @@ async fn a_client_session_over_json_and_sse_responses() {
             assert_eq!(guard(call).await.unwrap(), json!(format!("call {n}")), "{args:?}");
         }
         client.close().await.unwrap();
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn a_call_the_server_ran_and_then_hung_up_on_is_never_sent_again() {
+    // The second tools/call runs on the server, which then closes the kept-alive connection
+    // without answering. Sending it again would run the tool twice.
+    let log = EventLog::new("hung-up-call");
+    let server = serve(&[
+        "--json-response",
+        "--no-get-stream",
+        "--close-after-request-ms=200",
+        "--close-from-call=2",
+        "--fault-times=1",
+        &log.arg(),
+    ])
+    .await;
+    let (sender, mut receiver, info) = transport(server.url(), |c| c);
+    handshake(&sender, &mut receiver).await;
+    let first = guard(sender.send(echo(1, "first"))).await.unwrap().unwrap();
+    assert_eq!(echoed(&first), "first");
+    assert_eq!(
+        (info.open_connections(), info.idle_connections()),
+        (1, 1),
+        "the next call goes on the kept-alive connection"
+    );
+    let error = guard(sender.send(echo(2, "once"))).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "POST {}: the server closed the connection before answering (the request was sent; whether the server \
+             acted on it is unknown)",
+            server.url()
+        )
+    );
+    assert_eq!(error.class(), ErrorClass::TerminalIo);
+    let runs = log.matching(&json!({"event": "request", "method": "tools/call", "id": 2}));
+    assert_eq!(runs.len(), 1, "the call ran exactly once: {runs:?}");
+    assert_eq!(
+        log.matching(&json!({"event": "fault", "fault": "close-after-request"}))
+            .len(),
+        1
+    );
+    // The transport goes on: the next call gets a new connection.
+    let third = guard(sender.send(echo(3, "after"))).await.unwrap().unwrap();
+    assert_eq!(echoed(&third), "after");
+    sender.close().await.unwrap();
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_body_the_server_refuses_before_reading_it_gets_its_status_and_is_sent_once() {
+    // 8 MiB: more than the socket buffers hold, so the server's close interrupts the writing.
+    let big = "b".repeat(8 << 20);
+    for (status, class) in [(413, ErrorClass::Connect), (401, ErrorClass::NeedsAuth)] {
+        let log = EventLog::new(&format!("refused-body-{status}"));
+        let reject = format!("--reject-large-body=100000:{status}");
+        let server = serve(&["--json-response", "--no-get-stream", &reject, &log.arg()]).await;
+        let (sender, mut receiver, _info) = transport(server.url(), |c| c);
+        handshake(&sender, &mut receiver).await;
+        let call = echo(1, &big);
+        let size = call.json().len();
+        let error = guard(sender.send(call)).await.unwrap_err();
+        assert_eq!(error.class(), class, "{error}");
+        let refusal = format!(
+            "a body of {size} bytes is over the 100000 bytes let through (--reject-large-body); it was not read"
+        );
+        match &error {
+            TransportError::Http {
+                status: 413,
+                what,
+                body,
+            } => {
+                assert_eq!(
+                    what,
+                    &format!(
+                        "POST {} (a {size}-byte request, which it refused as too large)",
+                        server.url()
+                    )
+                );
+                assert_eq!(body, &format!("plexus-testserver: {refusal}"));
+            }
+            TransportError::NeedsAuth { reason } => assert!(reason.contains(&refusal), "{reason}"),
+            other => panic!("HTTP {status}: {other:?}"),
+        }
+        let posts = log.matching(&json!({"event": "fault", "fault": "reject-large-body", "status": status}));
+        assert_eq!(posts.len(), 1, "HTTP {status}: the request was sent once: {posts:?}");
+        let third = guard(sender.send(echo(2, "small"))).await.unwrap().unwrap();
+        assert_eq!(echoed(&third), "small");
+        sender.close().await.unwrap();
         server.shutdown().await;
     }
 }

@@ -5,6 +5,11 @@
 //! A request is written whole (head and body in one write for bodies up to 64 KiB) and its
 //! response head read on the same connection; the body is then read by whoever holds the
 //! [`Body`], and the connection goes back to the pool when the body ends.
+//!
+//! A request whose bytes may have reached the server is never sent again: only one of which
+//! nothing was written may go again on another connection. When writing fails after a part went
+//! out, the server may have answered before it stopped reading (an early 413 or 401, then a
+//! close): that response is read, within [`EARLY_RESPONSE_GRACE`], and is the answer.
 
 mod body;
 pub(crate) mod chunked;
@@ -37,9 +42,17 @@ const READ_BUFFER: usize = 8 * 1024;
 /// A connection whose buffers grew past this size gets fresh ones before it waits in the pool.
 const KEEP_BUFFER_LIMIT: usize = 64 * 1024;
 
-/// The text of an I/O error for a connection that closed before a whole response head arrived
-/// (the words hyper uses, which users of other clients know).
-pub(crate) const CLOSED_EARLY: &str = "connection closed before message completed";
+/// The text of an I/O error for a connection that closed in the middle of a response head (the
+/// words hyper uses, which users of other clients know).
+const CLOSED_EARLY: &str = "connection closed before message completed";
+
+/// What an error says when the whole request was written and no answer came.
+const OUTCOME_UNKNOWN: &str = "the request was sent; whether the server acted on it is unknown";
+
+/// How long a request whose writing failed waits for a response the server sent before it
+/// stopped reading (an early 413 or 401): 1 s. Such a response is already on its way when the
+/// write fails; this only bounds the wait for it.
+const EARLY_RESPONSE_GRACE: Duration = Duration::from_secs(1);
 
 /// What to send: the request line's method and target, the header lines, and the body.
 pub(crate) struct Request<'a> {
@@ -66,16 +79,13 @@ pub(crate) enum WireError {
     Exchange(io::Error),
 }
 
-/// A failed round trip, and whether any of the response had arrived.
+/// A failed round trip.
 struct RoundTripError {
+    /// What went wrong, saying how much of the request may have reached the server.
     error: io::Error,
-    received: bool,
-}
-
-impl From<io::Error> for RoundTripError {
-    fn from(error: io::Error) -> Self {
-        RoundTripError { error, received: false }
-    }
+    /// Nothing of the request was written, so it cannot have reached the server: it may go
+    /// again on another connection.
+    unsent: bool,
 }
 
 /// One open connection, owned by whoever is using it (or by the pool while it waits there).
@@ -93,6 +103,8 @@ pub(crate) struct Connection {
     idle_timeout: Duration,
     /// When it went back to the pool.
     idle_since: Instant,
+    /// Writing a request failed: it never carries another one.
+    broken: bool,
     /// Its place under the pool's connection cap, given back when it closes.
     _slot: OwnedSemaphorePermit,
 }
@@ -107,11 +119,12 @@ impl Connection {
             served: 0,
             idle_timeout,
             idle_since: Instant::now(),
+            broken: false,
             _slot: slot,
         }
     }
 
-    /// Writes `request` and reads the response head.
+    /// Writes `request` and reads the response head (see the module docs for a failed write).
     async fn round_trip(&mut self, request: &Request<'_>) -> Result<Head, RoundTripError> {
         self.write.clear();
         for part in [
@@ -129,14 +142,53 @@ impl Connection {
             let _ = write!(self.write, "Content-Length: {}\r\n", body.len());
         }
         self.write.extend_from_slice(b"\r\n");
-        if body.len() <= COPY_BODY_LIMIT {
+        let separate = body.len() > COPY_BODY_LIMIT;
+        if !separate {
             self.write.extend_from_slice(body);
-            self.stream.write_all(&self.write).await?;
-        } else {
-            self.stream.write_all(&self.write).await?;
-            self.stream.write_all(body).await?;
         }
-        self.stream.flush().await?;
+        // The bytes of the request the stream took. Once TCP took one it may reach the server;
+        // a TLS stream may have sent records of what it took even when it fails, so with TLS a
+        // failed write always may have reached the server.
+        let mut taken = 0;
+        let rest = separate.then_some(body);
+        if let Err(error) = write_request(&mut self.stream, &self.write, rest, &mut taken).await {
+            self.broken = true;
+            if taken == 0 && matches!(self.stream, Stream::Plain(_)) {
+                return Err(RoundTripError {
+                    error: io::Error::new(error.kind(), format!("{error} before any of the request was sent")),
+                    unsent: true,
+                });
+            }
+            return self.early_response(error).await;
+        }
+        self.read_head()
+            .await
+            .map_err(|error| RoundTripError { error, unsent: false })
+    }
+
+    /// Writing the request failed after part of it went out: the server may have answered
+    /// before it stopped reading. That response (its head within [`EARLY_RESPONSE_GRACE`]) is
+    /// the answer; without one, the write's error, saying that the request may have reached the
+    /// server.
+    async fn early_response(&mut self, error: io::Error) -> Result<Head, RoundTripError> {
+        if let Ok(Ok(head)) = tokio::time::timeout(EARLY_RESPONSE_GRACE, self.read_head()).await {
+            return Ok(head);
+        }
+        Err(RoundTripError {
+            error: io::Error::new(
+                error.kind(),
+                format!(
+                    "{error} while the request was being sent (some of it may have reached the server; whether the \
+                     server acted on it is unknown)"
+                ),
+            ),
+            unsent: false,
+        })
+    }
+
+    /// Reads a response head (an interim 1xx head is skipped). A connection that ends or fails
+    /// before any of it arrived says that the request went out unanswered.
+    async fn read_head(&mut self) -> io::Result<Head> {
         // Whether any of the response arrived (an interim 1xx head counts, though it is skipped).
         let mut received = false;
         loop {
@@ -144,23 +196,25 @@ impl Connection {
                 match head::take_head(&mut self.read) {
                     Ok(Some(head)) => return Ok(head),
                     Ok(None) => {}
-                    Err(e) => {
-                        return Err(RoundTripError {
-                            error: io::Error::new(io::ErrorKind::InvalidData, e.to_string()),
-                            received: true,
-                        });
-                    }
+                    Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string())),
                 }
             }
             match self.fill().await {
+                Ok(0) if received => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, CLOSED_EARLY)),
                 Ok(0) => {
-                    return Err(RoundTripError {
-                        error: io::Error::new(io::ErrorKind::UnexpectedEof, CLOSED_EARLY),
-                        received,
-                    });
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        format!("the server closed the connection before answering ({OUTCOME_UNKNOWN})"),
+                    ));
                 }
                 Ok(_) => received = true,
-                Err(error) => return Err(RoundTripError { error, received }),
+                Err(error) if received => return Err(error),
+                Err(error) => {
+                    return Err(io::Error::new(
+                        error.kind(),
+                        format!("{error} before the server answered ({OUTCOME_UNKNOWN})"),
+                    ));
+                }
             }
         }
     }
@@ -192,7 +246,7 @@ impl Connection {
 
     /// Gets the connection ready to wait in the pool; false when it cannot be reused.
     fn prepare_for_idle(&mut self, keep_alive: Option<Duration>) -> bool {
-        if !self.read.is_empty() {
+        if self.broken || !self.read.is_empty() {
             return false;
         }
         if self.read_grew {
@@ -215,14 +269,26 @@ impl Connection {
     }
 }
 
-/// Whether an error on a kept-alive connection, before any of the response arrived, is the
-/// server having closed it while it was idle.
-fn is_stale(error: &io::Error) -> bool {
-    matches!(
-        error.kind(),
-        io::ErrorKind::UnexpectedEof
-            | io::ErrorKind::ConnectionReset
-            | io::ErrorKind::ConnectionAborted
-            | io::ErrorKind::BrokenPipe
-    )
+/// Writes a request's head (and its body when it is not in the same buffer) and flushes it,
+/// adding to `taken` what the stream took.
+async fn write_request(stream: &mut Stream, head: &[u8], body: Option<&[u8]>, taken: &mut usize) -> io::Result<()> {
+    write_counted(stream, head, taken).await?;
+    if let Some(body) = body {
+        write_counted(stream, body, taken).await?;
+    }
+    stream.flush().await
+}
+
+/// Writes `bytes` whole, adding to `taken` what the stream took, so that a failure says whether
+/// any of it went out.
+async fn write_counted(stream: &mut Stream, mut bytes: &[u8], taken: &mut usize) -> io::Result<()> {
+    while !bytes.is_empty() {
+        let n = stream.write(bytes).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        *taken += n;
+        bytes = &bytes[n..];
+    }
+    Ok(())
 }

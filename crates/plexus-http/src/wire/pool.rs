@@ -1,9 +1,10 @@
 //! The keep-alive pool of one transport: at most `max_connections` open at once, at most
 //! `max_idle` waiting, each waiting at most its idle timeout (a sweeper task closes expired ones
 //! while nothing else happens). Connections are handed out last in, first out, and looked at
-//! before use: one the server closed while it waited is dropped, and a request that finds its
-//! kept-alive connection closed under it, before any of the response arrived, goes again once
-//! on a new connection.
+//! before use: one the server closed while it waited, or that waited past its idle timeout, is
+//! dropped. A request whose bytes may have reached the server is never sent again; one that a
+//! kept-alive connection refused before any of it was written goes again once on a new
+//! connection.
 
 use std::collections::VecDeque;
 use std::io;
@@ -15,7 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio_util::sync::CancellationToken;
 
-use super::{Connection, Head, Origin, Request, WireError, is_stale};
+use super::{Connection, Head, Origin, Request, WireError};
 
 /// The bounds of a pool.
 #[derive(Debug, Clone, Copy)]
@@ -87,9 +88,10 @@ impl Pool {
         let mut connection = self.checkout(true).await?;
         match connection.round_trip(request).await {
             Ok(head) => Ok((connection, head)),
-            Err(failed) if connection.served > 0 && !failed.received && is_stale(&failed.error) => {
+            Err(failed) if connection.served > 0 && failed.unsent => {
                 tracing::debug!(
-                    "a kept-alive connection was closed under a request ({}); sending it again on a new connection",
+                    "a kept-alive connection failed before any of a request was written ({}); sending it on a new \
+                     connection",
                     failed.error
                 );
                 drop(connection);

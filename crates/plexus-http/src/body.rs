@@ -1,56 +1,66 @@
 //! Reading a request's JSON response body, within the request's deadline and the message size
-//! cap: the reply goes back to the caller of `send` directly.
+//! cap: the reply goes back to the caller of `send` directly, and so does the reason when no
+//! reply comes out of the body (told once, to that caller only).
 
+use std::io;
 use std::pin::pin;
 use std::sync::Arc;
 
 use crate::deadline::Deadline;
 use crate::inner::Inner;
 use crate::wire::{Body, BodyError};
-use plexus_jsonrpc::{Message, RequestId, Response};
-use plexus_transport::TransportError;
+use plexus_jsonrpc::{Message, ReplyScan, RequestId, Response};
+use plexus_transport::{ErrorClass, TransportError};
 
-/// Reads the JSON body of request `id`'s response and gives back the response it holds. When no
-/// response comes out of it (too large, cut off, not JSON-RPC, past the deadline), the reader
-/// gets the error (when it is about the message) and the request gets a JSON-RPC error that says
-/// why. A body holding another message (not a response) goes to the reader.
+/// Reads the JSON body of request `id`'s response (to `what`, "POST http://…") and gives back the
+/// response it holds. A body holding another message (not a response) goes to the reader.
+///
+/// When no response comes out of it, request `id` fails with why: a body over the size cap or
+/// not JSON-RPC is a [`TransportError::DroppedReply`] about `id` (the size is the declared
+/// length, or what arrived until the body ended or the deadline passed); a body cut off or late
+/// is a [`TransportError::Io`] (counted as a connection failure).
 pub(crate) async fn read_json_response(
     inner: &Arc<Inner>,
     mut body: Body,
     id: RequestId,
+    what: &str,
     deadline: &mut Deadline,
-) -> Option<Response> {
+) -> Result<Option<Response>, TransportError> {
     let limit = inner.max_message_size;
     let read = deadline.run(pin!(body.read_capped(limit))).await;
-    let why = match read {
-        Some(Ok(bytes)) => match Message::from_slice(&bytes) {
-            Ok(Message::Response(response)) => {
-                inner.observe(&response);
-                return Some(response);
-            }
-            Ok(other) => {
-                inner.deliver(Ok(other)).await;
-                return None;
-            }
-            Err(e) => {
-                inner
-                    .deliver(Err(TransportError::Protocol { reason: e.to_string() }))
-                    .await;
-                format!("the response body is not a JSON-RPC message: {e}")
-            }
-        },
-        Some(Err(BodyError::TooLarge)) => {
-            // The size read so far: the body is not read past the limit.
-            inner
-                .deliver(Err(TransportError::TooLarge { size: limit + 1, limit }))
-                .await;
-            format!("the response body is larger than the {limit}-byte limit; it was discarded")
+    let dropped = |reason: TransportError| Err(reason.about_reply(ReplyScan::Reply(id.clone())));
+    let too_large = |size: u64| TransportError::TooLarge {
+        size: usize::try_from(size).unwrap_or(usize::MAX),
+        limit,
+    };
+    let failed = match read {
+        Some(Ok(bytes)) => {
+            return match Message::from_slice(&bytes) {
+                Ok(Message::Response(response)) => {
+                    inner.observe(&response);
+                    Ok(Some(response))
+                }
+                Ok(other) => {
+                    inner.deliver(Ok(other)).await;
+                    Ok(None)
+                }
+                Err(e) => dropped(TransportError::Protocol {
+                    reason: format!("the JSON body of the response to {what} is not a JSON-RPC message: {e}"),
+                }),
+            };
         }
-        Some(Err(BodyError::Failed(e))) => format!("reading the response body failed: {e}"),
-        None => format!(
-            "the response body did not arrive within {:?} (the per-request timeout)",
-            inner.request_timeout
+        Some(Err(BodyError::TooLarge { size })) => return dropped(too_large(size)),
+        // Cut short by the deadline while it was counted past the cap.
+        None if body.bytes_read() > limit as u64 => return dropped(too_large(body.bytes_read())),
+        Some(Err(BodyError::Failed(e))) => io::Error::new(e.kind(), format!("reading the response body failed: {e}")),
+        None => io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("the response body did not arrive within {}", deadline.limit()),
         ),
     };
-    Some(inner.failure(&id, &why))
+    let error = TransportError::from_io(what, failed);
+    if error.class() == ErrorClass::TerminalIo {
+        inner.count_failure(&error);
+    }
+    Err(error)
 }

@@ -2,31 +2,66 @@
 //! every phase of the request (the headers, the auth provider, the body), so that a request
 //! registers at most one timer however many steps it takes.
 
+use std::fmt;
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::task::Poll;
+use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
+
+/// What set a deadline, for the errors of a request that meets it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Limit {
+    /// [`HttpConfig::request_timeout`](crate::HttpConfig::request_timeout).
+    RequestTimeout(Duration),
+    /// [`CLOSE_TIMEOUT`](crate::CLOSE_TIMEOUT), for the `DELETE` that ends the session.
+    Close(Duration),
+}
+
+impl Limit {
+    fn duration(self) -> Duration {
+        match self {
+            Limit::RequestTimeout(d) | Limit::Close(d) => d,
+        }
+    }
+}
+
+impl fmt::Display for Limit {
+    /// "300ms (the per-request timeout)".
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Limit::RequestTimeout(d) => write!(f, "{d:?} (the per-request timeout)"),
+            Limit::Close(d) => write!(f, "{d:?} (the close timeout)"),
+        }
+    }
+}
 
 /// The deadline of one request.
 #[derive(Debug)]
 pub(crate) struct Deadline {
     at: Instant,
+    limit: Limit,
     timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl Deadline {
-    pub(crate) fn new(at: Instant) -> Self {
-        Deadline { at, timer: None }
-    }
-
-    /// A deadline `after` from now.
-    pub(crate) fn after(after: std::time::Duration) -> Self {
-        Self::new(Instant::now() + after)
+    /// A deadline `limit` from now.
+    pub(crate) fn new(limit: Limit) -> Self {
+        Deadline {
+            at: Instant::now() + limit.duration(),
+            limit,
+            timer: None,
+        }
     }
 
     pub(crate) fn at(&self) -> Instant {
         self.at
+    }
+
+    /// What set it (its `Display` is what errors say: "300ms (the per-request timeout)").
+    pub(crate) fn limit(&self) -> Limit {
+        self.limit
     }
 
     /// Runs `future` until it completes (`Some`) or the deadline passes (`None`). A future that
@@ -48,13 +83,13 @@ impl Deadline {
 #[cfg(test)]
 mod tests {
     use std::pin::pin;
-    use std::time::Duration;
 
     use super::*;
 
     #[tokio::test(start_paused = true)]
     async fn one_timer_bounds_every_phase() {
-        let mut deadline = Deadline::after(Duration::from_secs(10));
+        let mut deadline = Deadline::new(Limit::RequestTimeout(Duration::from_secs(10)));
+        assert_eq!(deadline.limit().to_string(), "10s (the per-request timeout)");
         assert_eq!(deadline.run(pin!(async { 1 })).await, Some(1));
         assert!(deadline.timer.is_none(), "a ready future arms nothing");
         let slept = deadline.run(pin!(tokio::time::sleep(Duration::from_secs(4)))).await;

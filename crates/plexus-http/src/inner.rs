@@ -195,22 +195,19 @@ impl Inner {
         self.inbox.send(item).await.is_ok()
     }
 
-    /// A JSON-RPC error for request `id`, made here so that its caller does not wait for a
-    /// response that will never come. The message starts with `plexus-http:`.
-    pub(crate) fn failure(&self, id: &RequestId, why: &str) -> Response {
+    /// Fails request `id` through the receiver with a JSON-RPC error made here, so that its
+    /// caller does not wait for a response that will never come (a response stream that cannot
+    /// be resumed). The message starts with `plexus-http:`.
+    pub(crate) async fn fail_request(&self, id: &RequestId, why: &str) -> bool {
         tracing::debug!(server = %self.name, "request {id}: {why}");
-        Response {
+        let failure = Response {
             id: Some(id.clone()),
             outcome: Err(ErrorObject::new(
                 plexus_jsonrpc::ErrorCode::INTERNAL_ERROR,
                 format!("plexus-http: {why}"),
             )),
-        }
-    }
-
-    /// Fails request `id` through the receiver (see [`failure`](Self::failure)).
-    pub(crate) async fn fail_request(&self, id: &RequestId, why: &str) -> bool {
-        self.deliver(Ok(Message::Response(self.failure(id, why)))).await
+        };
+        self.deliver(Ok(Message::Response(failure))).await
     }
 
     // ----- the end -----

@@ -101,9 +101,15 @@
 //!   [`TransportError::Io`]; [`TERMINAL_FAILURES_BEFORE_CLOSE`] (3) in a row close the transport
 //!   with the last of them, so that its owner reconnects. Any HTTP response resets the count.
 //! - A JSON body or SSE event larger than [`HttpConfig::max_message_size`] (16 MiB) is never
-//!   buffered past the cap: the receiver gets [`TransportError::TooLarge`] (and a request whose
-//!   JSON body it was gets a JSON-RPC error back from `send`). An error response's
-//!   body is read up to [`ERROR_BODY_READ_LIMIT`] (16 KiB) for [`TransportError::Http`].
+//!   buffered past the cap, and the request it answers fails at once, told once. For a JSON
+//!   body, `send` returns [`TransportError::DroppedReply`] naming the request, with
+//!   [`TransportError::TooLarge`]: its size is the declared length, or what arrived (counted,
+//!   not kept) until the body ended or the request's deadline passed. An SSE event over the cap
+//!   reaches the receiver as `TooLarge`, wrapped in `DroppedReply` with the request's id when it
+//!   is a reply (the id is scanned as the event streams by). A JSON body that is not JSON-RPC
+//!   fails its request the same way (`DroppedReply` with [`TransportError::Protocol`]); one cut
+//!   off or late fails it with [`TransportError::Io`]. An error response's body is read up to
+//!   [`ERROR_BODY_READ_LIMIT`] (16 KiB) for [`TransportError::Http`].
 //! - A response head is at most 64 KiB with at most 100 headers; chunk-size and trailer lines
 //!   are bounded too. A response that is not HTTP/1.1 fails its request.
 //! - Redirects are followed within the endpoint's origin only (same method, body and headers).

@@ -207,10 +207,7 @@ impl Inner {
                 None => {
                     let timed_out = io::Error::new(
                         io::ErrorKind::TimedOut,
-                        format!(
-                            "no response within {:?} (the per-request timeout)",
-                            self.request_timeout
-                        ),
+                        format!("no response within {}", deadline.limit()),
                     );
                     let error = TransportError::from_io(spec.what(self), timed_out);
                     self.count_failure(&error);
@@ -277,8 +274,8 @@ impl Inner {
         decided.unwrap_or_else(|| {
             Err(TransportError::AuthFailed {
                 reason: format!(
-                    "the auth provider did not answer the HTTP {status} challenge within {:?} (the per-request timeout)",
-                    self.request_timeout
+                    "the auth provider did not answer the HTTP {status} challenge within {}",
+                    deadline.limit()
                 ),
             })
         })
@@ -295,10 +292,7 @@ impl Inner {
         let headers = self.credentials.headers_for(spec.method.as_str(), self.url.as_str());
         let Some(pairs) = deadline.run(pin!(headers)).await else {
             return Err(TransportError::AuthFailed {
-                reason: format!(
-                    "the auth provider gave no headers within {:?} (the per-request timeout)",
-                    self.request_timeout
-                ),
+                reason: format!("the auth provider gave no headers within {}", deadline.limit()),
             });
         };
         Ok(match pairs? {

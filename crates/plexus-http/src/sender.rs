@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use crate::body::read_json_response;
 use crate::config::CLOSE_TIMEOUT;
-use crate::deadline::Deadline;
+use crate::deadline::{Deadline, Limit};
 use crate::inner::{Counted, Inner, closed_by_client};
 use crate::request::{HttpResponse, RequestSpec};
 use crate::stream::read_post_stream;
@@ -73,7 +73,7 @@ impl Inner {
     async fn post(self: &Arc<Self>, message: OutboundMessage) -> Result<Option<Response>, TransportError> {
         self.check_open()?;
         let _in_flight = Counted::new(self, |inner| &inner.requests_in_flight);
-        let mut deadline = Deadline::after(self.request_timeout);
+        let mut deadline = Deadline::new(Limit::RequestTimeout(self.request_timeout));
         let kind = message.kind().clone();
         let initialize = match &kind {
             OutboundKind::Request { id, method } if method == "initialize" => {
@@ -140,7 +140,8 @@ impl Inner {
             self.spawn(async move { read_post_stream(inner, body, id).await });
             Ok(None)
         } else if mime.eq_ignore_ascii_case("application/json") {
-            Ok(read_json_response(self, body, id, deadline).await)
+            let what = format!("POST {}", self.description);
+            read_json_response(self, body, id, &what, deadline).await
         } else if matches!(head.status(), 202 | 204) || body.declared_length() == Some(0) {
             // No body: the response will come on the event stream.
             Ok(None)
@@ -165,7 +166,7 @@ impl Inner {
         }
         let Some(id) = self.session_id() else { return };
         match self
-            .execute(&RequestSpec::delete(), &mut Deadline::after(CLOSE_TIMEOUT))
+            .execute(&RequestSpec::delete(), &mut Deadline::new(Limit::Close(CLOSE_TIMEOUT)))
             .await
         {
             Ok(_) => tracing::debug!(server = %self.name, "ended session {id}"),

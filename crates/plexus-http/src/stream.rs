@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use crate::EventStreamState;
 use crate::config::STREAM_END_GRACE;
-use crate::deadline::Deadline;
+use crate::deadline::{Deadline, Limit};
 use crate::inner::Inner;
 use crate::request::{HttpResponse, RequestSpec};
 use crate::wire::{Body, Head};
@@ -154,7 +154,7 @@ impl EventStream {
                     tokio::time::sleep(delay).await;
                 }
                 reconnecting = true;
-                let mut deadline = Deadline::after(inner.request_timeout);
+                let mut deadline = Deadline::new(Limit::RequestTimeout(inner.request_timeout));
                 let last_event_id = self.decoder.last_event_id().map(str::to_owned);
                 match inner.execute(&RequestSpec::get(last_event_id), &mut deadline).await {
                     Ok(HttpResponse { head, body }) if is_event_stream(&head) => body,

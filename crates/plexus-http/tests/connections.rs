@@ -275,12 +275,15 @@ async fn a_response_that_is_not_http_fails_its_request() {
         assert_eq!(error.to_string(), format!("POST {}: {why}", server.url));
         assert_eq!(error.class(), ErrorClass::Closed, "not a dead connection: {error}");
     }
-    // A bad framing inside the body fails the request with a JSON-RPC error.
-    let response = call(&sender, request(2, "bad-chunk")).await;
+    // A bad framing inside the body fails the request.
+    let error = guard(sender.send(request(2, "bad-chunk"))).await.unwrap_err();
     assert_eq!(
-        common::mcp::error_of(&response),
-        "plexus-http: reading the response body failed: the server's chunked response body is invalid: a chunk \
-         size is not a hexadecimal number"
+        error.to_string(),
+        format!(
+            "POST {}: reading the response body failed: the server's chunked response body is invalid: a chunk size \
+             is not a hexadecimal number",
+            server.url
+        )
     );
     assert!(!sender.is_closed());
     sender.close().await.unwrap();

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::mcp::{call, error_of, handshake, recv, request, script, transport};
+use common::mcp::{call, handshake, nothing_queued, recv, request, script, transport};
 use common::{Reply, Step, TestServer, event, guard, priming};
 use plexus_jsonrpc::RequestId;
 use plexus_transport::{ErrorClass, TransportError, TransportSender};
@@ -122,11 +122,17 @@ async fn a_json_body_that_stalls_fails_its_request_at_the_timeout() {
     .await;
     let (sender, mut receiver, _info) = transport(&server.url, |c| c.request_timeout(Duration::from_millis(300)));
     handshake(&sender, &mut receiver).await;
-    let response = call(&sender, request(1, "stall")).await;
-    assert_eq!(response.id, Some(RequestId::Number(1)));
-    assert_eq!(
-        error_of(&response),
-        "plexus-http: the response body did not arrive within 300ms (the per-request timeout)"
+    let error = guard(sender.send(request(1, "stall"))).await.unwrap_err();
+    assert_terminal_io(
+        &error,
+        &format!(
+            "POST {}: the response body did not arrive within 300ms (the per-request timeout)",
+            server.url
+        ),
+    );
+    assert!(
+        nothing_queued(&mut receiver),
+        "the request's error is told once, by send"
     );
     sender.close().await.unwrap();
 }
@@ -158,14 +164,22 @@ async fn an_error_body_is_read_only_up_to_16_kib() {
 }
 
 #[tokio::test]
-async fn a_json_body_over_the_cap_is_not_read_and_fails_its_request() {
+async fn a_json_body_over_the_cap_fails_its_request_with_its_size() {
     let big = format!(
         r#"{{"jsonrpc":"2.0","id":1,"result":{{"pad":"{}"}}}}"#,
         "p".repeat(4096)
     );
+    let declared = big.len();
     let server = TestServer::start(script(move |r| match r.rpc_method().as_deref() {
+        // The size is declared: nothing is read.
         Some("declared") => Some(Reply::json(big.clone(), &[])),
-        // Chunked, so the size is unknown up front, and it never ends: only the cap stops it.
+        // Chunked, so the size is unknown up front: the body is counted to its end.
+        Some("chunked") => Some(Reply::Chunked {
+            status: 200,
+            headers: vec![("content-type".into(), "application/json".into())],
+            steps: vec![Step::Text("[".repeat(1000)), Step::Text("]".repeat(1500)), Step::End],
+        }),
+        // Never ends: it is counted until the request's deadline.
         Some("endless") => Some(Reply::Chunked {
             status: 200,
             headers: vec![("content-type".into(), "application/json".into())],
@@ -174,23 +188,41 @@ async fn a_json_body_over_the_cap_is_not_read_and_fails_its_request() {
         _ => None,
     }))
     .await;
-    let (sender, mut receiver, _info) = transport(&server.url, |c| c.max_message_size(1024));
+    let (sender, mut receiver, info) = transport(&server.url, |c| {
+        c.max_message_size(1024).request_timeout(Duration::from_millis(500))
+    });
     handshake(&sender, &mut receiver).await;
-    for (id, method) in [(1, "declared"), (2, "endless")] {
-        // The request fails with a JSON-RPC error, and the reader hears of the oversize message.
-        let response = call(&sender, request(id, method)).await;
-        let too_large = recv(&mut receiver).await.unwrap_err();
+    for (id, method, size) in [(1, "declared", declared), (2, "chunked", 2500), (3, "endless", 3000)] {
+        let error = guard(sender.send(request(id, method))).await.unwrap_err();
+        let TransportError::DroppedReply { id: dropped, reason } = &error else {
+            panic!("{method}: a dropped reply: {error:?}")
+        };
+        assert_eq!(dropped, &Some(RequestId::Number(id)), "{method}");
         assert!(
-            matches!(too_large, TransportError::TooLarge { limit: 1024, .. }),
-            "{too_large:?}"
+            matches!(**reason, TransportError::TooLarge { size: s, limit: 1024 } if s == size),
+            "{method}: {reason:?}"
         );
-        assert!(!too_large.is_terminal());
-        assert_eq!(response.id, Some(RequestId::Number(id)));
         assert_eq!(
-            error_of(&response),
-            "plexus-http: the response body is larger than the 1024-byte limit; it was discarded"
+            error.to_string(),
+            format!(
+                "the server's reply to request {id} was dropped: a message of {size} bytes from the server is larger \
+                 than the 1024-byte limit; it was discarded (raise the limit with PLEXUS_MAX_MESSAGE_SIZE)"
+            )
         );
+        assert!(!error.is_terminal(), "{method}");
+        assert!(
+            nothing_queued(&mut receiver),
+            "{method}: the request's error is told once, by send"
+        );
+        if method == "chunked" {
+            assert_eq!(
+                info.idle_connections(),
+                1,
+                "a body counted to its end leaves its connection reusable"
+            );
+        }
     }
+    assert!(!sender.is_closed());
     sender.close().await.unwrap();
 }
 
@@ -233,23 +265,28 @@ async fn an_sse_event_over_the_cap_is_skipped_and_the_stream_goes_on() {
 }
 
 #[tokio::test]
-async fn a_body_that_is_not_json_rpc_is_reported_and_fails_its_request() {
+async fn a_body_that_is_not_json_rpc_fails_its_request_saying_why() {
     let server = TestServer::start(script(|r| {
         (r.rpc_method().as_deref() == Some("garbage")).then(|| Reply::json("[1, 2]", &[]))
     }))
     .await;
     let (sender, mut receiver, _info) = transport(&server.url, |c| c);
     handshake(&sender, &mut receiver).await;
-    let response = call(&sender, request(1, "garbage")).await;
-    let bad = recv(&mut receiver).await.unwrap_err();
+    let error = guard(sender.send(request(1, "garbage"))).await.unwrap_err();
+    assert_eq!(error.reply_to(), Some(&RequestId::Number(1)));
+    assert_eq!(error.class(), ErrorClass::Protocol);
     assert_eq!(
-        bad.to_string(),
-        "the server sent an invalid message: the message is a JSON array (a JSON-RPC batch); MCP does not allow batching"
+        error.to_string(),
+        format!(
+            "the server's reply to request 1 was dropped: the server sent an invalid message: the JSON body of the \
+             response to POST {} is not a JSON-RPC message: the message is a JSON array (a JSON-RPC batch); MCP does \
+             not allow batching",
+            server.url
+        )
     );
-    assert_eq!(
-        error_of(&response),
-        "plexus-http: the response body is not a JSON-RPC message: the message is a JSON array (a JSON-RPC batch); \
-         MCP does not allow batching"
+    assert!(
+        nothing_queued(&mut receiver),
+        "the request's error is told once, by send"
     );
     sender.close().await.unwrap();
 }

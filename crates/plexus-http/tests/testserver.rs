@@ -387,3 +387,51 @@ async fn a_body_the_server_refuses_before_reading_it_gets_its_status_and_is_sent
         server.shutdown().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_over_the_cap_fails_its_call_at_once_saying_its_size() {
+    // A JSON body declares its size; an SSE event's is counted as it streams by. Either way the
+    // call fails as soon as its reply is dropped, not at its timeout (a minute, past the guard).
+    for args in [&["--json-response"][..], &[][..]] {
+        let server = serve(args).await;
+        let config = plexus_http::HttpConfig::new(server.url()).max_message_size(64 * 1024);
+        let transport = plexus_http::HttpTransport::new(config).unwrap();
+        let client = plexus_client::Client::connect(Box::new(transport), plexus_client::ClientOptions::new("t"))
+            .await
+            .unwrap();
+        let arguments = json!({"bytes": 200_000}).as_object().cloned();
+        let options = plexus_client::RequestOptions::with_timeout(Duration::from_secs(60));
+        let error = guard(client.call_tool_with("large", arguments, options))
+            .await
+            .unwrap_err();
+        let plexus_client::ClientError::Transport(TransportError::DroppedReply { id, reason }) = &error else {
+            panic!("{args:?}: a dropped reply: {error:?}")
+        };
+        assert!(matches!(id, Some(RequestId::Number(_))), "{args:?}: {id:?}");
+        let TransportError::TooLarge { size, limit } = **reason else {
+            panic!("{args:?}: too large: {reason:?}")
+        };
+        assert!(
+            size > 200_000 && size < 201_000 && limit == 64 * 1024,
+            "{args:?}: {size} {limit}"
+        );
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "the server's reply to request {} was dropped: a message of {size} bytes from the server is larger \
+                 than the 65536-byte limit; it was discarded (raise the limit with PLEXUS_MAX_MESSAGE_SIZE)",
+                id.as_ref().unwrap()
+            ),
+            "{args:?}"
+        );
+        let arguments = json!({"text": "after"}).as_object().cloned();
+        let after = client.call_tool("echo", arguments).await.unwrap();
+        assert_eq!(
+            serde_json::to_value(&after).unwrap()["content"][0]["text"],
+            "after",
+            "{args:?}"
+        );
+        client.close().await.unwrap();
+        server.shutdown().await;
+    }
+}

@@ -15,8 +15,9 @@ use super::{Connection, Head, Pool};
 /// Why a body could not be read whole.
 #[derive(Debug)]
 pub(crate) enum BodyError {
-    /// It is larger than the cap (declared or as read); reading stopped at the cap.
-    TooLarge,
+    /// It is larger than the cap: `size` is its declared length (then none of it is read), or
+    /// the bytes that arrived, read past the cap without being kept, until it ended or broke.
+    TooLarge { size: u64 },
     /// The connection failed, or the body is not well framed.
     Failed(io::Error),
 }
@@ -38,6 +39,8 @@ pub(crate) struct Body {
     pool: Arc<Pool>,
     reusable: bool,
     keep_alive: Option<Duration>,
+    /// The bytes of the body read so far.
+    read: u64,
 }
 
 impl Body {
@@ -54,6 +57,7 @@ impl Body {
             pool,
             reusable: head.reusable(),
             keep_alive: head.keep_alive(),
+            read: 0,
         };
         if matches!(body.state, State::Done) {
             body.finish();
@@ -70,8 +74,21 @@ impl Body {
         }
     }
 
+    /// How many bytes of the body were read so far.
+    pub(crate) fn bytes_read(&self) -> u64 {
+        self.read
+    }
+
     /// The next piece of the body, `None` at its end.
     pub(crate) async fn chunk(&mut self) -> io::Result<Option<Bytes>> {
+        let next = self.next_piece().await;
+        if let Ok(Some(piece)) = &next {
+            self.read += piece.len() as u64;
+        }
+        next
+    }
+
+    async fn next_piece(&mut self) -> io::Result<Option<Bytes>> {
         loop {
             let Some(connection) = self.connection.as_mut() else {
                 return Ok(None);
@@ -119,16 +136,18 @@ impl Body {
         }
     }
 
-    /// Reads the whole body, but never more than `limit` bytes (a body that declares more is not
-    /// read at all). A body with a declared length is read in place, without a copy.
+    /// Reads the whole body, but never keeps more than `limit` bytes: a body that declares more
+    /// is not read at all, and one that turns out larger as it arrives is read to its end without
+    /// being kept, to learn its size (see [`BodyError::TooLarge`]; the caller's deadline bounds
+    /// that, and [`bytes_read`](Self::bytes_read) then says how much arrived). A body with a
+    /// declared length is read in place, without a copy.
     pub(crate) async fn read_capped(&mut self, limit: usize) -> Result<Bytes, BodyError> {
-        if let (State::Length(length), Some(connection)) = (&self.state, self.connection.as_mut()) {
-            let Ok(length) = usize::try_from(*length) else {
-                return Err(BodyError::TooLarge);
+        if let (State::Length(declared), Some(connection)) = (&self.state, self.connection.as_mut()) {
+            let declared = *declared;
+            let length = match usize::try_from(declared) {
+                Ok(length) if length <= limit => length,
+                _ => return Err(BodyError::TooLarge { size: declared }),
             };
-            if length > limit {
-                return Err(BodyError::TooLarge);
-            }
             connection.reserve_read(length.saturating_sub(connection.read.len()));
             while connection.read.len() < length {
                 match connection.fill().await {
@@ -138,6 +157,7 @@ impl Body {
                 }
             }
             let body = connection.read.split_to(length).freeze();
+            self.read += declared;
             self.state = State::Done;
             self.finish();
             return Ok(body);
@@ -150,8 +170,8 @@ impl Body {
                 Ok(None) => return Ok(single.unwrap_or_else(|| joined.freeze())),
                 Err(e) => return Err(BodyError::Failed(e)),
             };
-            if single.as_ref().map_or(0, Bytes::len) + joined.len() + chunk.len() > limit {
-                return Err(BodyError::TooLarge);
+            if self.read > limit as u64 {
+                return Err(self.discard().await);
             }
             match single.take() {
                 None if joined.is_empty() => single = Some(chunk),
@@ -161,6 +181,18 @@ impl Body {
                     joined.extend_from_slice(&first);
                     joined.extend_from_slice(&chunk);
                 }
+            }
+        }
+    }
+
+    /// Reads the rest of a body over the cap without keeping it: the error with its size (what
+    /// arrived, when it breaks before its end). A body read to its end leaves its connection
+    /// reusable.
+    async fn discard(&mut self) -> BodyError {
+        loop {
+            match self.chunk().await {
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => return BodyError::TooLarge { size: self.read },
             }
         }
     }

@@ -7,8 +7,10 @@ use std::time::Duration;
 use plexus_transport::AuthProvider;
 use plexus_transport::redact::debug_remote_config;
 
-/// How long one HTTP request may wait for its response (and, for a JSON body, for the whole
-/// body) by default: 60 s.
+/// How long one HTTP request of a message without a timeout of its own may wait for its
+/// response (and, for a JSON body, for the whole body) by default: 60 s. A request that carries
+/// its own timeout ([`OutboundMessage::reply_timeout`](plexus_transport::OutboundMessage::reply_timeout))
+/// gets that and [`REPLY_TIMEOUT_GRACE`](plexus_transport::REPLY_TIMEOUT_GRACE) instead.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long opening a TCP (and TLS) connection may take by default: 30 s.
@@ -123,8 +125,11 @@ pub struct HttpConfig {
     pub headers: Vec<(String, String)>,
     /// Asked for headers before every request and consulted on a 401 or 403.
     pub auth: Option<Arc<dyn AuthProvider>>,
-    /// How long one request may wait for its response headers, and for its whole body when that
-    /// is JSON (default [`DEFAULT_REQUEST_TIMEOUT`]). An SSE stream may last longer.
+    /// How long a message without a timeout of its own (a notification, a response, a request
+    /// without [`reply_timeout`](plexus_transport::OutboundMessage::reply_timeout)) may wait for
+    /// its response headers, and for its whole body when that is JSON (default
+    /// [`DEFAULT_REQUEST_TIMEOUT`]). A request with a timeout of its own is bounded by that and
+    /// [`REPLY_TIMEOUT_GRACE`](plexus_transport::REPLY_TIMEOUT_GRACE) instead, never by this.
     pub request_timeout: Duration,
     /// How long opening a connection may take (default [`DEFAULT_CONNECT_TIMEOUT`]).
     pub connect_timeout: Duration,
@@ -196,7 +201,7 @@ impl HttpConfig {
     plexus_transport::setters! {
         /// Sets the name that tags tracing output.
         name: impl Into<String>,
-        /// Sets the per-request timeout.
+        /// Sets the timeout of messages without one of their own.
         request_timeout: Duration,
         /// Sets the connect timeout.
         connect_timeout: Duration,

@@ -8,6 +8,7 @@ use std::pin::Pin;
 use std::task::Poll;
 use std::time::Duration;
 
+use plexus_transport::OutboundMessage;
 use tokio::time::{Instant, Sleep};
 
 /// What set a deadline, for the errors of a request that meets it.
@@ -15,14 +16,33 @@ use tokio::time::{Instant, Sleep};
 pub(crate) enum Limit {
     /// [`HttpConfig::request_timeout`](crate::HttpConfig::request_timeout).
     RequestTimeout(Duration),
+    /// A request's own timeout (its reply timeout) and the grace after it: `total` in all.
+    ReplyTimeout {
+        /// How long the sender waits for the reply.
+        reply: Duration,
+        /// That and [`REPLY_TIMEOUT_GRACE`](plexus_transport::REPLY_TIMEOUT_GRACE).
+        total: Duration,
+    },
     /// [`CLOSE_TIMEOUT`](crate::CLOSE_TIMEOUT), for the `DELETE` that ends the session.
     Close(Duration),
 }
 
 impl Limit {
+    /// The limit of `message`'s exchange: its reply timeout and a grace when it has one (so that
+    /// its sender gives up first and cancels it on the server), else `request_timeout`.
+    pub(crate) fn of(message: &OutboundMessage, request_timeout: Duration) -> Limit {
+        match message.reply_timeout() {
+            Some(reply) => Limit::ReplyTimeout {
+                reply,
+                total: message.exchange_timeout(request_timeout),
+            },
+            None => Limit::RequestTimeout(request_timeout),
+        }
+    }
+
     fn duration(self) -> Duration {
         match self {
-            Limit::RequestTimeout(d) | Limit::Close(d) => d,
+            Limit::RequestTimeout(d) | Limit::Close(d) | Limit::ReplyTimeout { total: d, .. } => d,
         }
     }
 }
@@ -32,6 +52,11 @@ impl fmt::Display for Limit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Limit::RequestTimeout(d) => write!(f, "{d:?} (the per-request timeout)"),
+            Limit::ReplyTimeout { reply, total } => write!(
+                f,
+                "{total:?} (the request's own timeout of {reply:?} and a grace of {:?})",
+                total.saturating_sub(*reply)
+            ),
             Limit::Close(d) => write!(f, "{d:?} (the close timeout)"),
         }
     }
@@ -90,6 +115,20 @@ mod tests {
     async fn one_timer_bounds_every_phase() {
         let mut deadline = Deadline::new(Limit::RequestTimeout(Duration::from_secs(10)));
         assert_eq!(deadline.limit().to_string(), "10s (the per-request timeout)");
+        let ping = plexus_jsonrpc::Message::from_slice(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).unwrap();
+        let untimed = OutboundMessage::from_message(&ping);
+        assert_eq!(
+            Limit::of(&untimed, Duration::from_secs(10)),
+            Limit::RequestTimeout(Duration::from_secs(10))
+        );
+        let timed = Limit::of(
+            &untimed.with_reply_timeout(Duration::from_secs(90)),
+            Duration::from_secs(10),
+        );
+        assert_eq!(
+            timed.to_string(),
+            "91s (the request's own timeout of 90s and a grace of 1s)"
+        );
         assert_eq!(deadline.run(pin!(async { 1 })).await, Some(1));
         assert!(deadline.timer.is_none(), "a ready future arms nothing");
         let slept = deadline.run(pin!(tokio::time::sleep(Duration::from_secs(4)))).await;

@@ -15,6 +15,7 @@ use url::Url;
 
 use crate::config::{HttpConfig, ReconnectPolicy, TERMINAL_FAILURES_BEFORE_CLOSE};
 use crate::request::{base_headers, push_header};
+use crate::stream::PostStreams;
 use crate::wire::{Origin, Pool, PoolLimits};
 use crate::{CLOSED_BY_CLIENT, EventStreamState};
 
@@ -53,6 +54,8 @@ pub(crate) struct Inner {
     pub(crate) session_ended: AtomicBool,
     pub(crate) requests_in_flight: AtomicUsize,
     pub(crate) running_tasks: AtomicUsize,
+    /// The response streams being read, so that a cancelled request's stream is dropped.
+    pub(crate) post_streams: PostStreams,
 }
 
 /// The part of an `initialize` result the transport reads.
@@ -111,6 +114,7 @@ impl Inner {
             session_ended: AtomicBool::new(false),
             requests_in_flight: AtomicUsize::new(0),
             running_tasks: AtomicUsize::new(0),
+            post_streams: PostStreams::default(),
         };
         Ok((Arc::new(inner), receiver))
     }

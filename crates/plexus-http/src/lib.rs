@@ -93,8 +93,17 @@
 //!
 //! # Failures, timeouts and limits
 //!
-//! - Each request has its own timer ([`HttpConfig::request_timeout`], default 60 s) for its
-//!   response headers (and its whole body when that is JSON); an SSE stream may last longer.
+//! - Each request has its own timer for its response headers (and its whole body when that is
+//!   JSON), derived from the request's own timeout and never shorter: that timeout
+//!   ([`reply_timeout`](plexus_transport::OutboundMessage::reply_timeout)) plus
+//!   [`REPLY_TIMEOUT_GRACE`](plexus_transport::REPLY_TIMEOUT_GRACE) (1 s), so that its
+//!   sender's timer fires first and cancels it on the server. A message
+//!   without one (a notification, a response, a request whose sender's timer restarts on
+//!   progress) is bounded by [`HttpConfig::request_timeout`] (default 60 s). A request's SSE
+//!   stream is bounded by the same timer when the request has a timeout of its own (past it, the
+//!   request fails with a JSON-RPC error and the stream is dropped); without one, it lasts until
+//!   the response, the transport's end, or the request's cancellation: a
+//!   `notifications/cancelled` sent for it drops its stream, whatever the server does with it.
 //!   Opening a connection (TCP and TLS) has its own timeout ([`HttpConfig::connect_timeout`],
 //!   default 30 s).
 //! - A connection failure (refused, reset, timed out, …) fails that request with

@@ -17,6 +17,9 @@ use plexus_transport::{BoxFuture, OutboundKind, OutboundMessage, TransportError,
 /// The method whose acceptance starts the standalone event stream.
 const INITIALIZED: &str = "notifications/initialized";
 
+/// The notification with which a sender gives up on a request.
+const CANCELLED: &str = "notifications/cancelled";
+
 /// The sending half of an [`HttpTransport`](crate::HttpTransport), shared by every caller.
 ///
 /// [`send`](TransportSender::send) POSTs the message. For a request answered with a JSON body it
@@ -73,8 +76,18 @@ impl Inner {
     async fn post(self: &Arc<Self>, message: OutboundMessage) -> Result<Option<Response>, TransportError> {
         self.check_open()?;
         let _in_flight = Counted::new(self, |inner| &inner.requests_in_flight);
-        let mut deadline = Deadline::new(Limit::RequestTimeout(self.request_timeout));
+        // A request's own timeout, with a grace, when it has one: its sender's timer fires first
+        // and cancels it on the server. Everything else is bounded by the request timeout.
+        let mut deadline = Deadline::new(Limit::of(&message, self.request_timeout));
+        let timed = message.reply_timeout().is_some();
         let kind = message.kind().clone();
+        if let OutboundKind::Notification { method } = &kind
+            && method == CANCELLED
+            && let Some(id) = cancelled_request(message.json())
+        {
+            // Its sender gave up on it: a server may keep its response stream open regardless.
+            self.post_streams.cancel(&id);
+        }
         let initialize = match &kind {
             OutboundKind::Request { id, method } if method == "initialize" => {
                 self.expect_initialize(id);
@@ -89,7 +102,7 @@ impl Inner {
             self.take_session_id(&response.head)?;
         }
         match kind {
-            OutboundKind::Request { id, .. } => self.read_response(response, id, &mut deadline).await,
+            OutboundKind::Request { id, .. } => self.read_response(response, id, &mut deadline, timed).await,
             OutboundKind::Notification { method } => {
                 if method == INITIALIZED {
                     // Servers send requests not tied to a call (an elicitation, a sampling request)
@@ -126,18 +139,21 @@ impl Inner {
     }
 
     /// Reads a JSON response at once and gives it back (it follows its headers; no task is worth
-    /// spawning for it), and hands an SSE stream to a background reader.
+    /// spawning for it), and hands an SSE stream to a background reader, bounded by `deadline`
+    /// when the request has a timeout of its own (`timed`).
     async fn read_response(
         self: &Arc<Self>,
         response: HttpResponse,
         id: RequestId,
         deadline: &mut Deadline,
+        timed: bool,
     ) -> Result<Option<Response>, TransportError> {
         let HttpResponse { head, body } = response;
         let mime = head.mime();
         if mime.eq_ignore_ascii_case("text/event-stream") {
             let inner = Arc::clone(self);
-            self.spawn(async move { read_post_stream(inner, body, id).await });
+            let until = timed.then(|| (deadline.at(), deadline.limit()));
+            self.spawn(async move { read_post_stream(inner, body, id, until).await });
             Ok(None)
         } else if mime.eq_ignore_ascii_case("application/json") {
             let what = format!("POST {}", self.description);
@@ -175,5 +191,39 @@ impl Inner {
             }
             Err(e) => tracing::debug!(server = %self.name, "could not end session {id}: {e}"),
         }
+    }
+}
+
+/// The id of the request a `notifications/cancelled` names, if it names one.
+fn cancelled_request(json: &[u8]) -> Option<RequestId> {
+    #[derive(serde::Deserialize)]
+    struct Cancelled {
+        params: Params,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params {
+        #[serde(rename = "requestId")]
+        request_id: RequestId,
+    }
+    serde_json::from_slice::<Cancelled>(json)
+        .ok()
+        .map(|c| c.params.request_id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cancellation_names_its_request() {
+        let cancelled =
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"x"}}"#;
+        assert_eq!(cancelled_request(cancelled), Some(RequestId::Number(7)));
+        let named = br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}"#;
+        assert_eq!(cancelled_request(named), Some(RequestId::from("a")));
+        assert_eq!(
+            cancelled_request(br#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#),
+            None
+        );
     }
 }

@@ -1,22 +1,25 @@
 //! SSE streams into the receiver: a request's response stream (resumed with `GET` and
-//! `Last-Event-ID` when the server closes it before the response) and the standalone `GET`
-//! stream of server-initiated messages (reconnected with backoff).
+//! `Last-Event-ID` when the server closes it before the response; dropped when the request is
+//! cancelled or its own timeout passes) and the standalone `GET` stream of server-initiated
+//! messages (reconnected with backoff).
 
+use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::io;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use plexus_jsonrpc::{Message, RequestId};
 use plexus_transport::TransportError;
 use plexus_transport::sse::{Decoded, EventDecoder};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::EventStreamState;
 use crate::config::STREAM_END_GRACE;
 use crate::deadline::{Deadline, Limit};
-use crate::inner::Inner;
+use crate::inner::{Inner, lock};
 use crate::request::{HttpResponse, RequestSpec};
 use crate::wire::{Body, Head};
 
@@ -217,12 +220,89 @@ fn random_fraction() -> f64 {
     fraction
 }
 
+/// The response streams being read, by request id, so that a request's cancellation drops its
+/// stream (a server may keep it open after the cancellation).
+#[derive(Debug, Default)]
+pub(crate) struct PostStreams {
+    /// Each stream's number (a later request may reuse an id) and what stops its reader.
+    streams: Mutex<HashMap<RequestId, (u64, CancellationToken)>>,
+    next: AtomicU64,
+}
+
+impl PostStreams {
+    /// Drops the response stream of request `id`, if one is being read.
+    pub(crate) fn cancel(&self, id: &RequestId) {
+        if let Some((_, stop)) = lock(&self.streams).remove(id) {
+            stop.cancel();
+        }
+    }
+}
+
+/// A response stream's entry in [`PostStreams`], removed when its reader ends.
+struct Watched {
+    inner: Arc<Inner>,
+    id: RequestId,
+    number: u64,
+    stop: CancellationToken,
+}
+
+impl Watched {
+    fn new(inner: &Arc<Inner>, id: &RequestId) -> Watched {
+        let streams = &inner.post_streams;
+        let number = streams.next.fetch_add(1, Ordering::Relaxed);
+        let stop = CancellationToken::new();
+        lock(&streams.streams).insert(id.clone(), (number, stop.clone()));
+        Watched {
+            inner: Arc::clone(inner),
+            id: id.clone(),
+            number,
+            stop,
+        }
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        let mut streams = lock(&self.inner.post_streams.streams);
+        if streams.get(&self.id).is_some_and(|(number, _)| *number == self.number) {
+            streams.remove(&self.id);
+        }
+    }
+}
+
 /// Reads a request's SSE response; when the server ends it before the response, resumes it
 /// with `GET` and `Last-Event-ID` (after the server's `retry:` delay, else the backoff). When it
 /// cannot be resumed, request `id` fails with a JSON-RPC error that says why.
-pub(crate) async fn read_post_stream(inner: Arc<Inner>, body: Body, id: RequestId) {
+///
+/// The stream lives until the response, the request's cancellation ([`PostStreams::cancel`]),
+/// the transport's end, or `until` (the request's own timeout and its grace, when it has one):
+/// then the request fails too, though its sender, whose timer fired first, has given up on it.
+pub(crate) async fn read_post_stream(inner: Arc<Inner>, body: Body, id: RequestId, until: Option<(Instant, Limit)>) {
+    let watched = Watched::new(&inner, &id);
     let mut stream = EventStream::new(inner.max_message_size, Some(id.clone()));
-    let why = match stream.run(&inner, Some(body)).await {
+    let limit = until.map(|(_, limit)| limit);
+    let expired = async {
+        match until {
+            Some((at, _)) => tokio::time::sleep_until(at).await,
+            None => std::future::pending().await,
+        }
+    };
+    let stopped = tokio::select! {
+        stopped = stream.run(&inner, Some(body)) => Some(stopped),
+        () = watched.stop.cancelled() => {
+            tracing::debug!(server = %inner.name, "request {id} was cancelled; its response stream is dropped");
+            return;
+        }
+        () = expired => None,
+    };
+    let Some(stopped) = stopped else {
+        if let Some(limit) = limit {
+            let why = format!("no response within {limit}; its response stream was dropped");
+            inner.fail_request(&id, &why).await;
+        }
+        return;
+    };
+    let why = match stopped {
         Stop::Answered | Stop::ReaderGone => return,
         // The terminal error fails every call.
         _ if inner.is_closed() => return,

@@ -323,3 +323,62 @@ async fn a_resume_answered_405_fails_the_request() {
     );
     sender.close().await.unwrap();
 }
+
+/// A script whose `tools/call` gets an SSE stream that primes and then never ends.
+fn never_answered() -> impl Fn(&Recorded) -> Reply + Send + Sync + 'static {
+    script(|r| {
+        (r.rpc_method().as_deref() == Some("tools/call")).then(|| Reply::sse(&[], vec![priming("0"), Step::Forever]))
+    })
+}
+
+#[tokio::test]
+async fn a_response_stream_outliving_its_requests_timeout_is_dropped_and_the_request_fails() {
+    let server = TestServer::start(never_answered()).await;
+    let (sender, mut receiver, info) = transport(&server.url, |c| c);
+    handshake(&sender, &mut receiver).await;
+    let call = request(1, "tools/call").with_reply_timeout(Duration::from_millis(200));
+    assert!(guard(sender.send(call)).await.unwrap().is_none());
+    let response = recv_response(&mut receiver).await;
+    assert_eq!(response.id, Some(RequestId::Number(1)));
+    assert_eq!(
+        error_of(&response),
+        "plexus-http: no response within 1.2s (the request's own timeout of 200ms and a grace of 1s); its response \
+         stream was dropped"
+    );
+    wait_for_idle(&info).await;
+    sender.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_request_drops_its_response_stream() {
+    // The server ignores the cancellation and keeps the stream open: the client lets it go.
+    let server = TestServer::start(never_answered()).await;
+    let transport = plexus_http::HttpTransport::new(plexus_http::HttpConfig::new(&server.url)).unwrap();
+    let info = transport.info();
+    let client = plexus_client::Client::connect(Box::new(transport), plexus_client::ClientOptions::new("t"))
+        .await
+        .unwrap();
+    // Resets on progress without a cap: the transport is given no timeout and must not set one.
+    let options = plexus_client::RequestOptions::with_timeout(Duration::from_millis(300)).reset_on_progress(None);
+    let error = guard(client.call_tool_with("anything", None, options))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, plexus_client::ClientError::Timeout { .. }), "{error:?}");
+    let cancelled = server
+        .wait_until("notifications/cancelled", |all| {
+            all.iter()
+                .any(|r| r.rpc_method().as_deref() == Some("notifications/cancelled"))
+        })
+        .await;
+    let cancel = cancelled
+        .iter()
+        .find(|r| r.rpc_method().as_deref() == Some("notifications/cancelled"))
+        .unwrap();
+    let call = cancelled
+        .iter()
+        .find(|r| r.rpc_method().as_deref() == Some("tools/call"))
+        .unwrap();
+    assert_eq!(cancel.json()["params"]["requestId"], call.rpc_id());
+    wait_for_idle(&info).await;
+    client.close().await.unwrap();
+}

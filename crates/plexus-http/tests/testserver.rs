@@ -435,3 +435,75 @@ async fn a_reply_over_the_cap_fails_its_call_at_once_saying_its_size() {
         server.shutdown().await;
     }
 }
+
+/// A client session over Streamable HTTP to `server` with `configure` applied to the transport.
+async fn client_over(
+    server: &RemoteServer,
+    configure: impl FnOnce(plexus_http::HttpConfig) -> plexus_http::HttpConfig,
+) -> (plexus_client::Client, plexus_http::SessionInfo) {
+    let transport = plexus_http::HttpTransport::new(configure(plexus_http::HttpConfig::new(server.url()))).unwrap();
+    let info = transport.info();
+    let client = plexus_client::Client::connect(Box::new(transport), plexus_client::ClientOptions::new("t"))
+        .await
+        .unwrap();
+    (client, info)
+}
+
+fn slow(ms: u64) -> Option<serde_json::Map<String, serde_json::Value>> {
+    json!({"ms": ms}).as_object().cloned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_allowed_longer_than_the_request_timeout_gets_its_reply() {
+    // The transport's own 200 ms would cut the exchange short; the call's 2 s is what counts.
+    for args in [&["--json-response"][..], &[][..]] {
+        let server = serve(args).await;
+        let (client, _info) = client_over(&server, |c| c.request_timeout(Duration::from_millis(200))).await;
+        let options = plexus_client::RequestOptions::with_timeout(Duration::from_secs(2));
+        let result = guard(client.call_tool_with("slow", slow(600), options)).await.unwrap();
+        assert_eq!(
+            serde_json::to_value(&result).unwrap()["content"][0]["text"],
+            "slow: done after 600 ms",
+            "{args:?}"
+        );
+        client.close().await.unwrap();
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_times_out_while_its_json_reply_is_pending_is_cancelled_on_the_server() {
+    // The transport's own 300 ms would end the exchange first, and the server would never hear
+    // that the call was given up; the call's 500 ms comes first and cancels it.
+    let log = EventLog::new("cancelled-json-call");
+    let server = serve(&["--json-response", &log.arg()]).await;
+    let (client, info) = client_over(&server, |c| c.request_timeout(Duration::from_millis(300))).await;
+    let options = plexus_client::RequestOptions::with_timeout(Duration::from_millis(500));
+    let error = guard(client.call_tool_with("slow", slow(2000), options))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, plexus_client::ClientError::Timeout { method, after, .. }
+            if method == "tools/call" && *after == Duration::from_millis(500)),
+        "{error:?}"
+    );
+    let calls = log.matching(&json!({"event": "request", "method": "tools/call"}));
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let id = calls[0]["id"].clone();
+    let cancelled = guard(async {
+        loop {
+            let cancelled = log.matching(&json!({"event": "notification", "method": "notifications/cancelled"}));
+            if !cancelled.is_empty() {
+                return cancelled;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+    assert_eq!(cancelled[0]["params"]["requestId"], id);
+    assert_eq!(cancelled[0]["params"]["reason"], "timed out after 500 ms");
+    assert_eq!(info.requests_in_flight(), 0);
+    client.close().await.unwrap();
+    server.shutdown().await;
+}

@@ -44,7 +44,7 @@ pub use error::{
     BODY_EXCERPT_LIMIT, ERROR_BODY_READ_LIMIT, ErrorClass, MAX_MESSAGE_SIZE_VAR, TransportError, body_excerpt,
     is_terminal_io,
 };
-pub use outbound::{OutboundKind, OutboundMessage};
+pub use outbound::{OutboundKind, OutboundMessage, REPLY_TIMEOUT_GRACE};
 pub use plexus_jsonrpc::{Message, RequestId, Response};
 
 /// A boxed, sendable future (what the object-safe methods of this crate return).

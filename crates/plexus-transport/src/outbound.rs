@@ -5,6 +5,11 @@ use std::time::Duration;
 
 use plexus_jsonrpc::{Message, RequestId};
 
+/// How much longer than a request's [reply timeout](OutboundMessage::reply_timeout) a
+/// transport's own timer for its exchange runs: 1 s, so that the sender's timeout, which cancels
+/// the request on the server, fires first.
+pub const REPLY_TIMEOUT_GRACE: Duration = Duration::from_secs(1);
+
 /// What an outbound message is: HTTP transports need to know whether a reply is expected and
 /// which request is the `initialize`; stream transports only write the bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,6 +94,25 @@ impl OutboundMessage {
     /// [`with_reply_timeout`](Self::with_reply_timeout)).
     pub fn reply_timeout(&self) -> Option<Duration> {
         self.reply_timeout
+    }
+
+    /// How long a transport's own timer for this message's exchange may run: its reply timeout
+    /// plus [`REPLY_TIMEOUT_GRACE`] when it has one, else `default` (the transport's setting, which
+    /// bounds notifications, responses and requests without a reply timeout).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use plexus_transport::{Message, OutboundMessage};
+    ///
+    /// let ping = Message::from_slice(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).unwrap();
+    /// let untimed = OutboundMessage::from_message(&ping);
+    /// assert_eq!(untimed.exchange_timeout(Duration::from_secs(60)), Duration::from_secs(60));
+    /// let timed = untimed.with_reply_timeout(Duration::from_secs(120));
+    /// assert_eq!(timed.exchange_timeout(Duration::from_secs(60)), Duration::from_secs(121));
+    /// ```
+    pub fn exchange_timeout(&self, default: Duration) -> Duration {
+        self.reply_timeout
+            .map_or(default, |timeout| timeout.saturating_add(REPLY_TIMEOUT_GRACE))
     }
 
     /// What the message is.

@@ -12,10 +12,16 @@ use plexus_transport::redact::{debug_remote_config, redact_url};
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long the server has to send the `endpoint` event once the event stream is open: 10 s.
+/// plexus's connector sets it, as it sets the connect timeout, to the connect budget (the entry's
+/// `timeout`, else `MCP_TIMEOUT`, else 30 s).
 pub const DEFAULT_ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How long one POST of a message may take, from sending to the end of the server's answer: 30 s.
-/// The server's reply to the message comes later, on the event stream; each POST has its own timer.
+/// How long one POST of a message without a timeout of its own (a notification, a response, a
+/// request without [`reply_timeout`](plexus_transport::OutboundMessage::reply_timeout)) may take,
+/// from sending to the end of the server's answer: 30 s. A request with a timeout of its own gets
+/// that and [`REPLY_TIMEOUT_GRACE`](plexus_transport::REPLY_TIMEOUT_GRACE) instead (some servers
+/// run a call before they answer its POST). The server's reply to the message comes later, on the
+/// event stream; each POST has its own timer.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The largest event accepted on the event stream: 16 MiB (the same as the stdio line limit).
@@ -104,7 +110,7 @@ impl SseConfig {
         connect_timeout: Duration,
         /// Sets how long to wait for the `endpoint` event.
         endpoint_timeout: Duration,
-        /// Sets the timeout of each POST.
+        /// Sets the timeout of each POST of a message without a timeout of its own.
         request_timeout: Duration,
         /// Sets the largest event accepted.
         max_event_size: usize,

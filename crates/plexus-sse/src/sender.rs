@@ -18,8 +18,11 @@ use crate::request::{Requester, http_error, io_failure, read_body_prefix, redire
 ///
 /// Each [`send`](TransportSender::send) POSTs one message (`Content-Type: application/json`) to
 /// the endpoint, with the configured headers and the auth provider's, and returns when the server
-/// has accepted it (any 2xx; the reply comes on the event stream). Each POST has its own timeout
-/// ([`SseConfig::request_timeout`](crate::SseConfig::request_timeout)); at most
+/// has accepted it (any 2xx; the reply comes on the event stream). Each POST has its own timeout:
+/// a request's own ([`OutboundMessage::reply_timeout`]) plus
+/// [`REPLY_TIMEOUT_GRACE`](plexus_transport::REPLY_TIMEOUT_GRACE) when it has one (some servers
+/// run a call before they answer its POST), else
+/// [`SseConfig::request_timeout`](crate::SseConfig::request_timeout); at most
 /// [`SseConfig::max_concurrent_posts`](crate::SseConfig::max_concurrent_posts) are in flight, and
 /// further sends wait for a slot. A failed POST fails that send only: a 401 or 403 the provider
 /// cannot resolve is [`TransportError::NeedsAuth`] or [`TransportError::AuthFailed`], another
@@ -72,7 +75,8 @@ impl SseSender {
             .unwrap_or_else(|| TransportError::closed(CLOSED_BY_CLIENT))
     }
 
-    async fn post(&self, body: Bytes) -> Result<(), TransportError> {
+    /// POSTs one message, all of it (the answer included) within `timeout`.
+    async fn post(&self, body: Bytes, timeout: Duration) -> Result<(), TransportError> {
         let response = self
             .requester
             .send(
@@ -84,10 +88,10 @@ impl SseSender {
                         .post(self.endpoint.clone())
                         .headers(headers)
                         .header(CONTENT_TYPE, "application/json")
-                        .timeout(self.request_timeout)
+                        .timeout(timeout)
                         .body(body.clone())
                 },
-                |e| io_failure(self.what.clone(), &e, self.request_timeout),
+                |e| io_failure(self.what.clone(), &e, timeout),
             )
             .await?;
         let status = response.status();
@@ -98,7 +102,7 @@ impl SseSender {
         } else if status.is_redirection() {
             Err(redirect_refused(&self.shared.target, &self.endpoint, &response))
         } else {
-            Err(http_error(self.what.clone(), response, self.request_timeout).await)
+            Err(http_error(self.what.clone(), response, timeout).await)
         }
     }
 }
@@ -109,13 +113,16 @@ impl TransportSender for SseSender {
             if let Some(ended) = self.shared.ended() {
                 return Err(ended);
             }
+            // Some servers run a call before they answer its POST: a request's own timeout (and
+            // a grace, so that its sender's timer fires first) bounds it, never less.
+            let timeout = message.exchange_timeout(self.request_timeout);
             let body = Bytes::from(message.into_json());
             tokio::select! {
                 biased;
                 () = self.shared.ending.cancelled() => Err(self.ended_error()),
                 sent = async {
                     let _slot = self.posts.acquire().await.map_err(|_| self.ended_error())?;
-                    self.post(body).await
+                    self.post(body, timeout).await
                 } => sent.map(|()| None),
             }
         })

@@ -487,6 +487,37 @@ async fn each_post_has_its_own_timeout() {
 }
 
 #[tokio::test]
+async fn a_post_the_server_answers_late_waits_as_long_as_its_request_may() {
+    // A legacy server that runs a call before it answers the POST: the call's own 2 s count, not
+    // the transport's 200 ms; a message without a timeout of its own still gets the 200 ms.
+    let stream = EventStream::default();
+    let events = stream.clone();
+    let server = HttpServer::start(move |request| match request.method.as_str() {
+        "GET" => events.open("event: endpoint\ndata: /messages\n\n"),
+        _ => {
+            echo(&events, request);
+            Reply::After(Duration::from_millis(600), Box::new(Reply::status(202)))
+        }
+    })
+    .await;
+    let config = SseConfig::new(server.url("/sse")).request_timeout(Duration::from_millis(200));
+    let (sender, mut receiver) = Box::new(connect(config).await.unwrap()).split();
+    let call = request(1, "tools/call").with_reply_timeout(Duration::from_secs(2));
+    let sent = tokio::time::timeout(HANG_GUARD, sender.send(call)).await.unwrap();
+    assert!(sent.unwrap().is_none());
+    assert_eq!(result_text(&recv(&mut *receiver).await.unwrap()), r#"{"echo":{"n":1}}"#);
+    let error = tokio::time::timeout(HANG_GUARD, sender.send(request(2, "ping")))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!("POST {}: no complete answer within 200ms", server.url("/messages"))
+    );
+    assert!(!sender.is_closed());
+}
+
+#[tokio::test]
 async fn redirects_are_followed_within_the_origin_only() {
     let bystander = Bystander::new();
     let elsewhere = format!("http://{}/sse", bystander.addr);

@@ -48,6 +48,8 @@ pub enum Reply {
     Stream(mpsc::UnboundedReceiver<Vec<u8>>),
     /// No answer at all; the connection stays open.
     Silence,
+    /// This reply, after a while (a server that works on a message before it answers the POST).
+    After(Duration, Box<Reply>),
 }
 
 impl Reply {
@@ -189,7 +191,12 @@ async fn serve_connection(
             return;
         };
         requests.lock().unwrap().push(request.clone());
-        match handler(&request) {
+        let mut reply = handler(&request);
+        while let Reply::After(delay, later) = reply {
+            tokio::time::sleep(delay).await;
+            reply = *later;
+        }
+        match reply {
             Reply::Full { status, headers, body } => {
                 let mut head = format!("HTTP/1.1 {status} Whatever\r\ncontent-length: {}\r\n", body.len());
                 for (name, value) in headers {
@@ -211,6 +218,7 @@ async fn serve_connection(
                 while matches!(socket.read(&mut sink).await, Ok(n) if n > 0) {}
                 return;
             }
+            Reply::After(..) => unreachable!("waited for above"),
         }
     }
 }

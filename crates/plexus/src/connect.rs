@@ -307,6 +307,7 @@ async fn ws_transport(
     Ok(Box::new(plexus_ws::WsTransport::connect(config).await?))
 }
 
+/// A legacy SSE transport: the connect budget bounds the wait for the `endpoint` event too.
 #[cfg(feature = "sse")]
 async fn sse_transport(
     name: &str,
@@ -315,7 +316,8 @@ async fn sse_transport(
     auth: Auth,
     options: &ClientOptions,
 ) -> Result<Box<dyn Transport>, ClientError> {
-    let config = remote_config!(plexus_sse::SseConfig, name, url, headers, auth, options);
+    let config = remote_config!(plexus_sse::SseConfig, name, url, headers, auth, options)
+        .endpoint_timeout(options.initialize_timeout);
     Ok(Box::new(plexus_sse::SseTransport::connect(config).await?))
 }
 

@@ -128,3 +128,32 @@ async fn session_expiry_fails_in_flight_calls_at_once_then_a_reconnect_and_one_r
     assert_eq!(echo(&fresh, "retried").await.unwrap(), "retried");
     fresh.close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_server_that_never_names_its_endpoint_is_given_the_connect_budget() {
+    // The event stream opens and then stays silent: the wait for the endpoint event is bounded by
+    // the entry's `timeout`, like the rest of the connect.
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/sse", listener.local_addr().unwrap());
+    let silent = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut request = [0; 4096];
+        let _ = socket.read(&mut request).await;
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\r\n";
+        socket.write_all(head.as_bytes()).await.unwrap();
+        // Until the client hangs up.
+        while matches!(socket.read(&mut request).await, Ok(n) if n > 0) {}
+    });
+    let error = connect(&entry(&json!({"type": "sse", "url": url, "timeout": 1000})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "server \"remote\": could not connect to {url}: the server sent no endpoint event within 1s of opening \
+             the event stream"
+        )
+    );
+    tokio::time::timeout(HANG_GUARD, silent).await.unwrap().unwrap();
+}

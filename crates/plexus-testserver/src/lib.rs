@@ -100,7 +100,15 @@
 //!   `--fail-status` (default 500). POSTs are counted server-wide, every message included.
 //! - `--reset-after N`: the first N POSTs (ws: text messages) are served; at each later one the
 //!   connection is dropped with a TCP reset, unanswered.
-//! - `--fault-times K`: the three above hit only K requests, then the server behaves again.
+//! - `--close-after-request-ms MS` (http): a tools/call is read and run (logged as a `request`
+//!   event), then after MS milliseconds its connection closes without an answer (a `fault` event
+//!   `close-after-request` with the call's number and id); `--close-from-call N` makes the N-th
+//!   tools/call (server-wide) the first one hit.
+//! - `--fault-times K`: the four above hit only K requests, then the server behaves again.
+//! - `--reject-large-body BYTES[:STATUS]`: a request whose `Content-Length` is above BYTES gets
+//!   STATUS (default 413; a 401 carries `WWW-Authenticate: Bearer realm="plexus-testserver"`) as
+//!   soon as its head is in, with `Connection: close`, and its body is never read (so the close
+//!   is a TCP reset); logged as a `fault` event `reject-large-body` with the status and length.
 //! - `--expire-session-after N` (http, sse): a session answers its first N requests (initialize
 //!   included); the next one gets 404 with -32001, the session is forgotten and its open streams
 //!   end (a call in flight ends without a response).

@@ -471,3 +471,27 @@ fn a_table_fits_the_terminal_and_what_it_cuts_is_printed_whole_below() {
         "{below}"
     );
 }
+
+#[test]
+fn plexus_max_message_size_sets_the_limit_and_a_reply_over_it_fails_its_call_at_once() {
+    let ws = Workspace::new();
+    ws.write_servers(ws.user_file(), &json!({"demo": demo(&[])}));
+    let call = ["call", "mcp__demo__large", r#"{"bytes": 200000}"#];
+    let out = ws.run_with_env(
+        &call,
+        &[("PLEXUS_MAX_MESSAGE_SIZE", "65536"), ("MCP_TOOL_TIMEOUT", "60000")],
+    );
+    assert_eq!(out.code, Some(3), "{out:?}");
+    let error = out.stderr.lines().last().unwrap();
+    assert!(
+        error.starts_with(
+            "plexus: calling mcp__demo__large: the server's reply to request 2 was dropped: a message of "
+        ) && error.ends_with(
+            "bytes from the server is larger than the 65536-byte limit; it was discarded (raise the limit with \
+                 PLEXUS_MAX_MESSAGE_SIZE)"
+        ),
+        "{error}"
+    );
+    let out = ws.run_with_env(&call, &[("PLEXUS_MAX_MESSAGE_SIZE", "1048576")]);
+    assert_eq!((out.code, out.stdout.len()), (Some(0), 200_001), "{}", out.stderr);
+}

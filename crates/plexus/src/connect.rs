@@ -169,13 +169,22 @@ pub async fn connect_detailed(
     Connector::new().connect_detailed(name, config, options).await
 }
 
-/// Starts the transport of `config` with `auth` and runs the handshake. The caller has handled
-/// `disabled` and the `timeout`.
+/// What the connector sets on every transport it starts, beyond the entry.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Limits {
+    /// The largest message accepted from the server (`PLEXUS_MAX_MESSAGE_SIZE`); `None`: the
+    /// transport's default (16 MiB).
+    pub(crate) max_message_size: Option<usize>,
+}
+
+/// Starts the transport of `config` with `auth` and `limits` and runs the handshake. The caller
+/// has handled `disabled` and the `timeout`.
 pub(crate) async fn connect_entry(
     name: &str,
     config: &ServerConfig,
     options: ClientOptions,
     auth: Auth,
+    limits: Limits,
 ) -> Result<Connected, ConnectError> {
     let failed = |source: ClientError| ConnectError::Client {
         server: name.to_owned(),
@@ -201,6 +210,9 @@ pub(crate) async fn connect_entry(
             if let Some(cwd) = &stdio.cwd {
                 transport_config = transport_config.cwd(cwd);
             }
+            if let Some(limit) = limits.max_message_size {
+                transport_config = transport_config.max_message_size(limit);
+            }
             plexus_stdio::StdioTransport::spawn(transport_config)
                 .map(|transport| Box::new(transport) as Box<dyn Transport>)
                 .map_err(Into::into)
@@ -208,31 +220,43 @@ pub(crate) async fn connect_entry(
         #[cfg(feature = "http")]
         ServerConfig::Http(http) => {
             let headers = header_pairs(&http.headers);
-            let transport =
-                http_transport(name, http.url.as_str(), headers.clone(), auth.clone(), &options).map_err(failed)?;
+            let transport = http_transport(name, http.url.as_str(), headers.clone(), auth.clone(), &options, limits)
+                .map_err(failed)?;
             return match Client::connect(transport, options.clone()).await {
                 Ok(client) => Ok(Connected { client, fallback: None }),
                 Err(ClientError::Transport(TransportError::Http {
                     status: status @ (400 | 404 | 405),
                     ..
-                })) => legacy_fallback(name, http.url.as_str(), headers, auth, status, options)
+                })) => legacy_fallback(name, http.url.as_str(), headers, auth, status, options, limits)
                     .await
                     .map_err(failed),
                 Err(e) => Err(failed(e)),
             };
         }
         #[cfg(all(feature = "http", feature = "auth"))]
-        ServerConfig::ClaudeAiProxy(proxy) => http_transport(name, proxy.url.as_str(), Vec::new(), auth, &options),
-        #[cfg(feature = "sse")]
-        ServerConfig::Sse(sse) => {
-            sse_transport(name, sse.url.as_str(), header_pairs(&sse.headers), auth, &options).await
+        ServerConfig::ClaudeAiProxy(proxy) => {
+            http_transport(name, proxy.url.as_str(), Vec::new(), auth, &options, limits)
         }
         #[cfg(feature = "sse")]
-        ServerConfig::SseIde(ide) => sse_transport(name, ide.url.as_str(), Vec::new(), auth, &options).await,
+        ServerConfig::Sse(sse) => {
+            sse_transport(
+                name,
+                sse.url.as_str(),
+                header_pairs(&sse.headers),
+                auth,
+                &options,
+                limits,
+            )
+            .await
+        }
+        #[cfg(feature = "sse")]
+        ServerConfig::SseIde(ide) => sse_transport(name, ide.url.as_str(), Vec::new(), auth, &options, limits).await,
         #[cfg(feature = "ws")]
-        ServerConfig::Ws(ws) => ws_transport(name, ws.url.as_str(), header_pairs(&ws.headers), auth, &options).await,
+        ServerConfig::Ws(ws) => {
+            ws_transport(name, ws.url.as_str(), header_pairs(&ws.headers), auth, &options, limits).await
+        }
         #[cfg(feature = "ws")]
-        ServerConfig::WsIde(ide) => ws_transport(name, ide.url.as_str(), Vec::new(), auth, &options).await,
+        ServerConfig::WsIde(ide) => ws_transport(name, ide.url.as_str(), Vec::new(), auth, &options, limits).await,
         // Reachable when a feature is off.
         #[allow(unreachable_patterns)]
         other => {
@@ -290,8 +314,12 @@ fn http_transport(
     headers: Vec<(String, String)>,
     auth: Auth,
     options: &ClientOptions,
+    limits: Limits,
 ) -> Result<Box<dyn Transport>, ClientError> {
-    let config = remote_config!(plexus_http::HttpConfig, name, url, headers, auth, options);
+    let mut config = remote_config!(plexus_http::HttpConfig, name, url, headers, auth, options);
+    if let Some(limit) = limits.max_message_size {
+        config.max_message_size = limit;
+    }
     Ok(Box::new(plexus_http::HttpTransport::new(config)?))
 }
 
@@ -302,8 +330,12 @@ async fn ws_transport(
     headers: Vec<(String, String)>,
     auth: Auth,
     options: &ClientOptions,
+    limits: Limits,
 ) -> Result<Box<dyn Transport>, ClientError> {
-    let config = remote_config!(plexus_ws::WsConfig, name, url, headers, auth, options);
+    let mut config = remote_config!(plexus_ws::WsConfig, name, url, headers, auth, options);
+    if let Some(limit) = limits.max_message_size {
+        config.max_message_size = limit;
+    }
     Ok(Box::new(plexus_ws::WsTransport::connect(config).await?))
 }
 
@@ -315,9 +347,13 @@ async fn sse_transport(
     headers: Vec<(String, String)>,
     auth: Auth,
     options: &ClientOptions,
+    limits: Limits,
 ) -> Result<Box<dyn Transport>, ClientError> {
-    let config = remote_config!(plexus_sse::SseConfig, name, url, headers, auth, options)
+    let mut config = remote_config!(plexus_sse::SseConfig, name, url, headers, auth, options)
         .endpoint_timeout(options.initialize_timeout);
+    if let Some(limit) = limits.max_message_size {
+        config.max_event_size = limit;
+    }
     Ok(Box::new(plexus_sse::SseTransport::connect(config).await?))
 }
 
@@ -329,11 +365,12 @@ async fn legacy_fallback(
     auth: Auth,
     status: u16,
     options: ClientOptions,
+    limits: Limits,
 ) -> Result<Connected, ClientError> {
     let note = format!(
         "the server answered the Streamable HTTP initialize with HTTP {status}; using legacy HTTP+SSE at the same URL"
     );
-    let transport = sse_transport(name, url, headers, auth, &options)
+    let transport = sse_transport(name, url, headers, auth, &options, limits)
         .await
         .map_err(|e| fallback_failed(status, e))?;
     let client = Client::connect(transport, options)
@@ -353,6 +390,7 @@ async fn legacy_fallback(
     _: Auth,
     status: u16,
     _: ClientOptions,
+    _: Limits,
 ) -> Result<Connected, ClientError> {
     Err(ClientError::Transport(TransportError::Connect {
         target: url.to_owned(),

@@ -3,13 +3,13 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-#[cfg(feature = "auth")]
 use std::time::Duration;
 
-use plexus_client::{Client, ClientOptions};
+use plexus_client::{Client, ClientError, ClientOptions};
 use plexus_config::{DiscoveryOptions, Environment, Scope, ServerConfig};
+use plexus_transport::{MAX_MESSAGE_SIZE_VAR, TransportError};
 
-use crate::connect::{ConnectError, Connected, connect_entry};
+use crate::connect::{ConnectError, Connected, Limits, connect_entry};
 use crate::entry_auth;
 
 /// Connects configured servers: maps every kind to its transport and its auth (see DESIGN.md's
@@ -210,6 +210,20 @@ impl Connector {
         self.helper_timeout
     }
 
+    /// The largest message accepted from a server, from `PLEXUS_MAX_MESSAGE_SIZE` (bytes) in the
+    /// connector's environment; `None` (the transports' 16 MiB) when unset or not a positive
+    /// number (then with a warning).
+    pub fn max_message_size(&self) -> Option<usize> {
+        let value = self.env.get(MAX_MESSAGE_SIZE_VAR)?;
+        match value.trim().parse::<usize>() {
+            Ok(bytes) if bytes > 0 => Some(bytes),
+            _ => {
+                tracing::warn!("ignoring {MAX_MESSAGE_SIZE_VAR}={value:?}: expected a positive number of bytes");
+                None
+            }
+        }
+    }
+
     /// How long a login waits for the authorization response.
     #[cfg(feature = "auth")]
     pub fn login_timeout(&self) -> Duration {
@@ -312,8 +326,31 @@ impl Connector {
             needs_auth::check(cache, name, url).await?;
         }
         let provider = self.provider(name, &plan).await?;
-        // Boxed: a connect is rare and its future large (every transport's setup).
-        let result = Box::pin(connect_entry(name, config, options, provider)).await;
+        let limits = Limits {
+            max_message_size: self.max_message_size(),
+        };
+        // One budget for the whole connect: every transport tried (an `http` entry may fall back to
+        // legacy SSE) and the handshake. Each stage has the budget too and says what it waited for;
+        // the grace lets that more precise error win. Boxed: a connect is rare, its future large.
+        let budget = options.initialize_timeout;
+        let connect = Box::pin(connect_entry(name, config, options, provider, limits));
+        let result = match tokio::time::timeout(budget + CONNECT_GRACE, connect).await {
+            Ok(result) => result,
+            Err(_) => Err(ConnectError::Client {
+                server: name.to_owned(),
+                source: ClientError::Transport(TransportError::Connect {
+                    target: config.url().map_or_else(
+                        || config.kind().to_string(),
+                        |url| plexus_transport::redact::redact_url(url.as_str()),
+                    ),
+                    reason: format!(
+                        "the connect did not finish within its timeout of {} ms (the entry's `timeout`, else \
+                         MCP_TIMEOUT, else 30 s)",
+                        budget.as_millis()
+                    ),
+                }),
+            }),
+        };
         #[cfg(feature = "auth")]
         if let Some((cache, url)) = cache {
             needs_auth::note(cache, name, url, &result).await;
@@ -321,6 +358,9 @@ impl Connector {
         result
     }
 }
+
+/// How much longer than its timeout a whole connect may take (when it tries two transports).
+const CONNECT_GRACE: Duration = Duration::from_millis(500);
 
 /// plexus's own secret environment variables (the session ingress token and its file): a stdio
 /// server does not inherit them unless its entry's `env` names them.

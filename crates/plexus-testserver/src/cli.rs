@@ -7,6 +7,7 @@ use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand};
 use plexus_jsonrpc::DEFAULT_MAX_MESSAGE_SIZE;
 
+#[cfg(feature = "remote")]
 use crate::remote::{HttpOptions, SseOptions, WsOptions};
 
 /// The default time the server waits for the client's answer to one of its own requests
@@ -38,12 +39,15 @@ pub enum Command {
     Stdio(StdioOptions),
     /// Serve MCP over Streamable HTTP (2025-11-25) on 127.0.0.1; prints
     /// `listening on http://127.0.0.1:PORT/PATH` first.
+    #[cfg(feature = "remote")]
     Http(HttpOptions),
     /// Serve MCP over the legacy HTTP+SSE transport (2024-11-05) on 127.0.0.1; prints
     /// `listening on http://127.0.0.1:PORT/PATH` (the SSE stream's URL) first.
+    #[cfg(feature = "remote")]
     Sse(SseOptions),
     /// Serve MCP over WebSocket (subprotocol `mcp`) on 127.0.0.1; prints
     /// `listening on ws://127.0.0.1:PORT/PATH` first.
+    #[cfg(feature = "remote")]
     Ws(WsOptions),
 }
 
@@ -51,8 +55,11 @@ pub enum Command {
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Stdio(options) => crate::run_stdio(options),
+        #[cfg(feature = "remote")]
         Command::Http(options) => crate::remote::run_http(options),
+        #[cfg(feature = "remote")]
         Command::Sse(options) => crate::remote::run_sse(options),
+        #[cfg(feature = "remote")]
         Command::Ws(options) => crate::remote::run_ws(options),
     }
 }
@@ -165,7 +172,7 @@ pub struct ProcessOptions {
     pub exit_at_start: Option<u8>,
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "remote"))]
 mod tests {
     use super::*;
 

@@ -208,6 +208,9 @@
 //! `transport`), `session-end` (`session`, `reason`), `fault`, and the session's label (`session`)
 //! on `request`, `notification` and `response` events.
 //!
+//! Features: `remote` (default) builds the remote modes and the OAuth authorization server;
+//! without it only the stdio server is built (what `plexus demo-server` links).
+//!
 //! Dependencies beyond the house set: `bytes` holds the input buffer that
 //! [`plexus_jsonrpc::LineCodec`] decodes from; nix's `fs` feature reads the stdio pipes' file
 //! status flags so that they can be restored after the reactor made the pipes non-blocking, and
@@ -222,20 +225,24 @@ mod catalog;
 mod cli;
 mod events;
 mod faults;
+#[cfg(feature = "remote")]
 mod oauth;
 mod pipes;
 mod process;
+#[cfg(feature = "remote")]
 mod remote;
 mod server;
 mod stdio;
 mod tools;
 
 pub use cli::{Cli, Command, ProcessOptions, ServerOptions, StdioOptions, run};
+#[cfg(feature = "remote")]
 pub use oauth::{
     Advertised, AuthMethod, CimdDocumentFile, DocumentFile, Endpoint, IssuedTokens, JwtClientFile, MetadataLocation,
     OAuthError, OAuthHandle, OAuthOptions, OAuthRequest, PreRegisteredClient, PrmLocation, RedirectIss,
     RefreshIssuance, RefreshRotation, TokenInfo, ToolScope,
 };
+#[cfg(feature = "remote")]
 pub use remote::{
     EndpointOptions, HttpOptions, RejectLargeBody, RemoteError, RemoteOptions, RemoteServer, RequiredHeader,
     SessionOptions, SseOptions, WsOptions, run_http, run_sse, run_ws,

@@ -108,6 +108,7 @@ impl Signals {
 
     /// Waits for a signal that ends the process: every signal is logged, and with `ignore` none
     /// ends it.
+    #[cfg(feature = "remote")]
     pub(crate) async fn until_fatal(&mut self, events: &EventLog, ignore: bool) {
         loop {
             let name = self.recv().await;

@@ -126,7 +126,9 @@ type ClientAnswer = Result<Box<RawValue>, ErrorObject>;
 /// An output of a background task, with the client request whose task emitted it.
 #[derive(Debug)]
 pub(crate) struct Emitted {
-    /// The request whose tool call emitted this; `None` outside a tool call's task.
+    /// The request whose tool call emitted this; `None` outside a tool call's task (the remote
+    /// modes route by it; stdio has one stream).
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
     pub(crate) origin: Option<RequestId>,
     pub(crate) output: Output,
 }
@@ -319,6 +321,7 @@ impl Session {
     }
 
     /// Ends all work in flight (tool calls, requests to the client): the session is over.
+    #[cfg(feature = "remote")]
     pub(crate) fn abort_all(&self) {
         for (_, task) in lock(&self.in_flight).drain() {
             task.abort();

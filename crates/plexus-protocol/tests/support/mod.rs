@@ -1,23 +1,26 @@
-//! Finding the MCP schema data in `<workspace root>/../shared`, which lives outside the project.
+//! Finding the MCP schema data, which lives outside the project (see the crate's `build.rs`).
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-/// `<workspace root>/../shared/spec`. Panics, saying what is missing, when it is absent: a check
-/// against the specification must never pass for want of the specification.
+/// Why a spec test cannot run: the data is absent (see the crate's `build.rs`).
+#[cfg(not(plexus_spec_data))]
+pub(crate) const NO_SPEC_DATA: &str = "the MCP schema data is absent: set PLEXUS_SPEC_DIR to a copy of spec/ (spec/<revision>/schema.json and \
+     spec/2026-07-28/examples), or put the workspace's sibling shared/ beside it";
+
+/// The MCP schema data the build found (`PLEXUS_SPEC_DIR`, else `<workspace root>/../shared/spec`).
+/// Only tests that are ignored without it (`cfg(plexus_spec_data)`) call this.
+#[cfg(plexus_spec_data)]
 pub(crate) fn spec_dir() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let shared = manifest.join("../../../shared");
-    let spec = shared.join("spec");
-    assert!(
-        spec.is_dir(),
-        "the MCP schema data is missing: expected the directory {} (the workspace's sibling `shared/`, \
-         holding spec/<revision>/schema.json and spec/2026-07-28/examples); these tests check the crate \
-         against it and cannot run without it",
-        spec.display()
-    );
-    spec
+    PathBuf::from(env!("PLEXUS_SPEC_DATA"))
+}
+
+/// Without the data, the tests that call this are ignored; run anyway (`--ignored`), they say why
+/// they cannot pass.
+#[cfg(not(plexus_spec_data))]
+pub(crate) fn spec_dir() -> PathBuf {
+    panic!("{NO_SPEC_DATA}")
 }
 
 /// Reads and parses a JSON file, naming it in any failure.

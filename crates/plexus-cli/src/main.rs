@@ -257,9 +257,12 @@ pub(crate) fn block_on(job: impl Future<Output = Outcome>) -> Outcome {
                 return job.await;
             }
         };
+        let mut job = std::pin::pin!(job);
         tokio::select! {
-            outcome = job => outcome,
+            outcome = &mut job => outcome,
             outcome = signal.received() => {
+                // The job is kept (not polled) until its servers are told: its requests are still
+                // pending, so each is cancelled before its session closes.
                 connect::interrupt_all().await;
                 outcome
             }

@@ -4,7 +4,7 @@
 //! Server text (tool names, titles, descriptions, server info, errors, HTTP bodies, stderr tails)
 //! and the content of config files a repository ships are untrusted: an ESC, OSC or BEL in them
 //! could rewrite the terminal's title, clear the screen or hide text. Everything the CLI writes
-//! for a person goes through [`line`] (one-line fields: table cells, names) or [`block`]
+//! for a person goes through [`line()`] (one-line fields: table cells, names) or [`block()`]
 //! (multi-line text: messages, tool output), which keep it visible and inert; `--json` output is
 //! left to JSON's own escaping.
 

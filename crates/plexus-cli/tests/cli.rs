@@ -500,17 +500,31 @@ fn plexus_max_message_size_sets_the_limit_and_a_reply_over_it_fails_its_call_at_
 fn verbose_output_shows_server_logs_then_messages_then_bodies_with_secrets_redacted() {
     let ws = Workspace::new();
     ws.write_servers(ws.user_file(), &json!({"demo": demo(&[])}));
-    let log = ["call", "mcp__demo__log", r#"{"level": "warning", "message": "disk almost full"}"#];
+    let log = [
+        "call",
+        "mcp__demo__log",
+        r#"{"level": "warning", "message": "disk almost full"}"#,
+    ];
     let out = ws.run(&[&["-v"][..], &log].concat());
     assert_eq!(out.code, Some(0), "{out:?}");
-    let line = out.stderr.lines().find(|line| line.contains("disk almost full")).unwrap();
+    let line = out
+        .stderr
+        .lines()
+        .find(|line| line.contains("disk almost full"))
+        .unwrap();
     assert!(line.contains(" WARN ") && line.contains("server=\"demo\""), "{line}");
-    assert!(!out.stderr.contains("→ request"), "messages only from -vv: {}", out.stderr);
+    assert!(
+        !out.stderr.contains("→ request"),
+        "messages only from -vv: {}",
+        out.stderr
+    );
 
     let echo = ["call", "mcp__demo__echo", r#"{"text": "hi", "api_key": "sk-123"}"#];
     let out = ws.run(&[&["-vv"][..], &echo].concat());
     assert!(
-        out.stderr.lines().any(|line| line.contains("→ request tools/call id=2 (") && line.ends_with("bytes) server=\"demo\"")),
+        out.stderr
+            .lines()
+            .any(|line| line.contains("→ request tools/call id=2 (") && line.ends_with("bytes) server=\"demo\"")),
         "{}",
         out.stderr
     );
@@ -520,7 +534,11 @@ fn verbose_output_shows_server_logs_then_messages_then_bodies_with_secrets_redac
     let out = ws.run(&[&["-vvv"][..], &echo].concat());
     assert!(out.stderr.contains(r#""api_key":"<redacted>""#), "{}", out.stderr);
     assert!(out.stderr.contains(r#""text":"hi""#), "{}", out.stderr);
-    assert!(!out.stderr.contains("sk-123"), "the secret never reaches the log: {}", out.stderr);
+    assert!(
+        !out.stderr.contains("sk-123"),
+        "the secret never reaches the log: {}",
+        out.stderr
+    );
     // Not a terminal: no colours.
     assert!(!out.stderr.contains('\u{1b}'), "{}", out.stderr);
 }

@@ -4,7 +4,8 @@
 use crate::cmd::{self, CommandError, cargo};
 
 /// Runs the stdio and Streamable HTTP benchmarks (`crates/plexus/benches/`) twice each: pinned to
-/// CPU 0 (the method of the reference figures, which the targets are judged by) and unpinned.
+/// CPU 0 (the method of the reference figures, which the targets are judged by) and unpinned;
+/// then the pool benchmark (many servers), unpinned.
 pub(crate) fn run() -> Result<(), CommandError> {
     cmd::run_streaming(&mut cargo([
         "build",
@@ -26,5 +27,10 @@ pub(crate) fn run() -> Result<(), CommandError> {
             cmd::run_streaming(&mut bench)?;
         }
     }
+    // Many servers at once: pinned to one CPU it would measure the CPU, not the window.
+    let mut bench = cargo(["bench", "--package", "plexus", "--bench", "pool"]);
+    bench.env("PLEXUS_TESTSERVER_BIN", &server);
+    bench.env_remove("PLEXUS_BENCH_CPU");
+    cmd::run_streaming(&mut bench)?;
     Ok(())
 }

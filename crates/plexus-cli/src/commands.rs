@@ -8,8 +8,11 @@ use plexus::protocol::CallToolResult;
 use plexus::tools::{ToolEntry, normalize_name};
 use serde_json::{Map, Value};
 
-use crate::connect::{Attempt, Connection, Startable, close_all, connect_all, connector};
+use plexus::pool::{Pool, ServerStatus};
+
+use crate::connect::{close, connect, connector};
 use crate::output::{ServerRow, print_call_result, print_servers, print_tools};
+use crate::progress::View;
 use crate::sources::{self, Configured, Server};
 use crate::{Cli, Command, Outcome, block_on, edit, get, import, login};
 
@@ -65,47 +68,35 @@ fn with_config(sources: &ConfigSources, job: impl FnOnce(Configured) -> Outcome)
     }
 }
 
-/// The servers among `selected` that may run, as `connect_all` takes them.
-fn runnable<'s>(selected: impl IntoIterator<Item = &'s Server>) -> Vec<Startable> {
-    selected
-        .into_iter()
-        .filter_map(|server| Some((server.name.clone(), server.runnable()?.clone(), server.scope)))
-        .collect()
-}
-
 async fn servers_command(configured: Configured, json: bool) -> Outcome {
     let connector = connector();
-    let attempts = connect_all(&connector, &runnable(&configured.servers)).await;
+    let all: Vec<&Server> = configured.servers.iter().collect();
+    let view = if json { View::Spinner } else { View::Lines };
+    let pool = connect(&connector, &all, view).await;
     let mut rows = Vec::with_capacity(configured.servers.len());
     for server in &configured.servers {
-        let attempt = attempts.iter().find(|attempt| attempt.name == server.name);
-        rows.push(ServerRow::new(server, attempt).await);
+        rows.push(ServerRow::new(server, &pool).await);
     }
-    close_all(&connector, &attempts).await;
+    let outcome = none_usable(configured.servers.len(), &pool).unwrap_or(Outcome::Ok);
+    let outcome = required_outcome(&pool).unwrap_or(outcome);
+    close(&connector, &pool).await;
     print_servers(&rows, json);
-    none_usable(configured.servers.len(), &attempts).unwrap_or(Outcome::Ok)
+    outcome
 }
 
 /// How a command that needs servers ends when none of the `configured` ones could be used (and
 /// says so on stderr): 2 when none was started (every entry invalid, refused, disabled or waiting
 /// for approval), 4 when every one started needs a login, else 3. `None` when one is usable or
 /// none is configured.
-fn none_usable(configured: usize, attempts: &[Attempt]) -> Option<Outcome> {
-    if configured == 0
-        || attempts
-            .iter()
-            .any(|a| matches!(a.connection, Connection::Connected(..)))
-    {
+fn none_usable(configured: usize, pool: &Pool) -> Option<Outcome> {
+    let states = pool.states();
+    if configured == 0 || states.iter().any(|(_, state)| state.status == ServerStatus::Connected) {
         return None;
     }
-    let failed = |auth: bool| {
-        attempts
-            .iter()
-            .any(|a| matches!(&a.connection, Connection::Failed(e) if crate::connect::needs_auth(e) == auth))
-    };
-    let (outcome, why) = if failed(false) {
+    let any = |status: ServerStatus| states.iter().any(|(_, state)| state.status == status);
+    let (outcome, why) = if any(ServerStatus::Failed) {
         (Outcome::Connection, "none could be connected")
-    } else if failed(true) {
+    } else if any(ServerStatus::NeedsAuth) {
         (
             Outcome::NeedsAuth,
             "every one started needs a login (plexus login NAME)",
@@ -123,24 +114,47 @@ fn none_usable(configured: usize, attempts: &[Attempt]) -> Option<Outcome> {
     Some(outcome)
 }
 
+/// A server whose entry says `"required": true` and that could not be used fails the command
+/// (said on stderr): 4 when it needs a login, else 3.
+fn required_outcome(pool: &Pool) -> Option<Outcome> {
+    let mut outcome = None;
+    for (name, state) in pool.states() {
+        let required = pool.spec(&name).is_some_and(|spec| spec.is_required());
+        if !required || state.status == ServerStatus::Connected {
+            continue;
+        }
+        crate::terminal::say(format_args!(
+            "required server {name:?} is {}{}",
+            state.status,
+            state
+                .error
+                .map(|e| format!(": {}", plexus::pool::text::without_server(&name, &e.to_string())))
+                .unwrap_or_default()
+        ));
+        let this = if state.status == ServerStatus::NeedsAuth {
+            Outcome::NeedsAuth
+        } else {
+            Outcome::Connection
+        };
+        outcome = Some(outcome.map_or(this, |o: Outcome| o.min(this)));
+    }
+    outcome
+}
+
 /// How a command ends after using the servers it could: see [`none_usable`]; else 3 when some
 /// failed for another reason than a login, 4 when some need one, 0 when all worked.
-fn partial_outcome(configured: usize, attempts: &[Attempt], listing_failed: bool) -> Outcome {
-    if let Some(outcome) = none_usable(configured, attempts) {
+fn partial_outcome(configured: usize, pool: &Pool, listing_failed: bool) -> Outcome {
+    if let Some(outcome) = none_usable(configured, pool).or_else(|| required_outcome(pool)) {
         return outcome;
     }
-    let failures = attempts.iter().filter_map(|a| match &a.connection {
-        Connection::Failed(e) => Some(Outcome::of_connect_error(e)),
-        Connection::Connected(..) => None,
-    });
-    let worst = failures.fold(None, |worst, outcome| match (worst, outcome) {
-        (Some(Outcome::Connection), _) | (_, Outcome::Connection) => Some(Outcome::Connection),
-        (_, outcome) => Some(outcome),
-    });
-    match (worst, listing_failed) {
-        (_, true) | (Some(Outcome::Connection), _) => Outcome::Connection,
-        (Some(outcome), false) => outcome,
-        (None, false) => Outcome::Ok,
+    let states = pool.states();
+    let any = |status: ServerStatus| states.iter().any(|(_, state)| state.status == status);
+    if listing_failed || any(ServerStatus::Failed) {
+        Outcome::Connection
+    } else if any(ServerStatus::NeedsAuth) {
+        Outcome::NeedsAuth
+    } else {
+        Outcome::Ok
     }
 }
 
@@ -172,24 +186,33 @@ async fn tools_command(configured: Configured, only: Option<&str>, json: bool) -
         crate::terminal::say(format_args!("{}", server.not_started()));
     }
     let connector = connector();
-    let attempts = connect_all(&connector, &runnable(selected.iter().copied())).await;
+    let pool = connect(&connector, &selected, View::Spinner).await;
     let mut entries = Vec::new();
     let mut listing_failed = false;
-    for attempt in &attempts {
-        match &attempt.connection {
-            Connection::Connected(client, _) => match client.list_tools().await {
-                Ok(tools) => entries.extend(tools.iter().map(|tool| ToolEntry::new(&attempt.name, tool))),
+    for server in &selected {
+        let Some(state) = pool.state(&server.name) else {
+            continue;
+        };
+        match state.status {
+            ServerStatus::Connected => match pool.tools(&server.name).await {
+                Ok(tools) => entries.extend(tools.iter().map(|tool| ToolEntry::new(&server.name, tool))),
                 Err(e) => {
-                    crate::terminal::say(format_args!("server {:?}: listing tools failed: {e}", attempt.name));
+                    crate::terminal::say(format_args!("{e}"));
                     listing_failed = true;
                 }
             },
-            Connection::Failed(e) => crate::terminal::say(format_args!("{e}")),
+            ServerStatus::Failed | ServerStatus::NeedsAuth => {
+                if let Some(error) = &state.error {
+                    crate::terminal::say(format_args!("{error}"));
+                }
+            }
+            _ => {}
         }
     }
-    close_all(&connector, &attempts).await;
+    let outcome = partial_outcome(selected.len(), &pool, listing_failed);
+    close(&connector, &pool).await;
     print_tools(&entries, json);
-    partial_outcome(selected.len(), &attempts, listing_failed)
+    outcome
 }
 
 /// Reads at most [`MAX_STDIN`] bytes of text from stdin.
@@ -239,41 +262,59 @@ async fn call_command(configured: Configured, name: &str, arguments: Map<String,
             crate::terminal::say(format_args!("{}", server.not_started()));
         }
     }
-    let startable = runnable(candidates);
-    if startable.is_empty() {
+    if !candidates.iter().any(|server| server.runnable().is_some()) {
         return Outcome::Usage;
     }
     let connector = connector();
-    let attempts = connect_all(&connector, &startable).await;
-    let outcome = call_in(&attempts, name, arguments, json).await;
-    close_all(&connector, &attempts).await;
+    let pool = connect(&connector, &candidates, View::Spinner).await;
+    let outcome = call_in(&pool, &candidates, name, arguments, json).await;
+    close(&connector, &pool).await;
     outcome
 }
 
-async fn call_in(attempts: &[Attempt], name: &str, arguments: Map<String, Value>, json: bool) -> Outcome {
+async fn call_in(
+    pool: &Pool,
+    candidates: &[&Server],
+    name: &str,
+    arguments: Map<String, Value>,
+    json: bool,
+) -> Outcome {
     let mut outcome = Outcome::Usage;
-    for attempt in attempts {
-        let client = match &attempt.connection {
-            Connection::Connected(client, _) => client,
-            Connection::Failed(e) => {
-                crate::terminal::say(format_args!("{e}"));
-                outcome = Outcome::of_connect_error(e);
-                continue;
-            }
+    for server in candidates.iter().filter(|server| server.runnable().is_some()) {
+        let Some(state) = pool.state(&server.name) else {
+            continue;
         };
-        let tools = match client.list_tools().await {
+        if state.status != ServerStatus::Connected {
+            if let Some(error) = &state.error {
+                crate::terminal::say(format_args!("{error}"));
+            }
+            outcome = if state.status == ServerStatus::NeedsAuth {
+                Outcome::NeedsAuth
+            } else {
+                Outcome::Connection
+            };
+            continue;
+        }
+        let tools = match pool.tools(&server.name).await {
             Ok(tools) => tools,
             Err(e) => {
-                crate::terminal::say(format_args!("server {:?}: listing tools failed: {e}", attempt.name));
+                crate::terminal::say(format_args!("{e}"));
                 outcome = Outcome::Connection;
                 continue;
             }
         };
         let Some(tool) = tools
             .iter()
-            .find(|t| plexus::tools::qualified_name(&attempt.name, &t.name) == name)
+            .find(|t| plexus::tools::qualified_name(&server.name, &t.name) == name)
         else {
             continue;
+        };
+        let client = match pool.ensure_connected(&server.name).await {
+            Ok(client) => client,
+            Err(e) => {
+                crate::terminal::say(format_args!("{e}"));
+                return Outcome::Connection;
+            }
         };
         return match client.call_tool(&tool.name, Some(arguments)).await {
             Ok(result) => report(&result, json),

@@ -9,7 +9,7 @@ use std::time::Duration;
 use plexus::auth::FileWarnings;
 use plexus::auth::oauth::{AuthorizationPrompt, UserAgent, UserAgentError};
 use plexus::transport::BoxFuture;
-use plexus::{Connector, LoginError};
+use plexus::{DefaultConnector, LoginError};
 
 use crate::connect::report_file_warnings;
 use crate::sources::Configured;
@@ -24,7 +24,7 @@ pub(crate) fn login_command(configured: &Configured, name: &str, timeout: Durati
         return Outcome::Usage;
     };
     block_on(async move {
-        let connector = Connector::from_env().with_login_timeout(timeout);
+        let connector = DefaultConnector::from_env().with_login_timeout(timeout);
         let browser = Browser {
             warnings: connector.file_warnings().clone(),
         };
@@ -53,7 +53,7 @@ pub(crate) fn logout_command(configured: &Configured, name: &str) -> Outcome {
         return Outcome::Usage;
     };
     block_on(async move {
-        let connector = Connector::from_env();
+        let connector = DefaultConnector::from_env();
         let store = connector
             .token_store()
             .map(|store| store.path().display().to_string())

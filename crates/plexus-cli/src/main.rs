@@ -9,6 +9,7 @@ mod get;
 mod import;
 mod login;
 mod output;
+mod progress;
 mod sources;
 mod table;
 mod terminal;
@@ -42,17 +43,6 @@ pub(crate) enum Outcome {
     Interrupted = 130,
     /// 143: ended by SIGTERM.
     Terminated = 143,
-}
-
-impl Outcome {
-    /// The exit code for a server that could not be connected.
-    pub(crate) fn of_connect_error(error: &plexus::ConnectError) -> Outcome {
-        if connect::needs_auth(error) {
-            Outcome::NeedsAuth
-        } else {
-            Outcome::Connection
-        }
-    }
 }
 
 /// plexus: the MCP client stack's command line.

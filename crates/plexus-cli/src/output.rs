@@ -6,10 +6,11 @@ use plexus::tools::ToolEntry;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::connect::{Attempt, Connection};
 use crate::sources::Server;
 use crate::table::{self, Column};
 use crate::terminal;
+use plexus::pool::text::without_server;
+use plexus::pool::{Pool, ServerStatus};
 
 /// One line of `plexus servers`; serializes to the documented JSON shape.
 #[derive(Debug, Serialize)]
@@ -20,57 +21,67 @@ pub(crate) struct ServerRow {
     source: Option<String>,
     kind: Option<String>,
     status: &'static str,
+    /// The pool's state of the server (`status` as it is now, `connecting` included).
+    state: &'static str,
     reason: Option<String>,
     protocol_version: Option<String>,
     server_info: Option<Value>,
     tool_count: Option<usize>,
+    connect_ms: Option<u64>,
+    required: bool,
     error: Option<String>,
     warnings: Vec<String>,
     errors: Vec<String>,
 }
 
 impl ServerRow {
-    /// The row of `server`, with its connect `attempt` if it was started.
-    pub(crate) async fn new(server: &Server, attempt: Option<&Attempt>) -> ServerRow {
+    /// The row of `server`, with its state in `pool` (none for an invalid entry).
+    pub(crate) async fn new(server: &Server, pool: &Pool) -> ServerRow {
         let mut row = ServerRow {
             name: server.name.clone(),
             scope: server.scope.map(Scope::as_str),
             source: server.source.as_ref().map(|path| path.display().to_string()),
             kind: server.kind().map(|kind| kind.to_string()),
-            status: "failed",
+            status: ServerStatus::Failed.as_str(),
+            state: ServerStatus::Failed.as_str(),
             reason: server.reason(),
             protocol_version: None,
             server_info: None,
             tool_count: None,
+            connect_ms: None,
+            required: server.config.as_ref().is_some_and(|config| config.options().required),
             error: server.error_summary(),
             warnings: server.warnings.iter().map(ToString::to_string).collect(),
             errors: server.errors.iter().map(ToString::to_string).collect(),
         };
-        match attempt.map(|attempt| &attempt.connection) {
-            Some(Connection::Failed(e)) => {
-                if crate::connect::needs_auth(e) {
-                    row.status = "needs-auth";
+        // An invalid entry is not in the pool: it stays `failed` with its errors.
+        let Some(state) = pool.state(&server.name) else {
+            return row;
+        };
+        row.status = state.status.as_str();
+        row.state = state.status.as_str();
+        row.reason = state.reason.clone().or(row.reason);
+        row.connect_ms = state.connect_time.map(|took| took.as_millis() as u64);
+        if let Some(error) = &state.error {
+            row.error = Some(without_server(&server.name, &error.to_string()).to_owned());
+        }
+        row.warnings.extend(
+            state
+                .note
+                .iter()
+                .map(|note| format!("server {:?}: {note}", server.name)),
+        );
+        if let (ServerStatus::Connected, Some(client)) = (state.status, pool.client(&server.name)) {
+            let details = client.server();
+            row.protocol_version = Some(details.protocol_version.to_string());
+            row.server_info = Some(json!({"name": details.server_info.name, "version": details.server_info.version}));
+            match pool.tools(&server.name).await {
+                Ok(tools) => row.tool_count = Some(tools.len()),
+                Err(e) => {
+                    row.status = ServerStatus::Failed.as_str();
+                    row.error = Some(without_server(&server.name, &e.to_string()).to_owned());
                 }
-                row.error = Some(e.reason());
             }
-            Some(Connection::Connected(client, fallback)) => {
-                row.warnings
-                    .extend(fallback.iter().map(|note| format!("server {:?}: {note}", server.name)));
-                let details = client.server();
-                row.protocol_version = Some(details.protocol_version.to_string());
-                row.server_info =
-                    Some(json!({"name": details.server_info.name, "version": details.server_info.version}));
-                match client.list_tools().await {
-                    Ok(tools) => {
-                        row.status = "connected";
-                        row.tool_count = Some(tools.len());
-                    }
-                    Err(e) => row.error = Some(format!("listing tools failed: {e}")),
-                }
-            }
-            None if server.runnable().is_some() => row.error = Some("the connect attempt did not finish".to_owned()),
-            // Pending, disabled, or `failed` for an invalid entry.
-            None => row.status = server.state(),
         }
         row
     }

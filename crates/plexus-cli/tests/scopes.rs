@@ -11,8 +11,9 @@ use support::{PLEXUS, Workspace, demo, demo_written, version};
 /// value.
 fn row(name: &str, scope: &str, source: &str, kind: Option<&str>, status: &str, details: &Value) -> Value {
     let mut row = json!({
-        "name": name, "scope": scope, "source": source, "kind": kind, "status": status, "reason": null,
-        "protocolVersion": null, "serverInfo": null, "toolCount": null, "error": null, "warnings": [], "errors": []
+        "name": name, "scope": scope, "source": source, "kind": kind, "status": status, "state": status,
+        "reason": null, "protocolVersion": null, "serverInfo": null, "toolCount": null, "connectMs": null,
+        "required": false, "error": null, "warnings": [], "errors": []
     });
     for (key, value) in details.as_object().unwrap() {
         row[key] = value.clone();
@@ -45,9 +46,13 @@ fn servers_shows_every_scope_with_its_file_warnings_and_errors() {
 
     let out = ws.run(&["--json", "servers"]);
     out.expect(0, "connecting 1 server…\n");
+    let mut rows = out.json();
+    // How long the connect took varies; that there is a figure for the connected server does not.
+    assert!(rows[3]["connectMs"].is_u64(), "{rows}");
+    rows[3]["connectMs"] = json!("measured");
     let broken_error = format!("{project}: server \"broken\": field \"args[1]\": expected a string, found 3");
     assert_eq!(
-        out.json(),
+        rows,
         json!([
             row(
                 "blocked",
@@ -81,6 +86,7 @@ fn servers_shows_every_scope_with_its_file_warnings_and_errors() {
                 "connected",
                 &json!({
                     "protocolVersion": "2025-11-25", "serverInfo": {"name": "plexus-testserver", "version": version()}, "toolCount": 19,
+                    "connectMs": "measured",
                     "warnings": [format!("{user}: server \"from-user\": field \"color\": unknown field for a \"stdio\" server; kept as written but not used")]
                 })
             ),

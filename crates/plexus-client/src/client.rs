@@ -57,6 +57,18 @@ pub struct ClientOptions {
     /// The most bytes of JSON the pages of one paginated list may add up to (default
     /// [`MAX_LIST_BYTES`]).
     pub max_list_bytes: usize,
+    /// Told how every request of the session ended (a connection pool counts terminal I/O
+    /// failures with it); none by default.
+    pub observer: Option<Arc<dyn RequestObserver>>,
+}
+
+/// Watches how a session's requests end, for whoever owns the connection's life (a pool that
+/// closes a connection after repeated I/O failures). Called in the caller's task as each request
+/// ends, so it must be quick and must not block.
+pub trait RequestObserver: Send + Sync + 'static {
+    /// The request `method` of the session with server `server` ended: with a reply (`Ok`, a
+    /// JSON-RPC error reply included, as [`ClientError::Rpc`]) or with an error.
+    fn request_ended(&self, server: &str, method: &str, outcome: Result<(), &ClientError>);
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -69,6 +81,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("request_timeout", &self.request_timeout)
             .field("tool_timeout", &self.tool_timeout)
             .field("max_list_bytes", &self.max_list_bytes)
+            .field("observer", &self.observer.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -86,6 +99,7 @@ impl ClientOptions {
             tool_timeout: DEFAULT_TOOL_TIMEOUT,
             handler: Arc::new(NoHandler),
             max_list_bytes: MAX_LIST_BYTES,
+            observer: None,
         }
     }
 
@@ -166,7 +180,12 @@ impl Client {
     /// closed before the error is returned.
     pub async fn connect(transport: Box<dyn Transport>, options: ClientOptions) -> Result<Client, ClientError> {
         let (sender, receiver) = transport.split();
-        let shared = Shared::new(options.name.clone(), sender, Arc::clone(&options.handler));
+        let shared = Shared::new(
+            options.name.clone(),
+            sender,
+            Arc::clone(&options.handler),
+            options.observer.clone(),
+        );
         shared.start_reader(receiver);
         match initialize(&shared, &options).await {
             Ok(details) => Ok(Client {

@@ -34,7 +34,7 @@ mod trace;
 
 pub use client::{
     Client, ClientOptions, DEFAULT_INITIALIZE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_TOOL_TIMEOUT, MAX_LIST_BYTES,
-    MAX_LIST_PAGES, ServerDetails,
+    MAX_LIST_PAGES, RequestObserver, ServerDetails,
 };
 pub use error::{ClientError, UnidentifiedDrops};
 pub use handler::{ClientHandler, NoHandler, ServerRequestContext};

@@ -135,8 +135,24 @@ fn encode<P: Serialize + ?Sized>(
 /// The pending entry's reply sender was dropped without a reply (the session closed).
 struct Dropped;
 
-/// Sends a request and waits for its result (raw JSON).
+/// Sends a request and waits for its result (raw JSON); the session's observer, if any, is told
+/// how it ended.
 pub(crate) async fn request<P: Serialize + ?Sized>(
+    shared: &Arc<Shared>,
+    method: &'static str,
+    params: Option<&P>,
+    options: &RequestOptions,
+    default_timeout: Duration,
+    cancellable: bool,
+) -> Result<Box<RawValue>, ClientError> {
+    let result = exchange(shared, method, params, options, default_timeout, cancellable).await;
+    if let Some(observer) = &shared.observer {
+        observer.request_ended(&shared.name, method, result.as_ref().map(drop));
+    }
+    result
+}
+
+async fn exchange<P: Serialize + ?Sized>(
     shared: &Arc<Shared>,
     method: &'static str,
     params: Option<&P>,

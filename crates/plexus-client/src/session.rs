@@ -57,6 +57,8 @@ pub(crate) struct Shared {
     next_id: AtomicI64,
     pub(crate) notifications: broadcast::Sender<ServerNotification>,
     handler: Arc<dyn ClientHandler>,
+    /// Told how each request ended (see [`RequestObserver`](crate::RequestObserver)).
+    pub(crate) observer: Option<Arc<dyn crate::RequestObserver>>,
     /// The server's requests being handled, by id; the number tells one handling task from a later
     /// one under the same id.
     server_requests: Mutex<HashMap<RequestId, (u64, AbortHandle)>>,
@@ -78,7 +80,12 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    pub(crate) fn new(name: String, sender: Box<dyn TransportSender>, handler: Arc<dyn ClientHandler>) -> Arc<Shared> {
+    pub(crate) fn new(
+        name: String,
+        sender: Box<dyn TransportSender>,
+        handler: Arc<dyn ClientHandler>,
+        observer: Option<Arc<dyn crate::RequestObserver>>,
+    ) -> Arc<Shared> {
         let (notifications, _) = broadcast::channel(NOTIFICATION_BUFFER);
         let (refusals, refusals_rx) = mpsc::channel(MAX_QUEUED_REFUSALS);
         Arc::new(Shared {
@@ -88,6 +95,7 @@ impl Shared {
             next_id: AtomicI64::new(0),
             notifications,
             handler,
+            observer,
             server_requests: Mutex::default(),
             next_server_request: AtomicU64::new(0),
             refusals,

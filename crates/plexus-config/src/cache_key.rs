@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::{ServerConfig, ServerName};
+use crate::ServerConfig;
 
 /// The canonical JSON text of `value`: object keys sorted (by their UTF-8 bytes), no whitespace,
 /// strings escaped as `serde_json` does, numbers as `serde_json` prints them.
@@ -57,8 +57,9 @@ fn write_string(text: &str, out: &mut String) {
 ///
 /// It does not depend on how the entry was written (key order, spacing, a missing `"type"`,
 /// `"streamable-http"` for `"http"`), and it changes whenever any field changes, unknown fields
-/// included. A server name never contains `:`, so the key splits back unambiguously.
-pub fn cache_key(name: &ServerName, config: &ServerConfig) -> String {
+/// included. A valid server name ([`ServerName`](crate::ServerName)) never contains `:`, so the key
+/// splits back unambiguously.
+pub fn cache_key(name: &str, config: &ServerConfig) -> String {
     format!("{name}:{}", canonical_json(&config.to_json()))
 }
 
@@ -75,16 +76,16 @@ mod tests {
 
     #[test]
     fn the_key_normalizes_how_the_entry_was_written() {
-        let name = ServerName::new("docs").unwrap();
+        let name = "docs";
         let written = |value: Value| ServerConfig::from_json(&value).unwrap().0;
         let a = written(json!({"type": "streamable-http", "url": "HTTPS://Example.com"}));
         let b = written(json!({"url": "https://example.com/", "type": "http"}));
-        assert_eq!(cache_key(&name, &a), cache_key(&name, &b));
+        assert_eq!(cache_key(name, &a), cache_key(name, &b));
         assert_eq!(
-            cache_key(&name, &a),
+            cache_key(name, &a),
             r#"docs:{"type":"http","url":"https://example.com/"}"#
         );
         let stdio = written(json!({"command": "c"}));
-        assert_eq!(cache_key(&name, &stdio), r#"docs:{"command":"c","type":"stdio"}"#);
+        assert_eq!(cache_key(name, &stdio), r#"docs:{"command":"c","type":"stdio"}"#);
     }
 }

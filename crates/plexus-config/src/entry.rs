@@ -55,11 +55,13 @@ fn read_entry(value: &Value, report: &mut Report) -> Option<ServerConfig> {
     };
     let timeout = fields.optional("timeout", report, timeout);
     let disabled = fields.optional("disabled", report, boolean).unwrap_or(false);
+    let required = fields.optional("required", report, boolean).unwrap_or(false);
     let unknown_fields = fields.into_unknown(&format!("for a {} server", quote(kind.as_str())), report);
     let mut config = config?;
     *config.options_mut() = ServerOptions {
         timeout,
         disabled,
+        required,
         unknown_fields,
     };
     Some(config)

@@ -398,7 +398,7 @@ impl Loader<'_> {
                 Some((name, config)) => {
                     let status = status(&name, &config, winner.origin.scope, policy, approvals);
                     self.merged.servers.push(MergedServer {
-                        cache_key: cache_key(&name, &config),
+                        cache_key: cache_key(name.as_ref(), &config),
                         name,
                         scope: winner.origin.scope,
                         source: winner.origin.file,

@@ -41,6 +41,9 @@ pub struct ServerOptions {
     pub timeout: Option<Duration>,
     /// `disabled`: the server is configured but not connected.
     pub disabled: bool,
+    /// `required`: a host that waits for its servers to be ready fails when this one cannot
+    /// connect (see plexus-pool's readiness wait).
+    pub required: bool,
     /// Fields of the entry this crate does not use, kept as written so that writing the entry back
     /// loses nothing.
     pub unknown_fields: Map<String, Value>,
@@ -297,6 +300,7 @@ impl ServerConfig {
             object.insert("timeout".into(), (timeout.as_millis() as u64).into());
         }
         insert_flag(&mut object, "disabled", options.disabled);
+        insert_flag(&mut object, "required", options.required);
         insert_unknown(&mut object, &options.unknown_fields);
         Value::Object(object)
     }

@@ -215,11 +215,14 @@ fn options() -> impl Strategy<Value = ServerOptions> {
         prop_oneof![exact_json_leaf(), Just(json!({"nested": [1, "two"]}))],
         0..3,
     );
-    (option::of(1000u64..100_000_000), any::<bool>(), unknown).prop_map(|(timeout, disabled, unknown)| ServerOptions {
-        timeout: timeout.map(Duration::from_millis),
-        disabled,
-        unknown_fields: unknown.into_iter().collect::<Map<String, Value>>(),
-    })
+    (option::of(1000u64..100_000_000), any::<bool>(), any::<bool>(), unknown).prop_map(
+        |(timeout, disabled, required, unknown)| ServerOptions {
+            timeout: timeout.map(Duration::from_millis),
+            disabled,
+            required,
+            unknown_fields: unknown.into_iter().collect::<Map<String, Value>>(),
+        },
+    )
 }
 
 fn oauth() -> impl Strategy<Value = OAuthConfig> {

@@ -10,7 +10,7 @@ use crate::deadline::Deadline;
 use crate::inner::Inner;
 use crate::wire::{Body, BodyError};
 use plexus_jsonrpc::{Message, ReplyScan, RequestId, Response};
-use plexus_transport::{ErrorClass, TransportError};
+use plexus_transport::TransportError;
 
 /// Reads the JSON body of request `id`'s response (to `what`, "POST http://…") and gives back the
 /// response it holds. A body holding another message (not a response) goes to the reader.
@@ -58,9 +58,5 @@ pub(crate) async fn read_json_response(
             format!("the response body did not arrive within {}", deadline.limit()),
         ),
     };
-    let error = TransportError::from_io(what, failed);
-    if error.class() == ErrorClass::TerminalIo {
-        inner.count_failure(&error);
-    }
-    Err(error)
+    Err(TransportError::from_io(what, failed))
 }

@@ -28,10 +28,6 @@ pub const ERROR_BODY_EXCERPT: usize = plexus_transport::BODY_EXCERPT_LIMIT;
 /// How many received messages may wait for the reader before the body readers pause: 256.
 pub const DEFAULT_RECEIVE_QUEUE_CAPACITY: usize = 256;
 
-/// How many terminal I/O failures in a row (connection refused or reset, timeouts, …) close the
-/// transport: 3. One successful request resets the count.
-pub const TERMINAL_FAILURES_BEFORE_CLOSE: u32 = 3;
-
 /// After a stream delivered the response it was opened for, how long its reader waits for the
 /// server to end it (so that the connection goes back to the pool) before dropping it: 1 s.
 pub const STREAM_END_GRACE: Duration = Duration::from_secs(1);

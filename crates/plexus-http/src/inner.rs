@@ -2,7 +2,7 @@
 //! session, the receive queue, the terminal error and the failure count.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
 
@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
-use crate::config::{HttpConfig, ReconnectPolicy, TERMINAL_FAILURES_BEFORE_CLOSE};
+use crate::config::{HttpConfig, ReconnectPolicy};
 use crate::request::{base_headers, push_header};
 use crate::stream::PostStreams;
 use crate::wire::{Origin, Pool, PoolLimits};
@@ -46,7 +46,6 @@ pub(crate) struct Inner {
     closed: AtomicBool,
     reader_waker: Mutex<Option<Waker>>,
     pub(crate) cancel: CancellationToken,
-    failures: AtomicU32,
     /// Watched, so that `notifications/initialized` can wait for the stream to be open.
     event_stream: tokio::sync::watch::Sender<EventStreamState>,
     event_stream_started: AtomicBool,
@@ -108,7 +107,6 @@ impl Inner {
             closed: AtomicBool::new(false),
             reader_waker: Mutex::new(None),
             cancel,
-            failures: AtomicU32::new(0),
             event_stream: tokio::sync::watch::Sender::new(EventStreamState::NotStarted),
             event_stream_started: AtomicBool::new(false),
             session_ended: AtomicBool::new(false),
@@ -268,24 +266,6 @@ impl Inner {
             }
         }
         self.is_closed()
-    }
-
-    // ----- terminal I/O failures -----
-
-    /// Counts a terminal I/O failure; the third in a row closes the transport with it.
-    pub(crate) fn count_failure(&self, error: &TransportError) {
-        let count = self.failures.fetch_add(1, Ordering::SeqCst) + 1;
-        if count >= TERMINAL_FAILURES_BEFORE_CLOSE {
-            tracing::warn!(server = %self.name, "{count} connection failures in a row; closing the transport: {error}");
-            self.close_with(error.clone());
-        }
-    }
-
-    /// A request got an HTTP response: the connection works.
-    pub(crate) fn reset_failures(&self) {
-        if self.failures.load(Ordering::Relaxed) != 0 {
-            self.failures.store(0, Ordering::SeqCst);
-        }
     }
 
     // ----- background tasks -----

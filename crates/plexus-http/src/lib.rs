@@ -107,8 +107,9 @@
 //!   Opening a connection (TCP and TLS) has its own timeout ([`HttpConfig::connect_timeout`],
 //!   default 30 s).
 //! - A connection failure (refused, reset, timed out, …) fails that request with
-//!   [`TransportError::Io`]; [`TERMINAL_FAILURES_BEFORE_CLOSE`] (3) in a row close the transport
-//!   with the last of them, so that its owner reconnects. Any HTTP response resets the count.
+//!   [`TransportError::Io`] (a terminal I/O error) and the transport stays open: whoever owns
+//!   the connection decides when enough failed (plexus-pool takes it as lost after 3 in a row,
+//!   for every remote transport alike).
 //! - A JSON body or SSE event larger than [`HttpConfig::max_message_size`] (16 MiB) is never
 //!   buffered past the cap, and the request it answers fails at once, told once. For a JSON
 //!   body, `send` returns [`TransportError::DroppedReply`] naming the request, with
@@ -196,7 +197,6 @@ pub use config::{
     CLOSE_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_IDLE_CONNECTIONS, DEFAULT_RECEIVE_QUEUE_CAPACITY, DEFAULT_REQUEST_TIMEOUT, ERROR_BODY_EXCERPT,
     ERROR_BODY_READ_LIMIT, HttpConfig, MAX_REDIRECTS, ReconnectPolicy, STREAM_END_GRACE,
-    TERMINAL_FAILURES_BEFORE_CLOSE,
 };
 pub use receiver::HttpReceiver;
 pub use sender::HttpSender;

@@ -15,8 +15,8 @@ use crate::inner::{Inbound, Inner};
 /// Messages arrive from the response bodies (JSON or SSE) and the standalone event stream,
 /// through a bounded queue ([`HttpConfig::receive_queue_capacity`](crate::HttpConfig)): when the
 /// reader falls behind, the body readers wait. A message that is too large or not JSON-RPC comes
-/// out as a non-terminal error. When the transport ends (closed, the session expired, three
-/// connection failures in a row) the next poll yields that error at once, ahead of anything still
+/// out as a non-terminal error. When the transport ends (closed, the session expired) the
+/// next poll yields that error at once, ahead of anything still
 /// queued; later polls yield [`TransportError::Closed`].
 pub struct HttpReceiver {
     inner: Arc<Inner>,

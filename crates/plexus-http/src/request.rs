@@ -8,7 +8,7 @@ use std::pin::pin;
 use std::sync::Arc;
 
 use plexus_transport::redact::redact_url;
-use plexus_transport::{DPOP_NONCE_HEADER, ErrorClass, Rejection, TransportError};
+use plexus_transport::{DPOP_NONCE_HEADER, Rejection, TransportError};
 use url::{Position, Url};
 
 use crate::config::MAX_REDIRECTS;
@@ -183,9 +183,7 @@ impl Inner {
     /// Sends `spec` and returns a 2xx response, or the error the response means. The response
     /// headers must arrive before `deadline` (the per-request timeout).
     ///
-    /// Every request (redirects and the auth retry included) counts toward the terminal failure
-    /// limit when it fails with a dead connection, and resets it when any response arrives. A
-    /// 404 to a request that carried a session id ends the session: the transport closes with
+    /// A to a request that carried a session id ends the session: the transport closes with
     /// [`TransportError::SessionExpired`].
     pub(crate) async fn execute(
         self: &Arc<Self>,
@@ -209,12 +207,9 @@ impl Inner {
                         io::ErrorKind::TimedOut,
                         format!("no response within {}", deadline.limit()),
                     );
-                    let error = TransportError::from_io(spec.what(self), timed_out);
-                    self.count_failure(&error);
-                    return Err(error);
+                    return Err(TransportError::from_io(spec.what(self), timed_out));
                 }
             };
-            self.reset_failures();
             let status = response.head.status();
             if (200..300).contains(&status) {
                 return Ok(response);
@@ -319,13 +314,7 @@ impl Inner {
             };
             let (connection, head) = match self.pool.round_trip(&request).await {
                 Ok(exchanged) => exchanged,
-                Err(e) => {
-                    let error = wire_failed(&spec.what(self), e);
-                    if error.class() == ErrorClass::TerminalIo {
-                        self.count_failure(&error);
-                    }
-                    return Err(error);
-                }
+                Err(e) => return Err(wire_failed(&spec.what(self), e)),
             };
             let body = Body::new(Arc::clone(&self.pool), connection, &head);
             let status = head.status();

@@ -129,6 +129,28 @@ pub struct ServerOptions {
     /// and a tool `hostile` whose title, description, result, error and stderr carry them.
     #[arg(long)]
     pub hostile_text: bool,
+    /// Answer every request of METHOD MS milliseconds late (`initialize=500` makes a slow server
+    /// to connect, `tools/list=300` a slow listing); repeatable. Not for `tools/call` (its tools
+    /// have their own delays).
+    #[arg(long = "delay", value_name = "METHOD=MS", value_parser = parse_delay)]
+    pub delays: Vec<(String, u64)>,
+}
+
+/// `METHOD=MS`.
+fn parse_delay(text: &str) -> Result<(String, u64), String> {
+    let (method, ms) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected METHOD=MS, found {text:?}"))?;
+    if method.is_empty() || method == "tools/call" {
+        return Err(format!("cannot delay {method:?}: name a method other than tools/call"));
+    }
+    let ms: u64 = ms
+        .parse()
+        .map_err(|_| format!("{ms:?} is not a number of milliseconds"))?;
+    if ms > 3_600_000 {
+        return Err(format!("{ms} ms is more than an hour"));
+    }
+    Ok((method.to_owned(), ms))
 }
 
 impl Default for ServerOptions {
@@ -143,6 +165,7 @@ impl Default for ServerOptions {
             crash_after: None,
             client_timeout_ms: DEFAULT_CLIENT_TIMEOUT_MS,
             hostile_text: false,
+            delays: Vec::new(),
         }
     }
 }
@@ -200,6 +223,8 @@ mod tests {
             "--crash-after=4",
             "--client-timeout-ms=50",
             "--hostile-text",
+            "--delay=initialize=20",
+            "--delay=tools/list=5",
             "--event-log=/tmp/e",
             "--ignore-signals",
             "--spawn-grandchild=/tmp/p",
@@ -224,6 +249,11 @@ mod tests {
             o.server.repeat_cursor && o.server.notify_before_init && o.server.garbage_line && o.process.ignore_signals
         );
         assert_eq!(o.server.protocol_version.as_deref(), Some("2024-11-05"));
+        assert_eq!(
+            o.server.delays,
+            [("initialize".to_owned(), 20), ("tools/list".to_owned(), 5)]
+        );
+        assert!(Cli::try_parse_from(["plexus-testserver", "stdio", "--delay=tools/call=5"]).is_err());
         assert_eq!(
             (o.process.flood_stderr, o.process.exit_at_start, o.max_line_bytes),
             (Some(100), Some(9), 1000)

@@ -369,7 +369,23 @@ impl Session {
                 format!("method not found: {other}"),
             )),
         };
-        self.respond(request.id, outcome, out);
+        match self.options().delays.iter().find(|(delayed, _)| delayed == method) {
+            Some(&(_, ms)) => self.respond_later(request.id, outcome, Duration::from_millis(ms)),
+            None => self.respond(request.id, outcome, out),
+        }
+    }
+
+    /// Sends the response to `id` after `delay`, from a task of its own (`--delay`).
+    fn respond_later(self: &Arc<Self>, id: RequestId, outcome: Result<Box<RawValue>, ErrorObject>, delay: Duration) {
+        let session = Arc::clone(self);
+        tokio::spawn(ORIGIN.scope(id.clone(), async move {
+            tokio::time::sleep(delay).await;
+            let mut outputs = Vec::with_capacity(2);
+            session.respond(id, outcome, &mut outputs);
+            for output in outputs {
+                session.emit(output).await;
+            }
+        }));
     }
 
     fn handle_notification(&self, notification: &Notification) {

@@ -12,7 +12,7 @@ use plexus_config::{ServerConfig, ServerKind};
 use plexus_transport::TransportError;
 use plexus_transport::{AuthProvider, ErrorClass, Transport};
 
-use crate::Connector;
+use crate::DefaultConnector;
 
 /// The auth provider of one connection, shared by every transport it tries.
 pub(crate) type Auth = Option<Arc<dyn AuthProvider>>;
@@ -97,12 +97,7 @@ impl ConnectError {
     /// The message without the `server "NAME": ` it starts with, for a place that already names
     /// the server (a row of a table).
     pub fn reason(&self) -> String {
-        let text = self.to_string();
-        let prefix = format!("server \"{}\": ", self.server());
-        match text.strip_prefix(&prefix) {
-            Some(reason) => reason.to_owned(),
-            None => text,
-        }
+        plexus_pool::text::without_server(self.server(), &self.to_string()).to_owned()
     }
 
     /// The session error, when the failure came from the transport or the handshake.
@@ -150,10 +145,10 @@ pub struct Connected {
 /// handshake. The entry's `timeout` (ms), when set, replaces `options.initialize_timeout`, which
 /// also bounds establishing a remote transport.
 ///
-/// This is [`Connector::new`]'s [`connect`](Connector::connect): the process environment, no
-/// plexus home (so no needs-auth cache). Use [`Connector::from_env`] for the process's home.
+/// This is [`DefaultConnector::new`]'s [`connect`](DefaultConnector::connect): the process environment, no
+/// plexus home (so no needs-auth cache). Use [`DefaultConnector::from_env`] for the process's home.
 pub async fn connect(name: &str, config: &ServerConfig, options: ClientOptions) -> Result<Client, ConnectError> {
-    Connector::new().connect(name, config, options).await
+    DefaultConnector::new().connect(name, config, options).await
 }
 
 /// Like [`connect`], and says whether a fallback transport was used.
@@ -166,7 +161,7 @@ pub async fn connect_detailed(
     config: &ServerConfig,
     options: ClientOptions,
 ) -> Result<Connected, ConnectError> {
-    Connector::new().connect_detailed(name, config, options).await
+    DefaultConnector::new().connect_detailed(name, config, options).await
 }
 
 /// What the connector sets on every transport it starts, beyond the entry.

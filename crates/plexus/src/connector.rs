@@ -52,7 +52,7 @@ use crate::entry_auth;
 ///
 /// ```no_run
 /// # async fn demo(config: plexus::config::ServerConfig) -> Result<(), plexus::ConnectError> {
-/// let connector = plexus::Connector::from_env();
+/// let connector = plexus::DefaultConnector::from_env();
 /// match connector.connect("docs", &config, plexus::ClientOptions::from_env("docs")).await {
 ///     Ok(client) => drop(client.close().await),
 ///     Err(e) if e.needs_auth() => eprintln!("docs needs a login: {e}"),
@@ -61,7 +61,7 @@ use crate::entry_auth;
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
-pub struct Connector {
+pub struct DefaultConnector {
     home: Option<PathBuf>,
     env: Environment,
     #[cfg(feature = "auth")]
@@ -76,9 +76,9 @@ pub struct Connector {
     file_warnings: plexus_auth::FileWarnings,
 }
 
-impl fmt::Debug for Connector {
+impl fmt::Debug for DefaultConnector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut debug = f.debug_struct("Connector");
+        let mut debug = f.debug_struct("DefaultConnector");
         debug.field("home", &self.home);
         #[cfg(feature = "auth")]
         debug
@@ -89,17 +89,17 @@ impl fmt::Debug for Connector {
     }
 }
 
-impl Default for Connector {
+impl Default for DefaultConnector {
     fn default() -> Self {
-        Connector::new()
+        DefaultConnector::new()
     }
 }
 
-impl Connector {
+impl DefaultConnector {
     /// A connector with no plexus home (so no needs-auth cache) that reads the process
     /// environment at connect time.
-    pub fn new() -> Connector {
-        Connector {
+    pub fn new() -> DefaultConnector {
+        DefaultConnector {
             home: None,
             env: Environment::process(),
             #[cfg(feature = "auth")]
@@ -117,8 +117,8 @@ impl Connector {
 
     /// The process's connector: [`new`](Self::new) with the plexus home that config discovery
     /// uses (`$PLEXUS_HOME`, else `$HOME/.plexus`; none when neither is set).
-    pub fn from_env() -> Connector {
-        let connector = Connector::new();
+    pub fn from_env() -> DefaultConnector {
+        let connector = DefaultConnector::new();
         match DiscoveryOptions::from_process(None) {
             Ok(options) => connector.with_home(options.home),
             Err(_) => connector,
@@ -127,7 +127,7 @@ impl Connector {
 
     /// Uses the plexus home `home` (and its needs-auth cache).
     #[must_use]
-    pub fn with_home(mut self, home: impl Into<PathBuf>) -> Connector {
+    pub fn with_home(mut self, home: impl Into<PathBuf>) -> DefaultConnector {
         let home = home.into();
         #[cfg(feature = "auth")]
         {
@@ -139,7 +139,7 @@ impl Connector {
 
     /// Looks environment variables up in `env` instead of the process environment.
     #[must_use]
-    pub fn with_env(mut self, env: Environment) -> Connector {
+    pub fn with_env(mut self, env: Environment) -> DefaultConnector {
         self.env = env;
         self
     }
@@ -147,7 +147,7 @@ impl Connector {
     /// Reads IDE lockfiles from `dir` instead of the default lock directory.
     #[cfg(feature = "auth")]
     #[must_use]
-    pub fn with_ide_lock_dir(mut self, dir: impl Into<PathBuf>) -> Connector {
+    pub fn with_ide_lock_dir(mut self, dir: impl Into<PathBuf>) -> DefaultConnector {
         self.ide_lock_dir = Some(dir.into());
         self
     }
@@ -155,7 +155,7 @@ impl Connector {
     /// Gives headers helpers `timeout` to finish instead of 10 s.
     #[cfg(feature = "auth")]
     #[must_use]
-    pub fn with_helper_timeout(mut self, timeout: Duration) -> Connector {
+    pub fn with_helper_timeout(mut self, timeout: Duration) -> DefaultConnector {
         self.helper_timeout = timeout;
         self
     }
@@ -165,7 +165,7 @@ impl Connector {
     /// becomes every OAuth provider's [`login_timeout`](plexus_auth::OAuthSettings::login_timeout).
     #[cfg(feature = "auth")]
     #[must_use]
-    pub fn with_login_timeout(mut self, timeout: Duration) -> Connector {
+    pub fn with_login_timeout(mut self, timeout: Duration) -> DefaultConnector {
         self.login_timeout = timeout;
         self
     }
@@ -174,7 +174,7 @@ impl Connector {
     /// home; its warnings go to [`file_warnings`](Self::file_warnings).
     #[cfg(feature = "auth")]
     #[must_use]
-    pub fn with_needs_auth_cache(mut self, cache: plexus_auth::NeedsAuthCache) -> Connector {
+    pub fn with_needs_auth_cache(mut self, cache: plexus_auth::NeedsAuthCache) -> DefaultConnector {
         self.needs_auth = Some(cache.with_warnings(self.file_warnings.clone()));
         self
     }

@@ -2,7 +2,7 @@
 //! [`AuthProvider`](plexus_transport::AuthProvider).
 //!
 //! [`plan`] decides from the entry alone, before anything is read or contacted;
-//! [`Connector::provider`] then builds the provider (reading an IDE lockfile or the session
+//! [`DefaultConnector::provider`] then builds the provider (reading an IDE lockfile or the session
 //! ingress token, per connect).
 
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use std::sync::Arc;
 use plexus_config::{HttpConfig, Scope, ServerConfig};
 use plexus_transport::StaticHeaders;
 
-use crate::Connector;
+use crate::DefaultConnector;
 use crate::connect::{Auth, ConnectError};
 
 /// Why `claudeai-proxy` entries are refused without the `auth` feature.
@@ -166,7 +166,7 @@ fn helper_plan(_: &str, _: &str) -> Result<AuthPlan, &'static str> {
     Err("with a `headersHelper` need the `auth` feature of plexus")
 }
 
-impl Connector {
+impl DefaultConnector {
     /// Builds the provider that `plan` names for server `name`, reading what it needs now.
     #[cfg_attr(not(feature = "auth"), allow(clippy::unused_async))]
     pub(crate) async fn provider(&self, name: &str, plan: &AuthPlan) -> Result<Auth, ConnectError> {

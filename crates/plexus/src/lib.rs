@@ -8,15 +8,15 @@
 //! needs-auth cache; the `sse-ide`, `ws-ide` and `claudeai-proxy` kinds need it) and `tools` (the
 //! tool adapter).
 //!
-//! [`Connector`] maps every kind to its transport and its authentication; [`connect`] is the
-//! connector without a plexus home, [`Connector::from_env`] the one with the process's home, its
-//! OAuth token store and its needs-auth cache. [`Connector::login`] and [`Connector::logout`] are
+//! [`DefaultConnector`] maps every kind to its transport and its authentication; [`connect`] is the
+//! connector without a plexus home, [`DefaultConnector::from_env`] the one with the process's home, its
+//! OAuth token store and its needs-auth cache. [`DefaultConnector::login`] and [`DefaultConnector::logout`] are
 //! `plexus login` and `plexus logout`.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let file = plexus::config::ConfigFile::load(std::path::Path::new(".mcp.json"))?;
-//! let connector = plexus::Connector::from_env();
+//! let connector = plexus::DefaultConnector::from_env();
 //! for (name, server) in file.servers() {
 //!     let name = name.as_str();
 //!     let client = connector.connect(name, server, plexus::ClientOptions::from_env(name)).await?;
@@ -32,14 +32,16 @@ mod connector;
 mod entry_auth;
 #[cfg(feature = "auth")]
 mod login;
+mod pooled;
 
 pub use connect::{ConnectError, Connected, connect, connect_detailed};
 #[cfg(feature = "auth")]
 pub use connector::CREDENTIALS_FILE;
-pub use connector::{Connector, SECRET_VARIABLES};
+pub use connector::{DefaultConnector, SECRET_VARIABLES};
 #[cfg(feature = "auth")]
 pub use login::LoginError;
 pub use plexus_client::{Client, ClientError, ClientOptions};
+pub use pooled::classify;
 
 /// Authentication providers (`plexus-auth`).
 #[cfg(feature = "auth")]
@@ -53,6 +55,8 @@ pub use plexus_config as config;
 pub use plexus_http as http;
 /// JSON-RPC 2.0 messages and framing (`plexus-jsonrpc`).
 pub use plexus_jsonrpc as jsonrpc;
+/// The connection pool (`plexus-pool`).
+pub use plexus_pool as pool;
 /// MCP schema types, methods and versions (`plexus-protocol`).
 pub use plexus_protocol as protocol;
 /// The legacy HTTP+SSE transport (`plexus-sse`).

@@ -7,7 +7,7 @@ use plexus_auth::OAuthError;
 use plexus_auth::oauth::{LoggedIn, UserAgent};
 use plexus_config::{ServerConfig, ServerKind};
 
-use crate::Connector;
+use crate::DefaultConnector;
 use crate::entry_auth::{self, AuthPlan};
 
 /// Why a login or logout could not run.
@@ -40,12 +40,12 @@ pub enum LoginError {
     },
 }
 
-impl Connector {
+impl DefaultConnector {
     /// Logs in to server `name` (an `http` or `sse` entry without a static `Authorization`
     /// header or a `headersHelper`, or a `claudeai-proxy` entry): discovers its authorization
     /// server, registers if needed, hands the authorization URL to `user_agent`, waits for the
     /// redirect on a loopback listener (at most the connector's
-    /// [`login_timeout`](Connector::login_timeout)) and stores the tokens in
+    /// [`login_timeout`](DefaultConnector::login_timeout)) and stores the tokens in
     /// `<home>/credentials.json`. A
     /// success clears the server from the needs-auth cache, so that the next connect uses the
     /// tokens at once.

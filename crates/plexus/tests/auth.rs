@@ -13,16 +13,16 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use plexus::auth::{NEEDS_AUTH_CACHE_FILE, NEEDS_AUTH_TTL, NeedsAuthCache};
 use plexus::config::{Environment, Scope, ServerConfig};
-use plexus::{ClientOptions, ConnectError, Connector};
+use plexus::{ClientOptions, ConnectError, DefaultConnector};
 use serde_json::{Value, json};
 use support::{HANG_GUARD, echo, entry, test_server};
 
 /// A connector for tests: the given home, an empty environment (nothing from the machine).
-fn test_connector(home: &Path) -> Connector {
-    Connector::new().with_home(home).with_env(Environment::empty())
+fn test_connector(home: &Path) -> DefaultConnector {
+    DefaultConnector::new().with_home(home).with_env(Environment::empty())
 }
 
-async fn try_connect(connector: &Connector, config: &ServerConfig) -> Result<plexus::Client, ConnectError> {
+async fn try_connect(connector: &DefaultConnector, config: &ServerConfig) -> Result<plexus::Client, ConnectError> {
     tokio::time::timeout(
         HANG_GUARD,
         connector.connect("remote", config, ClientOptions::new("remote")),
@@ -32,7 +32,7 @@ async fn try_connect(connector: &Connector, config: &ServerConfig) -> Result<ple
 }
 
 /// Connects, checks that the session works, closes it.
-async fn assert_connects(connector: &Connector, value: &Value) {
+async fn assert_connects(connector: &DefaultConnector, value: &Value) {
     let client = try_connect(connector, &entry(value))
         .await
         .unwrap_or_else(|e| panic!("{value}: {e}"));
@@ -44,7 +44,7 @@ async fn assert_connects(connector: &Connector, value: &Value) {
     client.close().await.unwrap();
 }
 
-async fn connect_error(connector: &Connector, value: &Value) -> ConnectError {
+async fn connect_error(connector: &DefaultConnector, value: &Value) -> ConnectError {
     match try_connect(connector, &entry(value)).await {
         Ok(_) => panic!("{value}: connected"),
         Err(e) => e,
@@ -236,7 +236,7 @@ async fn sse_ide_sends_the_lockfile_token() {
     assert_connects(&connector, &config).await;
 
     // The lock directory from the environment.
-    let from_env = Connector::new().with_home(home.path()).with_env(
+    let from_env = DefaultConnector::new().with_home(home.path()).with_env(
         [("PLEXUS_IDE_LOCK_DIR", locks.path().to_str().unwrap())]
             .into_iter()
             .collect(),
@@ -247,7 +247,7 @@ async fn sse_ide_sends_the_lockfile_token() {
         connect_error(&no_dir, &config).await.to_string(),
         "server \"remote\": cannot find the IDE lock directory: set PLEXUS_IDE_LOCK_DIR (or HOME)"
     );
-    let from_home = Connector::new().with_env([("HOME", home.path().to_str().unwrap())].into_iter().collect());
+    let from_home = DefaultConnector::new().with_env([("HOME", home.path().to_str().unwrap())].into_iter().collect());
     let ide_dir = home.path().join(".claude/ide");
     std::fs::create_dir_all(&ide_dir).unwrap();
     write_lockfile(&ide_dir, server.url(), "ide-secret");
@@ -301,7 +301,7 @@ async fn ws_sends_the_session_ingress_token_when_one_is_configured() {
 
     let with_env = |pairs: &[(&str, &str)]| {
         let env: Environment = pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
-        Connector::new().with_home(home.path()).with_env(env)
+        DefaultConnector::new().with_home(home.path()).with_env(env)
     };
     let config = json!({"type": "ws", "url": guarded.url()});
     assert_connects(&with_env(&[("PLEXUS_SESSION_INGRESS_TOKEN", "ingress-2")]), &config).await;
@@ -342,7 +342,7 @@ async fn a_project_entry_never_gets_the_session_ingress_token() {
     let env: Environment = [("PLEXUS_SESSION_INGRESS_TOKEN".to_owned(), "ingress-3".to_owned())]
         .into_iter()
         .collect();
-    let connector = Connector::new().with_home(home.path()).with_env(env);
+    let connector = DefaultConnector::new().with_home(home.path()).with_env(env);
     let config = entry(&json!({"type": "ws", "url": guarded.url()}));
     let connect = |scope| {
         let (connector, config) = (connector.clone(), config.clone());
@@ -482,7 +482,7 @@ async fn a_successful_connect_clears_the_entry_and_an_sse_entry_is_cached_too() 
 async fn without_a_home_nothing_is_remembered() {
     let server = test_server("http", &["--require-header", SESAME]).await;
     let config = entry(&json!({"type": "http", "url": server.url()}));
-    let connector = Connector::new().with_env(Environment::empty());
+    let connector = DefaultConnector::new().with_env(Environment::empty());
     assert_eq!(connector.home(), None);
     for _ in 0..2 {
         let error = try_connect(&connector, &config).await.unwrap_err();

@@ -1,6 +1,6 @@
 //! OAuth through the connector, end to end against the test server's authorization server and
 //! protected MCP endpoint on 127.0.0.1 (`--oauth`): a connect without tokens is needs-auth and
-//! is remembered; `Connector::login` stores tokens (the test's user agent follows the redirect to
+//! is remembered; `DefaultConnector::login` stores tokens (the test's user agent follows the redirect to
 //! the login's loopback listener) and clears the cache; connects use and refresh the stored
 //! tokens, for `http`, `sse` and `claudeai-proxy` entries; `logout` forgets them.
 #![cfg(feature = "auth")]
@@ -15,16 +15,16 @@ use plexus::auth::oauth::{AuthorizationPrompt, DEFAULT_LOGIN_TIMEOUT, RedirectFo
 use plexus::auth::{FileProblem, NEEDS_AUTH_CACHE_FILE, OAuthError, PrivateFile};
 use plexus::config::{Environment, ServerConfig};
 use plexus::transport::BoxFuture;
-use plexus::{ClientOptions, ConnectError, Connector, LoginError};
+use plexus::{ClientOptions, ConnectError, DefaultConnector, LoginError};
 use plexus_testserver::Endpoint;
 use serde_json::json;
 use support::{HANG_GUARD, echo, entry, test_server};
 
-fn connector(home: &Path) -> Connector {
-    Connector::new().with_home(home).with_env(Environment::empty())
+fn connector(home: &Path) -> DefaultConnector {
+    DefaultConnector::new().with_home(home).with_env(Environment::empty())
 }
 
-async fn connect(connector: &Connector, config: &ServerConfig) -> Result<plexus::Client, ConnectError> {
+async fn connect(connector: &DefaultConnector, config: &ServerConfig) -> Result<plexus::Client, ConnectError> {
     tokio::time::timeout(
         HANG_GUARD,
         connector.connect("docs", config, ClientOptions::new("docs")),
@@ -33,7 +33,10 @@ async fn connect(connector: &Connector, config: &ServerConfig) -> Result<plexus:
     .expect("hang guard")
 }
 
-async fn login(connector: &Connector, config: &ServerConfig) -> Result<plexus::auth::oauth::LoggedIn, LoginError> {
+async fn login(
+    connector: &DefaultConnector,
+    config: &ServerConfig,
+) -> Result<plexus::auth::oauth::LoggedIn, LoginError> {
     let browser = Arc::new(RedirectFollower::new(HANG_GUARD).unwrap());
     tokio::time::timeout(HANG_GUARD, connector.login("docs", config, browser))
         .await
@@ -119,7 +122,7 @@ async fn login_needs_an_oauth_entry_and_a_home() {
         "server \"docs\": http servers with a static `Authorization` header authenticate, not with an OAuth login"
     );
     let plain = entry(&json!({"type": "http", "url": "http://127.0.0.1:9/mcp"}));
-    let homeless = Connector::new().with_env(Environment::empty());
+    let homeless = DefaultConnector::new().with_env(Environment::empty());
     assert_eq!(
         login(&homeless, &plain).await.unwrap_err().to_string(),
         "server \"docs\": there is no plexus home to keep its tokens in (set PLEXUS_HOME or HOME)"
@@ -197,7 +200,7 @@ async fn the_callback_port_comes_from_the_connectors_environment() {
         .unwrap()
         .port()
         .to_string();
-    let connector = Connector::new()
+    let connector = DefaultConnector::new()
         .with_home(home.path())
         .with_env([("PLEXUS_OAUTH_CALLBACK_PORT", port.as_str())].into_iter().collect());
     let config = entry(&json!({"type": "http", "url": server.url()}));
@@ -242,7 +245,7 @@ async fn the_login_waits_as_long_as_the_connector_says() {
         error.to_string(),
         "server \"docs\": no authorization response arrived within 1 s (the login was not completed)"
     );
-    assert_eq!(Connector::new().login_timeout(), DEFAULT_LOGIN_TIMEOUT);
+    assert_eq!(DefaultConnector::new().login_timeout(), DEFAULT_LOGIN_TIMEOUT);
     server.shutdown().await;
 }
 

@@ -83,6 +83,12 @@ pub enum RemoteError {
         /// What is wrong with its value.
         reason: String,
     },
+    /// The command line given to [`RemoteServer::from_args`] is not one of a remote mode.
+    #[error("not a remote mode's command line: {0}")]
+    Arguments(String),
+    /// No ephemeral port of 127.0.0.1 could be bound.
+    #[error("cannot listen on 127.0.0.1: {0}")]
+    Bind(#[source] std::io::Error),
 }
 
 /// What the server does when the `crash` tool or `--crash-after` asks it to crash.
@@ -408,6 +414,25 @@ impl std::fmt::Debug for RemoteServer {
 }
 
 impl RemoteServer {
+    /// Serves `plexus-testserver MODE ARGS…` (`http`, `sse` or `ws`, with the binary's options)
+    /// on an ephemeral port of 127.0.0.1, on the current tokio runtime: a test's server.
+    pub async fn from_args(mode: &str, args: &[&str]) -> Result<RemoteServer, RemoteError> {
+        use clap::Parser as _;
+        let argv = ["plexus-testserver", mode].into_iter().chain(args.iter().copied());
+        let command = crate::Cli::try_parse_from(argv)
+            .map_err(|e| RemoteError::Arguments(e.to_string()))?
+            .command;
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .await
+            .map_err(RemoteError::Bind)?;
+        match command {
+            crate::Command::Http(options) => RemoteServer::http(listener, options),
+            crate::Command::Sse(options) => RemoteServer::sse(listener, options),
+            crate::Command::Ws(options) => RemoteServer::ws(listener, options),
+            crate::Command::Stdio(_) => Err(RemoteError::Arguments(format!("{mode} is not a remote mode"))),
+        }
+    }
+
     /// Serves Streamable HTTP on `listener`, on the current tokio runtime.
     pub fn http(listener: TcpListener, options: HttpOptions) -> Result<RemoteServer, RemoteError> {
         let events = open_event_log(&options.process)?;

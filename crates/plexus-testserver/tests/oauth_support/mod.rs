@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use clap::Parser;
-use plexus_testserver::{Cli, Command, OAuthHandle, RemoteServer};
+use plexus_testserver::{OAuthHandle, RemoteServer};
 use serde_json::{Value, json};
 
 /// A hang guard for every request.
@@ -57,15 +56,9 @@ impl Answer {
 
 /// Starts `plexus-testserver MODE --oauth ARGS…` in-process.
 pub async fn start_mode(mode: &str, args: &[&str]) -> Fixture {
-    let argv = ["plexus-testserver", mode, "--oauth"]
-        .into_iter()
-        .chain(args.iter().copied());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let server = match Cli::try_parse_from(argv).unwrap().command {
-        Command::Http(options) => RemoteServer::http(listener, options).unwrap(),
-        Command::Sse(options) => RemoteServer::sse(listener, options).unwrap(),
-        _ => panic!("not an OAuth mode"),
-    };
+    let argv: Vec<&str> = ["--oauth"].into_iter().chain(args.iter().copied()).collect();
+    assert!(matches!(mode, "http" | "sse"), "not an OAuth mode: {mode}");
+    let server = RemoteServer::from_args(mode, &argv).await.unwrap();
     let oauth = server.oauth().expect("--oauth gives a handle");
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())

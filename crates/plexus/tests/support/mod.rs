@@ -4,10 +4,9 @@
 
 use std::time::Duration;
 
-use clap::Parser;
 use plexus::ClientError;
 use plexus::config::ServerConfig;
-use plexus_testserver::{Cli, Command, RemoteServer};
+use plexus_testserver::RemoteServer;
 use serde_json::{Value, json};
 
 /// Long enough for anything on a busy machine; never the point of a test.
@@ -15,14 +14,7 @@ pub const HANG_GUARD: Duration = Duration::from_secs(30);
 
 /// Starts `plexus-testserver MODE ARGS…` in-process on an ephemeral port.
 pub async fn test_server(mode: &str, args: &[&str]) -> RemoteServer {
-    let argv = ["plexus-testserver", mode].into_iter().chain(args.iter().copied());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    match Cli::parse_from(argv).command {
-        Command::Http(options) => RemoteServer::http(listener, options).unwrap(),
-        Command::Sse(options) => RemoteServer::sse(listener, options).unwrap(),
-        Command::Ws(options) => RemoteServer::ws(listener, options).unwrap(),
-        Command::Stdio(_) => panic!("not a remote mode"),
-    }
+    RemoteServer::from_args(mode, args).await.unwrap()
 }
 
 /// A config entry as a user writes it.

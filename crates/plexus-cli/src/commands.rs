@@ -123,13 +123,18 @@ fn required_outcome(pool: &Pool) -> Option<Outcome> {
         if !required || state.status == ServerStatus::Connected {
             continue;
         }
+        let what = match state.status {
+            ServerStatus::NeedsAuth => "needs a login",
+            ServerStatus::Failed => "could not connect",
+            _ => "is not started",
+        };
+        let why = match &state.error {
+            Some(e) => Some(plexus::pool::text::without_server(&name, &e.to_string()).to_owned()),
+            None => state.reason.clone(),
+        };
         crate::terminal::say(format_args!(
-            "required server {name:?} is {}{}",
-            state.status,
-            state
-                .error
-                .map(|e| format!(": {}", plexus::pool::text::without_server(&name, &e.to_string())))
-                .unwrap_or_default()
+            "required server {name:?} {what}{}",
+            why.map(|why| format!(": {why}")).unwrap_or_default()
         ));
         let this = if state.status == ServerStatus::NeedsAuth {
             Outcome::NeedsAuth

@@ -455,6 +455,41 @@ fn when_no_server_can_be_used_the_commands_say_so_and_exit_non_zero() {
 }
 
 #[test]
+fn a_required_server_that_cannot_connect_fails_the_command() {
+    let ws = Workspace::new();
+    let mut dead = demo(&["--exit-at-start", "5"]);
+    dead["required"] = json!(true);
+    ws.write_servers(ws.user_file(), &json!({"demo": demo(&[]), "dead": dead}));
+    for command in [&["servers"][..], &["tools"], &["--json", "servers"]] {
+        let out = ws.run(command);
+        assert_eq!(out.code, Some(3), "{command:?}: {out:?}");
+        assert!(
+            out.stderr.contains(
+                "plexus: required server \"dead\" could not connect: the connection is closed: the server exited with \
+                 status 5\n--- last stderr output of the server ---\n"
+            ),
+            "{command:?}: {}",
+            out.stderr
+        );
+        // The others are still shown.
+        assert!(
+            out.stdout.contains("mcp__demo__echo") || out.stdout.contains("demo"),
+            "{}",
+            out.stdout
+        );
+    }
+    let rows = ws.run(&["--json", "servers"]).json();
+    assert_eq!(rows[0]["name"], "dead");
+    assert_eq!(rows[0]["required"], true);
+    // Not required: the same failure is only a row.
+    ws.write_servers(
+        ws.user_file(),
+        &json!({"demo": demo(&[]), "dead": demo(&["--exit-at-start", "5"])}),
+    );
+    assert_eq!(ws.run(&["servers"]).code, Some(0));
+}
+
+#[test]
 fn a_table_fits_the_terminal_and_what_it_cuts_is_printed_whole_below() {
     let ws = Workspace::new();
     ws.write_servers(

@@ -142,10 +142,11 @@ impl Pool {
     }
 
     /// Makes `servers` the pool's servers: a new server (or one whose entry changed: a new cache
-    /// key) is added and, when it may run, starts connecting in the background, within the
-    /// connect windows; a server whose entry is unchanged keeps its connection; a changed or
-    /// absent one is removed and its connection closed (awaited, within its transport's
-    /// shutdown bound). Of two servers with one name, the first is kept.
+    /// key, or whose admission changed) is added and, when it may run, starts connecting in the
+    /// background, within the connect windows; a server whose entry and admission are unchanged
+    /// keeps its connection; a changed or absent one is removed and its connection closed
+    /// (awaited, within its transport's shutdown bound). Of two servers with one name, the first
+    /// is kept.
     pub async fn set_servers(&self, servers: impl IntoIterator<Item = ServerSpec>) {
         let shared = &self.shared;
         let _configuring = shared.configuring.lock().await;
@@ -161,10 +162,17 @@ impl Pool {
             }
         }
         let keys: Vec<String> = wanted.iter().map(ServerSpec::cache_key).collect();
+        // A server stays when its entry and its admission are the same (an approval given or
+        // taken back makes a new slot, like a changed entry).
         let stale: Vec<Arc<Slot>> = shared
             .connections
             .iter()
-            .filter(|entry| !keys.contains(entry.key()))
+            .filter(|entry| {
+                !wanted
+                    .iter()
+                    .zip(&keys)
+                    .any(|(spec, key)| key == entry.key() && spec.admission == entry.value().spec.admission)
+            })
             .map(|entry| Arc::clone(entry.value()))
             .collect();
         let mut closing = Vec::new();

@@ -305,6 +305,10 @@ async fn servers_that_may_not_run_are_shown_and_never_started() {
     );
     let ready = pool.wait_ready(HANG_GUARD).await.unwrap();
     assert_eq!(ready, plexus_pool::Readiness::default());
+    // Approved: the same entry now starts.
+    pool.set_servers([stdio("waiting", &[])]).await;
+    let ready = pool.wait_ready(HANG_GUARD).await.unwrap();
+    assert_eq!(ready.connected, ["waiting"]);
     pool.shutdown().await;
 }
 

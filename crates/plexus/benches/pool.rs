@@ -50,6 +50,39 @@ async fn one_connect(server: &str) -> Duration {
     took
 }
 
+/// A second reference: the same 50 connects through a bare semaphore of 3 (no pool), which shows
+/// what three connects at once cost on this machine's CPUs.
+async fn bare_window_round(server: &str) -> Duration {
+    let connector = Arc::new(DefaultConnector::new());
+    let window = Arc::new(tokio::sync::Semaphore::new(3));
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..WINDOW_SERVERS)
+        .map(|n| {
+            let (connector, window, spec) = (
+                Arc::clone(&connector),
+                Arc::clone(&window),
+                spec(server, &format!("b{n}"), &[]),
+            );
+            tokio::spawn(async move {
+                let _permit = window.acquire().await.unwrap();
+                connector
+                    .connect(&spec.name, &spec.config, ClientOptions::new(&spec.name))
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut clients = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        clients.push(task.await.unwrap());
+    }
+    let took = started.elapsed();
+    for client in clients {
+        client.close().await.unwrap();
+    }
+    took
+}
+
 /// 50 servers through the pool (window 3): set, then settled.
 async fn window_round(server: &str) -> Duration {
     let pool = pool(PoolSettings::default());
@@ -89,20 +122,30 @@ fn main() {
 
     // Connecting through the window, against ceil(50 / 3) × one connect.
     let mut floor = Vec::new();
+    let mut bare = Vec::new();
     let mut windowed = Vec::new();
     for _ in 0..ROUNDS {
         floor.push(runtime.block_on(one_connect(&server)).as_secs_f64() * 1e3);
+        bare.push(runtime.block_on(bare_window_round(&server)).as_secs_f64() * 1e3);
         windowed.push(runtime.block_on(window_round(&server)).as_secs_f64() * 1e3);
     }
     let one = median(floor);
     let batches = WINDOW_SERVERS.div_ceil(3) as f64;
+    let bare = median(bare);
     let all = median(windowed);
     let ratio = all / (batches * one);
     println!(
         "floor: one connect {one:.2} ms; ceil({WINDOW_SERVERS}/3) × it = {:.1} ms",
         batches * one
     );
-    println!("{WINDOW_SERVERS} servers through the pool: {all:.1} ms ({ratio:.2}× the floor)");
+    println!(
+        "{WINDOW_SERVERS} connects through a bare semaphore of 3 (no pool): {bare:.1} ms ({:.2}× the floor)",
+        bare / (batches * one)
+    );
+    println!(
+        "{WINDOW_SERVERS} servers through the pool: {all:.1} ms ({ratio:.2}× the floor, {:.2}× the bare window)",
+        all / bare
+    );
 
     // Memory per idle connection and the cached listing, over 100 servers.
     let pool = pool(PoolSettings {

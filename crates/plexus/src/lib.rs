@@ -8,21 +8,25 @@
 //! needs-auth cache; the `sse-ide`, `ws-ide` and `claudeai-proxy` kinds need it) and `tools` (the
 //! tool adapter).
 //!
-//! [`DefaultConnector`] maps every kind to its transport and its authentication; [`connect`] is the
-//! connector without a plexus home, [`DefaultConnector::from_env`] the one with the process's home, its
-//! OAuth token store and its needs-auth cache. [`DefaultConnector::login`] and [`DefaultConnector::logout`] are
-//! `plexus login` and `plexus logout`.
+//! [`DefaultConnector`] maps every kind to its transport and its authentication; [`connect`] is
+//! the connector without a plexus home, [`DefaultConnector::from_env`] the one with the process's
+//! home, its OAuth token store and its needs-auth cache. [`DefaultConnector::login`] and
+//! [`DefaultConnector::logout`] are `plexus login` and `plexus logout`. It is the
+//! [`pool::Connector`] of a [`pool::Pool`], which owns every connection's life (windows, states,
+//! caches, reconnection); [`classify`] is how it tells the pool what a failure means.
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! let file = plexus::config::ConfigFile::load(std::path::Path::new(".mcp.json"))?;
-//! let connector = plexus::DefaultConnector::from_env();
-//! for (name, server) in file.servers() {
-//!     let name = name.as_str();
-//!     let client = connector.connect(name, server, plexus::ClientOptions::from_env(name)).await?;
-//!     println!("{name}: {} tools", client.list_tools().await?.len());
-//!     client.close().await?;
+//! # async fn demo(servers: Vec<plexus::pool::ServerSpec>) -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use plexus::pool::{Pool, PoolSettings};
+//!
+//! let pool = Pool::new(Arc::new(plexus::DefaultConnector::from_env()), PoolSettings::from_env());
+//! pool.set_servers(servers).await;
+//! for name in pool.wait_ready(Duration::from_secs(10)).await?.connected {
+//!     println!("{name}: {} tools", pool.tools(&name).await?.len());
 //! }
+//! pool.shutdown().await;
 //! # Ok(()) }
 //! ```
 #![forbid(unsafe_code)]

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use plexus::config::ConfigSources;
 use plexus::protocol::CallToolResult;
-use plexus::tools::{ToolEntry, normalize_name};
+use plexus::tools::naming::{PREFIX, SEPARATOR, plain_name};
+use plexus::tools::{ToolEntry, ToolIndex};
 use serde_json::{Map, Value};
 
 use plexus::pool::{Pool, ServerStatus};
@@ -193,6 +194,7 @@ async fn tools_command(configured: Configured, only: Option<&str>, json: bool) -
     let connector = connector();
     let pool = connect(&connector, &selected, View::Spinner).await;
     let mut entries = Vec::new();
+    let mut index = ToolIndex::default();
     let mut listing_failed = false;
     for server in &selected {
         let Some(state) = pool.state(&server.name) else {
@@ -200,7 +202,10 @@ async fn tools_command(configured: Configured, only: Option<&str>, json: bool) -
         };
         match state.status {
             ServerStatus::Connected => match pool.tools(&server.name).await {
-                Ok(tools) => entries.extend(tools.iter().map(|tool| ToolEntry::new(&server.name, tool))),
+                Ok(tools) => entries.extend(tools.iter().map(|tool| {
+                    let name = index.insert(&server.name, &tool.name).to_owned();
+                    ToolEntry::named(name, &server.name, tool)
+                })),
                 Err(e) => {
                     crate::terminal::say(format_args!("{e}"));
                     listing_failed = true;
@@ -214,10 +219,37 @@ async fn tools_command(configured: Configured, only: Option<&str>, json: bool) -
             _ => {}
         }
     }
+    for collision in index.collisions() {
+        let names: Vec<String> = collision
+            .names
+            .iter()
+            .map(|(origin, name)| format!("{:?} of server {:?} is {name}", origin.tool, origin.server))
+            .collect();
+        crate::terminal::say(format_args!(
+            "tools share the name {}; each keeps one of its own: {}",
+            collision.plain,
+            names.join(", ")
+        ));
+    }
     let outcome = partial_outcome(selected.len(), &pool, listing_failed);
     close(&connector, &pool).await;
     print_tools(&entries, json);
     outcome
+}
+
+/// Whether a tool of `server` may be named `name`: the name starts with the server's part
+/// (`mcp__<server>__`), or, for a long name whose head was cut to make room for its hash, the
+/// head is a start of that part. Only such servers are started for a call.
+fn may_hold(server: &str, name: &str) -> bool {
+    let part = plain_name(server, "");
+    if name.starts_with(&part) {
+        return true;
+    }
+    let Some((head, hash)) = name.rsplit_once(SEPARATOR) else {
+        return false;
+    };
+    let hashed = hash.len() >= 8 && hash.chars().all(|c| c.is_ascii_hexdigit());
+    hashed && head.len() > PREFIX.len() && part.starts_with(head)
 }
 
 /// Reads at most [`MAX_STDIN`] bytes of text from stdin.
@@ -248,11 +280,11 @@ fn parse_arguments(arguments: Option<&str>) -> Result<Map<String, Value>, String
 }
 
 async fn call_command(configured: Configured, name: &str, arguments: Map<String, Value>, json: bool) -> Outcome {
-    // Only the servers whose prefix matches can hold the tool.
+    // Only the servers whose part of a name matches can hold the tool.
     let candidates: Vec<&Server> = configured
         .servers
         .iter()
-        .filter(|server| name.starts_with(&format!("mcp__{}__", normalize_name(&server.name))))
+        .filter(|server| may_hold(&server.name, name))
         .collect();
     if candidates.is_empty() {
         crate::terminal::say(format_args!(
@@ -308,9 +340,14 @@ async fn call_in(
                 continue;
             }
         };
-        let Some(tool) = tools
-            .iter()
-            .find(|t| plexus::tools::qualified_name(&server.name, &t.name) == name)
+        // The name resolves through the index of this server's tools, never by splitting it.
+        let mut index = ToolIndex::default();
+        for tool in tools.iter() {
+            index.insert(&server.name, &tool.name);
+        }
+        let Some(tool) = index
+            .resolve(name)
+            .and_then(|origin| tools.iter().find(|t| t.name == origin.tool))
         else {
             continue;
         };
@@ -347,6 +384,15 @@ fn report(result: &CallToolResult, json: bool) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_starts_only_the_servers_whose_part_the_name_has() {
+        assert!(may_hold("s", "mcp__s__t"));
+        assert!(!may_hold("sx", "mcp__s__t"));
+        let long = plexus::tools::qualified_name(&"v".repeat(70), "t");
+        assert!(may_hold(&"v".repeat(70), &long), "{long}");
+        assert!(!may_hold("v", &long));
+    }
 
     #[test]
     fn arguments_must_be_an_object() {

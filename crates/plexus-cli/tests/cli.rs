@@ -87,12 +87,15 @@ fn tools_json_is_the_documented_shape() {
             "inputSchema",
             "name",
             "openWorld",
+            "outputSchema",
             "readOnly",
             "server",
+            "taskSupport",
             "title",
             "tool"
         ]
     );
+    assert_eq!(echo["taskSupport"], "forbidden");
     assert_eq!(echo["server"], "demo");
     assert_eq!(echo["tool"], "echo");
     assert_eq!(echo["title"], "Echo");
@@ -452,6 +455,54 @@ fn when_no_server_can_be_used_the_commands_say_so_and_exit_non_zero() {
         &json!({"gone": {"command": "plexus-no-such-command"}, "demo": demo(&[])}),
     );
     assert_eq!(ws.run(&["servers"]).code, Some(0));
+}
+
+#[test]
+fn tools_whose_names_would_collide_keep_their_own_names_and_calls_resolve_through_the_index() {
+    let ws = Workspace::new();
+    let log = ws.path().join("events.log").display().to_string();
+    let long_tool = "x".repeat(80);
+    ws.write_servers(
+        ws.user_file(),
+        &json!({"demo": demo(&["--event-log", &log, "--tool-named", "a.b", "--tool-named", "a_b", "--tool-named", &long_tool])}),
+    );
+    let out = ws.run(&["--json", "tools"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let tools = out.json();
+    let name_of = |tool: &str| {
+        tools.as_array().unwrap().iter().find(|t| t["tool"] == tool).unwrap()["name"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let (plain, dotted, long) = (name_of("a_b"), name_of("a.b"), name_of(&"x".repeat(80)));
+    assert_eq!(plain, "mcp__demo__a_b");
+    assert!(
+        dotted.starts_with("mcp__demo__a_b__") && dotted.len() == plain.len() + 10,
+        "{dotted}"
+    );
+    assert_eq!(long.len(), 64, "{long}");
+    assert!(
+        out.stderr.contains(&format!(
+            "plexus: tools share the name mcp__demo__a_b; each keeps one of its own: \"a.b\" of server \"demo\" is {dotted}, \"a_b\" of server \"demo\" is {plain}"
+        )),
+        "{}",
+        out.stderr
+    );
+    for (name, tool) in [(&dotted, "a.b"), (&plain, "a_b"), (&long, long_tool.as_str())] {
+        let out = ws.run(&["--json", "call", name, r#"{"which": 1}"#]);
+        assert_eq!(out.code, Some(0), "{name} ({tool}): {out:?}");
+        assert_eq!(out.json()["content"][0]["text"], r#"{"which":1}"#, "{name}");
+        // The server was asked for exactly that tool.
+        let called: Vec<String> = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .filter(|event| event["method"] == "tools/call")
+            .map(|event| event["params"]["name"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(called.last().map(String::as_str), Some(tool), "{name}");
+    }
 }
 
 #[test]

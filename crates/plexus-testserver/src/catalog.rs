@@ -304,7 +304,7 @@ pub(crate) fn hostile_tool() -> Value {
 pub(crate) fn dynamic_tool(name: &str) -> Value {
     json!({
         "name": name,
-        "description": "Added by trigger-list-changed; returns its arguments as JSON.",
+        "description": "Added by trigger-list-changed or --tool-named; returns its arguments as JSON.",
         "inputSchema": {"type": "object", "properties": {}},
         "annotations": read_only(),
     })

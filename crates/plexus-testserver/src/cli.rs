@@ -134,6 +134,10 @@ pub struct ServerOptions {
     /// have their own delays).
     #[arg(long = "delay", value_name = "METHOD=MS", value_parser = parse_delay)]
     pub delays: Vec<(String, u64)>,
+    /// Add a tool named NAME (any text: dots, spaces, `__`) that returns its arguments as JSON;
+    /// repeatable (for tests of tool naming).
+    #[arg(long = "tool-named", value_name = "NAME")]
+    pub named_tools: Vec<String>,
 }
 
 /// `METHOD=MS`.
@@ -166,6 +170,7 @@ impl Default for ServerOptions {
             client_timeout_ms: DEFAULT_CLIENT_TIMEOUT_MS,
             hostile_text: false,
             delays: Vec::new(),
+            named_tools: Vec::new(),
         }
     }
 }
@@ -225,6 +230,7 @@ mod tests {
             "--hostile-text",
             "--delay=initialize=20",
             "--delay=tools/list=5",
+            "--tool-named=a.b",
             "--event-log=/tmp/e",
             "--ignore-signals",
             "--spawn-grandchild=/tmp/p",
@@ -254,6 +260,7 @@ mod tests {
             [("initialize".to_owned(), 20), ("tools/list".to_owned(), 5)]
         );
         assert!(Cli::try_parse_from(["plexus-testserver", "stdio", "--delay=tools/call=5"]).is_err());
+        assert_eq!(o.server.named_tools, ["a.b"]);
         assert_eq!(
             (o.process.flood_stderr, o.process.exit_at_start, o.max_line_bytes),
             (Some(100), Some(9), 1000)

@@ -90,6 +90,7 @@ impl Server {
         if options.hostile_text {
             builtin_tools.push(catalog::hostile_tool());
         }
+        builtin_tools.extend(options.named_tools.iter().map(|name| catalog::dynamic_tool(name)));
         Server {
             options,
             events,

@@ -270,6 +270,7 @@ impl Session {
     /// A generated or added tool: answers with its arguments as JSON; any other name is unknown.
     fn call_listed_tool(&self, name: &str, args: Option<&RawValue>) -> Outcome {
         let listed = catalog::is_generated_tool(name, self.server.options.tools)
+            || self.server.options.named_tools.iter().any(|named| named == name)
             || lock(&self.state).dynamic_tools.iter().any(|tool| tool["name"] == name);
         if !listed {
             return Err(ErrorObject::new(

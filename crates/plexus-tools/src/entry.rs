@@ -1,17 +1,26 @@
 //! A tool as the host's pool sees it.
 
-use plexus_protocol::Tool;
+use plexus_protocol::{TaskSupport, Tool};
 use serde::Serialize;
 
-use crate::naming::{qualified_name, truncate_description};
+use crate::naming::qualified_name;
+
+/// The longest description handed to the host, in characters (the marker included).
+pub const MAX_DESCRIPTION_CHARS: usize = plexus_pool::text::MAX_TEXT_CHARS;
+pub use plexus_pool::text::TRUNCATION_MARKER;
 
 /// One MCP tool as an entry of the host's tool pool. Serializes to the stable JSON shape the
 /// `plexus tools --json` command prints.
+///
+/// The flags come from the tool's annotations, with the spec's defaults where a hint is
+/// absent: not read-only, destructive (when not read-only), not idempotent, open world. They
+/// inform a host's interface and scheduling; they never skip a permission check (every MCP
+/// tool asks, see [`crate::permission`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(clippy::struct_excessive_bools)] // each flag is an independent annotation of the tool
 pub struct ToolEntry {
-    /// `mcp__<server>__<tool>`.
+    /// `mcp__<server>__<tool>` (see [`crate::naming`]).
     pub name: String,
     /// The server's configured name.
     pub server: String,
@@ -19,46 +28,138 @@ pub struct ToolEntry {
     pub tool: String,
     /// The display name: the tool's `title`, else `annotations.title`, else its name.
     pub title: String,
-    /// The description, at most 2048 characters.
+    /// The description, at most [`MAX_DESCRIPTION_CHARS`] characters.
     pub description: String,
-    /// The JSON Schema of the arguments.
+    /// The JSON Schema of the arguments, as the server sent it.
     pub input_schema: serde_json::Value,
-    /// `readOnlyHint`: the tool does not modify its environment.
+    /// The JSON Schema of `structuredContent`, as the server sent it, if any.
+    pub output_schema: Option<serde_json::Value>,
+    /// `readOnlyHint` (default false): the tool does not modify its environment.
     pub read_only: bool,
-    /// `destructiveHint` (meaningful only when not read-only; the spec's default is true, but
-    /// an MCP tool is reported destructive only when it says so).
+    /// `destructiveHint` (default true), for a tool that is not read-only.
     pub destructive: bool,
-    /// `openWorldHint`: the tool reaches outside entities.
+    /// `openWorldHint` (default true): the tool reaches outside entities.
     pub open_world: bool,
-    /// `idempotentHint`.
+    /// `idempotentHint` (default false).
     pub idempotent: bool,
     /// Whether the host may run it concurrently with other tools (read-only tools are).
     pub concurrency_safe: bool,
+    /// `execution.taskSupport`: `forbidden` (the default), `optional` or `required`.
+    pub task_support: String,
 }
 
 impl ToolEntry {
-    /// The entry for `tool` of `server`.
+    /// The entry for `tool` of `server`, under its default name ([`qualified_name`]).
     pub fn new(server: &str, tool: &Tool) -> Self {
-        let annotations = tool.annotations.as_ref();
-        let hint = |f: fn(&plexus_protocol::ToolAnnotations) -> Option<bool>| annotations.and_then(f).unwrap_or(false);
-        let read_only = hint(|a| a.read_only_hint);
-        let title = tool
-            .title
-            .clone()
-            .or_else(|| annotations.and_then(|a| a.title.clone()))
-            .unwrap_or_else(|| tool.name.clone());
+        ToolEntry::named(qualified_name(server, &tool.name), server, tool)
+    }
+
+    /// The entry for `tool` of `server` under `name` (from a [`ToolIndex`](crate::ToolIndex)).
+    pub fn named(name: String, server: &str, tool: &Tool) -> Self {
+        // No annotations at all: every hint takes its default.
+        let annotations = tool.annotations.clone().unwrap_or_default();
+        let read_only = annotations.is_read_only();
+        let task_support = tool
+            .execution
+            .as_ref()
+            .and_then(|execution| execution.task_support.clone())
+            .unwrap_or(TaskSupport::Forbidden);
         ToolEntry {
-            name: qualified_name(server, &tool.name),
+            name,
             server: server.to_owned(),
             tool: tool.name.clone(),
-            title,
+            title: tool.display_name().to_owned(),
             description: truncate_description(tool.description.as_deref().unwrap_or_default()).into_owned(),
-            input_schema: serde_json::to_value(&tool.input_schema).unwrap_or(serde_json::Value::Null),
+            input_schema: serde_json::Value::Object(tool.input_schema.clone()),
+            output_schema: tool.output_schema.clone().map(serde_json::Value::Object),
             read_only,
-            destructive: hint(|a| a.destructive_hint),
-            open_world: hint(|a| a.open_world_hint),
-            idempotent: hint(|a| a.idempotent_hint),
+            destructive: annotations.is_destructive(),
+            open_world: annotations.is_open_world(),
+            idempotent: annotations.is_idempotent(),
             concurrency_safe: read_only,
+            task_support: task_support.as_str().to_owned(),
+        }
+    }
+
+    /// Whether the tool must be called as a task (a host without task support cannot call it).
+    pub fn requires_task(&self) -> bool {
+        self.task_support == TaskSupport::Required.as_str()
+    }
+}
+
+/// Cuts a description to at most [`MAX_DESCRIPTION_CHARS`] characters, ending a cut one with
+/// [`TRUNCATION_MARKER`]. Never splits a character.
+pub fn truncate_description(description: &str) -> std::borrow::Cow<'_, str> {
+    plexus_pool::text::truncate_chars(description, MAX_DESCRIPTION_CHARS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn tool(value: serde_json::Value) -> Tool {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn absent_hints_take_the_spec_defaults() {
+        let plain = ToolEntry::new("s", &tool(json!({"name": "t", "inputSchema": {"type": "object"}})));
+        assert_eq!(
+            (
+                plain.read_only,
+                plain.destructive,
+                plain.idempotent,
+                plain.open_world,
+                plain.concurrency_safe
+            ),
+            (false, true, false, true, false)
+        );
+        let reader = ToolEntry::new(
+            "s",
+            &tool(
+                json!({"name": "r", "inputSchema": {}, "annotations": {"readOnlyHint": true, "openWorldHint": false, "title": "Reader"}}),
+            ),
+        );
+        assert_eq!(
+            (reader.read_only, reader.destructive, reader.open_world),
+            (true, false, false)
+        );
+        assert_eq!(reader.title, "Reader");
+        assert_eq!(reader.task_support, "forbidden");
+    }
+
+    #[test]
+    fn schemas_pass_through_as_sent() {
+        let schema = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+            "$defs": {"a": {"$anchor": "a", "type": "string"}}, "properties": {"x": {"$ref": "#/$defs/a"}},
+            "additionalProperties": false, "allOf": [{"anyOf": [{"required": ["x"]}]}],
+            "if": {"required": ["x"]}, "then": {}, "else": {}
+        });
+        let entry = ToolEntry::new(
+            "s",
+            &tool(
+                json!({"name": "t", "inputSchema": schema, "outputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}}),
+            ),
+        );
+        assert_eq!(entry.input_schema, schema);
+        assert_eq!(entry.output_schema, Some(json!({"type": "object"})));
+        assert!(entry.requires_task());
+    }
+
+    proptest! {
+        #[test]
+        fn truncation_is_bounded_and_a_prefix(text in ".{0,3000}") {
+            let cut = truncate_description(&text);
+            prop_assert!(cut.chars().count() <= MAX_DESCRIPTION_CHARS);
+            if text.chars().count() <= MAX_DESCRIPTION_CHARS {
+                prop_assert_eq!(cut.as_ref(), text.as_str());
+            } else {
+                let body = cut.strip_suffix(TRUNCATION_MARKER).unwrap();
+                prop_assert!(text.starts_with(body));
+            }
         }
     }
 }

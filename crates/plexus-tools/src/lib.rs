@@ -1,16 +1,27 @@
 //! The tool adapter: turns a server's MCP tools into entries of the host's tool pool (qualified
-//! names, annotations, truncated descriptions).
+//! names and their index, annotations with the spec's defaults, truncated descriptions, schemas
+//! passed through, permission rules).
 //!
 //! ```
-//! use plexus_tools::{qualified_name, truncate_description};
+//! use plexus_tools::{ToolIndex, qualified_name, truncate_description};
 //!
-//! assert_eq!(qualified_name("my server", "get.weather"), "mcp__my_server__get_weather");
+//! assert_eq!(qualified_name("github", "create_issue"), "mcp__github__create_issue");
+//! let mut index = ToolIndex::default();
+//! let name = index.insert("my server", "get.weather").to_owned();
+//! assert!(name.starts_with("mcp__my_server__get_weather__"));
+//! assert_eq!(index.resolve(&name).unwrap().tool, "get.weather");
 //! assert_eq!(truncate_description("short"), "short");
 //! ```
+//!
+//! Dependencies: `sha2` for the hash that tells colliding names apart; `plexus-pool` for the
+//! one text cut shared with server instructions.
 #![forbid(unsafe_code)]
 
 mod entry;
-mod naming;
+pub mod naming;
+pub mod permission;
 
-pub use entry::ToolEntry;
-pub use naming::{MAX_DESCRIPTION_CHARS, TRUNCATION_MARKER, normalize_name, qualified_name, truncate_description};
+pub use entry::{MAX_DESCRIPTION_CHARS, TRUNCATION_MARKER, ToolEntry, truncate_description};
+pub use naming::{
+    Collision, DEFAULT_MAX_NAME_LEN, Origin, ToolIndex, normalize_name, qualified_name, qualified_name_within,
+};

@@ -4,8 +4,9 @@ use std::io::Read;
 use std::time::Duration;
 
 use plexus::config::ConfigSources;
-use plexus::protocol::CallToolResult;
+use plexus::protocol::{CallToolResult, Tool};
 use plexus::tools::naming::{PREFIX, SEPARATOR, plain_name};
+use plexus::tools::{ResultSettings, ResultStore, process};
 use plexus::tools::{ToolEntry, ToolIndex};
 use serde_json::{Map, Value};
 
@@ -304,7 +305,7 @@ async fn call_command(configured: Configured, name: &str, arguments: Map<String,
     }
     let connector = connector();
     let pool = connect(&connector, &candidates, View::Spinner).await;
-    let outcome = call_in(&pool, &candidates, name, arguments, json).await;
+    let outcome = call_in(&pool, &candidates, name, arguments, connector.home(), json).await;
     close(&connector, &pool).await;
     outcome
 }
@@ -314,6 +315,7 @@ async fn call_in(
     candidates: &[&Server],
     name: &str,
     arguments: Map<String, Value>,
+    home: Option<&std::path::Path>,
     json: bool,
 ) -> Outcome {
     let mut outcome = Outcome::Usage;
@@ -359,7 +361,7 @@ async fn call_in(
             }
         };
         return match client.call_tool(&tool.name, Some(arguments)).await {
-            Ok(result) => report(&result, json),
+            Ok(result) => report(result, tool, home, json),
             Err(e) => {
                 crate::terminal::say(format_args!("calling {name}: {e}"));
                 Outcome::Connection
@@ -372,12 +374,31 @@ async fn call_in(
     outcome
 }
 
-fn report(result: &CallToolResult, json: bool) -> Outcome {
-    print_call_result(result, json);
-    if result.is_error() {
-        Outcome::ToolError
-    } else {
-        Outcome::Ok
+/// Processes the result (large images downsampled, binary content and output over
+/// `MAX_MCP_OUTPUT_TOKENS` saved under `<home>/tool-results/<session>/`) and prints it.
+fn report(result: CallToolResult, tool: &Tool, home: Option<&std::path::Path>, json: bool) -> Outcome {
+    // Without a plexus home (no HOME), a directory of the system's temporary one.
+    let home = home.map_or_else(|| std::env::temp_dir().join("plexus"), std::path::Path::to_path_buf);
+    // Sessions older than a week go first (bounded work).
+    ResultStore::remove_old_sessions(&home, plexus::tools::store::KEEP_FOR);
+    let store = ResultStore::new(&home, &ResultStore::session_name());
+    let settings = ResultSettings::from_lookup(|name| std::env::var(name).ok());
+    match process(result, Some(tool), &store, &settings) {
+        Ok(processed) => {
+            print_call_result(&processed, json);
+            if processed.is_error {
+                Outcome::ToolError
+            } else {
+                Outcome::Ok
+            }
+        }
+        Err(e) => {
+            crate::terminal::say(format_args!(
+                "the result of {:?} could not be processed: {e}",
+                tool.name
+            ));
+            Outcome::Connection
+        }
     }
 }
 

@@ -1,8 +1,7 @@
 //! Human tables and the stable JSON shapes.
 
 use plexus::config::Scope;
-use plexus::protocol::CallToolResult;
-use plexus::tools::ToolEntry;
+use plexus::tools::{ProcessedResult, ToolEntry};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -216,16 +215,14 @@ pub(crate) fn print_tools(entries: &[ToolEntry], json: bool) {
     table::print(&table::render(&TOOL_COLUMNS, &table, terminal::width()));
 }
 
-pub(crate) fn print_call_result(result: &CallToolResult, json: bool) {
+pub(crate) fn print_call_result(result: &ProcessedResult, json: bool) {
     if json {
-        let content = serde_json::to_value(&result.content).unwrap_or(Value::Null);
-        return print_json(&json!({
-            "isError": result.is_error(),
-            "content": content,
-            "structuredContent": result.structured_content.clone().unwrap_or(Value::Null),
-        }));
+        return print_json(result);
     }
-    if result.is_error() {
+    for warning in &result.warnings {
+        terminal::say(format_args!("warning: {warning}"));
+    }
+    if result.is_error {
         println!("the tool reported an error:");
     }
     for block in &result.content {

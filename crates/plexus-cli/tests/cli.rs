@@ -194,7 +194,8 @@ fn call_prints_the_result_and_sets_the_exit_code() {
     let result: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(
         result,
-        json!({"isError": false, "content": [{"type": "text", "text": "42"}], "structuredContent": {"sum": 42}})
+        json!({"isError": false, "content": [{"type": "text", "text": "42"}], "structuredContent": {"sum": 42},
+               "files": [], "truncated": false, "warnings": []})
     );
 
     let output = plexus(&dir, &["--json", "call", "mcp__demo__error"]);
@@ -582,8 +583,40 @@ fn plexus_max_message_size_sets_the_limit_and_a_reply_over_it_fails_its_call_at_
         ),
         "{error}"
     );
-    let out = ws.run_with_env(&call, &[("PLEXUS_MAX_MESSAGE_SIZE", "1048576")]);
+    // Within both limits (the message size, and the output tokens) the whole text comes through.
+    let out = ws.run_with_env(
+        &call,
+        &[
+            ("PLEXUS_MAX_MESSAGE_SIZE", "1048576"),
+            ("MAX_MCP_OUTPUT_TOKENS", "60000"),
+        ],
+    );
     assert_eq!((out.code, out.stdout.len()), (Some(0), 200_001), "{}", out.stderr);
+}
+
+#[test]
+fn output_over_the_token_limit_is_saved_whole_and_its_head_printed() {
+    let ws = Workspace::new();
+    ws.write_servers(ws.user_file(), &json!({"demo": demo(&[])}));
+    let call = ["--json", "call", "mcp__demo__large", r#"{"bytes": 200000}"#];
+    let out = ws.run_with_env(&call, &[("MAX_MCP_OUTPUT_TOKENS", "1000")]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let result = out.json();
+    assert_eq!(result["truncated"], true);
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert_eq!(text.chars().count(), 4000, "1000 tokens of 4 characters");
+    let file = result["files"][0]["path"].as_str().unwrap();
+    assert!(file.starts_with(&ws.shown("home/tool-results/")), "{file}");
+    assert_eq!(
+        std::fs::read(file).unwrap().len(),
+        200_000,
+        "the whole output is in the file"
+    );
+    assert!(text.ends_with(&format!("the whole output is in {file}]")), "{text}");
+    assert_eq!(
+        result["warnings"],
+        json!(["the output was truncated to 4000 characters"])
+    );
 }
 
 #[test]

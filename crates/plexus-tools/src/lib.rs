@@ -14,14 +14,20 @@
 //! ```
 //!
 //! Dependencies: `sha2` for the hash that tells colliding names apart; `plexus-pool` for the
-//! one text cut shared with server instructions.
+//! one text cut shared with server instructions; `base64` to decode binary content; `image` to
+//! downsample images (its PNG, JPEG, GIF and WebP codecs only).
 #![forbid(unsafe_code)]
 
 mod entry;
+pub mod image;
 pub mod naming;
 pub mod permission;
+pub mod result;
+pub mod store;
 
 pub use entry::{MAX_DESCRIPTION_CHARS, TRUNCATION_MARKER, ToolEntry, truncate_description};
 pub use naming::{
     Collision, DEFAULT_MAX_NAME_LEN, Origin, ToolIndex, normalize_name, qualified_name, qualified_name_within,
 };
+pub use result::{ProcessedResult, ResultError, ResultSettings, SavedFile, process};
+pub use store::ResultStore;

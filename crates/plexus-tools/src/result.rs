@@ -1,0 +1,445 @@
+//! A tool's result as the model should see it: text and `structuredContent` kept, large images
+//! downsampled, other binary content saved to files, and output over the size limit saved whole
+//! with its head kept. `isError: true` stays a result (the model sees it), not a Rust error.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use plexus_protocol::{CallToolResult, ContentBlock, ResourceContents, Tool};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::image::{ImageLimits, fit_image};
+use crate::store::{ResultStore, StoreError};
+
+/// `MAX_MCP_OUTPUT_TOKENS`: the largest output handed on, in estimated tokens.
+pub const MAX_OUTPUT_TOKENS_VAR: &str = "MAX_MCP_OUTPUT_TOKENS";
+/// The default of [`MAX_OUTPUT_TOKENS_VAR`]: 25 000 tokens.
+pub const DEFAULT_MAX_OUTPUT_TOKENS: usize = 25_000;
+/// Above this many estimated tokens a result carries a warning: 10 000.
+pub const WARN_OUTPUT_TOKENS: usize = 10_000;
+/// The estimate: one token per 4 characters of text (rounded up), a common rule of thumb for
+/// English and code; JSON (`structuredContent`) is counted by its serialized length.
+pub const CHARS_PER_TOKEN: usize = 4;
+/// A tool's `_meta` key that raises its own limit, in characters…
+pub const MAX_RESULT_CHARS_META: &str = "anthropic/maxResultSizeChars";
+/// …up to this many characters.
+pub const MAX_RESULT_CHARS_CAP: usize = 500_000;
+
+/// How results are processed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResultSettings {
+    /// The largest output in estimated tokens ([`DEFAULT_MAX_OUTPUT_TOKENS`]).
+    pub max_output_tokens: usize,
+    /// Above this, a warning ([`WARN_OUTPUT_TOKENS`]).
+    pub warn_output_tokens: usize,
+    /// When an image is downsampled.
+    pub images: ImageLimits,
+}
+
+impl Default for ResultSettings {
+    fn default() -> Self {
+        ResultSettings {
+            max_output_tokens: DEFAULT_MAX_OUTPUT_TOKENS,
+            warn_output_tokens: WARN_OUTPUT_TOKENS,
+            images: ImageLimits::default(),
+        }
+    }
+}
+
+impl ResultSettings {
+    /// The defaults with `MAX_MCP_OUTPUT_TOKENS` from `lookup` (ignored unless a positive
+    /// integer).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> ResultSettings {
+        let mut settings = ResultSettings::default();
+        if let Some(tokens) = lookup(MAX_OUTPUT_TOKENS_VAR)
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|&n| n > 0)
+        {
+            settings.max_output_tokens = tokens;
+        }
+        settings
+    }
+
+    /// The most characters of output `tool` may hand on: the token limit's characters, raised
+    /// (never lowered) by the tool's `_meta["anthropic/maxResultSizeChars"]` up to
+    /// [`MAX_RESULT_CHARS_CAP`].
+    pub fn max_chars(&self, tool: Option<&Tool>) -> usize {
+        let base = self.max_output_tokens.saturating_mul(CHARS_PER_TOKEN);
+        let raised = tool
+            .and_then(|tool| tool.meta.as_ref())
+            .and_then(|meta| meta.get(MAX_RESULT_CHARS_META))
+            .and_then(Value::as_u64)
+            .map_or(0, |chars| {
+                usize::try_from(chars).unwrap_or(usize::MAX).min(MAX_RESULT_CHARS_CAP)
+            });
+        base.max(raised)
+    }
+}
+
+/// A file a result's content was saved to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SavedFile {
+    /// Where.
+    pub path: std::path::PathBuf,
+    /// The content's MIME type.
+    pub mime_type: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+}
+
+/// A processed result. Serializes to the `plexus call --json` shape.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessedResult {
+    /// The tool's `isError`.
+    pub is_error: bool,
+    /// The content the model sees.
+    pub content: Vec<ContentBlock>,
+    /// The structured result, as sent (`null` when absent or saved to a file).
+    pub structured_content: Option<Value>,
+    /// The files content was saved to.
+    pub files: Vec<SavedFile>,
+    /// Whether output over the limit was cut (it is whole in one of the files).
+    pub truncated: bool,
+    /// What the host should know (large output, images that could not be decoded).
+    pub warnings: Vec<String>,
+}
+
+/// Why a result could not be processed.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultError {
+    /// A content block's base64 does not decode.
+    #[error("a {what} block's data is not valid base64: {source}")]
+    Base64 {
+        /// `image`, `audio` or `resource`.
+        what: &'static str,
+        /// What base64 said.
+        #[source]
+        source: base64::DecodeError,
+    },
+    /// A file could not be written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Processes `result` of `tool` (its definition, for its size limit), saving files in `store`.
+pub fn process(
+    result: CallToolResult,
+    tool: Option<&Tool>,
+    store: &ResultStore,
+    settings: &ResultSettings,
+) -> Result<ProcessedResult, ResultError> {
+    let mut processed = ProcessedResult {
+        is_error: result.is_error(),
+        content: Vec::with_capacity(result.content.len()),
+        structured_content: result.structured_content,
+        files: Vec::new(),
+        truncated: false,
+        warnings: Vec::new(),
+    };
+    for block in result.content {
+        let block = match block {
+            ContentBlock::Image(mut image) => {
+                let bytes = decode("image", &image.data)?;
+                match fit_image(&bytes, &image.mime_type, &settings.images) {
+                    Ok(None) => ContentBlock::Image(image),
+                    Ok(Some(fitted)) => {
+                        image.data = STANDARD.encode(&fitted.bytes);
+                        image.mime_type = fitted.mime_type;
+                        ContentBlock::Image(image)
+                    }
+                    // Not a type models take, or not decodable: kept as a file instead.
+                    Err(why) => {
+                        processed.warnings.push(format!("an image was saved to a file: {why}"));
+                        saved(&mut processed, store, &image.mime_type, &bytes)?
+                    }
+                }
+            }
+            ContentBlock::Audio(audio) => {
+                let bytes = decode("audio", &audio.data)?;
+                saved(&mut processed, store, &audio.mime_type, &bytes)?
+            }
+            ContentBlock::Resource(embedded) => match &embedded.resource {
+                ResourceContents::Blob(blob) => {
+                    let bytes = decode("resource", &blob.blob)?;
+                    let mime = blob
+                        .mime_type
+                        .clone()
+                        .unwrap_or_else(|| "application/octet-stream".into());
+                    saved(&mut processed, store, &mime, &bytes)?
+                }
+                ResourceContents::Text(_) => ContentBlock::Resource(embedded),
+            },
+            other => other,
+        };
+        processed.content.push(block);
+    }
+    limit_output(&mut processed, store, settings.max_chars(tool), settings)?;
+    Ok(processed)
+}
+
+fn decode(what: &'static str, data: &str) -> Result<Vec<u8>, ResultError> {
+    STANDARD
+        .decode(data.trim())
+        .map_err(|source| ResultError::Base64 { what, source })
+}
+
+/// Saves binary content and returns the text block that stands for it.
+fn saved(
+    processed: &mut ProcessedResult,
+    store: &ResultStore,
+    mime: &str,
+    bytes: &[u8],
+) -> Result<ContentBlock, ResultError> {
+    let path = store.save("content", extension(mime), bytes)?;
+    let text = format!("[{mime} content, {} bytes, saved to {}]", bytes.len(), path.display());
+    processed.files.push(SavedFile {
+        path,
+        mime_type: mime.to_owned(),
+        bytes: bytes.len() as u64,
+    });
+    Ok(ContentBlock::text(text))
+}
+
+/// The file extension for a MIME type (`bin` when unknown).
+pub fn extension(mime: &str) -> &'static str {
+    let essence = mime.split(';').next().unwrap_or(mime).trim().to_ascii_lowercase();
+    match essence.as_str() {
+        "image/png" => "png",
+        "image/jpeg" | "image/jpg" => "jpg",
+        "image/gif" => "gif",
+        "image/webp" => "webp",
+        "image/svg+xml" => "svg",
+        "image/bmp" => "bmp",
+        "image/tiff" => "tiff",
+        "audio/mpeg" | "audio/mp3" => "mp3",
+        "audio/wav" | "audio/x-wav" | "audio/wave" => "wav",
+        "audio/ogg" => "ogg",
+        "audio/flac" => "flac",
+        "audio/webm" => "weba",
+        "audio/mp4" | "audio/aac" => "m4a",
+        "video/mp4" => "mp4",
+        "application/pdf" => "pdf",
+        "application/zip" => "zip",
+        "application/json" => "json",
+        "text/plain" => "txt",
+        "text/csv" => "csv",
+        "text/html" => "html",
+        "application/msword" => "doc",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document" => "docx",
+        "application/vnd.ms-excel" => "xls",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" => "xlsx",
+        "application/vnd.ms-powerpoint" => "ppt",
+        "application/vnd.openxmlformats-officedocument.presentationml.presentation" => "pptx",
+        _ => "bin",
+    }
+}
+
+/// Output over `max_chars` (text blocks and `structuredContent`) is saved whole to a file and
+/// replaced by its head and a note naming the file; output over the warning size carries a
+/// warning.
+fn limit_output(
+    processed: &mut ProcessedResult,
+    store: &ResultStore,
+    max_chars: usize,
+    settings: &ResultSettings,
+) -> Result<(), ResultError> {
+    let structured = processed
+        .structured_content
+        .as_ref()
+        .map(|value| serde_json::to_string_pretty(value).unwrap_or_default());
+    let text_chars: usize = processed
+        .content
+        .iter()
+        .filter_map(ContentBlock::as_text)
+        .map(|text| text.chars().count())
+        .sum();
+    let chars = text_chars + structured.as_ref().map_or(0, |s| s.chars().count());
+    let tokens = chars.div_ceil(CHARS_PER_TOKEN);
+    if chars <= max_chars {
+        if tokens > settings.warn_output_tokens {
+            processed
+                .warnings
+                .push(format!("the result is large: about {tokens} tokens"));
+        }
+        return Ok(());
+    }
+    // Whole, in one file: every text block, then the structured result.
+    let mut whole: String = processed
+        .content
+        .iter()
+        .filter_map(ContentBlock::as_text)
+        .collect::<Vec<_>>()
+        .join("\n");
+    if let Some(structured) = &structured {
+        if !whole.is_empty() {
+            whole.push('\n');
+        }
+        whole.push_str(structured);
+    }
+    let path = store.save("output", "txt", whole.as_bytes())?;
+    let note = format!(
+        "\n[output truncated: about {tokens} tokens, over the limit of {} ({} characters); the whole output \
+         is in {}]",
+        max_chars.div_ceil(CHARS_PER_TOKEN),
+        chars,
+        path.display()
+    );
+    let room = max_chars.saturating_sub(note.chars().count());
+    let head: String = whole.chars().take(room).collect();
+    processed.content.retain(|block| block.as_text().is_none());
+    processed.content.insert(0, ContentBlock::text(format!("{head}{note}")));
+    processed.structured_content = None;
+    processed.files.push(SavedFile {
+        path,
+        mime_type: "text/plain".into(),
+        bytes: whole.len() as u64,
+    });
+    processed.truncated = true;
+    processed
+        .warnings
+        .push(format!("the output was truncated to {max_chars} characters"));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn result(value: Value) -> CallToolResult {
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn png(width: u32, height: u32) -> String {
+        let image = image::RgbImage::from_pixel(width, height, image::Rgb([200, 10, 10]));
+        let mut out = std::io::Cursor::new(Vec::new());
+        image::DynamicImage::ImageRgb8(image)
+            .write_to(&mut out, image::ImageFormat::Png)
+            .unwrap();
+        STANDARD.encode(out.into_inner())
+    }
+
+    #[test]
+    fn binary_content_goes_to_private_files_with_its_extension() {
+        let home = tempfile::tempdir().unwrap();
+        let store = ResultStore::new(home.path(), "t");
+        let audio = STANDARD.encode(b"RIFF....WAVE");
+        let pdf = STANDARD.encode(b"%PDF-1.7");
+        let processed = process(
+            result(json!({"content": [
+                {"type": "text", "text": "here"},
+                {"type": "audio", "data": audio, "mimeType": "audio/wav"},
+                {"type": "resource", "resource": {"uri": "file:///r.pdf", "mimeType": "application/pdf", "blob": pdf}},
+                {"type": "image", "data": STANDARD.encode(b"<svg/>"), "mimeType": "image/svg+xml"},
+            ], "isError": true})),
+            None,
+            &store,
+            &ResultSettings::default(),
+        )
+        .unwrap();
+        assert!(processed.is_error, "isError stays a result");
+        let exts: Vec<_> = processed
+            .files
+            .iter()
+            .map(|f| f.path.extension().unwrap().to_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(exts, ["wav", "pdf", "svg"]);
+        assert_eq!(std::fs::read(&processed.files[0].path).unwrap(), b"RIFF....WAVE");
+        let mode = std::fs::metadata(&processed.files[1].path)
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600);
+        let texts: Vec<&str> = processed.content.iter().filter_map(ContentBlock::as_text).collect();
+        assert_eq!(texts[0], "here");
+        assert_eq!(
+            texts[1],
+            format!(
+                "[audio/wav content, 12 bytes, saved to {}]",
+                processed.files[0].path.display()
+            )
+        );
+        assert_eq!(processed.warnings.len(), 1, "{:?}", processed.warnings);
+    }
+
+    #[test]
+    fn a_large_image_is_downsampled_in_place() {
+        let home = tempfile::tempdir().unwrap();
+        let store = ResultStore::new(home.path(), "t");
+        let settings = ResultSettings {
+            images: ImageLimits {
+                max_side: 50,
+                ..ImageLimits::default()
+            },
+            ..ResultSettings::default()
+        };
+        let small = png(20, 10);
+        let processed = process(
+            result(json!({"content": [
+                {"type": "image", "data": png(200, 100), "mimeType": "image/png"},
+                {"type": "image", "data": small, "mimeType": "image/png"},
+            ]})),
+            None,
+            &store,
+            &settings,
+        )
+        .unwrap();
+        let ContentBlock::Image(resized) = &processed.content[0] else {
+            panic!()
+        };
+        let decoded = image::load_from_memory(&STANDARD.decode(&resized.data).unwrap()).unwrap();
+        assert_eq!((decoded.width(), decoded.height()), (50, 25));
+        let ContentBlock::Image(kept) = &processed.content[1] else {
+            panic!()
+        };
+        assert_eq!(kept.data, small);
+        assert!(processed.files.is_empty());
+    }
+
+    #[test]
+    fn output_over_the_limit_is_saved_whole_and_cut_to_its_head() {
+        let home = tempfile::tempdir().unwrap();
+        let store = ResultStore::new(home.path(), "t");
+        let settings = ResultSettings {
+            max_output_tokens: 100,
+            warn_output_tokens: 50,
+            ..ResultSettings::default()
+        };
+        let long = "é".repeat(1000);
+        let processed = process(
+            result(json!({"content": [{"type": "text", "text": long}], "structuredContent": {"n": 1}})),
+            None,
+            &store,
+            &settings,
+        )
+        .unwrap();
+        assert!(processed.truncated);
+        let text = processed.content[0].as_text().unwrap();
+        assert_eq!(text.chars().count(), 400, "within the limit of 100 tokens × 4");
+        assert!(text.contains("[output truncated: about "), "{text}");
+        let whole = std::fs::read_to_string(&processed.files[0].path).unwrap();
+        assert!(whole.starts_with(&long) && whole.contains("\"n\": 1"));
+        assert_eq!(processed.structured_content, None);
+
+        // A tool may raise its own limit; above the warning size there is a warning.
+        let tool: Tool =
+            serde_json::from_value(json!({"name": "t", "inputSchema": {}, "_meta": {MAX_RESULT_CHARS_META: 2000}}))
+                .unwrap();
+        assert_eq!(settings.max_chars(Some(&tool)), 2000);
+        let processed = process(
+            result(json!({"content": [{"type": "text", "text": "x".repeat(1000)}]})),
+            Some(&tool),
+            &store,
+            &settings,
+        )
+        .unwrap();
+        assert!(!processed.truncated);
+        assert_eq!(processed.warnings, ["the result is large: about 250 tokens"]);
+    }
+}

@@ -1,0 +1,149 @@
+//! Where persisted tool output goes: `<home>/tool-results/<session>/`, the directory 0700 and
+//! every file 0600 with a name of its own, and old sessions cleaned up with bounded work.
+
+use std::fs::{self, DirBuilder, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use crate::naming::normalize_name;
+
+/// The directory of persisted tool output in the plexus home.
+pub const RESULTS_DIR: &str = "tool-results";
+/// Sessions older than this are removed by [`ResultStore::remove_old_sessions`]: 7 days.
+pub const KEEP_FOR: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+/// The most entries one clean-up looks at (the rest waits for the next start-up).
+pub const MAX_CLEANUP_ENTRIES: usize = 10_000;
+
+/// One session's store of persisted tool output.
+#[derive(Debug)]
+pub struct ResultStore {
+    dir: PathBuf,
+    next: AtomicU64,
+}
+
+/// Why output could not be persisted.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write tool output to {path}: {source}")]
+pub struct StoreError {
+    /// The file or directory.
+    pub path: PathBuf,
+    /// What failed.
+    #[source]
+    pub source: io::Error,
+}
+
+impl ResultStore {
+    /// The store of `session` (letters, digits, `-` and `_`; anything else becomes `_`) in
+    /// `<home>/tool-results/`. Nothing is created before the first file.
+    pub fn new(home: &Path, session: &str) -> ResultStore {
+        let session = normalize_name(session);
+        ResultStore {
+            dir: home
+                .join(RESULTS_DIR)
+                .join(if session.is_empty() { "session".into() } else { session }),
+            next: AtomicU64::new(0),
+        }
+    }
+
+    /// A session name that no other process of this machine uses now: the time and the PID.
+    pub fn session_name() -> String {
+        let since = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        format!("{}-{}", since.as_millis(), std::process::id())
+    }
+
+    /// The session's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Writes `bytes` to a new file `<stem>-<n>.<extension>` (mode 0600, never overwriting) in
+    /// the session's directory (created 0700), and returns its path.
+    pub fn save(&self, stem: &str, extension: &str, bytes: &[u8]) -> Result<PathBuf, StoreError> {
+        let failed = |path: &Path| {
+            let path = path.to_owned();
+            move |source| StoreError { path, source }
+        };
+        DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
+            .map_err(failed(&self.dir))?;
+        let stem: String = normalize_name(stem).chars().take(40).collect();
+        loop {
+            let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+            let path = self.dir.join(format!("{stem}-{n}.{extension}"));
+            match OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path) {
+                Ok(mut file) => {
+                    file.write_all(bytes).map_err(failed(&path))?;
+                    return Ok(path);
+                }
+                // Left by an earlier store of the same session name: take the next number.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(failed(&path)(e)),
+            }
+        }
+    }
+
+    /// Removes the sessions in `<home>/tool-results/` last changed more than `age` ago,
+    /// looking at no more than [`MAX_CLEANUP_ENTRIES`] entries; returns how many it removed.
+    /// Failures are skipped (another process may be cleaning up too).
+    pub fn remove_old_sessions(home: &Path, age: Duration) -> usize {
+        let Ok(entries) = fs::read_dir(home.join(RESULTS_DIR)) else {
+            return 0;
+        };
+        let now = SystemTime::now();
+        let mut removed = 0;
+        for entry in entries.flatten().take(MAX_CLEANUP_ENTRIES) {
+            let old = entry
+                .metadata()
+                .and_then(|meta| meta.modified())
+                .ok()
+                .and_then(|modified| now.duration_since(modified).ok())
+                .is_some_and(|elapsed| elapsed > age);
+            if old && fs::remove_dir_all(entry.path()).is_ok() {
+                removed += 1;
+            }
+        }
+        removed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    #[test]
+    fn files_are_private_unique_and_never_overwritten() {
+        let home = tempfile::tempdir().unwrap();
+        let store = ResultStore::new(home.path(), "s/1");
+        let a = store.save("out", "txt", b"one").unwrap();
+        let b = store.save("out", "txt", b"two").unwrap();
+        assert_ne!(a, b);
+        assert_eq!(fs::read(&a).unwrap(), b"one");
+        assert_eq!(store.dir(), home.path().join("tool-results/s_1"));
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!((mode(store.dir()), mode(&a)), (0o700, 0o600));
+        // A second store of the same session does not overwrite the first one's files.
+        let again = ResultStore::new(home.path(), "s/1");
+        let c = again.save("out", "txt", b"three").unwrap();
+        assert!(c != a && c != b);
+        assert_eq!(fs::read(&a).unwrap(), b"one");
+    }
+
+    #[test]
+    fn old_sessions_go_and_recent_ones_stay() {
+        let home = tempfile::tempdir().unwrap();
+        ResultStore::new(home.path(), "old").save("x", "txt", b"x").unwrap();
+        ResultStore::new(home.path(), "new").save("x", "txt", b"x").unwrap();
+        assert_eq!(ResultStore::remove_old_sessions(home.path(), KEEP_FOR), 0);
+        assert_eq!(ResultStore::remove_old_sessions(home.path(), Duration::ZERO), 2);
+        assert!(!home.path().join("tool-results/old").exists());
+    }
+}

@@ -5,7 +5,7 @@ use crate::cmd::{self, CommandError, cargo};
 
 /// Runs the stdio and Streamable HTTP benchmarks (`crates/plexus/benches/`) twice each: pinned to
 /// CPU 0 (the method of the reference figures, which the targets are judged by) and unpinned;
-/// then the pool benchmark (many servers), unpinned.
+/// then the pool benchmark (many servers), unpinned, and the tool pool's assembly.
 pub(crate) fn run() -> Result<(), CommandError> {
     cmd::run_streaming(&mut cargo([
         "build",
@@ -32,5 +32,13 @@ pub(crate) fn run() -> Result<(), CommandError> {
     bench.env("PLEXUS_TESTSERVER_BIN", &server);
     bench.env_remove("PLEXUS_BENCH_CPU");
     cmd::run_streaming(&mut bench)?;
+    // Assembling a pool of 10 000 tools and one name lookup (no server involved).
+    cmd::run_streaming(&mut cargo([
+        "bench",
+        "--package",
+        "plexus-tools",
+        "--bench",
+        "assembly",
+    ]))?;
     Ok(())
 }

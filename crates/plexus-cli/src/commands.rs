@@ -6,8 +6,8 @@ use std::time::Duration;
 use plexus::config::ConfigSources;
 use plexus::protocol::{CallToolResult, Tool};
 use plexus::tools::naming::{PREFIX, SEPARATOR, plain_name};
+use plexus::tools::{CallError, CallOptions, ServerTools, ToolFilter, ToolIndex, assemble, call_tool, server_entries};
 use plexus::tools::{ResultSettings, ResultStore, process};
-use plexus::tools::{ToolEntry, ToolIndex};
 use serde_json::{Map, Value};
 
 use plexus::pool::{Pool, ServerStatus};
@@ -194,8 +194,7 @@ async fn tools_command(configured: Configured, only: Option<&str>, json: bool) -
     }
     let connector = connector();
     let pool = connect(&connector, &selected, View::Spinner).await;
-    let mut entries = Vec::new();
-    let mut index = ToolIndex::default();
+    let mut listed = Vec::new();
     let mut listing_failed = false;
     for server in &selected {
         let Some(state) = pool.state(&server.name) else {
@@ -203,10 +202,7 @@ async fn tools_command(configured: Configured, only: Option<&str>, json: bool) -
         };
         match state.status {
             ServerStatus::Connected => match pool.tools(&server.name).await {
-                Ok(tools) => entries.extend(tools.iter().map(|tool| {
-                    let name = index.insert(&server.name, &tool.name).to_owned();
-                    ToolEntry::named(name, &server.name, tool)
-                })),
+                Ok(tools) => listed.push((server.name.as_str(), tools, filter_of(server))),
                 Err(e) => {
                     crate::terminal::say(format_args!("{e}"));
                     listing_failed = true;
@@ -220,6 +216,20 @@ async fn tools_command(configured: Configured, only: Option<&str>, json: bool) -
             _ => {}
         }
     }
+    let mut index = ToolIndex::default();
+    let built: Vec<_> = listed
+        .iter()
+        .map(|(server, tools, filter)| (*server, server_entries(server, tools, &mut index), filter))
+        .collect();
+    let servers: Vec<ServerTools<'_>> = built
+        .iter()
+        .map(|(server, entries, filter)| ServerTools {
+            server,
+            entries,
+            filter,
+        })
+        .collect();
+    let entries = assemble(&[], &servers).entries;
     for collision in index.collisions() {
         let names: Vec<String> = collision
             .names
@@ -236,6 +246,14 @@ async fn tools_command(configured: Configured, only: Option<&str>, json: bool) -
     close(&connector, &pool).await;
     print_tools(&entries, json);
     outcome
+}
+
+/// The entry's `enabledTools` / `disabledTools`.
+fn filter_of(server: &Server) -> ToolFilter {
+    server.config.as_ref().map_or_else(ToolFilter::default, |config| {
+        let options = config.options();
+        ToolFilter::new(options.enabled_tools.as_deref(), &options.disabled_tools)
+    })
 }
 
 /// Whether a tool of `server` may be named `name`: the name starts with the server's part
@@ -347,24 +365,23 @@ async fn call_in(
         for tool in tools.iter() {
             index.insert(&server.name, &tool.name);
         }
+        // A tool its entry's filter leaves out is not in the pool: it cannot be called.
+        let filter = filter_of(server);
         let Some(tool) = index
             .resolve(name)
             .and_then(|origin| tools.iter().find(|t| t.name == origin.tool))
+            .filter(|tool| filter.allows(&tool.name))
         else {
             continue;
         };
-        let client = match pool.ensure_connected(&server.name).await {
-            Ok(client) => client,
-            Err(e) => {
-                crate::terminal::say(format_args!("{e}"));
-                return Outcome::Connection;
-            }
-        };
-        return match client.call_tool(&tool.name, Some(arguments)).await {
+        return match call_tool(pool, &server.name, tool, arguments, &CallOptions::default()).await {
             Ok(result) => report(result, tool, home, json),
             Err(e) => {
-                crate::terminal::say(format_args!("calling {name}: {e}"));
-                Outcome::Connection
+                crate::terminal::say(format_args!("calling {name}: {}", e.reason()));
+                match e {
+                    CallError::TaskRequired { .. } => Outcome::Usage,
+                    _ => Outcome::Connection,
+                }
             }
         };
     }

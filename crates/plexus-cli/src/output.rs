@@ -188,9 +188,10 @@ const TOOL_COLUMNS: [Column; 4] = [
 
 /// The tools as a table that fits the terminal; each description's first line (`--json` has
 /// them whole).
-pub(crate) fn print_tools(entries: &[ToolEntry], json: bool) {
+pub(crate) fn print_tools(entries: &[std::sync::Arc<ToolEntry>], json: bool) {
     if json {
-        return print_json(entries);
+        let plain: Vec<&ToolEntry> = entries.iter().map(|entry| &**entry).collect();
+        return print_json(&plain);
     }
     if entries.is_empty() {
         println!("no tools");

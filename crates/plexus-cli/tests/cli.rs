@@ -507,6 +507,33 @@ fn tools_whose_names_would_collide_keep_their_own_names_and_calls_resolve_throug
 }
 
 #[test]
+fn enabled_and_disabled_tools_decide_what_is_listed_and_callable() {
+    let ws = Workspace::new();
+    let mut entry = demo(&[]);
+    entry["enabledTools"] = json!(["e*", "add"]);
+    entry["disabledTools"] = json!(["error"]);
+    ws.write_servers(ws.user_file(), &json!({"demo": entry}));
+    let out = ws.run(&["--json", "tools"]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let names: Vec<String> = out
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tool"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, ["add", "echo", "elicit"]);
+    assert_eq!(ws.run(&["call", "mcp__demo__add", r#"{"a": 1, "b": 2}"#]).code, Some(0));
+    let out = ws.run(&["call", "mcp__demo__error"]);
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(
+        out.stderr.contains("no tool is named \"mcp__demo__error\""),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
 fn a_required_server_that_cannot_connect_fails_the_command() {
     let ws = Workspace::new();
     let mut dead = demo(&["--exit-at-start", "5"]);

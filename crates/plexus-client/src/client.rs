@@ -108,14 +108,21 @@ impl ClientOptions {
     /// `PLEXUS_REQUEST_TIMEOUT` (every other request's, ms). Values that are not positive integers
     /// are ignored with a warning.
     pub fn from_env(name: impl Into<String>) -> Self {
+        Self::from_lookup(name, |var| std::env::var(var).ok())
+    }
+
+    /// Like [`from_env`](Self::from_env), looking the variables up with `lookup` (a host's own
+    /// environment).
+    pub fn from_lookup(name: impl Into<String>, lookup: impl Fn(&str) -> Option<String>) -> Self {
         let mut options = Self::new(name);
-        if let Some(t) = env_millis("MCP_TIMEOUT") {
+        let millis = |var: &str| env_millis(var, lookup(var));
+        if let Some(t) = millis("MCP_TIMEOUT") {
             options.initialize_timeout = t;
         }
-        if let Some(t) = env_millis("PLEXUS_REQUEST_TIMEOUT") {
+        if let Some(t) = millis("PLEXUS_REQUEST_TIMEOUT") {
             options.request_timeout = t;
         }
-        if let Some(t) = env_millis("MCP_TOOL_TIMEOUT") {
+        if let Some(t) = millis("MCP_TOOL_TIMEOUT") {
             options.tool_timeout = t;
         }
         options
@@ -129,8 +136,8 @@ impl ClientOptions {
     }
 }
 
-fn env_millis(var: &str) -> Option<Duration> {
-    let value = std::env::var(var).ok()?;
+fn env_millis(var: &str, value: Option<String>) -> Option<Duration> {
+    let value = value?;
     match value.trim().parse::<u64>() {
         Ok(ms) if ms > 0 => Some(Duration::from_millis(ms)),
         _ => {

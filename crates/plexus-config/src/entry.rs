@@ -56,12 +56,18 @@ fn read_entry(value: &Value, report: &mut Report) -> Option<ServerConfig> {
     let timeout = fields.optional("timeout", report, timeout);
     let disabled = fields.optional("disabled", report, boolean).unwrap_or(false);
     let required = fields.optional("required", report, boolean).unwrap_or(false);
+    let enabled_tools = fields.optional("enabledTools", report, string_list(no_nul));
+    let disabled_tools = fields
+        .optional("disabledTools", report, string_list(no_nul))
+        .unwrap_or_default();
     let unknown_fields = fields.into_unknown(&format!("for a {} server", quote(kind.as_str())), report);
     let mut config = config?;
     *config.options_mut() = ServerOptions {
         timeout,
         disabled,
         required,
+        enabled_tools,
+        disabled_tools,
         unknown_fields,
     };
     Some(config)

@@ -44,6 +44,12 @@ pub struct ServerOptions {
     /// `required`: a host that waits for its servers to be ready fails when this one cannot
     /// connect (see plexus-pool's readiness wait).
     pub required: bool,
+    /// `enabledTools`: glob patterns (`*`, `?`) of the only tools of this server the host's tool
+    /// pool gets; `None` means every tool.
+    pub enabled_tools: Option<Vec<String>>,
+    /// `disabledTools`: glob patterns of tools left out of the pool (they win over
+    /// `enabledTools`).
+    pub disabled_tools: Vec<String>,
     /// Fields of the entry this crate does not use, kept as written so that writing the entry back
     /// loses nothing.
     pub unknown_fields: Map<String, Value>,
@@ -301,6 +307,12 @@ impl ServerConfig {
         }
         insert_flag(&mut object, "disabled", options.disabled);
         insert_flag(&mut object, "required", options.required);
+        if let Some(enabled) = &options.enabled_tools {
+            object.insert("enabledTools".into(), enabled.clone().into());
+        }
+        if !options.disabled_tools.is_empty() {
+            object.insert("disabledTools".into(), options.disabled_tools.clone().into());
+        }
         insert_unknown(&mut object, &options.unknown_fields);
         Value::Object(object)
     }

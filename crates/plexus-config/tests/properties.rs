@@ -215,14 +215,25 @@ fn options() -> impl Strategy<Value = ServerOptions> {
         prop_oneof![exact_json_leaf(), Just(json!({"nested": [1, "two"]}))],
         0..3,
     );
-    (option::of(1000u64..100_000_000), any::<bool>(), any::<bool>(), unknown).prop_map(
-        |(timeout, disabled, required, unknown)| ServerOptions {
-            timeout: timeout.map(Duration::from_millis),
-            disabled,
-            required,
-            unknown_fields: unknown.into_iter().collect::<Map<String, Value>>(),
-        },
+    let patterns = || proptest::collection::vec("[a-z*?_]{1,6}", 0..3);
+    (
+        option::of(1000u64..100_000_000),
+        any::<bool>(),
+        any::<bool>(),
+        option::of(patterns()),
+        patterns(),
+        unknown,
     )
+        .prop_map(
+            |(timeout, disabled, required, enabled_tools, disabled_tools, unknown)| ServerOptions {
+                timeout: timeout.map(Duration::from_millis),
+                disabled,
+                required,
+                enabled_tools,
+                disabled_tools,
+                unknown_fields: unknown.into_iter().collect::<Map<String, Value>>(),
+            },
+        )
 }
 
 fn oauth() -> impl Strategy<Value = OAuthConfig> {

@@ -77,8 +77,10 @@ async fn attempts(shared: &Arc<Shared>, slot: &Arc<Slot>, mode: Mode) -> Attempt
     let mut attempt = 0;
     loop {
         attempt += 1;
-        if mode == Mode::Reconnect {
-            let wait = shared.settings.reconnect_wait(attempt, crate::sync::random_u64());
+        // The first reconnect is at once (an expired session, a dropped socket); then the
+        // waits grow.
+        if mode == Mode::Reconnect && attempt > 1 {
+            let wait = shared.settings.reconnect_wait(attempt - 1, crate::sync::random_u64());
             tracing::debug!(server = %slot.name(), "reconnecting in {} ms (attempt {attempt} of {tries})", wait.as_millis());
             tokio::time::sleep(wait).await;
         }

@@ -25,7 +25,8 @@
 //! - takes a connection as lost when the peer goes away, the session expires, a liveness ping
 //!   fails ([`PoolSettings::ping_interval`], off by default) or 3 terminal I/O failures in a row
 //!   (ECONNRESET, ETIMEDOUT, EPIPE, …) hit a remote transport; every cache of the server goes
-//!   with it. A remote server is then reconnected with backoff (1 s doubling, jitter, 5 attempts,
+//!   with it. A remote server is then reconnected: at once, then with backoff (1 s doubling,
+//!   jitter; 5 attempts in all,
 //!   then `failed` until asked again); a stdio server is restarted on demand only, and not at
 //!   all once it died 3 times within a minute, until [`Pool::reconnect`]; a server that needs a
 //!   login is not tried again within its needs-auth time;

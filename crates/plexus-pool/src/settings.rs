@@ -22,8 +22,8 @@ pub struct PoolSettings {
     /// How many servers' lists each list cache (tools, resources, resource templates, prompts)
     /// keeps, least recently used first out: 20 by default.
     pub list_cache_servers: usize,
-    /// The first wait before reconnecting a remote server whose connection was lost: 1 s; each
-    /// further wait doubles, with jitter.
+    /// The wait after the first reconnect attempt of a remote server whose connection was lost
+    /// (the first one is at once): 1 s; each further wait doubles, with jitter.
     pub reconnect_delay: Duration,
     /// The longest wait between two reconnect attempts: 30 s.
     pub max_reconnect_delay: Duration,

@@ -15,9 +15,12 @@
 //!
 //! Dependencies: `sha2` for the hash that tells colliding names apart; `plexus-pool` for the
 //! one text cut shared with server instructions; `base64` to decode binary content; `image` to
-//! downsample images (its PNG, JPEG, GIF and WebP codecs only).
+//! downsample images (its PNG, JPEG, GIF and WebP codecs only); `wildmatch` for the
+//! `enabledTools` / `disabledTools` glob patterns.
 #![forbid(unsafe_code)]
 
+pub mod assembly;
+pub mod call;
 mod entry;
 pub mod image;
 pub mod naming;
@@ -25,6 +28,8 @@ pub mod permission;
 pub mod result;
 pub mod store;
 
+pub use assembly::{LeftOut, LeftOutBecause, ServerTools, ToolFilter, ToolPool, assemble, server_entries};
+pub use call::{CallError, CallOptions, call_tool};
 pub use entry::{MAX_DESCRIPTION_CHARS, TRUNCATION_MARKER, ToolEntry, truncate_description};
 pub use naming::{
     Collision, DEFAULT_MAX_NAME_LEN, Origin, ToolIndex, normalize_name, qualified_name, qualified_name_within,

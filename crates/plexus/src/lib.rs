@@ -15,6 +15,41 @@
 //! [`pool::Connector`] of a [`pool::Pool`], which owns every connection's life (windows, states,
 //! caches, reconnection); [`classify`] is how it tells the pool what a failure means.
 //!
+//! [`Hub`] is what a host embeds: every config scope, the pool, the tool pool, calls by name.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let server = plexus_testserver::RemoteServer::from_args("http", &[]).await?;
+//! # let dir = tempfile::tempdir()?;
+//! # let config = dir.path().join("servers.json");
+//! # let servers = serde_json::json!({"mcpServers": {"demo": {"type": "http", "url": server.url()}}});
+//! # std::fs::write(&config, servers.to_string())?;
+//! use std::time::Duration;
+//!
+//! use plexus::config::DiscoveryOptions;
+//! use plexus::{Hub, HubOptions};
+//!
+//! // The user, project and local scopes under a home and a project, with policy and approvals;
+//! // here one explicit file only.
+//! let discovery = DiscoveryOptions::new(dir.path().join("home"), dir.path())
+//!     .with_explicit_files(vec![config], true)
+//!     .with_managed_file(None);
+//! let hub = Hub::start(HubOptions::new(discovery).builtins(["Read", "Write"])).await?;
+//! hub.wait_ready(Duration::from_secs(10)).await?;
+//! let pool = hub.tool_pool().await;
+//! assert!(pool.names().any(|name| name == "mcp__demo__echo"));
+//!
+//! let arguments = serde_json::json!({"text": "hello"}).as_object().cloned().unwrap_or_default();
+//! let result = hub.call("mcp__demo__echo", arguments).await?;
+//! assert_eq!(result.content[0].as_text(), Some("hello"));
+//! hub.shutdown().await;
+//! # server.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
+//! Below the Hub, a [`pool::Pool`] with the [`DefaultConnector`] can be driven directly:
+//!
 //! ```no_run
 //! # async fn demo(servers: Vec<plexus::pool::ServerSpec>) -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
@@ -34,6 +69,8 @@
 mod connect;
 mod connector;
 mod entry_auth;
+#[cfg(feature = "tools")]
+pub mod hub;
 #[cfg(feature = "auth")]
 mod login;
 mod pooled;
@@ -42,6 +79,8 @@ pub use connect::{ConnectError, Connected, connect, connect_detailed};
 #[cfg(feature = "auth")]
 pub use connector::CREDENTIALS_FILE;
 pub use connector::{DefaultConnector, SECRET_VARIABLES};
+#[cfg(feature = "tools")]
+pub use hub::{Hub, HubError, HubOptions};
 #[cfg(feature = "auth")]
 pub use login::LoginError;
 pub use plexus_client::{Client, ClientError, ClientOptions};

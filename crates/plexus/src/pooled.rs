@@ -23,6 +23,12 @@ impl plexus_pool::Connector for DefaultConnector {
             Err(error) => Err(classify(error)),
         }
     }
+
+    /// The session options from the connector's environment (not the process's, unless the
+    /// connector was made with it).
+    fn client_options(&self, server: &ServerSpec) -> ClientOptions {
+        ClientOptions::from_lookup(&server.name, |name| self.env().get(name))
+    }
 }
 
 /// How the pool should take a failed connect: a login needed (with the needs-auth cache's

@@ -1,0 +1,323 @@
+//! The Hub: what a host embeds — every config scope read and merged (policy and approvals
+//! applied), a running pool of the servers that may run, the tool pool, calls by name with the
+//! whole call chain and result processing, events, shutdown.
+//!
+//! One environment: the [`DiscoveryOptions`]' [`Environment`] is where `${VAR}` references,
+//! the timeouts (`MCP_TIMEOUT`, `MCP_TOOL_TIMEOUT`, `PLEXUS_REQUEST_TIMEOUT`), the connect
+//! windows, `MAX_MCP_OUTPUT_TOKENS` and every auth variable are looked up; nothing below reads
+//! the process environment behind the Hub's back.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use plexus_config::{ConfigSources, DiscoveryOptions, Environment, MergedConfig, ServerStatus};
+use plexus_pool::{Admission, Pool, PoolError, PoolEvent, PoolSettings, Readiness, ServerSpec};
+use plexus_protocol::Tool;
+use plexus_tools::{
+    CallError, CallOptions, ProcessedResult, ResultError, ResultSettings, ResultStore, ServerTools, ToolEntry,
+    ToolFilter, ToolIndex, ToolPool, assemble, call_tool, process, server_entries,
+};
+use serde_json::{Map, Value};
+use tokio::sync::broadcast;
+
+use crate::DefaultConnector;
+
+/// How a [`Hub`] starts.
+#[derive(Clone)]
+pub struct HubOptions {
+    /// Where the config files are, and the one environment.
+    pub discovery: DiscoveryOptions,
+    /// The host's built-in tools: their names win over MCP tools'.
+    pub builtins: Vec<String>,
+    /// The longest qualified tool name (64 by default; some model APIs allow 128).
+    pub max_name_len: usize,
+}
+
+impl std::fmt::Debug for HubOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubOptions")
+            .field("home", &self.discovery.home)
+            .field("start_dir", &self.discovery.start_dir)
+            .field("builtins", &self.builtins)
+            .field("max_name_len", &self.max_name_len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HubOptions {
+    /// Options for the config that `discovery` finds, no built-ins, 64-character names.
+    pub fn new(discovery: DiscoveryOptions) -> HubOptions {
+        HubOptions {
+            discovery,
+            builtins: Vec::new(),
+            max_name_len: plexus_tools::DEFAULT_MAX_NAME_LEN,
+        }
+    }
+
+    /// The process's options: its home, its working directory (or `project_dir`), its
+    /// environment.
+    pub fn from_process(project_dir: Option<std::path::PathBuf>) -> Result<HubOptions, HubError> {
+        Ok(HubOptions::new(
+            DiscoveryOptions::from_process(project_dir).map_err(HubError::Discovery)?,
+        ))
+    }
+
+    /// Adds the host's built-in tool names.
+    #[must_use]
+    pub fn builtins(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> HubOptions {
+        self.builtins = names.into_iter().map(Into::into).collect();
+        self
+    }
+}
+
+/// Why the Hub could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum HubError {
+    /// The plexus home or the working directory cannot be found.
+    #[error(transparent)]
+    Discovery(plexus_config::DiscoveryError),
+    /// No tool of the pool has this name.
+    #[error("no tool is named {name:?} (the pool has {count} tools)")]
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+        /// How many tools the pool has.
+        count: usize,
+    },
+    /// The call failed (it names server and tool).
+    #[error(transparent)]
+    Call(Box<CallError>),
+    /// The result could not be processed.
+    #[error("the result of {name} could not be processed: {source}")]
+    Result {
+        /// The tool's qualified name.
+        name: String,
+        /// Why.
+        #[source]
+        source: ResultError,
+    },
+}
+
+impl From<CallError> for HubError {
+    fn from(error: CallError) -> Self {
+        HubError::Call(Box::new(error))
+    }
+}
+
+/// A server's listed tools and the entries built from them.
+type KeptEntries = (Arc<[Tool]>, Arc<[Arc<ToolEntry>]>);
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A running set of MCP servers as one tool pool.
+pub struct Hub {
+    config: MergedConfig,
+    pool: Pool,
+    connector: Arc<DefaultConnector>,
+    builtins: Vec<String>,
+    filters: Vec<(String, ToolFilter)>,
+    index: Mutex<ToolIndex>,
+    /// Each server's entries, built once per list the pool serves (the list's `Arc` tells).
+    entries: Mutex<HashMap<String, KeptEntries>>,
+    results: ResultSettings,
+    store: ResultStore,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub")
+            .field("pool", &self.pool)
+            .field("builtins", &self.builtins)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The pool's entries for a merged config: every valid server, with its admission (invalid
+/// entries are in [`MergedConfig::invalid`] and never reach the pool).
+pub fn server_specs(config: &MergedConfig) -> Vec<ServerSpec> {
+    config
+        .servers
+        .iter()
+        .map(|server| {
+            let spec = ServerSpec::new(server.name.to_string(), server.config.clone(), Some(server.scope));
+            let reason = || server.status.to_string();
+            match &server.status {
+                ServerStatus::Active => spec,
+                ServerStatus::PendingApproval => spec.with_admission(Admission::AwaitingApproval { reason: reason() }),
+                _ => spec.with_admission(Admission::Disabled { reason: reason() }),
+            }
+        })
+        .collect()
+}
+
+impl Hub {
+    /// Reads and merges every scope, and starts every server that may run in the background
+    /// (see [`wait_ready`](Self::wait_ready)). Sessions of persisted tool output older than 7
+    /// days are removed.
+    pub async fn start(options: HubOptions) -> Result<Hub, HubError> {
+        let discovery = &options.discovery;
+        let env: Environment = discovery.env.clone();
+        let config = ConfigSources::discover(discovery).load();
+        let connector = Arc::new(
+            DefaultConnector::new()
+                .with_env(env.clone())
+                .with_home(discovery.home.clone()),
+        );
+        let lookup = |name: &str| env.get(name);
+        let pool = Pool::new(
+            Arc::clone(&connector) as Arc<dyn plexus_pool::Connector>,
+            PoolSettings::from_lookup(lookup),
+        );
+        let filters = config
+            .servers
+            .iter()
+            .map(|server| {
+                let options = server.config.options();
+                (
+                    server.name.to_string(),
+                    ToolFilter::new(options.enabled_tools.as_deref(), &options.disabled_tools),
+                )
+            })
+            .collect();
+        ResultStore::remove_old_sessions(&discovery.home, plexus_tools::store::KEEP_FOR);
+        let store = ResultStore::new(&discovery.home, &ResultStore::session_name());
+        pool.set_servers(server_specs(&config)).await;
+        Ok(Hub {
+            config,
+            pool,
+            connector,
+            builtins: options.builtins,
+            filters,
+            index: Mutex::new(ToolIndex::new(options.max_name_len)),
+            entries: Mutex::new(HashMap::new()),
+            results: ResultSettings::from_lookup(lookup),
+            store,
+        })
+    }
+
+    /// The merged config: its servers (with status and diagnostics), invalid entries, files.
+    pub fn config(&self) -> &MergedConfig {
+        &self.config
+    }
+
+    /// The pool: every server's state, its lists, `ensure_connected`, `reconnect`.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// The connector (its token store, needs-auth cache, file warnings, `login`).
+    pub fn connector(&self) -> &DefaultConnector {
+        &self.connector
+    }
+
+    /// Waits for the servers (see [`Pool::wait_ready`]).
+    pub async fn wait_ready(&self, budget: Duration) -> Result<Readiness, PoolError> {
+        self.pool.wait_ready(budget).await
+    }
+
+    /// The pool's events: states, late joins, list changes (rebuild the tool pool on these).
+    pub fn subscribe(&self) -> broadcast::Receiver<PoolEvent> {
+        self.pool.subscribe()
+    }
+
+    /// The tool pool now: the built-ins, then every connected server's tools (from the pool's
+    /// caches), filtered, with names that stay the same from one call to the next.
+    pub async fn tool_pool(&self) -> ToolPool {
+        let mut listed = Vec::new();
+        for (name, state) in self.pool.states() {
+            if state.status != plexus_pool::ServerStatus::Connected {
+                continue;
+            }
+            match self.pool.tools(&name).await {
+                Ok(tools) => listed.push((name, tools)),
+                Err(e) => tracing::warn!("{e}"),
+            }
+        }
+        let entries: Vec<(String, Arc<[Arc<ToolEntry>]>)> = {
+            let mut cache = lock(&self.entries);
+            let mut index = lock(&self.index);
+            cache.retain(|server, _| listed.iter().any(|(name, _)| name == server));
+            listed
+                .into_iter()
+                .map(|(name, tools)| {
+                    let built = match cache.get(&name) {
+                        Some((list, built)) if Arc::ptr_eq(list, &tools) => Arc::clone(built),
+                        _ => {
+                            let built = server_entries(&name, &tools, &mut index);
+                            cache.insert(name.clone(), (tools, Arc::clone(&built)));
+                            built
+                        }
+                    };
+                    (name, built)
+                })
+                .collect()
+        };
+        let everything = ToolFilter::default();
+        let servers: Vec<ServerTools<'_>> = entries
+            .iter()
+            .map(|(name, entries)| ServerTools {
+                server: name,
+                entries,
+                filter: self
+                    .filters
+                    .iter()
+                    .find(|(server, _)| server == name)
+                    .map_or(&everything, |(_, filter)| filter),
+            })
+            .collect();
+        let builtins: Vec<&str> = self.builtins.iter().map(String::as_str).collect();
+        assemble(&builtins, &servers)
+    }
+
+    /// Calls the tool `name` of the tool pool with `arguments`: the server is connected (or
+    /// reconnected) through the pool, an expired session is reopened once, and the result is
+    /// processed (images downsampled, binary content and large output saved under
+    /// `<home>/tool-results/<session>/`). A result with `isError: true` is a result.
+    pub async fn call(&self, name: &str, arguments: Map<String, Value>) -> Result<ProcessedResult, HubError> {
+        self.call_with(name, arguments, &CallOptions::default()).await
+    }
+
+    /// [`call`](Self::call) with progress and timeout options.
+    pub async fn call_with(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        options: &CallOptions,
+    ) -> Result<ProcessedResult, HubError> {
+        let pool = self.tool_pool().await;
+        let Some(entry) = pool.entries.iter().find(|entry| entry.name == name) else {
+            return Err(HubError::UnknownTool {
+                name: name.to_owned(),
+                count: pool.entries.len() + pool.builtins.len(),
+            });
+        };
+        let tools = self
+            .pool
+            .tools(&entry.server)
+            .await
+            .map_err(|source| CallError::Unavailable {
+                server: entry.server.clone(),
+                tool: entry.tool.clone(),
+                source,
+            })?;
+        let Some(tool) = tools.iter().find(|tool| tool.name == entry.tool) else {
+            return Err(HubError::UnknownTool {
+                name: name.to_owned(),
+                count: pool.entries.len(),
+            });
+        };
+        let result = call_tool(&self.pool, &entry.server, tool, arguments, options).await?;
+        process(result, Some(tool), &self.store, &self.results).map_err(|source| HubError::Result {
+            name: name.to_owned(),
+            source,
+        })
+    }
+
+    /// Closes every server (each within its transport's bound).
+    pub async fn shutdown(&self) {
+        self.pool.shutdown().await;
+    }
+}

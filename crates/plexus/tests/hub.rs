@@ -1,0 +1,73 @@
+//! The Hub against the test server on 127.0.0.1: one environment for everything below it, the
+//! host's built-ins winning over MCP tools, calls by qualified name.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use plexus::config::{DiscoveryOptions, Environment};
+use plexus::{Hub, HubError, HubOptions};
+use plexus_testserver::RemoteServer;
+use serde_json::{Map, json};
+
+/// A Hub over one explicit config file naming `url`, whose environment is `vars` only.
+async fn hub(dir: &tempfile::TempDir, url: &str, vars: &[(&str, &str)], builtins: &[&str]) -> Hub {
+    let config = dir.path().join("servers.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"demo": {"type": "http", "url": url}}}).to_string(),
+    )
+    .unwrap();
+    let vars: HashMap<String, String> = vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    let discovery = DiscoveryOptions::new(dir.path().join("home"), dir.path())
+        .with_explicit_files(vec![config], true)
+        .with_managed_file(None)
+        .with_env(Environment::from_fn(move |name| vars.get(name).cloned()));
+    let hub = Hub::start(HubOptions::new(discovery).builtins(builtins.iter().copied()))
+        .await
+        .unwrap();
+    hub.wait_ready(Duration::from_secs(30)).await.unwrap();
+    hub
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hubs_environment_sets_the_tool_timeout() {
+    let server = RemoteServer::from_args("http", &[]).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let hub = hub(&dir, server.url(), &[("MCP_TOOL_TIMEOUT", "300")], &[]).await;
+    let arguments = json!({"ms": 3000, "steps": 1}).as_object().cloned().unwrap();
+    let error = hub.call("mcp__demo__slow", arguments).await.unwrap_err();
+    assert!(
+        error.to_string().ends_with("tools/call timed out after 300 ms"),
+        "{error}"
+    );
+    hub.shutdown().await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_built_in_name_wins_and_the_mcp_tool_is_left_out() {
+    let server = RemoteServer::from_args("http", &[]).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let hub = hub(&dir, server.url(), &[], &["Read", "mcp__demo__echo"]).await;
+    let pool = hub.tool_pool().await;
+    let names: Vec<&str> = pool.names().take(3).collect();
+    assert_eq!(names[..2], ["Read", "mcp__demo__echo"]);
+    assert!(pool.entries.iter().all(|entry| entry.name != "mcp__demo__echo"));
+    assert_eq!(pool.left_out.len(), 1);
+    assert_eq!(pool.left_out[0].tool, "echo");
+    // The built-in is the host's to run: the Hub does not know it.
+    let error = hub.call("mcp__demo__echo", Map::new()).await.unwrap_err();
+    assert!(matches!(error, HubError::UnknownTool { .. }), "{error:?}");
+    // Another tool works, and its names stay the same from one pool to the next.
+    assert_eq!(
+        hub.tool_pool().await.names().collect::<Vec<_>>(),
+        pool.names().collect::<Vec<_>>()
+    );
+    let sum = hub
+        .call("mcp__demo__add", json!({"a": 2, "b": 3}).as_object().cloned().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(sum.content[0].as_text(), Some("5"));
+    hub.shutdown().await;
+    server.shutdown().await;
+}

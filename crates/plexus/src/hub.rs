@@ -88,6 +88,29 @@ pub enum HubError {
     /// The call failed (it names server and tool).
     #[error(transparent)]
     Call(Box<CallError>),
+    /// No prompt of the Hub has this name.
+    #[error("no prompt is named {name:?} (the Hub has {count} prompts)")]
+    UnknownPrompt {
+        /// The name asked for.
+        name: String,
+        /// How many prompts there are.
+        count: usize,
+    },
+    /// A resource reference is not `@server:uri`.
+    #[error("{reference:?} is not a resource reference (@server:uri)")]
+    BadReference {
+        /// What was given.
+        reference: String,
+    },
+    /// A server could not be reached, or its request failed.
+    #[error("server \"{server}\": {source}")]
+    Server {
+        /// The server.
+        server: String,
+        /// Why.
+        #[source]
+        source: Box<ServerFailure>,
+    },
     /// The result could not be processed.
     #[error("the result of {name} could not be processed: {source}")]
     Result {
@@ -97,6 +120,17 @@ pub enum HubError {
         #[source]
         source: ResultError,
     },
+}
+
+/// Why a server's request failed: it could not be reached, or it answered with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerFailure {
+    /// The pool could not give a connection.
+    #[error(transparent)]
+    Pool(#[from] PoolError),
+    /// The request failed.
+    #[error(transparent)]
+    Request(#[from] plexus_client::ClientError),
 }
 
 impl From<CallError> for HubError {
@@ -120,6 +154,8 @@ pub struct Hub {
     builtins: Vec<String>,
     filters: Vec<(String, ToolFilter)>,
     index: Mutex<ToolIndex>,
+    /// The prompts' names, kept as the tools' are.
+    prompt_index: Mutex<ToolIndex>,
     /// Each server's entries, built once per list the pool serves (the list's `Arc` tells).
     entries: Mutex<HashMap<String, KeptEntries>>,
     results: ResultSettings,
@@ -192,6 +228,7 @@ impl Hub {
             builtins: options.builtins,
             filters,
             index: Mutex::new(ToolIndex::new(options.max_name_len)),
+            prompt_index: Mutex::new(ToolIndex::new(options.max_name_len)),
             entries: Mutex::new(HashMap::new()),
             results: ResultSettings::from_lookup(lookup),
             store,
@@ -314,6 +351,11 @@ impl Hub {
             name: name.to_owned(),
             source,
         })
+    }
+
+    /// The index of the prompts' names.
+    pub(crate) fn prompt_names(&self) -> MutexGuard<'_, ToolIndex> {
+        lock(&self.prompt_index)
     }
 
     /// Closes every server (each within its transport's bound).

@@ -71,6 +71,8 @@ mod connector;
 mod entry_auth;
 #[cfg(feature = "tools")]
 pub mod hub;
+#[cfg(feature = "tools")]
+mod hub_content;
 #[cfg(feature = "auth")]
 mod login;
 mod pooled;
@@ -80,7 +82,9 @@ pub use connect::{ConnectError, Connected, connect, connect_detailed};
 pub use connector::CREDENTIALS_FILE;
 pub use connector::{DefaultConnector, SECRET_VARIABLES};
 #[cfg(feature = "tools")]
-pub use hub::{Hub, HubError, HubOptions};
+pub use hub::{Hub, HubError, HubOptions, ServerFailure};
+#[cfg(feature = "tools")]
+pub use hub_content::{PromptEntry, ResourceEntry, parse_reference};
 #[cfg(feature = "auth")]
 pub use login::LoginError;
 pub use plexus_client::{Client, ClientError, ClientOptions};

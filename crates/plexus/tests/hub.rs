@@ -71,3 +71,47 @@ async fn a_built_in_name_wins_and_the_mcp_tool_is_left_out() {
     hub.shutdown().await;
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompts_are_named_like_tools_and_resources_by_reference() {
+    let server = RemoteServer::from_args("http", &[]).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let hub = hub(&dir, server.url(), &[], &[]).await;
+    let prompts: Vec<String> = hub.prompts().await.into_iter().map(|p| p.name).collect();
+    assert_eq!(
+        prompts,
+        ["mcp__demo__code-review", "mcp__demo__greeting", "mcp__demo__simple"]
+    );
+    let arguments = std::collections::BTreeMap::from([("name".to_owned(), "Ada".to_owned())]);
+    let greeting = hub.get_prompt("mcp__demo__greeting", arguments).await.unwrap();
+    let text = serde_json::to_string(&greeting.messages).unwrap();
+    assert!(text.contains("Ada"), "{text}");
+    let missing = hub
+        .get_prompt("mcp__demo__greeting", std::collections::BTreeMap::new())
+        .await
+        .unwrap_err();
+    assert!(
+        missing.to_string().starts_with("server \"demo\": prompts/get failed: "),
+        "{missing}"
+    );
+    assert!(matches!(
+        hub.get_prompt("mcp__demo__nope", std::collections::BTreeMap::new())
+            .await
+            .unwrap_err(),
+        HubError::UnknownPrompt { .. }
+    ));
+
+    let resources = hub.resources().await;
+    let hello = resources.iter().find(|r| r.resource.name == "hello.txt").unwrap();
+    assert_eq!(hello.reference, "@demo:test://static/hello.txt");
+    let read = hub.read_resource(&hello.reference).await.unwrap();
+    let contents = serde_json::to_value(&read.contents).unwrap();
+    assert_eq!(contents[0]["text"], "Hello from plexus-testserver!\n");
+    let bad = hub.read_resource("demo:test://static/hello.txt").await.unwrap_err();
+    assert_eq!(
+        bad.to_string(),
+        "\"demo:test://static/hello.txt\" is not a resource reference (@server:uri)"
+    );
+    hub.shutdown().await;
+    server.shutdown().await;
+}

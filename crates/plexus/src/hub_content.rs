@@ -1,0 +1,164 @@
+//! The Hub's prompts (named like tools, `mcp__<server>__<prompt>`) and resources (named by
+//! `@<server>:<uri>` references), from every connected server that offers them.
+
+use std::collections::BTreeMap;
+
+use plexus_protocol::{GetPromptResult, Prompt, ReadResourceResult, Resource};
+
+use crate::hub::{Hub, HubError};
+
+/// A prompt of one of the Hub's servers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptEntry {
+    /// `mcp__<server>__<prompt>`, named as tools are (stable, unique, resolved by the Hub).
+    pub name: String,
+    /// The server.
+    pub server: String,
+    /// The prompt as the server lists it.
+    pub prompt: Prompt,
+}
+
+/// A resource of one of the Hub's servers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResourceEntry {
+    /// `@<server>:<uri>`: how a host (or its user) refers to it.
+    pub reference: String,
+    /// The server.
+    pub server: String,
+    /// The resource as the server lists it.
+    pub resource: Resource,
+}
+
+/// The server and URI of a `@server:uri` reference (a server name never holds `:`).
+pub fn parse_reference(reference: &str) -> Option<(&str, &str)> {
+    let (server, uri) = reference.strip_prefix('@')?.split_once(':')?;
+    (!server.is_empty() && !uri.is_empty()).then_some((server, uri))
+}
+
+impl Hub {
+    /// Every prompt of every connected server that offers prompts, by server and name.
+    pub async fn prompts(&self) -> Vec<PromptEntry> {
+        let mut entries = Vec::new();
+        let mut listed = Vec::new();
+        for server in self.offering(|caps| caps.prompts.is_some()) {
+            match self.pool().prompts(&server).await {
+                Ok(prompts) => listed.push((server, prompts)),
+                Err(e) => tracing::warn!("{e}"),
+            }
+        }
+        let mut index = self.prompt_names();
+        for (server, prompts) in listed {
+            let mut prompts: Vec<&Prompt> = prompts.iter().collect();
+            prompts.sort_by(|a, b| a.name.cmp(&b.name));
+            for prompt in prompts {
+                entries.push(PromptEntry {
+                    name: index.insert(&server, &prompt.name).to_owned(),
+                    server: server.clone(),
+                    prompt: prompt.clone(),
+                });
+            }
+        }
+        entries
+    }
+
+    /// The prompt `name` (as [`prompts`](Self::prompts) names it) with `arguments`.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: BTreeMap<String, String>,
+    ) -> Result<GetPromptResult, HubError> {
+        let known = self.prompts().await;
+        let Some(entry) = known.iter().find(|entry| entry.name == name) else {
+            return Err(HubError::UnknownPrompt {
+                name: name.to_owned(),
+                count: known.len(),
+            });
+        };
+        let client = self
+            .pool()
+            .ensure_connected(&entry.server)
+            .await
+            .map_err(|source| HubError::Server {
+                server: entry.server.clone(),
+                source: Box::new(source.into()),
+            })?;
+        let arguments = (!arguments.is_empty()).then_some(arguments);
+        client
+            .get_prompt(&entry.prompt.name, arguments)
+            .await
+            .map_err(|source| HubError::Server {
+                server: entry.server.clone(),
+                source: Box::new(source.into()),
+            })
+    }
+
+    /// Every resource of every connected server that offers resources, by server and the
+    /// server's order.
+    pub async fn resources(&self) -> Vec<ResourceEntry> {
+        let mut entries = Vec::new();
+        for server in self.offering(|caps| caps.resources.is_some()) {
+            match self.pool().resources(&server).await {
+                Ok(resources) => entries.extend(resources.iter().map(|resource| ResourceEntry {
+                    reference: format!("@{server}:{}", resource.uri),
+                    server: server.clone(),
+                    resource: resource.clone(),
+                })),
+                Err(e) => tracing::warn!("{e}"),
+            }
+        }
+        entries
+    }
+
+    /// Reads the resource a `@server:uri` reference names (the server connected on demand).
+    pub async fn read_resource(&self, reference: &str) -> Result<ReadResourceResult, HubError> {
+        let Some((server, uri)) = parse_reference(reference) else {
+            return Err(HubError::BadReference {
+                reference: reference.to_owned(),
+            });
+        };
+        let client = self
+            .pool()
+            .ensure_connected(server)
+            .await
+            .map_err(|source| HubError::Server {
+                server: server.to_owned(),
+                source: Box::new(source.into()),
+            })?;
+        client.read_resource(uri).await.map_err(|source| HubError::Server {
+            server: server.to_owned(),
+            source: Box::new(source.into()),
+        })
+    }
+
+    /// The connected servers whose capabilities pass `offers`, by name.
+    fn offering(&self, offers: impl Fn(&plexus_protocol::ServerCapabilities) -> bool) -> Vec<String> {
+        let mut servers: Vec<String> = self
+            .pool()
+            .names()
+            .into_iter()
+            .filter(|name| {
+                self.pool()
+                    .client(name)
+                    .is_some_and(|client| offers(&client.server().capabilities))
+            })
+            .collect();
+        servers.sort();
+        servers
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_name_a_server_and_a_uri() {
+        assert_eq!(
+            parse_reference("@docs:file:///a/b.md"),
+            Some(("docs", "file:///a/b.md"))
+        );
+        assert_eq!(parse_reference("docs:file:///a"), None);
+        assert_eq!(parse_reference("@:x"), None);
+        assert_eq!(parse_reference("@docs:"), None);
+    }
+}

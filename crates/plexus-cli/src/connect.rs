@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use plexus::DefaultConnector;
 use plexus::auth::FileWarnings;
-use plexus::config::ServerStatus as ConfigStatus;
 use plexus::pool::{Admission, Pool, PoolSettings, ServerSpec};
 
 use crate::progress::{Progress, View};
@@ -29,13 +28,8 @@ pub(crate) fn report_file_warnings(warnings: &FileWarnings) {
 /// The pool's entry for a configured server, with its admission; none for an invalid entry.
 fn spec(server: &Server) -> Option<ServerSpec> {
     let config = server.config.clone()?;
-    let spec = ServerSpec::new(&server.name, config, server.scope);
-    let reason = || server.reason().unwrap_or_default();
-    Some(match server.status.as_ref()? {
-        ConfigStatus::Active => spec,
-        ConfigStatus::PendingApproval => spec.with_admission(Admission::AwaitingApproval { reason: reason() }),
-        _ => spec.with_admission(Admission::Disabled { reason: reason() }),
-    })
+    let admission = plexus::hub::admission(server.status.as_ref()?, || server.reason().unwrap_or_default());
+    Some(ServerSpec::new(&server.name, config, server.scope).with_admission(admission))
 }
 
 /// Puts `servers` in a new pool (at most 3 local and 20 remote connect at once, or

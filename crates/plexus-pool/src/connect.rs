@@ -2,7 +2,7 @@
 //! reconnection with backoff, the crash-loop guard, the needs-auth wait, and what a lost
 //! connection clears.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -125,6 +125,7 @@ async fn once(shared: &Arc<Shared>, slot: &Arc<Slot>, reconnect_attempt: u32) ->
         shared: Arc::downgrade(shared),
         slot: Arc::downgrade(slot),
         epoch,
+        failures: AtomicU32::new(0),
     }));
     let started = Instant::now();
     let connect = shared.connector.connect(&slot.spec, options);
@@ -169,7 +170,6 @@ fn install(
             reason: format!("server \"{}\" left the pool while it connected", slot.name()),
         });
     }
-    slot.failures.store(0, Ordering::SeqCst);
     live.instructions = client
         .server()
         .instructions
@@ -500,25 +500,28 @@ struct Health {
     shared: Weak<Shared>,
     slot: Weak<Slot>,
     epoch: u64,
+    /// Terminal I/O failures in a row on this connection.
+    failures: AtomicU32,
 }
 
 impl RequestObserver for Health {
     fn request_ended(&self, _server: &str, _method: &str, outcome: Result<(), &ClientError>) {
-        let Some(slot) = self.slot.upgrade() else { return };
         let error = match outcome {
             Err(error) if !matches!(error, ClientError::Rpc { .. }) => error,
-            // A reply, even an error reply: the connection works.
+            // A reply, even an error reply: the connection works. The common path: one load.
             _ => {
-                if slot.failures.load(Ordering::Relaxed) != 0 {
-                    slot.failures.store(0, Ordering::SeqCst);
+                if self.failures.load(Ordering::Relaxed) != 0 {
+                    self.failures.store(0, Ordering::Relaxed);
                 }
                 return;
             }
         };
-        let Some(shared) = self.shared.upgrade() else { return };
+        let (Some(shared), Some(slot)) = (self.shared.upgrade(), self.slot.upgrade()) else {
+            return;
+        };
         match error.transport_class() {
             Some(ErrorClass::TerminalIo) if !slot.spec.is_local() => {
-                let count = slot.failures.fetch_add(1, Ordering::SeqCst) + 1;
+                let count = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
                 if count >= shared.settings.terminal_failures.max(1) {
                     let reason = format!("{count} connection failures in a row; the last: {error}");
                     lost(&shared, &slot, self.epoch, reason, Some(error.clone()));

@@ -83,8 +83,10 @@ impl Shared {
     }
 
     pub(crate) fn slot(&self, server: &str) -> Result<Arc<Slot>, PoolError> {
-        let key = self.names.get(server).map(|key| key.value().clone());
-        key.and_then(|key| self.connections.get(&key).map(|slot| Arc::clone(slot.value())))
+        // Two maps, never locked the other way round: no deadlock, and no key copied.
+        self.names
+            .get(server)
+            .and_then(|key| self.connections.get(key.value()).map(|slot| Arc::clone(slot.value())))
             .ok_or_else(|| PoolError::UnknownServer {
                 server: server.to_owned(),
                 known: lock(&self.order).clone(),

@@ -2,7 +2,7 @@
 //! under way, the generations of its lists.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Instant, SystemTime};
 
@@ -70,8 +70,6 @@ pub(crate) struct Slot {
     generations: [AtomicU64; 4],
     /// One fetch of each list at a time.
     pub(crate) fetching: [tokio::sync::Mutex<()>; 4],
-    /// Terminal I/O failures in a row on the live connection.
-    pub(crate) failures: AtomicU32,
     /// The slot left the pool.
     pub(crate) removed: AtomicBool,
     /// Tells waiters that the state changed.
@@ -103,7 +101,6 @@ impl Slot {
             }),
             generations: std::array::from_fn(|_| AtomicU64::new(generation())),
             fetching: std::array::from_fn(|_| tokio::sync::Mutex::new(())),
-            failures: AtomicU32::new(0),
             removed: AtomicBool::new(false),
             changed,
         }

@@ -294,6 +294,7 @@ mod tests {
             "--fail-after=2",
             "--reset-after=3",
             "--fault-times=1",
+            "--fault-period=4",
             "--reject-large-body=1000:401",
             "--close-after-request-ms=100",
             "--close-from-call=2",
@@ -320,8 +321,14 @@ mod tests {
             (8080, Some("/x"), 10, Some(5))
         );
         assert_eq!(
-            (r.fail_status, r.fail_after, r.reset_after, r.fault_times),
-            (Some(503), Some(2), Some(3), Some(1))
+            (
+                r.fail_status,
+                r.fail_after,
+                r.reset_after,
+                r.fault_times,
+                r.fault_period
+            ),
+            (Some(503), Some(2), Some(3), Some(1), Some(4))
         );
         assert_eq!(
             r.reject_large_body,

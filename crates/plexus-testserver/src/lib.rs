@@ -24,7 +24,11 @@
 //! What every mode offers (protocol 2025-11-25, also 2025-06-18, 2025-03-26 and 2024-11-05):
 //! - tools `echo`, `add`, `large`, `image`, `slow`, `trigger-list-changed`, `update-resource`,
 //!   `elicit`, `sample`, `roots`, `log`, `error`, `fail`, and the fault tools `crash`, `hang`,
-//!   `garbage`, `oversize`, `drip`, `stderr`; `--tools N` adds generated tools for pagination;
+//!   `garbage`, `oversize`, `drip`, `stderr`; `--tools N` adds generated tools for pagination,
+//!   `--tool-named NAME` (repeatable) a tool of any name that returns its arguments (for naming
+//!   tests);
+//! - `--delay METHOD=MS` (repeatable) answers every request of METHOD (not `tools/call`) MS
+//!   milliseconds late: a slow `initialize`, `tools/list` or `ping`;
 //! - static resources under `test://static/`, the templates `test://items/{id}` and
 //!   `test://echo/{text}`, subscriptions, prompts `simple`, `greeting` and `code-review`,
 //!   completions and `logging/setLevel`;
@@ -104,7 +108,8 @@
 //!   event), then after MS milliseconds its connection closes without an answer (a `fault` event
 //!   `close-after-request` with the call's number and id); `--close-from-call N` makes the N-th
 //!   tools/call (server-wide) the first one hit.
-//! - `--fault-times K`: the four above hit only K requests, then the server behaves again.
+//! - `--fault-times K`: the four above hit only K requests, then the server behaves again;
+//!   `--fault-period P` with it repeats that every P requests (K hit, P - K served, …).
 //! - `--reject-large-body BYTES[:STATUS]`: a request whose `Content-Length` is above BYTES gets
 //!   STATUS (default 413; a 401 carries `WWW-Authenticate: Bearer realm="plexus-testserver"`) as
 //!   soon as its head is in, with `Connection: close`, and its body is never read (so the close

@@ -14,8 +14,6 @@ use plexus_protocol::{CallToolResult, Tool};
 use plexus_transport::ErrorClass;
 use serde_json::{Map, Value};
 
-use crate::ToolEntry;
-
 /// How one call behaves.
 #[derive(Clone, Default)]
 pub struct CallOptions {
@@ -96,7 +94,7 @@ pub async fn call_tool(
     arguments: Map<String, Value>,
     options: &CallOptions,
 ) -> Result<CallToolResult, CallError> {
-    if ToolEntry::named(String::new(), server, tool).requires_task() {
+    if crate::entry::requires_task(tool) {
         return Err(CallError::TaskRequired {
             server: server.to_owned(),
             tool: tool.name.clone(),

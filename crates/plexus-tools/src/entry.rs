@@ -87,6 +87,14 @@ impl ToolEntry {
     }
 }
 
+/// Whether `tool` must be called as a task (`execution.taskSupport` is `required`).
+pub fn requires_task(tool: &Tool) -> bool {
+    tool.execution
+        .as_ref()
+        .and_then(|execution| execution.task_support.as_ref())
+        .is_some_and(|support| *support == TaskSupport::Required)
+}
+
 /// Cuts a description to at most [`MAX_DESCRIPTION_CHARS`] characters, ending a cut one with
 /// [`TRUNCATION_MARKER`]. Never splits a character.
 pub fn truncate_description(description: &str) -> std::borrow::Cow<'_, str> {

@@ -30,7 +30,7 @@ pub mod store;
 
 pub use assembly::{LeftOut, LeftOutBecause, ServerTools, ToolFilter, ToolPool, assemble, server_entries};
 pub use call::{CallError, CallOptions, call_tool};
-pub use entry::{MAX_DESCRIPTION_CHARS, TRUNCATION_MARKER, ToolEntry, truncate_description};
+pub use entry::{MAX_DESCRIPTION_CHARS, TRUNCATION_MARKER, ToolEntry, requires_task, truncate_description};
 pub use naming::{
     Collision, DEFAULT_MAX_NAME_LEN, Origin, ToolIndex, normalize_name, qualified_name, qualified_name_within,
 };

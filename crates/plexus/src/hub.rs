@@ -77,13 +77,11 @@ pub enum HubError {
     /// The plexus home or the working directory cannot be found.
     #[error(transparent)]
     Discovery(plexus_config::DiscoveryError),
-    /// No tool of the pool has this name.
-    #[error("no tool is named {name:?} (the pool has {count} tools)")]
+    /// No MCP tool of the pool has this name (a built-in's name included: the host runs those).
+    #[error("no MCP tool is named {name:?}")]
     UnknownTool {
         /// The name asked for.
         name: String,
-        /// How many tools the pool has.
-        count: usize,
     },
     /// The call failed (it names server and tool).
     #[error(transparent)]
@@ -178,15 +176,21 @@ pub fn server_specs(config: &MergedConfig) -> Vec<ServerSpec> {
         .servers
         .iter()
         .map(|server| {
-            let spec = ServerSpec::new(server.name.to_string(), server.config.clone(), Some(server.scope));
-            let reason = || server.status.to_string();
-            match &server.status {
-                ServerStatus::Active => spec,
-                ServerStatus::PendingApproval => spec.with_admission(Admission::AwaitingApproval { reason: reason() }),
-                _ => spec.with_admission(Admission::Disabled { reason: reason() }),
-            }
+            ServerSpec::new(server.name.to_string(), server.config.clone(), Some(server.scope))
+                .with_admission(admission(&server.status, || server.status.to_string()))
         })
         .collect()
+}
+
+/// Whether a server of config `status` may start: active servers start, a project server
+/// waiting for approval is pending, every other is disabled; `reason` says why in the host's
+/// words.
+pub fn admission(status: &ServerStatus, reason: impl FnOnce() -> String) -> Admission {
+    match status {
+        ServerStatus::Active => Admission::Start,
+        ServerStatus::PendingApproval => Admission::AwaitingApproval { reason: reason() },
+        _ => Admission::Disabled { reason: reason() },
+    }
 }
 
 impl Hub {
@@ -324,29 +328,39 @@ impl Hub {
         arguments: Map<String, Value>,
         options: &CallOptions,
     ) -> Result<ProcessedResult, HubError> {
-        let pool = self.tool_pool().await;
-        let Some(entry) = pool.entries.iter().find(|entry| entry.name == name) else {
-            return Err(HubError::UnknownTool {
-                name: name.to_owned(),
-                count: pool.entries.len() + pool.builtins.len(),
-            });
+        let unknown = || HubError::UnknownTool { name: name.to_owned() };
+        // A built-in is the host's to run. Otherwise the name resolves through the index; a name
+        // it does not know yet (no tool pool built since the server joined) builds the pool once.
+        if self.builtins.iter().any(|builtin| builtin == name) {
+            return Err(unknown());
+        }
+        let resolve = || lock(&self.index).resolve(name).cloned();
+        let origin = match resolve() {
+            Some(origin) => origin,
+            None => {
+                self.tool_pool().await;
+                resolve().ok_or_else(unknown)?
+            }
         };
+        let allowed = self
+            .filters
+            .iter()
+            .find(|(server, _)| *server == origin.server)
+            .is_none_or(|(_, filter)| filter.allows(&origin.tool));
+        if !allowed {
+            return Err(unknown());
+        }
         let tools = self
             .pool
-            .tools(&entry.server)
+            .tools(&origin.server)
             .await
             .map_err(|source| CallError::Unavailable {
-                server: entry.server.clone(),
-                tool: entry.tool.clone(),
+                server: origin.server.clone(),
+                tool: origin.tool.clone(),
                 source,
             })?;
-        let Some(tool) = tools.iter().find(|tool| tool.name == entry.tool) else {
-            return Err(HubError::UnknownTool {
-                name: name.to_owned(),
-                count: pool.entries.len(),
-            });
-        };
-        let result = call_tool(&self.pool, &entry.server, tool, arguments, options).await?;
+        let tool = tools.iter().find(|tool| tool.name == origin.tool).ok_or_else(unknown)?;
+        let result = call_tool(&self.pool, &origin.server, tool, arguments, options).await?;
         process(result, Some(tool), &self.store, &self.results).map_err(|source| HubError::Result {
             name: name.to_owned(),
             source,

@@ -182,7 +182,16 @@ impl App {
 
     fn is_hit(&self, n: u64, after: Option<u64>) -> bool {
         let Some(after) = after else { return false };
-        n > after && self.remote.fault_times.is_none_or(|times| n - after <= times)
+        if n <= after {
+            return false;
+        }
+        // The k-th request the fault would hit, counted from 0.
+        let k = n - after - 1;
+        match (self.remote.fault_times, self.remote.fault_period) {
+            (Some(times), Some(period)) => k % period < times,
+            (Some(times), None) => k < times,
+            (None, _) => true,
+        }
     }
 
     /// Counts one POST (ws: upgrade request) and applies `--reset-after` (which resets the

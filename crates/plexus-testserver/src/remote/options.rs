@@ -57,6 +57,10 @@ pub struct RemoteOptions {
     /// first K requests that the fault would hit are hit; later ones are served again.
     #[arg(long, value_name = "K", value_parser = value_parser!(u64).range(1..))]
     pub fault_times: Option<u64>,
+    /// With --fault-times K: the pattern repeats every P requests (K hit, P - K served, …), so
+    /// that failures and successes alternate.
+    #[arg(long, value_name = "P", requires = "fault_times", value_parser = value_parser!(u64).range(1..))]
+    pub fault_period: Option<u64>,
     /// Fault: answer a request whose Content-Length is above BYTES with STATUS (default 413; a 401
     /// carries a Bearer challenge) as soon as its head is in, without reading its body, and close
     /// the connection (an unread body makes the close a TCP reset).
@@ -76,6 +80,7 @@ impl Default for RemoteOptions {
             fail_after: None,
             reset_after: None,
             fault_times: None,
+            fault_period: None,
             reject_large_body: None,
         }
     }

@@ -90,6 +90,8 @@ pub(crate) const MUST_PASS_IN: &[(&str, &[&str])] = &[
             "auth/wif-jwt-bearer",
             "auth/dpop",
             "auth/dpop-nonce",
+            // Tool schemas pass through untouched: `$schema`, `$defs`, `additionalProperties`.
+            "json-schema-2020-12-preservation",
         ],
     ),
 ];

@@ -273,7 +273,7 @@ fn a_failing_server_does_not_hide_the_others_tools_and_exits_3() {
     let output = plexus(&dir, &["--config", &path, "--json", "tools"]);
     assert_eq!(output.status.code(), Some(3));
     let tools: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(tools.len(), 19);
+    assert_eq!(tools.len(), 20);
     assert!(tools.iter().all(|t| t["server"] == "demo"));
     let errors = stderr(&output);
     assert!(errors.contains("plexus: server \"broken\": the connection is closed: the server exited with status 5\n--- last stderr output of the server ---\n"), "{errors}");

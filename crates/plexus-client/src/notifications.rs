@@ -1,7 +1,9 @@
 //! Notifications the server sends, as subscribers see them.
 
 use plexus_jsonrpc::{Notification, RawValue};
-use plexus_protocol::{LoggingMessageNotificationParams, ResourceUpdatedNotificationParams, methods};
+use plexus_protocol::{
+    ElicitationCompleteNotificationParams, LoggingMessageNotificationParams, ResourceUpdatedNotificationParams, methods,
+};
 
 /// A notification from the server (progress and cancellation are handled by the session itself).
 #[derive(Debug, Clone)]
@@ -16,6 +18,8 @@ pub enum ServerNotification {
     ResourceUpdated(ResourceUpdatedNotificationParams),
     /// `notifications/message`: a log message.
     LogMessage(LoggingMessageNotificationParams),
+    /// `notifications/elicitation/complete`: a URL-mode elicitation finished (since 2025-11-25).
+    ElicitationComplete(ElicitationCompleteNotificationParams),
     /// Any other notification, or a known one whose params did not parse.
     Other {
         /// The method.
@@ -40,6 +44,10 @@ impl ServerNotification {
                 .as_deref()
                 .and_then(|p| serde_json::from_str(p.get()).ok())
                 .map(ServerNotification::LogMessage),
+            methods::ELICITATION_COMPLETE => params
+                .as_deref()
+                .and_then(|p| serde_json::from_str(p.get()).ok())
+                .map(ServerNotification::ElicitationComplete),
             _ => None,
         };
         typed.unwrap_or_else(|| ServerNotification::Other {

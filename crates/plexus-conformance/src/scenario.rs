@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use plexus::config::ServerConfig;
-use plexus::protocol::{CallToolResult, ContentBlock, Implementation, Tool};
+use plexus::protocol::{CallToolResult, ContentBlock, Implementation};
 use plexus::transport::AuthProvider;
 use plexus::{ClientError, ClientOptions, ConnectError};
 use serde_json::{Map, Value};
@@ -58,6 +58,25 @@ pub enum ToolCalls {
     Named(&'static [&'static str]),
     /// Every tool the server lists (scenarios this client has no entry for).
     EveryListed,
+    /// `focal`, then `echo` with `{"schema": …}`: the input schema this client observed for
+    /// `focal`, so that the suite sees what survived parsing.
+    EchoSchema {
+        /// The tool whose schema is echoed.
+        focal: &'static str,
+        /// The tool that takes it back.
+        echo: &'static str,
+    },
+}
+
+impl ToolCalls {
+    /// The tools the calls need, in call order (none for [`ToolCalls::EveryListed`]).
+    fn needed(self) -> Vec<&'static str> {
+        match self {
+            ToolCalls::None | ToolCalls::EveryListed => Vec::new(),
+            ToolCalls::Named(names) => names.to_vec(),
+            ToolCalls::EchoSchema { focal, echo } => vec![focal, echo],
+        }
+    }
 }
 
 /// The scenarios this client knows, with the tools each calls; any other scenario calls every
@@ -74,6 +93,14 @@ pub const KNOWN_SCENARIOS: &[(&str, ToolCalls)] = &[
     // The server closes the tool call's SSE stream after a priming event; the transport resumes
     // with a GET carrying `Last-Event-ID` after the `retry` delay, where the result arrives.
     ("sse-retry", ToolCalls::Named(&["test_reconnection"])),
+    // `$schema`, `$defs`, `additionalProperties` and the 2020-12 vocabulary must survive.
+    (
+        "json-schema-2020-12-preservation",
+        ToolCalls::EchoSchema {
+            focal: "json_schema_2020_12_tool",
+            echo: "json_schema_echo",
+        },
+    ),
 ];
 
 /// The tools the scenario `name` calls.
@@ -317,59 +344,84 @@ pub async fn exercise(client: &plexus::Client, scenario: &str) -> Result<Vec<Str
     )];
     let calls = tool_calls(scenario);
     if details.capabilities.tools.is_none() {
-        return match calls {
-            ToolCalls::Named(tools) => Err(ScenarioError::NoTools {
-                scenario: scenario.to_owned(),
-                tools: tools.join(", "),
-            }),
-            ToolCalls::None | ToolCalls::EveryListed => {
-                transcript.push("the server has no tools".to_owned());
-                Ok(transcript)
-            }
-        };
+        let needed = calls.needed();
+        if needed.is_empty() {
+            transcript.push("the server has no tools".to_owned());
+            return Ok(transcript);
+        }
+        return Err(ScenarioError::NoTools {
+            scenario: scenario.to_owned(),
+            tools: needed.join(", "),
+        });
     }
     let tools = client.list_tools().await.map_err(|source| ScenarioError::Request {
         what: "tools/list".to_owned(),
         source,
     })?;
-    let listed: Vec<String> = tools.iter().map(|tool| tool.name.clone()).collect();
-    transcript.push(format!("tools: {}", listed.join(", ")));
-    let chosen: Vec<&Tool> = match calls {
-        ToolCalls::None => Vec::new(),
-        ToolCalls::EveryListed => tools.iter().collect(),
-        ToolCalls::Named(names) => names
-            .iter()
-            .map(|wanted| {
-                tools
-                    .iter()
-                    .find(|tool| tool.name == *wanted)
-                    .ok_or_else(|| ScenarioError::MissingTool {
-                        scenario: scenario.to_owned(),
-                        tool: (*wanted).to_owned(),
-                        listed: listed.clone(),
-                    })
-            })
-            .collect::<Result<_, _>>()?,
-    };
-    for tool in chosen {
-        let arguments = fill_object(&tool.input_schema);
+    let listed: Vec<(&str, &Map<String, Value>)> = tools
+        .iter()
+        .map(|tool| (tool.name.as_str(), &tool.input_schema))
+        .collect();
+    transcript.push(format!(
+        "tools: {}",
+        listed.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", ")
+    ));
+    for (tool, arguments) in planned_calls(scenario, &listed)? {
         let shown = Value::Object(arguments.clone());
         let result = client
-            .call_tool(&tool.name, Some(arguments))
+            .call_tool(&tool, Some(arguments))
             .await
             .map_err(|source| ScenarioError::Request {
-                what: format!("tools/call {}", tool.name),
+                what: format!("tools/call {tool}"),
                 source,
             })?;
         if result.is_error() {
             return Err(ScenarioError::ToolError {
-                tool: tool.name.clone(),
+                tool,
                 text: result_text(&result),
             });
         }
-        transcript.push(format!("called {} {shown}: {}", tool.name, result_text(&result)));
+        transcript.push(format!("called {tool} {shown}: {}", result_text(&result)));
     }
     Ok(transcript)
+}
+
+/// A tool to call and its arguments.
+pub(crate) type PlannedCall = (String, Map<String, Value>);
+
+/// The calls the scenario `scenario` makes, in order, given the listed tools (name and input
+/// schema): each tool's name and arguments, filled from its input schema.
+pub(crate) fn planned_calls(
+    scenario: &str,
+    listed: &[(&str, &Map<String, Value>)],
+) -> Result<Vec<PlannedCall>, ScenarioError> {
+    let find = |wanted: &str| {
+        listed
+            .iter()
+            .find(|(name, _)| *name == wanted)
+            .copied()
+            .ok_or_else(|| ScenarioError::MissingTool {
+                scenario: scenario.to_owned(),
+                tool: wanted.to_owned(),
+                listed: listed.iter().map(|(name, _)| (*name).to_owned()).collect(),
+            })
+    };
+    let filled = |(name, schema): (&str, &Map<String, Value>)| (name.to_owned(), fill_object(schema));
+    Ok(match tool_calls(scenario) {
+        ToolCalls::None => Vec::new(),
+        ToolCalls::EveryListed => listed.iter().copied().map(filled).collect(),
+        ToolCalls::Named(names) => names
+            .iter()
+            .map(|name| find(name).map(filled))
+            .collect::<Result<_, _>>()?,
+        ToolCalls::EchoSchema { focal, echo } => {
+            let (focal_name, schema) = find(focal)?;
+            let (echo_name, _) = find(echo)?;
+            let mut arguments = Map::new();
+            arguments.insert("schema".to_owned(), Value::Object(schema.clone()));
+            vec![filled((focal_name, schema)), (echo_name.to_owned(), arguments)]
+        }
+    })
 }
 
 /// The text blocks of a result joined by spaces, with other blocks named by kind.
@@ -403,6 +455,29 @@ mod tests {
             ToolCalls::Named(&["test_client_elicitation_defaults"])
         );
         assert_eq!(tool_calls("auth/metadata-default"), ToolCalls::EveryListed);
+    }
+
+    #[test]
+    fn the_schema_echo_sends_back_the_focal_schema_as_observed() {
+        let focal: Map<String, Value> = serde_json::from_value(serde_json::json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {"address": {"$anchor": "addr", "type": "object"}},
+            "properties": {"name": {"type": "string"}},
+            "required": ["name"],
+            "additionalProperties": false,
+        }))
+        .unwrap();
+        let echo = Map::new();
+        let listed = [("json_schema_echo", &echo), ("json_schema_2020_12_tool", &focal)];
+        let calls = planned_calls("json-schema-2020-12-preservation", &listed).unwrap();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].0, "json_schema_2020_12_tool");
+        assert_eq!(Value::Object(calls[0].1.clone()), serde_json::json!({"name": "plexus"}));
+        assert_eq!(calls[1].0, "json_schema_echo");
+        assert_eq!(calls[1].1["schema"], Value::Object(focal.clone()));
+        let missing = planned_calls("json-schema-2020-12-preservation", &listed[..1]).unwrap_err();
+        assert!(matches!(missing, ScenarioError::MissingTool { .. }), "{missing:?}");
     }
 
     #[test]

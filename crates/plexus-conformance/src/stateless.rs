@@ -12,8 +12,7 @@ use plexus::transport::{AuthProvider, Credentials, Rejection, body_excerpt};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue, WWW_AUTHENTICATE};
 use serde_json::{Map, Value, json};
 
-use crate::fill::fill_object;
-use crate::scenario::{CLIENT_NAME, Limits, ScenarioError, ToolCalls, tool_calls};
+use crate::scenario::{CLIENT_NAME, Limits, ScenarioError, planned_calls};
 
 /// The protocol version of the stateless era.
 pub const STATELESS_VERSION: &str = "2026-07-28";
@@ -79,34 +78,17 @@ pub async fn run_stateless(
                 .collect()
         })
         .unwrap_or_default();
-    let names: Vec<String> = tools.iter().map(|(name, _)| name.clone()).collect();
+    let names: Vec<&str> = tools.iter().map(|(name, _)| name.as_str()).collect();
     transcript.push(format!("tools: {}", names.join(", ")));
-    let chosen: Vec<&(String, Map<String, Value>)> = match tool_calls(name) {
-        ToolCalls::None => Vec::new(),
-        ToolCalls::EveryListed => tools.iter().collect(),
-        ToolCalls::Named(wanted) => wanted
-            .iter()
-            .map(|wanted| {
-                tools
-                    .iter()
-                    .find(|(tool, _)| tool == wanted)
-                    .ok_or_else(|| ScenarioError::MissingTool {
-                        scenario: name.to_owned(),
-                        tool: (*wanted).to_owned(),
-                        listed: names.clone(),
-                    })
-            })
-            .collect::<Result<_, _>>()?,
-    };
-    for (tool, schema) in chosen {
-        let arguments = fill_object(schema);
+    let listed: Vec<(&str, &Map<String, Value>)> = tools.iter().map(|(name, schema)| (name.as_str(), schema)).collect();
+    for (tool, arguments) in planned_calls(name, &listed)? {
         let mut params = Map::new();
         params.insert("name".into(), Value::String(tool.clone()));
         params.insert("arguments".into(), Value::Object(arguments.clone()));
         let result = client.request("tools/call", params).await?;
         if result.get("isError").and_then(Value::as_bool) == Some(true) {
             return Err(ScenarioError::ToolError {
-                tool: tool.clone(),
+                tool,
                 text: result.get("content").map(ToString::to_string).unwrap_or_default(),
             });
         }

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::faults::MAX_FAULT_BYTES;
-use crate::tools::{MAX_DRIP_CHUNK, MAX_DRIP_DELAY_MS, MAX_SLOW_MS, MAX_SLOW_STEPS};
+use crate::tools::{MAX_DRIP_CHUNK, MAX_DRIP_DELAY_MS, MAX_SLOW_MS, MAX_SLOW_STEPS, MAX_URL_ELICIT_ROUNDS};
 
 /// A 1×1 RGBA PNG, base64-encoded (the `image` tool's content).
 pub(crate) const TINY_PNG_BASE64: &str =
@@ -29,7 +29,8 @@ const STYLES: &[&str] = &["concise", "thorough"];
 
 /// The server's `instructions` in the initialize result.
 pub(crate) const INSTRUCTIONS: &str = "plexus-testserver is a test MCP server. Call `echo` to get your text back, `add` to add two numbers, \
-`slow` for progress notifications, `elicit`, `sample` and `roots` for requests to the client, and the fault tools \
+`slow` for progress notifications, `elicit`, `sample` and `roots` for requests to the client, `url-elicit` for \
+URL elicitation required (-32042), and the fault tools \
 (`crash`, `hang`, `garbage`, `oversize`, `drip`, `stderr`) to see how a client copes.";
 
 /// The name of generated tool `n` (1-based) out of `count`: `tool-0001`, zero-padded to at least 4
@@ -181,6 +182,18 @@ fn client_tools() -> Vec<Value> {
             "Roots",
             "Asks the client for its roots (roots/list) and returns them as JSON.",
             no_arguments(),
+            &asks_client(),
+        ),
+        tool(
+            "url-elicit",
+            "URL elicitation",
+            "Answers -32042 (URL elicitation required) `rounds` times in a row, each time with one URL-mode \
+             elicitation and then, unless `notify` is false, notifications/elicitation/complete for it; the next \
+             call succeeds.",
+            schema(
+                &json!({"rounds": {"type": "integer", "minimum": 0, "maximum": MAX_URL_ELICIT_ROUNDS, "default": 1}, "notify": {"type": "boolean", "default": true}}),
+                &[],
+            ),
             &asks_client(),
         ),
         tool(

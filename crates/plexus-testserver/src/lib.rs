@@ -23,7 +23,7 @@
 //!
 //! What every mode offers (protocol 2025-11-25, also 2025-06-18, 2025-03-26 and 2024-11-05):
 //! - tools `echo`, `add`, `large`, `image`, `slow`, `trigger-list-changed`, `update-resource`,
-//!   `elicit`, `sample`, `roots`, `log`, `error`, `fail`, and the fault tools `crash`, `hang`,
+//!   `elicit`, `sample`, `roots`, `url-elicit` (-32042 rounds), `log`, `error`, `fail`, and the fault tools `crash`, `hang`,
 //!   `garbage`, `oversize`, `drip`, `stderr`; `--tools N` adds generated tools for pagination,
 //!   `--tool-named NAME` (repeatable) a tool of any name that returns its arguments (for naming
 //!   tests);

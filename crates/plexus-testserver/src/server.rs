@@ -119,6 +119,8 @@ pub(crate) struct SessionState {
     pub(crate) log_level: Option<LogLevel>,
     pub(crate) subscriptions: HashSet<String>,
     pub(crate) dynamic_tools: Vec<Value>,
+    /// The -32042 answers `url-elicit` gave in a row.
+    pub(crate) url_elicitations: u32,
 }
 
 /// A client response to a server-to-client request.

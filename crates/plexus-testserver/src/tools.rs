@@ -21,6 +21,8 @@ pub(crate) const MAX_SLOW_STEPS: u32 = 10_000;
 pub(crate) const MAX_DRIP_DELAY_MS: u64 = 10_000;
 /// The largest chunk of `drip`, in bytes.
 pub(crate) const MAX_DRIP_CHUNK: usize = 65_536;
+/// The most -32042 answers in a row `url-elicit` gives.
+pub(crate) const MAX_URL_ELICIT_ROUNDS: u32 = 10;
 
 type Outcome = Result<Box<RawValue>, ErrorObject>;
 
@@ -156,6 +158,22 @@ struct UriArgs {
 }
 
 #[derive(Deserialize)]
+struct UrlElicitArgs {
+    #[serde(default = "one")]
+    rounds: u32,
+    #[serde(default = "yes")]
+    notify: bool,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Deserialize)]
 struct MessageArgs {
     message: String,
 }
@@ -221,6 +239,7 @@ impl Session {
             "trigger-list-changed" => self.trigger_list_changed(out),
             "update-resource" => arguments(name, args).and_then(|UriArgs { uri }| self.update_resource(&uri, out)),
             "log" => arguments(name, args).and_then(|log| self.log(&log, out)),
+            "url-elicit" => return self.url_elicit(id, args, out),
             "error" => tool_error("the error tool failed as asked"),
             "fail" => Err(ErrorObject::new(
                 ErrorCode::INTERNAL_ERROR,
@@ -324,6 +343,50 @@ impl Session {
             Some(&params),
         )));
         text("sent notifications/message")
+    }
+
+    /// Answers -32042 until this session has seen `rounds` of them in a row, then succeeds (and
+    /// starts counting again); each -32042 is followed by its completion unless `notify` is false.
+    fn url_elicit(&self, id: RequestId, args: Option<&RawValue>, out: &mut Vec<Output>) {
+        let (outcome, completed) = match arguments("url-elicit", args).and_then(|args: UrlElicitArgs| {
+            at_most("url-elicit", "rounds", args.rounds, MAX_URL_ELICIT_ROUNDS).map(|rounds| (rounds, args.notify))
+        }) {
+            Ok((rounds, notify)) => self.url_elicit_round(rounds, notify),
+            Err(error) => (Err(error), None),
+        };
+        self.respond_to_tool_call(id, outcome, out);
+        if let Some(elicitation_id) = completed {
+            out.push(Output::SessionNotification(notification_line(
+                "notifications/elicitation/complete",
+                Some(&json!({"elicitationId": elicitation_id})),
+            )));
+        }
+    }
+
+    /// One `url-elicit` call: its outcome, and the elicitation to report complete after it.
+    fn url_elicit_round(&self, rounds: u32, notify: bool) -> (Outcome, Option<String>) {
+        let round = {
+            let mut state = lock(&self.state);
+            if state.url_elicitations >= rounds {
+                let done = std::mem::take(&mut state.url_elicitations);
+                return (text(&format!("url-elicit: done after {done} URL elicitations")), None);
+            }
+            state.url_elicitations += 1;
+            state.url_elicitations
+        };
+        let elicitation_id = format!("url-elicit-{round}");
+        let data = json!({"elicitations": [{
+            "mode": "url",
+            "message": format!("Open the link to finish step {round} of {rounds}"),
+            "url": format!("https://auth.example.test/step/{round}"),
+            "elicitationId": elicitation_id,
+        }]});
+        let mut error = ErrorObject::new(
+            ErrorCode::URL_ELICITATION_REQUIRED,
+            format!("step {round} of {rounds} needs the user at a URL"),
+        );
+        error.data = serde_json::value::to_raw_value(&data).ok();
+        (Err(error), notify.then_some(elicitation_id))
     }
 
     fn drip(&self, id: RequestId, chunk: usize, delay: Duration, out: &mut Vec<Output>) {

@@ -5,7 +5,7 @@ mod common;
 use common::Server;
 use serde_json::{Value, json};
 
-const BUILTIN_TOOLS: [&str; 19] = [
+const BUILTIN_TOOLS: [&str; 20] = [
     "echo",
     "add",
     "large",
@@ -16,6 +16,7 @@ const BUILTIN_TOOLS: [&str; 19] = [
     "elicit",
     "sample",
     "roots",
+    "url-elicit",
     "log",
     "error",
     "fail",

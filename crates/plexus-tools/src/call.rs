@@ -1,18 +1,24 @@
 //! Calling a pool's tool: `ensure_connected` → `tools/call` with the caller's progress and the
-//! tool timeout (restarted by progress, up to a maximum total) → on an expired session, one
-//! reconnect through the pool and one retry → the result, or an error naming server and tool.
+//! tool timeout (restarted by progress, up to a maximum total) → on URL elicitation required
+//! (`-32042`), the URLs handed to the host and the call sent again once they completed, at most
+//! 3 rounds (see [`crate::elicitation`]) → on an expired session, one reconnect through the pool
+//! and one retry → the result, or an error naming server and tool.
 //!
 //! A request whose bytes may have reached the server is never re-sent (the transports keep to
 //! that); the one retry here is for a session the server ended, which it answers with a 404
 //! before running anything.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use plexus_client::{ClientError, ProgressCallback, RequestOptions};
+use plexus_jsonrpc::ErrorCode;
 use plexus_pool::{Pool, PoolError};
 use plexus_protocol::{CallToolResult, Tool};
 use plexus_transport::ErrorClass;
 use serde_json::{Map, Value};
+
+use crate::elicitation::{self, MAX_URL_ELICITATION_ROUNDS, UrlElicitationError, UrlElicitationHandler};
 
 /// How one call behaves.
 #[derive(Clone, Default)]
@@ -23,6 +29,11 @@ pub struct CallOptions {
     pub on_progress: Option<ProgressCallback>,
     /// …but never past this total (default: 10 × the timeout).
     pub max_total: Option<Duration>,
+    /// Sends the user to the URLs of a `-32042` answer; without one, such an answer is an error
+    /// that lists them.
+    pub url_elicitation: Option<Arc<dyn UrlElicitationHandler>>,
+    /// How long one URL elicitation may take (default 10 minutes).
+    pub url_elicitation_timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -31,6 +42,8 @@ impl std::fmt::Debug for CallOptions {
             .field("timeout", &self.timeout)
             .field("on_progress", &self.on_progress.is_some())
             .field("max_total", &self.max_total)
+            .field("url_elicitation", &self.url_elicitation.is_some())
+            .field("url_elicitation_timeout", &self.url_elicitation_timeout)
             .finish()
     }
 }
@@ -60,6 +73,17 @@ pub enum CallError {
         #[source]
         source: ClientError,
     },
+    /// The server needs the user at URLs first (`-32042`), and they did not all complete.
+    #[error("calling {tool} of server \"{server}\": {source}")]
+    UrlElicitation {
+        /// The server.
+        server: String,
+        /// The tool's own name.
+        tool: String,
+        /// Why.
+        #[source]
+        source: UrlElicitationError,
+    },
     /// The tool must be called as a task, which this client does not do.
     #[error("calling {tool} of server \"{server}\": {TASK_REQUIRED}")]
     TaskRequired {
@@ -81,6 +105,7 @@ impl CallError {
         match self {
             CallError::Unavailable { source, .. } => source.to_string(),
             CallError::Failed { source, .. } => source.to_string(),
+            CallError::UrlElicitation { source, .. } => source.to_string(),
             CallError::TaskRequired { .. } => TASK_REQUIRED.to_owned(),
         }
     }
@@ -105,7 +130,13 @@ pub async fn call_tool(
         tool: tool.name.clone(),
         source,
     };
+    let elicitation_failed = |source| CallError::UrlElicitation {
+        server: server.to_owned(),
+        tool: tool.name.clone(),
+        source,
+    };
     let mut expired_once = false;
+    let mut elicitation_rounds = 0;
     loop {
         let client = pool.ensure_connected(server).await.map_err(unavailable)?;
         let mut request = RequestOptions {
@@ -118,6 +149,8 @@ pub async fn call_tool(
                 .progress(progress.clone())
                 .reset_on_progress(Some(options.max_total.unwrap_or(timeout * 10)));
         }
+        // Subscribed before the call: a completion may follow the -32042 answer at once.
+        let mut completions = options.url_elicitation.as_ref().map(|_| client.subscribe());
         match client
             .call_tool_with(&tool.name, Some(arguments.clone()), request)
             .await
@@ -127,6 +160,24 @@ pub async fn call_tool(
             Err(error) if error.transport_class() == Some(ErrorClass::SessionExpired) && !expired_once => {
                 expired_once = true;
                 tracing::info!(server, tool = %tool.name, "the session expired; calling again in a new one");
+            }
+            Err(ClientError::Rpc { error, .. }) if error.code == ErrorCode::URL_ELICITATION_REQUIRED => {
+                let elicitations = elicitation::requested(&error).map_err(elicitation_failed)?;
+                let (Some(handler), Some(completions)) = (&options.url_elicitation, completions.as_mut()) else {
+                    let urls = elicitations.into_iter().map(|e| e.url).collect();
+                    return Err(elicitation_failed(UrlElicitationError::NoHandler { urls }));
+                };
+                if elicitation_rounds == MAX_URL_ELICITATION_ROUNDS {
+                    return Err(elicitation_failed(UrlElicitationError::TooManyRounds));
+                }
+                elicitation_rounds += 1;
+                let timeout = options
+                    .url_elicitation_timeout
+                    .unwrap_or(elicitation::DEFAULT_URL_ELICITATION_TIMEOUT);
+                elicitation::complete(handler.as_ref(), server, &elicitations, completions, timeout)
+                    .await
+                    .map_err(elicitation_failed)?;
+                tracing::info!(server, tool = %tool.name, round = elicitation_rounds, "URL elicitation done; calling again");
             }
             Err(source) => {
                 return Err(CallError::Failed {

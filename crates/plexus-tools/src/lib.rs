@@ -16,11 +16,14 @@
 //! Dependencies: `sha2` for the hash that tells colliding names apart; `plexus-pool` for the
 //! one text cut shared with server instructions; `base64` to decode binary content; `image` to
 //! downsample images (its PNG, JPEG, GIF and WebP codecs only); `wildmatch` for the
-//! `enabledTools` / `disabledTools` glob patterns.
+//! `enabledTools` / `disabledTools` glob patterns; `async-trait` for the object-safe
+//! [`UrlElicitationHandler`] a host implements; `tokio` to wait for a URL elicitation's
+//! completion, its timeout and the handler's answer at once.
 #![forbid(unsafe_code)]
 
 pub mod assembly;
 pub mod call;
+pub mod elicitation;
 mod entry;
 pub mod image;
 pub mod naming;
@@ -30,6 +33,7 @@ pub mod store;
 
 pub use assembly::{LeftOut, LeftOutBecause, ServerTools, ToolFilter, ToolPool, assemble, server_entries};
 pub use call::{CallError, CallOptions, call_tool};
+pub use elicitation::{UrlElicitationError, UrlElicitationHandler};
 pub use entry::{MAX_DESCRIPTION_CHARS, TRUNCATION_MARKER, ToolEntry, requires_task, truncate_description};
 pub use naming::{
     Collision, DEFAULT_MAX_NAME_LEN, Origin, ToolIndex, normalize_name, qualified_name, qualified_name_within,

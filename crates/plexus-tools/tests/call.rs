@@ -1,15 +1,17 @@
 //! The call chain against the test server on 127.0.0.1: progress forwarded with the timeout
-//! restarted, the one retry after an expired session (and no tool run twice), a tool that needs
-//! tasks refused before anything is sent.
+//! restarted, the one retry after an expired session (and no tool run twice), URL elicitation
+//! rounds, a tool that needs tasks refused before anything is sent.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use plexus::DefaultConnector;
 use plexus::config::ServerConfig;
 use plexus_pool::{Pool, PoolSettings, ServerSpec};
 use plexus_testserver::RemoteServer;
+use plexus_protocol::{ElicitAction, ElicitRequestUrlParams};
 use plexus_tools::call::{CallError, CallOptions, call_tool};
+use plexus_tools::{UrlElicitationError, UrlElicitationHandler};
 use serde_json::{Map, Value, json};
 
 async fn pool_for(url: &str) -> Pool {
@@ -47,6 +49,7 @@ async fn progress_reaches_the_caller_and_restarts_the_timeout() {
         timeout: Some(Duration::from_millis(700)),
         on_progress: Some(callback),
         max_total: Some(Duration::from_secs(20)),
+        ..CallOptions::default()
     };
     let result = call_tool(&pool, "h", slow, args(json!({"ms": 1500, "steps": 5})), &options)
         .await
@@ -115,6 +118,134 @@ async fn a_tool_that_needs_tasks_is_refused_with_a_clear_error() {
         "calling batch of server \"h\": the tool must be called as a task (execution.taskSupport is \"required\"), \
          which this client does not support"
     );
+    pool.shutdown().await;
+    server.shutdown().await;
+}
+
+/// Records every URL it is handed and answers `answer`, or never when `None` (so that only the
+/// server's completion notification ends the wait).
+struct Browser {
+    seen: Mutex<Vec<(String, String)>>,
+    answer: Option<ElicitAction>,
+}
+
+impl Browser {
+    fn new(answer: Option<ElicitAction>) -> Arc<Browser> {
+        Arc::new(Browser {
+            seen: Mutex::new(Vec::new()),
+            answer,
+        })
+    }
+
+    fn urls(&self) -> Vec<String> {
+        self.seen.lock().unwrap().iter().map(|(_, url)| url.clone()).collect()
+    }
+}
+
+#[async_trait::async_trait]
+impl UrlElicitationHandler for Browser {
+    async fn open(&self, server: &str, elicitation: &ElicitRequestUrlParams) -> ElicitAction {
+        self.seen
+            .lock()
+            .unwrap()
+            .push((server.to_owned(), elicitation.url.clone()));
+        match self.answer {
+            Some(answer) => answer,
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// A pool on a test server that logs its requests, with its `url-elicit` tool.
+async fn url_elicit_server(dir: &std::path::Path) -> (RemoteServer, Pool, plexus_protocol::Tool) {
+    let log = dir.join("events.log").display().to_string();
+    let server = RemoteServer::from_args("http", &["--event-log", &log]).await.unwrap();
+    let pool = pool_for(server.url()).await;
+    let tools = pool.tools("h").await.unwrap();
+    let tool = tools.iter().find(|t| t.name == "url-elicit").unwrap().clone();
+    (server, pool, tool)
+}
+
+fn with_browser(browser: &Arc<Browser>) -> CallOptions {
+    CallOptions {
+        url_elicitation: Some(Arc::clone(browser) as Arc<dyn UrlElicitationHandler>),
+        url_elicitation_timeout: Some(Duration::from_secs(20)),
+        ..CallOptions::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn url_elicitations_completed_by_the_server_are_retried_up_to_three_rounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, pool, tool) = url_elicit_server(dir.path()).await;
+    // The browser never answers: only notifications/elicitation/complete ends each wait.
+    let browser = Browser::new(None);
+    let result = call_tool(&pool, "h", &tool, args(json!({"rounds": 3})), &with_browser(&browser))
+        .await
+        .unwrap();
+    assert_eq!(
+        result.content[0].as_text(),
+        Some("url-elicit: done after 3 URL elicitations")
+    );
+    assert_eq!(
+        browser.urls(),
+        [1, 2, 3].map(|n| format!("https://auth.example.test/step/{n}"))
+    );
+    assert!(browser.seen.lock().unwrap().iter().all(|(server, _)| server == "h"));
+    assert_eq!(count(&dir.path().join("events.log"), "tools/call"), 4);
+
+    // A fourth round is one too many: the call is sent 4 times and then given up.
+    let browser = Browser::new(None);
+    let error = call_tool(&pool, "h", &tool, args(json!({"rounds": 4})), &with_browser(&browser))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, CallError::UrlElicitation { source: UrlElicitationError::TooManyRounds, .. }),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        "calling url-elicit of server \"h\": the server still required URL elicitation after 3 rounds"
+    );
+    assert_eq!(browser.urls().len(), 3);
+    assert_eq!(count(&dir.path().join("events.log"), "tools/call"), 8);
+    pool.shutdown().await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_users_answer_completes_a_url_elicitation_and_a_refusal_ends_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, pool, tool) = url_elicit_server(dir.path()).await;
+    let quiet = || args(json!({"rounds": 2, "notify": false}));
+    let browser = Browser::new(Some(ElicitAction::Accept));
+    let result = call_tool(&pool, "h", &tool, quiet(), &with_browser(&browser))
+        .await
+        .unwrap();
+    assert_eq!(
+        result.content[0].as_text(),
+        Some("url-elicit: done after 2 URL elicitations")
+    );
+    assert_eq!(browser.urls().len(), 2);
+
+    let browser = Browser::new(Some(ElicitAction::Decline));
+    let error = call_tool(&pool, "h", &tool, quiet(), &with_browser(&browser))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "calling url-elicit of server \"h\": the user declined to open https://auth.example.test/step/1"
+    );
+    let error = call_tool(&pool, "h", &tool, quiet(), &CallOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.reason(),
+        "the server needs the user to open https://auth.example.test/step/2, and no handler for URL \
+         elicitations is set"
+    );
+    // 3 calls for the accepted round trip, one for each refusal.
+    assert_eq!(count(&dir.path().join("events.log"), "tools/call"), 5);
     pool.shutdown().await;
     server.shutdown().await;
 }

@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use plexus_client::{Client, ClientError, ClientOptions};
@@ -64,6 +65,7 @@ use crate::entry_auth;
 pub struct DefaultConnector {
     home: Option<PathBuf>,
     env: Environment,
+    handler: Option<Arc<dyn plexus_client::ClientHandler>>,
     #[cfg(feature = "auth")]
     ide_lock_dir: Option<PathBuf>,
     #[cfg(feature = "auth")]
@@ -79,7 +81,7 @@ pub struct DefaultConnector {
 impl fmt::Debug for DefaultConnector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut debug = f.debug_struct("DefaultConnector");
-        debug.field("home", &self.home);
+        debug.field("home", &self.home).field("handler", &self.handler.is_some());
         #[cfg(feature = "auth")]
         debug
             .field("ide_lock_dir", &self.ide_lock_dir)
@@ -102,6 +104,7 @@ impl DefaultConnector {
         DefaultConnector {
             home: None,
             env: Environment::process(),
+            handler: None,
             #[cfg(feature = "auth")]
             ide_lock_dir: None,
             #[cfg(feature = "auth")]
@@ -142,6 +145,19 @@ impl DefaultConnector {
     pub fn with_env(mut self, env: Environment) -> DefaultConnector {
         self.env = env;
         self
+    }
+
+    /// Answers the servers' requests (roots, sampling, elicitation) with `handler`, whose
+    /// capabilities every session the pool opens declares; by default none is declared.
+    #[must_use]
+    pub fn with_handler(mut self, handler: Arc<dyn plexus_client::ClientHandler>) -> DefaultConnector {
+        self.handler = Some(handler);
+        self
+    }
+
+    /// The handler of the servers' requests, if one was given.
+    pub fn handler(&self) -> Option<&Arc<dyn plexus_client::ClientHandler>> {
+        self.handler.as_ref()
     }
 
     /// Reads IDE lockfiles from `dir` instead of the default lock directory.

@@ -11,12 +11,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use plexus_client::ClientHandler;
 use plexus_config::{ConfigSources, DiscoveryOptions, Environment, MergedConfig, ServerStatus};
 use plexus_pool::{Admission, Pool, PoolError, PoolEvent, PoolSettings, Readiness, ServerSpec};
 use plexus_protocol::Tool;
 use plexus_tools::{
     CallError, CallOptions, ProcessedResult, ResultError, ResultSettings, ResultStore, ServerTools, ToolEntry,
-    ToolFilter, ToolIndex, ToolPool, assemble, call_tool, process, server_entries,
+    ToolFilter, ToolIndex, ToolPool, UrlElicitationHandler, assemble, call_tool, process, server_entries,
 };
 use serde_json::{Map, Value};
 use tokio::sync::broadcast;
@@ -32,6 +33,12 @@ pub struct HubOptions {
     pub builtins: Vec<String>,
     /// The longest qualified tool name (64 by default; some model APIs allow 128).
     pub max_name_len: usize,
+    /// Answers the servers' requests (roots, sampling, elicitation); its capabilities are
+    /// declared to every server. None by default: nothing is declared.
+    pub handler: Option<Arc<dyn ClientHandler>>,
+    /// Sends the user to the URLs of a `-32042` answer to a call (unless the call's options
+    /// bring their own handler).
+    pub url_elicitation: Option<Arc<dyn UrlElicitationHandler>>,
 }
 
 impl std::fmt::Debug for HubOptions {
@@ -41,6 +48,8 @@ impl std::fmt::Debug for HubOptions {
             .field("start_dir", &self.discovery.start_dir)
             .field("builtins", &self.builtins)
             .field("max_name_len", &self.max_name_len)
+            .field("handler", &self.handler.is_some())
+            .field("url_elicitation", &self.url_elicitation.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -52,6 +61,8 @@ impl HubOptions {
             discovery,
             builtins: Vec::new(),
             max_name_len: plexus_tools::DEFAULT_MAX_NAME_LEN,
+            handler: None,
+            url_elicitation: None,
         }
     }
 
@@ -67,6 +78,20 @@ impl HubOptions {
     #[must_use]
     pub fn builtins(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> HubOptions {
         self.builtins = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Answers the servers' requests with `handler` (see [`HubOptions::handler`]).
+    #[must_use]
+    pub fn handler(mut self, handler: Arc<dyn ClientHandler>) -> HubOptions {
+        self.handler = Some(handler);
+        self
+    }
+
+    /// Sends the user to URL elicitations with `handler` (see [`HubOptions::url_elicitation`]).
+    #[must_use]
+    pub fn url_elicitation(mut self, handler: Arc<dyn UrlElicitationHandler>) -> HubOptions {
+        self.url_elicitation = Some(handler);
         self
     }
 }
@@ -158,6 +183,7 @@ pub struct Hub {
     entries: Mutex<HashMap<String, KeptEntries>>,
     results: ResultSettings,
     store: ResultStore,
+    url_elicitation: Option<Arc<dyn UrlElicitationHandler>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -201,11 +227,13 @@ impl Hub {
         let discovery = &options.discovery;
         let env: Environment = discovery.env.clone();
         let config = ConfigSources::discover(discovery).load();
-        let connector = Arc::new(
-            DefaultConnector::new()
-                .with_env(env.clone())
-                .with_home(discovery.home.clone()),
-        );
+        let mut connector = DefaultConnector::new()
+            .with_env(env.clone())
+            .with_home(discovery.home.clone());
+        if let Some(handler) = options.handler {
+            connector = connector.with_handler(handler);
+        }
+        let connector = Arc::new(connector);
         let lookup = |name: &str| env.get(name);
         let pool = Pool::new(
             Arc::clone(&connector) as Arc<dyn plexus_pool::Connector>,
@@ -236,6 +264,7 @@ impl Hub {
             entries: Mutex::new(HashMap::new()),
             results: ResultSettings::from_lookup(lookup),
             store,
+            url_elicitation: options.url_elicitation,
         })
     }
 
@@ -360,7 +389,16 @@ impl Hub {
                 source,
             })?;
         let tool = tools.iter().find(|tool| tool.name == origin.tool).ok_or_else(unknown)?;
-        let result = call_tool(&self.pool, &origin.server, tool, arguments, options).await?;
+        let result = match (&options.url_elicitation, &self.url_elicitation) {
+            (None, Some(handler)) => {
+                let options = CallOptions {
+                    url_elicitation: Some(Arc::clone(handler)),
+                    ..options.clone()
+                };
+                call_tool(&self.pool, &origin.server, tool, arguments, &options).await?
+            }
+            _ => call_tool(&self.pool, &origin.server, tool, arguments, options).await?,
+        };
         process(result, Some(tool), &self.store, &self.results).map_err(|source| HubError::Result {
             name: name.to_owned(),
             source,

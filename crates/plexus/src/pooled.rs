@@ -27,7 +27,11 @@ impl plexus_pool::Connector for DefaultConnector {
     /// The session options from the connector's environment (not the process's, unless the
     /// connector was made with it).
     fn client_options(&self, server: &ServerSpec) -> ClientOptions {
-        ClientOptions::from_lookup(&server.name, |name| self.env().get(name))
+        let options = ClientOptions::from_lookup(&server.name, |name| self.env().get(name));
+        match self.handler() {
+            Some(handler) => options.handler(Arc::clone(handler)),
+            None => options,
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 //! The Hub against the test server on 127.0.0.1: one environment for everything below it, the
-//! host's built-ins winning over MCP tools, calls by qualified name.
+//! host's built-ins winning over MCP tools, calls by qualified name, the host's handlers.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use plexus::config::{DiscoveryOptions, Environment};
@@ -11,6 +12,16 @@ use serde_json::{Map, json};
 
 /// A Hub over one explicit config file naming `url`, whose environment is `vars` only.
 async fn hub(dir: &tempfile::TempDir, url: &str, vars: &[(&str, &str)], builtins: &[&str]) -> Hub {
+    hub_with(dir, url, vars, |options| options.builtins(builtins.iter().copied())).await
+}
+
+/// [`hub`] with options of the test's own.
+async fn hub_with(
+    dir: &tempfile::TempDir,
+    url: &str,
+    vars: &[(&str, &str)],
+    options: impl FnOnce(HubOptions) -> HubOptions,
+) -> Hub {
     let config = dir.path().join("servers.json");
     std::fs::write(
         &config,
@@ -22,9 +33,7 @@ async fn hub(dir: &tempfile::TempDir, url: &str, vars: &[(&str, &str)], builtins
         .with_explicit_files(vec![config], true)
         .with_managed_file(None)
         .with_env(Environment::from_fn(move |name| vars.get(name).cloned()));
-    let hub = Hub::start(HubOptions::new(discovery).builtins(builtins.iter().copied()))
-        .await
-        .unwrap();
+    let hub = Hub::start(options(HubOptions::new(discovery))).await.unwrap();
     hub.wait_ready(Duration::from_secs(30)).await.unwrap();
     hub
 }
@@ -111,6 +120,64 @@ async fn prompts_are_named_like_tools_and_resources_by_reference() {
     assert_eq!(
         bad.to_string(),
         "\"demo:test://static/hello.txt\" is not a resource reference (@server:uri)"
+    );
+    hub.shutdown().await;
+    server.shutdown().await;
+}
+
+/// Answers roots with one directory, and accepts every URL elicitation.
+struct Host;
+
+impl plexus::client::ClientHandler for Host {
+    fn capabilities(&self) -> plexus::protocol::ClientCapabilities {
+        plexus::protocol::ClientCapabilities {
+            roots: Some(plexus::protocol::RootsCapability::default()),
+            ..plexus::protocol::ClientCapabilities::default()
+        }
+    }
+
+    fn list_roots(
+        &self,
+        _context: plexus::client::ServerRequestContext,
+    ) -> plexus::transport::BoxFuture<'_, Result<plexus::protocol::ListRootsResult, plexus::jsonrpc::ErrorObject>> {
+        Box::pin(async {
+            Ok(plexus::protocol::ListRootsResult {
+                roots: vec![plexus::protocol::Root::new("file:///project", None)],
+                ..plexus::protocol::ListRootsResult::default()
+            })
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl plexus::tools::UrlElicitationHandler for Host {
+    async fn open(
+        &self,
+        _server: &str,
+        _elicitation: &plexus::protocol::ElicitRequestUrlParams,
+    ) -> plexus::protocol::ElicitAction {
+        plexus::protocol::ElicitAction::Accept
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hosts_handlers_answer_the_servers_requests_and_url_elicitations() {
+    let server = RemoteServer::from_args("http", &[]).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let hub = hub_with(&dir, server.url(), &[], |options| {
+        options.handler(Arc::new(Host)).url_elicitation(Arc::new(Host))
+    })
+    .await;
+    let roots = hub.call("mcp__demo__roots", Map::new()).await.unwrap();
+    assert!(
+        roots.content[0].as_text().unwrap().contains("file:///project"),
+        "{roots:?}"
+    );
+    let arguments = json!({"rounds": 2, "notify": false}).as_object().cloned().unwrap();
+    let done = hub.call("mcp__demo__url-elicit", arguments).await.unwrap();
+    assert_eq!(
+        done.content[0].as_text(),
+        Some("url-elicit: done after 2 URL elicitations")
     );
     hub.shutdown().await;
     server.shutdown().await;

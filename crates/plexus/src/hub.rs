@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use plexus_client::ClientHandler;
-use plexus_config::{ConfigSources, DiscoveryOptions, Environment, MergedConfig, ServerStatus};
+use plexus_config::{ConfigSources, DiscoveryOptions, Environment, MergedConfig, ServerConfig, ServerStatus};
 use plexus_pool::{Admission, Pool, PoolError, PoolEvent, PoolSettings, Readiness, ServerSpec};
 use plexus_protocol::Tool;
 use plexus_tools::{
@@ -39,6 +39,12 @@ pub struct HubOptions {
     /// Sends the user to the URLs of a `-32042` answer to a call (unless the call's options
     /// bring their own handler).
     pub url_elicitation: Option<Arc<dyn UrlElicitationHandler>>,
+    /// When set, only these servers are put in the pool (the whole config is still read and
+    /// merged): a command that needs one server starts only that one.
+    pub only: Option<Vec<String>>,
+    /// Servers the host names itself (a command line's `--stdio` or `--url`): the user's own, so
+    /// started without approval; one with a configured server's name replaces it.
+    pub ad_hoc: Vec<(String, ServerConfig)>,
 }
 
 impl std::fmt::Debug for HubOptions {
@@ -50,6 +56,8 @@ impl std::fmt::Debug for HubOptions {
             .field("max_name_len", &self.max_name_len)
             .field("handler", &self.handler.is_some())
             .field("url_elicitation", &self.url_elicitation.is_some())
+            .field("only", &self.only)
+            .field("ad_hoc", &self.ad_hoc.iter().map(|(name, _)| name).collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
@@ -63,6 +71,8 @@ impl HubOptions {
             max_name_len: plexus_tools::DEFAULT_MAX_NAME_LEN,
             handler: None,
             url_elicitation: None,
+            only: None,
+            ad_hoc: Vec::new(),
         }
     }
 
@@ -85,6 +95,20 @@ impl HubOptions {
     #[must_use]
     pub fn handler(mut self, handler: Arc<dyn ClientHandler>) -> HubOptions {
         self.handler = Some(handler);
+        self
+    }
+
+    /// Starts only the servers named in `names` (see [`HubOptions::only`]).
+    #[must_use]
+    pub fn only(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> HubOptions {
+        self.only = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Adds a server of the host's own (see [`HubOptions::ad_hoc`]).
+    #[must_use]
+    pub fn ad_hoc(mut self, name: impl Into<String>, config: ServerConfig) -> HubOptions {
+        self.ad_hoc.push((name.into(), config));
         self
     }
 
@@ -224,9 +248,15 @@ impl Hub {
     /// (see [`wait_ready`](Self::wait_ready)). Sessions of persisted tool output older than 7
     /// days are removed.
     pub async fn start(options: HubOptions) -> Result<Hub, HubError> {
+        let config = ConfigSources::discover(&options.discovery).load();
+        Hub::start_with_config(options, config).await
+    }
+
+    /// [`start`](Self::start) with a config the host has read and merged already (from the
+    /// same discovery options), e.g. to report its diagnostics first.
+    pub async fn start_with_config(options: HubOptions, config: MergedConfig) -> Result<Hub, HubError> {
         let discovery = &options.discovery;
         let env: Environment = discovery.env.clone();
-        let config = ConfigSources::discover(discovery).load();
         let mut connector = DefaultConnector::new()
             .with_env(env.clone())
             .with_home(discovery.home.clone());
@@ -239,20 +269,27 @@ impl Hub {
             Arc::clone(&connector) as Arc<dyn plexus_pool::Connector>,
             PoolSettings::from_lookup(lookup),
         );
-        let filters = config
-            .servers
+        let mut specs = server_specs(&config);
+        for (name, entry) in &options.ad_hoc {
+            specs.retain(|spec| spec.name != *name);
+            specs.push(ServerSpec::new(name, entry.clone(), None));
+        }
+        if let Some(only) = &options.only {
+            specs.retain(|spec| only.contains(&spec.name));
+        }
+        let filters = specs
             .iter()
-            .map(|server| {
-                let options = server.config.options();
+            .map(|spec| {
+                let options = spec.config.options();
                 (
-                    server.name.to_string(),
+                    spec.name.clone(),
                     ToolFilter::new(options.enabled_tools.as_deref(), &options.disabled_tools),
                 )
             })
             .collect();
         ResultStore::remove_old_sessions(&discovery.home, plexus_tools::store::KEEP_FOR);
         let store = ResultStore::new(&discovery.home, &ResultStore::session_name());
-        pool.set_servers(server_specs(&config)).await;
+        pool.set_servers(specs).await;
         Ok(Hub {
             config,
             pool,
@@ -296,14 +333,24 @@ impl Hub {
     /// The tool pool now: the built-ins, then every connected server's tools (from the pool's
     /// caches), filtered, with names that stay the same from one call to the next.
     pub async fn tool_pool(&self) -> ToolPool {
+        self.tool_pool_report().await.0
+    }
+
+    /// [`tool_pool`](Self::tool_pool), with why the tools of a connected server could not be
+    /// listed (such a server's tools are not in the pool).
+    pub async fn tool_pool_report(&self) -> (ToolPool, Vec<PoolError>) {
         let mut listed = Vec::new();
+        let mut failures = Vec::new();
         for (name, state) in self.pool.states() {
             if state.status != plexus_pool::ServerStatus::Connected {
                 continue;
             }
             match self.pool.tools(&name).await {
                 Ok(tools) => listed.push((name, tools)),
-                Err(e) => tracing::warn!("{e}"),
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    failures.push(e);
+                }
             }
         }
         let entries: Vec<(String, Arc<[Arc<ToolEntry>]>)> = {
@@ -339,7 +386,13 @@ impl Hub {
             })
             .collect();
         let builtins: Vec<&str> = self.builtins.iter().map(String::as_str).collect();
-        assemble(&builtins, &servers)
+        (assemble(&builtins, &servers), failures)
+    }
+
+    /// The tool names that share their plain form with another's, each kept under a name of
+    /// its own (for telling the user).
+    pub fn tool_collisions(&self) -> Vec<plexus_tools::naming::Collision> {
+        lock(&self.index).collisions()
     }
 
     /// Calls the tool `name` of the tool pool with `arguments`: the server is connected (or

@@ -1,11 +1,42 @@
-//! The Hub's prompts (named like tools, `mcp__<server>__<prompt>`) and resources (named by
-//! `@<server>:<uri>` references), from every connected server that offers them.
+//! The Hub's prompts (named like tools, `mcp__<server>__<prompt>`), resources (named by
+//! `@<server>:<uri>` references) and resource templates, from every connected server that
+//! offers them, and a ping of one server.
 
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
-use plexus_protocol::{GetPromptResult, Prompt, ReadResourceResult, Resource};
+use plexus_client::Client;
+use plexus_pool::PoolError;
+use plexus_protocol::{GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate};
 
 use crate::hub::{Hub, HubError};
+
+/// What a listing across the servers found, and the servers whose list could not be had.
+#[derive(Debug, Clone)]
+pub struct Listed<T> {
+    /// The entries, by server.
+    pub entries: Vec<T>,
+    /// Why a connected server's list could not be had (its entries are missing).
+    pub failures: Vec<PoolError>,
+}
+
+impl<T> Default for Listed<T> {
+    fn default() -> Self {
+        Listed {
+            entries: Vec::new(),
+            failures: Vec::new(),
+        }
+    }
+}
+
+/// A resource template of one of the Hub's servers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TemplateEntry {
+    /// The server.
+    pub server: String,
+    /// The template as the server lists it.
+    pub template: ResourceTemplate,
+}
 
 /// A prompt of one of the Hub's servers.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,13 +68,13 @@ pub fn parse_reference(reference: &str) -> Option<(&str, &str)> {
 
 impl Hub {
     /// Every prompt of every connected server that offers prompts, by server and name.
-    pub async fn prompts(&self) -> Vec<PromptEntry> {
-        let mut entries = Vec::new();
+    pub async fn prompts(&self) -> Listed<PromptEntry> {
+        let mut found = Listed::default();
         let mut listed = Vec::new();
         for server in self.offering(|caps| caps.prompts.is_some()) {
             match self.pool().prompts(&server).await {
                 Ok(prompts) => listed.push((server, prompts)),
-                Err(e) => tracing::warn!("{e}"),
+                Err(e) => found.failures.push(e),
             }
         }
         let mut index = self.prompt_names();
@@ -51,14 +82,14 @@ impl Hub {
             let mut prompts: Vec<&Prompt> = prompts.iter().collect();
             prompts.sort_by(|a, b| a.name.cmp(&b.name));
             for prompt in prompts {
-                entries.push(PromptEntry {
+                found.entries.push(PromptEntry {
                     name: index.insert(&server, &prompt.name).to_owned(),
                     server: server.clone(),
                     prompt: prompt.clone(),
                 });
             }
         }
-        entries
+        found
     }
 
     /// The prompt `name` (as [`prompts`](Self::prompts) names it) with `arguments`.
@@ -67,21 +98,14 @@ impl Hub {
         name: &str,
         arguments: BTreeMap<String, String>,
     ) -> Result<GetPromptResult, HubError> {
-        let known = self.prompts().await;
+        let known = self.prompts().await.entries;
         let Some(entry) = known.iter().find(|entry| entry.name == name) else {
             return Err(HubError::UnknownPrompt {
                 name: name.to_owned(),
                 count: known.len(),
             });
         };
-        let client = self
-            .pool()
-            .ensure_connected(&entry.server)
-            .await
-            .map_err(|source| HubError::Server {
-                server: entry.server.clone(),
-                source: Box::new(source.into()),
-            })?;
+        let client = self.connected(&entry.server).await?;
         let arguments = (!arguments.is_empty()).then_some(arguments);
         client
             .get_prompt(&entry.prompt.name, arguments)
@@ -94,19 +118,35 @@ impl Hub {
 
     /// Every resource of every connected server that offers resources, by server and the
     /// server's order.
-    pub async fn resources(&self) -> Vec<ResourceEntry> {
-        let mut entries = Vec::new();
+    pub async fn resources(&self) -> Listed<ResourceEntry> {
+        let mut found = Listed::default();
         for server in self.offering(|caps| caps.resources.is_some()) {
             match self.pool().resources(&server).await {
-                Ok(resources) => entries.extend(resources.iter().map(|resource| ResourceEntry {
+                Ok(resources) => found.entries.extend(resources.iter().map(|resource| ResourceEntry {
                     reference: format!("@{server}:{}", resource.uri),
                     server: server.clone(),
                     resource: resource.clone(),
                 })),
-                Err(e) => tracing::warn!("{e}"),
+                Err(e) => found.failures.push(e),
             }
         }
-        entries
+        found
+    }
+
+    /// Every resource template of every connected server that offers resources, by server and
+    /// the server's order.
+    pub async fn resource_templates(&self) -> Listed<TemplateEntry> {
+        let mut found = Listed::default();
+        for server in self.offering(|caps| caps.resources.is_some()) {
+            match self.pool().resource_templates(&server).await {
+                Ok(templates) => found.entries.extend(templates.iter().map(|template| TemplateEntry {
+                    server: server.clone(),
+                    template: template.clone(),
+                })),
+                Err(e) => found.failures.push(e),
+            }
+        }
+        found
     }
 
     /// Reads the resource a `@server:uri` reference names (the server connected on demand).
@@ -116,18 +156,33 @@ impl Hub {
                 reference: reference.to_owned(),
             });
         };
-        let client = self
-            .pool()
+        let client = self.connected(server).await?;
+        client.read_resource(uri).await.map_err(|source| HubError::Server {
+            server: server.to_owned(),
+            source: Box::new(source.into()),
+        })
+    }
+
+    /// Pings `server` (connected on demand) and says how long the answer took.
+    pub async fn ping(&self, server: &str) -> Result<Duration, HubError> {
+        let client = self.connected(server).await?;
+        let started = Instant::now();
+        client.ping().await.map_err(|source| HubError::Server {
+            server: server.to_owned(),
+            source: Box::new(source.into()),
+        })?;
+        Ok(started.elapsed())
+    }
+
+    /// The session of `server`, connected on demand.
+    async fn connected(&self, server: &str) -> Result<Client, HubError> {
+        self.pool()
             .ensure_connected(server)
             .await
             .map_err(|source| HubError::Server {
                 server: server.to_owned(),
                 source: Box::new(source.into()),
-            })?;
-        client.read_resource(uri).await.map_err(|source| HubError::Server {
-            server: server.to_owned(),
-            source: Box::new(source.into()),
-        })
+            })
     }
 
     /// The connected servers whose capabilities pass `offers`, by name.

@@ -84,7 +84,7 @@ pub use connector::{DefaultConnector, SECRET_VARIABLES};
 #[cfg(feature = "tools")]
 pub use hub::{Hub, HubError, HubOptions, ServerFailure};
 #[cfg(feature = "tools")]
-pub use hub_content::{PromptEntry, ResourceEntry, parse_reference};
+pub use hub_content::{Listed, PromptEntry, ResourceEntry, TemplateEntry, parse_reference};
 #[cfg(feature = "auth")]
 pub use login::LoginError;
 pub use plexus_client::{Client, ClientError, ClientOptions};

@@ -86,7 +86,7 @@ async fn prompts_are_named_like_tools_and_resources_by_reference() {
     let server = RemoteServer::from_args("http", &[]).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let hub = hub(&dir, server.url(), &[], &[]).await;
-    let prompts: Vec<String> = hub.prompts().await.into_iter().map(|p| p.name).collect();
+    let prompts: Vec<String> = hub.prompts().await.entries.into_iter().map(|p| p.name).collect();
     assert_eq!(
         prompts,
         ["mcp__demo__code-review", "mcp__demo__greeting", "mcp__demo__simple"]
@@ -111,7 +111,10 @@ async fn prompts_are_named_like_tools_and_resources_by_reference() {
     ));
 
     let resources = hub.resources().await;
-    let hello = resources.iter().find(|r| r.resource.name == "hello.txt").unwrap();
+    assert!(resources.failures.is_empty());
+    let hello = resources
+        .entries
+        .iter().find(|r| r.resource.name == "hello.txt").unwrap();
     assert_eq!(hello.reference, "@demo:test://static/hello.txt");
     let read = hub.read_resource(&hello.reference).await.unwrap();
     let contents = serde_json::to_value(&read.contents).unwrap();
@@ -121,6 +124,15 @@ async fn prompts_are_named_like_tools_and_resources_by_reference() {
         bad.to_string(),
         "\"demo:test://static/hello.txt\" is not a resource reference (@server:uri)"
     );
+    let templates: Vec<String> = hub
+        .resource_templates()
+        .await
+        .entries
+        .into_iter()
+        .map(|t| t.template.uri_template)
+        .collect();
+    assert_eq!(templates, ["test://items/{id}", "test://echo/{text}"]);
+    assert!(hub.ping("demo").await.is_ok());
     hub.shutdown().await;
     server.shutdown().await;
 }
@@ -179,6 +191,36 @@ async fn the_hosts_handlers_answer_the_servers_requests_and_url_elicitations() {
         done.content[0].as_text(),
         Some("url-elicit: done after 2 URL elicitations")
     );
+    hub.shutdown().await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tool_pool_follows_a_list_change_and_only_the_chosen_servers_start() {
+    let server = RemoteServer::from_args("http", &[]).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (ad_hoc, _) = plexus::config::ServerConfig::from_json(&json!({"type": "http", "url": server.url()})).unwrap();
+    let hub = hub_with(&dir, server.url(), &[], |options| {
+        options.ad_hoc("mine", ad_hoc).only(["mine"])
+    })
+    .await;
+    assert_eq!(hub.pool().names(), ["mine"], "the configured demo is not started");
+    let mut events = hub.subscribe();
+    let before = hub.tool_pool().await;
+    assert!(!before.names().any(|name| name == "mcp__mine__dynamic-1"));
+    hub.call("mcp__mine__trigger-list-changed", Map::new()).await.unwrap();
+    // The pool's cache is invalidated by the server's notification; the next tool pool has it.
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), events.recv()).await {
+            Ok(Ok(plexus::pool::PoolEvent::ListChanged { .. })) => break,
+            Ok(Ok(_)) => {}
+            other => panic!("no list change: {other:?}"),
+        }
+    }
+    let (after, failures) = hub.tool_pool_report().await;
+    assert!(failures.is_empty());
+    assert!(after.names().any(|name| name == "mcp__mine__dynamic-1"));
+    assert_eq!(after.entries.len(), before.entries.len() + 1);
     hub.shutdown().await;
     server.shutdown().await;
 }

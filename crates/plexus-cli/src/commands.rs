@@ -1,22 +1,20 @@
-//! The subcommands that talk to servers (`servers`, `tools`, `call`), and the dispatcher.
+//! The subcommands that list servers and tools and call tools (`servers`, `tools`, `call`), the
+//! choice of servers a command starts, and the dispatcher.
 
 use std::io::Read;
 use std::time::Duration;
 
-use plexus::config::ConfigSources;
-use plexus::protocol::{CallToolResult, Tool};
+use plexus::pool::{Pool, ServerStatus};
 use plexus::tools::naming::{PREFIX, SEPARATOR, plain_name};
-use plexus::tools::{CallError, CallOptions, ServerTools, ToolFilter, ToolIndex, assemble, call_tool, server_entries};
-use plexus::tools::{ResultSettings, ResultStore, process};
+use plexus::tools::{CallError, CallOptions, UrlElicitationError};
+use plexus::{Hub, HubError};
 use serde_json::{Map, Value};
 
-use plexus::pool::{Pool, ServerStatus};
-
-use crate::connect::{close, connect, connector};
+use crate::connect::{close, start};
 use crate::output::{ServerRow, print_call_result, print_servers, print_tools};
 use crate::progress::View;
 use crate::sources::{self, Configured, Server};
-use crate::{Cli, Command, Outcome, block_on, edit, get, import, login};
+use crate::{AdHoc, Cli, Command, Outcome, block_on, content, edit, get, import, login};
 
 /// The most text read from stdin for `call NAME -` and `add-json NAME -` (16 MiB).
 const MAX_STDIN: u64 = 16 * 1024 * 1024;
@@ -24,64 +22,160 @@ const MAX_STDIN: u64 = 16 * 1024 * 1024;
 /// Runs one command and says how it ended.
 pub(crate) fn run(cli: Cli) -> Outcome {
     let globals = &cli.globals;
-    let sources = match sources::discover_or_report(globals) {
-        Ok(sources) => sources,
+    if let Command::Completions { shell } = cli.command {
+        return completions(shell);
+    }
+    let (discovery, sources) = match sources::discover_or_report(globals) {
+        Ok(found) => found,
         Err(outcome) => return outcome,
     };
     let json = globals.json;
+    let configured = |ad_hoc: &AdHoc, job: &mut dyn FnMut(Configured) -> Outcome| match sources::load(
+        &discovery, &sources, ad_hoc,
+    ) {
+        Ok(configured) => job(configured),
+        Err(outcome) => outcome,
+    };
+    let none = AdHoc::default();
     match cli.command {
-        Command::Servers => with_config(&sources, |configured| block_on(servers_command(configured, json))),
-        Command::Tools { server } => with_config(&sources, |configured| {
-            block_on(tools_command(configured, server.as_deref(), json))
-        }),
-        Command::Call { name, arguments } => {
+        Command::Servers { ad_hoc } => configured(&ad_hoc, &mut |c| block_on(servers_command(c, json))),
+        Command::Tools { server, ad_hoc } => {
+            configured(&ad_hoc, &mut |c| block_on(tools_command(c, server.as_deref(), json)))
+        }
+        Command::Call {
+            name,
+            arguments,
+            args,
+            ad_hoc,
+        } => {
             // Bad arguments are reported before anything is read or started.
-            let arguments = match parse_arguments(arguments.as_deref()) {
+            let arguments = match parse_arguments(arguments.as_deref()).and_then(|map| with_args(map, &args)) {
                 Ok(arguments) => arguments,
                 Err(e) => {
                     crate::terminal::say(format_args!("{e}"));
                     return Outcome::Usage;
                 }
             };
-            with_config(&sources, |configured| {
-                block_on(call_command(configured, &name, arguments, json))
+            let mut arguments = Some(arguments);
+            configured(&ad_hoc, &mut |c| {
+                block_on(call_command(c, &name, arguments.take().unwrap_or_default(), json))
             })
         }
-        Command::Get { name } => with_config(&sources, |configured| get::get_command(&configured, &name, json)),
+        Command::Resources { server, ad_hoc } => configured(&ad_hoc, &mut |c| {
+            block_on(content::resources_command(c, server.as_deref(), json))
+        }),
+        Command::Templates { server, ad_hoc } => configured(&ad_hoc, &mut |c| {
+            block_on(content::templates_command(c, server.as_deref(), json))
+        }),
+        Command::Read { server, uri, ad_hoc } => configured(&ad_hoc, &mut |c| {
+            block_on(content::read_command(c, &server, &uri, json))
+        }),
+        Command::Prompts { server, ad_hoc } => configured(&ad_hoc, &mut |c| {
+            block_on(content::prompts_command(c, server.as_deref(), json))
+        }),
+        Command::Prompt {
+            name,
+            arguments,
+            ad_hoc,
+        } => {
+            let arguments = match content::prompt_arguments(&arguments) {
+                Ok(arguments) => arguments,
+                Err(e) => {
+                    crate::terminal::say(format_args!("{e}"));
+                    return Outcome::Usage;
+                }
+            };
+            configured(&ad_hoc, &mut |c| {
+                block_on(content::prompt_command(c, &name, arguments.clone(), json))
+            })
+        }
+        Command::Ping { server, ad_hoc } => configured(&ad_hoc, &mut |c| {
+            block_on(content::ping_command(c, server.as_deref(), json))
+        }),
+        Command::Get { name } => configured(&none, &mut |c| get::get_command(&c, &name, json)),
         Command::Add(args) => edit::add(&sources, &args),
         Command::AddJson { name, entry, scope } => edit::add_json(&sources, &name, &entry, scope),
         Command::Remove { name, scope } => edit::remove(&sources, &name, scope),
         Command::Approve { names, all } => edit::approve(&sources, &names, all),
         Command::Reject { names } => edit::reject(&sources, &names),
         Command::Import(args) => import::import_command(&sources, &args, json),
-        Command::Login { name, timeout } => with_config(&sources, |configured| {
-            login::login_command(&configured, &name, Duration::from_secs(timeout))
+        Command::Login { name, timeout } => configured(&none, &mut |c| {
+            login::login_command(&c, &name, Duration::from_secs(timeout))
         }),
-        Command::Logout { name } => with_config(&sources, |configured| login::logout_command(&configured, &name)),
-        Command::DemoServer(_) => unreachable!("the demo server runs before the runtime starts"),
+        Command::Logout { name } => configured(&none, &mut |c| login::logout_command(&c, &name)),
+        Command::DemoServer(_) | Command::Completions { .. } => {
+            unreachable!("handled before the config is read")
+        }
     }
 }
 
-/// Loads every scope (see [`sources::load`]) and runs `job` on the result.
-fn with_config(sources: &ConfigSources, job: impl FnOnce(Configured) -> Outcome) -> Outcome {
-    match sources::load(sources) {
-        Ok(configured) => job(configured),
-        Err(outcome) => outcome,
+/// Prints the completion script of `shell` for the whole command line.
+fn completions(shell: clap_complete::Shell) -> Outcome {
+    use clap::CommandFactory;
+    let mut command = Cli::command();
+    clap_complete::generate(shell, &mut command, "plexus", &mut std::io::stdout());
+    Outcome::Ok
+}
+
+/// The servers a listing command starts: every configured one, or the one named `only`. Prints
+/// the chosen servers' diagnostics, and for each waiting for approval why it is not started;
+/// fails (exit 2) when `only` names no server or one that may not run.
+pub(crate) fn select<'a>(configured: &'a Configured, only: Option<&str>) -> Result<Vec<&'a Server>, Outcome> {
+    let selected: Vec<&Server> = match only {
+        None => configured.servers.iter().collect(),
+        Some(name) => match configured.server(name) {
+            Some(server) => vec![server],
+            None => {
+                crate::terminal::say(format_args!(
+                    "no server named {name:?} is configured (configured: {})",
+                    configured.names()
+                ));
+                return Err(Outcome::Usage);
+            }
+        },
+    };
+    for server in &selected {
+        server.report_diagnostics();
+    }
+    if let [server] = selected[..]
+        && only.is_some()
+        && server.runnable().is_none()
+    {
+        crate::terminal::say(format_args!("{}", server.not_started()));
+        return Err(Outcome::Usage);
+    }
+    for server in selected.iter().filter(|server| server.is_pending()) {
+        crate::terminal::say(format_args!("{}", server.not_started()));
+    }
+    Ok(selected)
+}
+
+/// Prints why each server of `hub` that failed or needs a login could not be used.
+pub(crate) fn report_unusable(hub: &Hub) {
+    for (_, state) in hub.pool().states() {
+        if matches!(state.status, ServerStatus::Failed | ServerStatus::NeedsAuth)
+            && let Some(error) = &state.error
+        {
+            crate::terminal::say(format_args!("{error}"));
+        }
     }
 }
 
 async fn servers_command(configured: Configured, json: bool) -> Outcome {
-    let connector = connector();
     let all: Vec<&Server> = configured.servers.iter().collect();
     let view = if json { View::Spinner } else { View::Lines };
-    let pool = connect(&connector, &all, view).await;
+    let hub = match start(&configured, &all, view).await {
+        Ok(hub) => hub,
+        Err(outcome) => return outcome,
+    };
+    let pool = hub.pool();
     let mut rows = Vec::with_capacity(configured.servers.len());
     for server in &configured.servers {
-        rows.push(ServerRow::new(server, &pool).await);
+        rows.push(ServerRow::new(server, pool).await);
     }
-    let outcome = none_usable(configured.servers.len(), &pool).unwrap_or(Outcome::Ok);
-    let outcome = required_outcome(&pool).unwrap_or(outcome);
-    close(&connector, &pool).await;
+    let outcome = none_usable(configured.servers.len(), pool).unwrap_or(Outcome::Ok);
+    let outcome = required_outcome(pool).unwrap_or(outcome);
+    close(&hub).await;
     print_servers(&rows, json);
     outcome
 }
@@ -150,7 +244,7 @@ fn required_outcome(pool: &Pool) -> Option<Outcome> {
 
 /// How a command ends after using the servers it could: see [`none_usable`]; else 3 when some
 /// failed for another reason than a login, 4 when some need one, 0 when all worked.
-fn partial_outcome(configured: usize, pool: &Pool, listing_failed: bool) -> Outcome {
+pub(crate) fn partial_outcome(configured: usize, pool: &Pool, listing_failed: bool) -> Outcome {
     if let Some(outcome) = none_usable(configured, pool).or_else(|| required_outcome(pool)) {
         return outcome;
     }
@@ -166,71 +260,20 @@ fn partial_outcome(configured: usize, pool: &Pool, listing_failed: bool) -> Outc
 }
 
 async fn tools_command(configured: Configured, only: Option<&str>, json: bool) -> Outcome {
-    let selected: Vec<&Server> = match only {
-        None => configured.servers.iter().collect(),
-        Some(name) => match configured.server(name) {
-            Some(server) => vec![server],
-            None => {
-                crate::terminal::say(format_args!(
-                    "no server named {name:?} is configured (configured: {})",
-                    configured.names()
-                ));
-                return Outcome::Usage;
-            }
-        },
+    let selected = match select(&configured, only) {
+        Ok(selected) => selected,
+        Err(outcome) => return outcome,
     };
-    for server in &selected {
-        server.report_diagnostics();
+    let hub = match start(&configured, &selected, View::Spinner).await {
+        Ok(hub) => hub,
+        Err(outcome) => return outcome,
+    };
+    report_unusable(&hub);
+    let (pool, failures) = hub.tool_pool_report().await;
+    for failure in &failures {
+        crate::terminal::say(format_args!("{failure}"));
     }
-    if let [server] = selected[..]
-        && only.is_some()
-        && server.runnable().is_none()
-    {
-        crate::terminal::say(format_args!("{}", server.not_started()));
-        return Outcome::Usage;
-    }
-    for server in selected.iter().filter(|server| server.is_pending()) {
-        crate::terminal::say(format_args!("{}", server.not_started()));
-    }
-    let connector = connector();
-    let pool = connect(&connector, &selected, View::Spinner).await;
-    let mut listed = Vec::new();
-    let mut listing_failed = false;
-    for server in &selected {
-        let Some(state) = pool.state(&server.name) else {
-            continue;
-        };
-        match state.status {
-            ServerStatus::Connected => match pool.tools(&server.name).await {
-                Ok(tools) => listed.push((server.name.as_str(), tools, filter_of(server))),
-                Err(e) => {
-                    crate::terminal::say(format_args!("{e}"));
-                    listing_failed = true;
-                }
-            },
-            ServerStatus::Failed | ServerStatus::NeedsAuth => {
-                if let Some(error) = &state.error {
-                    crate::terminal::say(format_args!("{error}"));
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut index = ToolIndex::default();
-    let built: Vec<_> = listed
-        .iter()
-        .map(|(server, tools, filter)| (*server, server_entries(server, tools, &mut index), filter))
-        .collect();
-    let servers: Vec<ServerTools<'_>> = built
-        .iter()
-        .map(|(server, entries, filter)| ServerTools {
-            server,
-            entries,
-            filter,
-        })
-        .collect();
-    let entries = assemble(&[], &servers).entries;
-    for collision in index.collisions() {
+    for collision in hub.tool_collisions() {
         let names: Vec<String> = collision
             .names
             .iter()
@@ -242,24 +285,16 @@ async fn tools_command(configured: Configured, only: Option<&str>, json: bool) -
             names.join(", ")
         ));
     }
-    let outcome = partial_outcome(selected.len(), &pool, listing_failed);
-    close(&connector, &pool).await;
-    print_tools(&entries, json);
+    let outcome = partial_outcome(selected.len(), hub.pool(), !failures.is_empty());
+    close(&hub).await;
+    print_tools(&pool.entries, json);
     outcome
-}
-
-/// The entry's `enabledTools` / `disabledTools`.
-fn filter_of(server: &Server) -> ToolFilter {
-    server.config.as_ref().map_or_else(ToolFilter::default, |config| {
-        let options = config.options();
-        ToolFilter::new(options.enabled_tools.as_deref(), &options.disabled_tools)
-    })
 }
 
 /// Whether a tool of `server` may be named `name`: the name starts with the server's part
 /// (`mcp__<server>__`), or, for a long name whose head was cut to make room for its hash, the
 /// head is a start of that part. Only such servers are started for a call.
-fn may_hold(server: &str, name: &str) -> bool {
+pub(crate) fn may_hold(server: &str, name: &str) -> bool {
     let part = plain_name(server, "");
     if name.starts_with(&part) {
         return true;
@@ -298,6 +333,18 @@ fn parse_arguments(arguments: Option<&str>) -> Result<Map<String, Value>, String
     }
 }
 
+/// Adds each `--arg KEY=VALUE` to `arguments`: VALUE as JSON when it parses, else as a string.
+fn with_args(mut arguments: Map<String, Value>, args: &[String]) -> Result<Map<String, Value>, String> {
+    for arg in args {
+        let Some((key, value)) = arg.split_once('=').filter(|(key, _)| !key.is_empty()) else {
+            return Err(format!("--arg {arg:?}: expected KEY=VALUE"));
+        };
+        let value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_owned()));
+        arguments.insert(key.to_owned(), value);
+    }
+    Ok(arguments)
+}
+
 async fn call_command(configured: Configured, name: &str, arguments: Map<String, Value>, json: bool) -> Outcome {
     // Only the servers whose part of a name matches can hold the tool.
     let candidates: Vec<&Server> = configured
@@ -321,99 +368,63 @@ async fn call_command(configured: Configured, name: &str, arguments: Map<String,
     if !candidates.iter().any(|server| server.runnable().is_some()) {
         return Outcome::Usage;
     }
-    let connector = connector();
-    let pool = connect(&connector, &candidates, View::Spinner).await;
-    let outcome = call_in(&pool, &candidates, name, arguments, connector.home(), json).await;
-    close(&connector, &pool).await;
+    let hub = match start(&configured, &candidates, View::Spinner).await {
+        Ok(hub) => hub,
+        Err(outcome) => return outcome,
+    };
+    let outcome = call_in(&hub, name, arguments, json).await;
+    close(&hub).await;
     outcome
 }
 
-async fn call_in(
-    pool: &Pool,
-    candidates: &[&Server],
-    name: &str,
-    arguments: Map<String, Value>,
-    home: Option<&std::path::Path>,
-    json: bool,
-) -> Outcome {
-    let mut outcome = Outcome::Usage;
-    for server in candidates.iter().filter(|server| server.runnable().is_some()) {
-        let Some(state) = pool.state(&server.name) else {
-            continue;
-        };
-        if state.status != ServerStatus::Connected {
-            if let Some(error) = &state.error {
-                crate::terminal::say(format_args!("{error}"));
-            }
-            outcome = if state.status == ServerStatus::NeedsAuth {
-                Outcome::NeedsAuth
-            } else {
-                Outcome::Connection
-            };
-            continue;
-        }
-        let tools = match pool.tools(&server.name).await {
-            Ok(tools) => tools,
-            Err(e) => {
-                crate::terminal::say(format_args!("{e}"));
-                outcome = Outcome::Connection;
-                continue;
-            }
-        };
-        // The name resolves through the index of this server's tools, never by splitting it.
-        let mut index = ToolIndex::default();
-        for tool in tools.iter() {
-            index.insert(&server.name, &tool.name);
-        }
-        // A tool its entry's filter leaves out is not in the pool: it cannot be called.
-        let filter = filter_of(server);
-        let Some(tool) = index
-            .resolve(name)
-            .and_then(|origin| tools.iter().find(|t| t.name == origin.tool))
-            .filter(|tool| filter.allows(&tool.name))
-        else {
-            continue;
-        };
-        return match call_tool(pool, &server.name, tool, arguments, &CallOptions::default()).await {
-            Ok(result) => report(result, tool, home, json),
-            Err(e) => {
-                crate::terminal::say(format_args!("calling {name}: {}", e.reason()));
-                match e {
-                    CallError::TaskRequired { .. } => Outcome::Usage,
-                    _ => Outcome::Connection,
-                }
-            }
-        };
-    }
-    if outcome == Outcome::Usage {
-        crate::terminal::say(format_args!("no tool is named {name:?} (see `plexus tools`)"));
-    }
-    outcome
-}
-
-/// Processes the result (large images downsampled, binary content and output over
-/// `MAX_MCP_OUTPUT_TOKENS` saved under `<home>/tool-results/<session>/`) and prints it.
-fn report(result: CallToolResult, tool: &Tool, home: Option<&std::path::Path>, json: bool) -> Outcome {
-    // Without a plexus home (no HOME), a directory of the system's temporary one.
-    let home = home.map_or_else(|| std::env::temp_dir().join("plexus"), std::path::Path::to_path_buf);
-    // Sessions older than a week go first (bounded work).
-    ResultStore::remove_old_sessions(&home, plexus::tools::store::KEEP_FOR);
-    let store = ResultStore::new(&home, &ResultStore::session_name());
-    let settings = ResultSettings::from_lookup(|name| std::env::var(name).ok());
-    match process(result, Some(tool), &store, &settings) {
+/// Calls `name` through the Hub, with the server's progress shown, and prints the result.
+async fn call_in(hub: &Hub, name: &str, arguments: Map<String, Value>, json: bool) -> Outcome {
+    let (on_progress, display) = crate::progress::call_progress(name);
+    let options = CallOptions {
+        on_progress: Some(on_progress),
+        ..CallOptions::default()
+    };
+    let called = hub.call_with(name, arguments, &options).await;
+    drop(display);
+    match called {
         Ok(processed) => {
-            print_call_result(&processed, json);
+            print_call_result(&processed, json, hub.result_store());
             if processed.is_error {
                 Outcome::ToolError
             } else {
                 Outcome::Ok
             }
         }
-        Err(e) => {
-            crate::terminal::say(format_args!(
-                "the result of {:?} could not be processed: {e}",
-                tool.name
-            ));
+        Err(HubError::UnknownTool { .. }) => {
+            // A server that could not be used may hold it: its error says why.
+            let states = hub.pool().states();
+            let unusable = |status| states.iter().any(|(_, state)| state.status == status);
+            report_unusable(hub);
+            if unusable(ServerStatus::Failed) {
+                Outcome::Connection
+            } else if unusable(ServerStatus::NeedsAuth) {
+                Outcome::NeedsAuth
+            } else {
+                crate::terminal::say(format_args!("no tool is named {name:?} (see `plexus tools`)"));
+                Outcome::Usage
+            }
+        }
+        Err(HubError::Call(error)) => {
+            crate::terminal::say(format_args!("calling {name}: {}", error.reason()));
+            if let CallError::UrlElicitation {
+                source: UrlElicitationError::NoHandler { .. },
+                ..
+            } = &*error
+            {
+                crate::terminal::say("plexus sends you to such pages only when stdin is a terminal");
+            }
+            match *error {
+                CallError::TaskRequired { .. } => Outcome::Usage,
+                _ => Outcome::Connection,
+            }
+        }
+        Err(other) => {
+            crate::terminal::say(format_args!("{other}"));
             Outcome::Connection
         }
     }
@@ -430,6 +441,20 @@ mod tests {
         let long = plexus::tools::qualified_name(&"v".repeat(70), "t");
         assert!(may_hold(&"v".repeat(70), &long), "{long}");
         assert!(!may_hold("v", &long));
+    }
+
+    #[test]
+    fn arg_flags_add_json_values_or_strings() {
+        let args = ["n=3", "s=hello", "o={\"a\":[1]}", "e="].map(str::to_owned);
+        let map = with_args(Map::new(), &args).unwrap();
+        assert_eq!(
+            Value::Object(map),
+            serde_json::json!({"n": 3, "s": "hello", "o": {"a": [1]}, "e": ""})
+        );
+        assert_eq!(
+            with_args(Map::new(), &["=1".to_owned()]).unwrap_err(),
+            "--arg \"=1\": expected KEY=VALUE"
+        );
     }
 
     #[test]

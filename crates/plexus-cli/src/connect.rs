@@ -1,21 +1,18 @@
-//! The command's connection pool: the selected servers in it, progress on stderr while they
-//! connect, and every server closed at the end of the command or on Ctrl-C.
+//! The command's Hub: the selected servers in it (the others of the config are read, not
+//! started), the CLI's answers to server requests, progress on stderr while they connect, and
+//! every server closed at the end of the command or on Ctrl-C.
 
 use std::io::IsTerminal;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use plexus::DefaultConnector;
 use plexus::auth::FileWarnings;
-use plexus::pool::{Admission, Pool, PoolSettings, ServerSpec};
+use plexus::pool::{Admission, Pool};
+use plexus::{Hub, HubOptions};
 
+use crate::interact::Interactive;
 use crate::progress::{Progress, View};
-use crate::sources::Server;
-
-/// The process's connector: its plexus home holds the token store and the needs-auth cache.
-pub(crate) fn connector() -> Arc<DefaultConnector> {
-    Arc::new(DefaultConnector::from_env())
-}
+use crate::sources::{Configured, Server};
 
 /// Prints what the token store and the needs-auth cache had to repair since the last call (a
 /// corrupt file set aside, a file readable by others made 0600), one `plexus: ...` line each.
@@ -25,43 +22,53 @@ pub(crate) fn report_file_warnings(warnings: &FileWarnings) {
     }
 }
 
-/// The pool's entry for a configured server, with its admission; none for an invalid entry.
-fn spec(server: &Server) -> Option<ServerSpec> {
-    let config = server.config.clone()?;
-    let admission = plexus::hub::admission(server.status.as_ref()?, || server.reason().unwrap_or_default());
-    Some(ServerSpec::new(&server.name, config, server.scope).with_admission(admission))
-}
-
-/// Puts `servers` in a new pool (at most 3 local and 20 remote connect at once, or
-/// `MCP_SERVER_CONNECTION_BATCH_SIZE` / `MCP_REMOTE_SERVER_CONNECTION_BATCH_SIZE`) and waits
-/// until every one that may run has connected or failed (each within its connect timeout),
-/// showing `view` on a terminal. Then reports the connector's file warnings.
-pub(crate) async fn connect(connector: &Arc<DefaultConnector>, servers: &[&Server], view: View) -> Pool {
-    let pool = Pool::new(
-        Arc::clone(connector) as Arc<dyn plexus::pool::Connector>,
-        PoolSettings::from_env(),
-    );
-    *lock_live() = Some(pool.clone());
-    let specs: Vec<ServerSpec> = servers.iter().filter_map(|server| spec(server)).collect();
-    let starting: Vec<String> = specs
-        .iter()
-        .filter(|spec| spec.admission == Admission::Start)
-        .map(|spec| spec.name.clone())
+/// Starts a Hub over the `configured` servers with only `servers` in its pool (at most 3 local
+/// and 20 remote connect at once, or `MCP_SERVER_CONNECTION_BATCH_SIZE` /
+/// `MCP_REMOTE_SERVER_CONNECTION_BATCH_SIZE`), and waits until every one that may run has
+/// connected or failed (each within its connect timeout), showing `view` on a terminal. The
+/// CLI declares roots (the project directory) and, on a terminal, elicitation. Then reports the
+/// connector's file warnings.
+pub(crate) async fn start(configured: &Configured, servers: &[&Server], view: View) -> Result<Hub, crate::Outcome> {
+    let interactive = Arc::new(Interactive::new(&configured.discovery.start_dir));
+    let mut options = HubOptions::new(configured.discovery.clone())
+        .only(servers.iter().map(|server| server.name.clone()))
+        .handler(Arc::clone(&interactive) as Arc<dyn plexus::client::ClientHandler>);
+    // Without a person to send to the URLs, a -32042 answer is an error that lists them.
+    if interactive.is_interactive() {
+        options = options.url_elicitation(interactive);
+    }
+    // The demo and --stdio / --url servers are the command's own.
+    for server in servers.iter().filter(|server| server.scope.is_none()) {
+        if let Some(config) = &server.config {
+            options = options.ad_hoc(&server.name, config.clone());
+        }
+    }
+    let hub = Hub::start_with_config(options, configured.merged.clone())
+        .await
+        .map_err(|e| {
+            crate::terminal::say(format_args!("{e}"));
+            crate::Outcome::Usage
+        })?;
+    *lock_live() = Some(hub.pool().clone());
+    let pool = hub.pool();
+    let starting: Vec<String> = pool
+        .names()
+        .into_iter()
+        .filter(|name| pool.spec(name).is_some_and(|spec| spec.admission == Admission::Start))
         .collect();
-    let progress = Progress::start(&pool, starting, pool.subscribe(), view);
-    pool.set_servers(specs).await;
+    let progress = Progress::start(pool, starting, hub.subscribe(), view);
     pool.settle(Duration::MAX).await;
     progress.finish().await;
-    report_file_warnings(connector.file_warnings());
-    pool
+    report_file_warnings(hub.connector().file_warnings());
+    Ok(hub)
 }
 
-/// Closes every server of `pool` (each within its transport's shutdown bound), then reports the
+/// Closes every server of `hub` (each within its transport's shutdown bound), then reports the
 /// file warnings of what the sessions did meanwhile (a token refresh reads the store).
-pub(crate) async fn close(connector: &DefaultConnector, pool: &Pool) {
+pub(crate) async fn close(hub: &Hub) {
     lock_live().take();
-    pool.shutdown().await;
-    report_file_warnings(connector.file_warnings());
+    hub.shutdown().await;
+    report_file_warnings(hub.connector().file_warnings());
 }
 
 /// The pool of the running command, so that an interrupt can cancel and close its servers

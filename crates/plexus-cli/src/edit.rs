@@ -10,7 +10,6 @@ use plexus::config::{
 use serde_json::Value;
 
 use crate::commands::read_stdin;
-use crate::sources;
 use crate::{AddArgs, Outcome, fail};
 
 /// `name` as a server name, or the reason it is not one.
@@ -110,15 +109,8 @@ pub(crate) fn remove(sources: &ConfigSources, name: &str, scope: Option<Scope>) 
 /// `plexus approve NAME...` or `plexus approve --all` (every project server waiting for approval).
 pub(crate) fn approve(sources: &ConfigSources, names: &[String], all: bool) -> Outcome {
     let names = if all {
-        let configured = match sources::load(sources) {
-            Ok(configured) => configured,
-            Err(outcome) => return outcome,
-        };
-        let pending: Vec<ServerName> = configured
-            .merged
-            .pending_approval()
-            .map(|server| server.name.clone())
-            .collect();
+        let merged = sources.load();
+        let pending: Vec<ServerName> = merged.pending_approval().map(|server| server.name.clone()).collect();
         if pending.is_empty() {
             println!("no project server is waiting for approval");
             return Outcome::Ok;

@@ -2,10 +2,9 @@
 //! converted, checked and written, with a line for everything changed or skipped. VS Code inputs
 //! become `${VARIABLE}`s; on a terminal, their values are asked for.
 
-use std::io::{self, BufRead, IsTerminal, Read, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 
-use nix::sys::termios::{LocalFlags, SetArg, Termios, tcgetattr, tcsetattr};
 use plexus::config::{
     ConfigSources, Import, ImportContext, ImportNote, Scope, ServerKind, ServerName, WriteOutcome, import_servers,
 };
@@ -13,10 +12,8 @@ use serde::Serialize;
 
 use crate::edit::entry_kind;
 use crate::output::print_json;
+use crate::terminal::read_answer;
 use crate::{ImportArgs, Outcome, fail};
-
-/// The longest answer read for one input (64 KiB).
-const MAX_ANSWER: u64 = 64 * 1024;
 
 /// `plexus import --json`: the stable shape.
 #[derive(Debug, Serialize)]
@@ -219,42 +216,4 @@ fn ask_inputs(imported: &mut Import) -> Vec<String> {
         }
     }
     filled
-}
-
-/// One line from the terminal, without its line ending; `None` at end of input.
-fn read_answer(hidden: bool) -> io::Result<Option<String>> {
-    let echo_off = if hidden { EchoOff::start() } else { None };
-    let mut line = String::new();
-    let read = io::stdin().lock().take(MAX_ANSWER).read_line(&mut line);
-    if echo_off.is_some() {
-        drop(echo_off);
-        // The user's Enter was not echoed either.
-        eprintln!();
-    }
-    if read? == 0 {
-        return Ok(None);
-    }
-    Ok(Some(line.trim_end_matches(['\n', '\r']).to_owned()))
-}
-
-/// The terminal's echo turned off until this is dropped.
-struct EchoOff {
-    saved: Termios,
-}
-
-impl EchoOff {
-    /// `None` if the terminal's settings cannot be changed (the answer is then echoed).
-    fn start() -> Option<EchoOff> {
-        let saved = tcgetattr(io::stdin()).ok()?;
-        let mut quiet = saved.clone();
-        quiet.local_flags.remove(LocalFlags::ECHO);
-        tcsetattr(io::stdin(), SetArg::TCSANOW, &quiet).ok()?;
-        Some(EchoOff { saved })
-    }
-}
-
-impl Drop for EchoOff {
-    fn drop(&mut self) {
-        let _ = tcsetattr(io::stdin(), SetArg::TCSANOW, &self.saved);
-    }
 }

@@ -143,7 +143,7 @@ fn browser_commands() -> Vec<String> {
 
 /// Starts the first browser command that starts, with the URL as its argument; its output is
 /// discarded and it is reaped in the background (at most [`BROWSER_START_LIMIT`] is waited for).
-fn open_browser(url: &str) -> Result<(), String> {
+pub(crate) fn open_browser(url: &str) -> Result<(), String> {
     let mut failures = Vec::new();
     for command in browser_commands() {
         let spawned = tokio::process::Command::new(&command)

@@ -1,12 +1,16 @@
-//! The `plexus` command: list, inspect and call the tools of the MCP servers a config describes,
-//! edit that config (add, remove, approve, import), and log in to the servers that need it.
+//! The `plexus` command: list, inspect and call the tools, resources and prompts of the MCP servers
+//! a config describes (or one given on the command line), edit that config (add, remove, approve,
+//! import), and log in to the servers that need it.
 #![forbid(unsafe_code)]
 
 mod commands;
 mod connect;
+mod content;
 mod edit;
+mod form;
 mod get;
 mod import;
+mod interact;
 mod login;
 mod output;
 mod progress;
@@ -75,14 +79,36 @@ pub(crate) struct Globals {
     pub(crate) verbose: u8,
 }
 
+/// A server given on the command line, used instead of the configured ones.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct AdHoc {
+    /// Use this stdio server instead of the configured ones: its command line, split as a shell would.
+    #[arg(long, value_name = "'COMMAND ARGS...'", conflicts_with = "url")]
+    pub(crate) stdio: Option<String>,
+    /// Use this remote server instead of the configured ones (Streamable HTTP; WebSocket for ws:// and wss://).
+    #[arg(long, value_name = "URL")]
+    pub(crate) url: Option<String>,
+    /// A header sent to the --url server (repeatable).
+    #[arg(long = "header", short = 'H', value_name = "'Name: value'", requires = "url")]
+    pub(crate) headers: Vec<String>,
+    /// The name of the --stdio or --url server (its tools are `mcp__<NAME>__<tool>`).
+    #[arg(long = "as", id = "ad_hoc_name", value_name = "NAME", default_value = sources::AD_HOC_NAME)]
+    pub(crate) name: String,
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Every configured server: scope, source, kind, status, protocol version, server info, tool count, problems.
-    Servers,
+    Servers {
+        #[command(flatten)]
+        ad_hoc: AdHoc,
+    },
     /// Every tool of every server, or of one server.
     Tools {
         /// Only this server's tools.
         server: Option<String>,
+        #[command(flatten)]
+        ad_hoc: AdHoc,
     },
     /// Call a tool by its qualified name (`mcp__<server>__<tool>`).
     Call {
@@ -90,6 +116,63 @@ pub(crate) enum Command {
         name: String,
         /// The arguments as a JSON object; `-` reads them from stdin; none means `{}`.
         arguments: Option<String>,
+        /// One argument (repeatable): VALUE is taken as JSON when it parses, else as a string.
+        #[arg(long = "arg", short = 'a', value_name = "KEY=VALUE", conflicts_with = "arguments")]
+        args: Vec<String>,
+        #[command(flatten)]
+        ad_hoc: AdHoc,
+    },
+    /// Every resource of every server, or of one server, with its `@server:uri` reference.
+    Resources {
+        /// Only this server's resources.
+        server: Option<String>,
+        #[command(flatten)]
+        ad_hoc: AdHoc,
+    },
+    /// Every resource template of every server, or of one server.
+    Templates {
+        /// Only this server's templates.
+        server: Option<String>,
+        #[command(flatten)]
+        ad_hoc: AdHoc,
+    },
+    /// Read a resource: its text is printed, binary content is written to a file whose path is printed.
+    Read {
+        /// The server.
+        server: String,
+        /// The resource's URI.
+        uri: String,
+        #[command(flatten)]
+        ad_hoc: AdHoc,
+    },
+    /// Every prompt of every server, or of one server, by its qualified name.
+    Prompts {
+        /// Only this server's prompts.
+        server: Option<String>,
+        #[command(flatten)]
+        ad_hoc: AdHoc,
+    },
+    /// Get a prompt by its qualified name (`mcp__<server>__<prompt>`), with its arguments.
+    Prompt {
+        /// The prompt's qualified name.
+        name: String,
+        /// The prompt's arguments.
+        #[arg(value_name = "ARG=VALUE")]
+        arguments: Vec<String>,
+        #[command(flatten)]
+        ad_hoc: AdHoc,
+    },
+    /// Ping every server, or one server, and show how long each took to answer.
+    Ping {
+        /// Only this server.
+        server: Option<String>,
+        #[command(flatten)]
+        ad_hoc: AdHoc,
+    },
+    /// Print a shell completion script (e.g. `plexus completions bash > ~/.local/share/bash-completion/completions/plexus`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
     },
     /// Show one server's merged entry: scope, source file, status and its expanded config.
     Get {

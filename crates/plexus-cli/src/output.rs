@@ -1,7 +1,8 @@
 //! Human tables and the stable JSON shapes.
 
 use plexus::config::Scope;
-use plexus::tools::{ProcessedResult, ToolEntry};
+use plexus::protocol::ContentBlock;
+use plexus::tools::{ProcessedResult, ResultStore, ToolEntry};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -59,7 +60,8 @@ impl ServerRow {
         };
         row.status = state.status.as_str();
         row.state = state.status.as_str();
-        row.reason = state.reason.clone().or(row.reason);
+        // The CLI's own reason says what to do (`plexus approve NAME`).
+        row.reason = row.reason.or_else(|| state.reason.clone());
         row.connect_ms = state.connect_time.map(|took| took.as_millis() as u64);
         if let Some(error) = &state.error {
             row.error = Some(without_server(&server.name, &error.to_string()).to_owned());
@@ -216,7 +218,9 @@ pub(crate) fn print_tools(entries: &[std::sync::Arc<ToolEntry>], json: bool) {
     table::print(&table::render(&TOOL_COLUMNS, &table, terminal::width()));
 }
 
-pub(crate) fn print_call_result(result: &ProcessedResult, json: bool) {
+/// A call's result: its text, and, for a person, each image saved to a file of `store` whose path
+/// is printed (`--json` keeps the images inline, as a model gets them).
+pub(crate) fn print_call_result(result: &ProcessedResult, json: bool, store: &ResultStore) {
     if json {
         return print_json(result);
     }
@@ -227,12 +231,34 @@ pub(crate) fn print_call_result(result: &ProcessedResult, json: bool) {
         println!("the tool reported an error:");
     }
     for block in &result.content {
+        if let ContentBlock::Image(image) = block {
+            terminal::print_block(&saved_image(image, store));
+            continue;
+        }
         let block = serde_json::to_value(block).unwrap_or(Value::Null);
         terminal::print_block(&describe_block(&block));
     }
     if let Some(structured) = &result.structured_content {
         let text = serde_json::to_string_pretty(structured).unwrap_or_default();
         terminal::print_block(&format!("structured content:\n{text}"));
+    }
+}
+
+/// `[image: image/png, 69 bytes, saved to PATH]`, or why it could not be saved.
+fn saved_image(image: &plexus::protocol::ImageContent, store: &ResultStore) -> String {
+    use base64::Engine as _;
+    let saved = base64::engine::general_purpose::STANDARD
+        .decode(image.data.trim())
+        .map_err(|e| format!("its base64 does not decode: {e}"))
+        .and_then(|bytes| plexus::tools::save_binary(store, &image.mime_type, &bytes).map_err(|e| e.to_string()));
+    match saved {
+        Ok(file) => format!(
+            "[image: {}, {} bytes, saved to {}]",
+            image.mime_type,
+            file.bytes,
+            file.path.display()
+        ),
+        Err(why) => format!("[image: {}, not saved: {why}]", image.mime_type),
     }
 }
 

@@ -1,13 +1,17 @@
 //! Progress on stderr while the servers connect: on a terminal, one live line per server (a
 //! spinner, then ✔ / ✘ / needs-auth with the time it took) and a summary, or one spinner for
-//! them all; elsewhere one line.
+//! them all; elsewhere one line. And a call's progress reports: a bar on a terminal, lines
+//! elsewhere.
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use plexus::client::ProgressCallback;
 use plexus::pool::{Pool, PoolEvent, ServerState, ServerStatus};
+use plexus::protocol::ProgressNotificationParams;
 use tokio::sync::broadcast;
 
 /// How the servers' progress is shown on a terminal.
@@ -193,4 +197,114 @@ fn millis(duration: Duration) -> String {
     } else {
         format!("{:.1} s", duration.as_secs_f64())
     }
+}
+
+/// The bar of the call in progress, hidden while a question is asked on the terminal.
+static CALL_BAR: Mutex<Option<ProgressBar>> = Mutex::new(None);
+
+/// The least time between two progress lines when stderr is not a terminal.
+const LINE_INTERVAL: Duration = Duration::from_millis(250);
+
+/// A call's progress display; the bar goes when this is dropped.
+pub(crate) struct CallProgress {
+    bar: Option<ProgressBar>,
+}
+
+impl Drop for CallProgress {
+    fn drop(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+            CALL_BAR
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
+        }
+    }
+}
+
+/// Shows the progress reports of a call to `tool`: a bar (or a spinner while the total is
+/// unknown) on a terminal, else a line per report (at most 4 a second). The message of each
+/// report is the server's, escaped.
+pub(crate) fn call_progress(tool: &str) -> (ProgressCallback, CallProgress) {
+    if !std::io::stderr().is_terminal() {
+        let tool = crate::terminal::line(tool).into_owned();
+        let last: Mutex<Option<Instant>> = Mutex::new(None);
+        let callback: ProgressCallback = Arc::new(move |report: ProgressNotificationParams| {
+            let mut last = last.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if last.is_some_and(|at| at.elapsed() < LINE_INTERVAL) {
+                return;
+            }
+            *last = Some(Instant::now());
+            eprintln!("plexus: {tool}: {}", describe(&report));
+        });
+        return (callback, CallProgress { bar: None });
+    }
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+        .with_style(spinner_style("{spinner} {prefix} {msg}"))
+        .with_prefix(crate::terminal::line(tool).into_owned());
+    bar.enable_steady_tick(TICK);
+    *CALL_BAR.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(bar.clone());
+    let drawn = bar.clone();
+    let callback: ProgressCallback = Arc::new(move |report: ProgressNotificationParams| {
+        if let Some(total) = report.total.filter(|total| total.is_finite() && *total > 0.0) {
+            if drawn.length().is_none() {
+                drawn.set_style(
+                    ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg}")
+                        .unwrap_or_else(|_| ProgressStyle::default_bar())
+                        .progress_chars("=> "),
+                );
+            }
+            // Finite and positive: the cast is exact up to 2^53 and saturates beyond.
+            #[allow(clippy::cast_sign_loss, clippy::cast_possible_truncation)]
+            drawn.set_length(total.round() as u64);
+        }
+        if report.progress.is_finite() && report.progress >= 0.0 {
+            // Finite and not negative: as above.
+            #[allow(clippy::cast_sign_loss, clippy::cast_possible_truncation)]
+            drawn.set_position(report.progress.round() as u64);
+        }
+        drawn.set_message(
+            report
+                .message
+                .as_deref()
+                .map(|m| crate::terminal::line(m).into_owned())
+                .unwrap_or_default(),
+        );
+    });
+    (callback, CallProgress { bar: Some(bar) })
+}
+
+/// `3/5: step 3 of 5`.
+fn describe(report: &ProgressNotificationParams) -> String {
+    let amount = match report.total {
+        Some(total) => format!("{}/{}", report.progress, total),
+        None => report.progress.to_string(),
+    };
+    match &report.message {
+        Some(message) => format!("{amount}: {}", crate::terminal::line(message)),
+        None => amount,
+    }
+}
+
+/// The call's bar hidden until the guard is dropped (a question is being asked).
+pub(crate) struct Paused(Option<ProgressBar>);
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        if let Some(bar) = self.0.take() {
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+    }
+}
+
+/// Hides the call's bar, if one is drawn, while the guard lives.
+pub(crate) fn pause_call_bar() -> Paused {
+    let bar = CALL_BAR
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    if let Some(bar) = &bar {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    Paused(bar)
 }

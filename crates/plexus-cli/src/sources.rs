@@ -1,22 +1,25 @@
-//! Where the CLI's servers come from: every scope read and merged by `plexus-config`, or, when no
-//! config file exists anywhere, the built-in demo server.
+//! Where the CLI's servers come from: every scope read and merged by `plexus-config`; or the one
+//! server `--stdio` / `--url` give; or, when no config file exists anywhere, the built-in demo
+//! server.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use plexus::config::{
     ConfigSources, Diagnostic, DiscoveryOptions, FileOutcome, InvalidServer, MergedConfig, MergedServer, Origin, Scope,
-    ServerConfig, ServerKind, ServerOptions, ServerStatus, StdioConfig,
+    ServerConfig, ServerKind, ServerName, ServerOptions, ServerStatus, StdioConfig, entry_from_args,
 };
 
-use crate::{Globals, Outcome};
+use crate::{AdHoc, Globals, Outcome};
 
 /// The name of the built-in demo server.
 const DEMO: &str = "demo";
+/// The default name of a `--stdio` or `--url` server.
+pub(crate) const AD_HOC_NAME: &str = "adhoc";
 
 /// Finds every scope's file from the global flags and the process's environment (`PLEXUS_HOME`,
 /// `HOME`, `PLEXUS_MANAGED_CONFIG`, the working directory). Reads nothing but directory entries.
-pub(crate) fn discover(globals: &Globals) -> Result<ConfigSources, String> {
+pub(crate) fn discover(globals: &Globals) -> Result<(DiscoveryOptions, ConfigSources), String> {
     if let Some(dir) = &globals.project {
         match std::fs::metadata(dir) {
             Ok(metadata) if metadata.is_dir() => {}
@@ -27,11 +30,12 @@ pub(crate) fn discover(globals: &Globals) -> Result<ConfigSources, String> {
     let options = DiscoveryOptions::from_process(globals.project.clone())
         .map_err(|e| e.to_string())?
         .with_explicit_files(globals.config.clone(), globals.strict_config);
-    Ok(ConfigSources::discover(&options))
+    let sources = ConfigSources::discover(&options);
+    Ok((options, sources))
 }
 
 /// [`discover`], printing why it failed.
-pub(crate) fn discover_or_report(globals: &Globals) -> Result<ConfigSources, Outcome> {
+pub(crate) fn discover_or_report(globals: &Globals) -> Result<(DiscoveryOptions, ConfigSources), Outcome> {
     discover(globals).map_err(|message| {
         crate::terminal::say(format_args!("{message}"));
         Outcome::Usage
@@ -155,6 +159,8 @@ pub(crate) struct Configured {
     pub(crate) servers: Vec<Server>,
     /// The merged configuration (empty for the demo).
     pub(crate) merged: MergedConfig,
+    /// Where it was found, and the one environment.
+    pub(crate) discovery: DiscoveryOptions,
 }
 
 impl Configured {
@@ -176,8 +182,28 @@ impl Configured {
 /// policy problems, overridden entries' diagnostics) are printed on stderr as `plexus: ...` lines;
 /// an explicit `--config` file that cannot be loaded stops the command (exit 2). When no config
 /// file exists in any scope, the servers are the built-in demo.
-pub(crate) fn load(sources: &ConfigSources) -> Result<Configured, Outcome> {
+pub(crate) fn load(
+    discovery: &DiscoveryOptions,
+    sources: &ConfigSources,
+    ad_hoc: &AdHoc,
+) -> Result<Configured, Outcome> {
     let merged = sources.load();
+    let discovery = discovery.clone();
+    // A server given on the command line is the only one: the config's are not looked at.
+    match ad_hoc_server(ad_hoc) {
+        Ok(Some(server)) => {
+            return Ok(Configured {
+                servers: vec![server],
+                merged,
+                discovery,
+            });
+        }
+        Ok(None) => {}
+        Err(message) => {
+            crate::terminal::say(format_args!("{message}"));
+            return Err(Outcome::Usage);
+        }
+    }
     let mut explicit_failed = false;
     for (file, error) in merged.file_errors() {
         crate::terminal::say(format_args!("{error}"));
@@ -201,6 +227,7 @@ pub(crate) fn load(sources: &ConfigSources) -> Result<Configured, Outcome> {
         return Ok(Configured {
             servers: vec![demo_server()?],
             merged,
+            discovery,
         });
     }
     let mut by_name: BTreeMap<String, Server> = BTreeMap::new();
@@ -213,7 +240,45 @@ pub(crate) fn load(sources: &ConfigSources) -> Result<Configured, Outcome> {
     Ok(Configured {
         servers: by_name.into_values().collect(),
         merged,
+        discovery,
     })
+}
+
+/// The server `--stdio` or `--url` describe, if either is given.
+pub(crate) fn ad_hoc_server(args: &AdHoc) -> Result<Option<Server>, String> {
+    let (flag, kind, target, headers) = match (&args.stdio, &args.url) {
+        (None, None) => return Ok(None),
+        (Some(command), _) => {
+            let words = shlex::split(command)
+                .filter(|words| !words.is_empty())
+                .ok_or_else(|| format!("--stdio {command:?} is not a command line (empty, or a quote left open)"))?;
+            ("--stdio", Some(ServerKind::Stdio), words, Vec::new())
+        }
+        (None, Some(url)) => ("--url", None, vec![url.clone()], args.headers.clone()),
+    };
+    ServerName::validate(&args.name).map_err(|e| format!("--as {:?}: {e}", args.name))?;
+    let env = plexus::config::Environment::process();
+    let new = entry_from_args(kind, &target, &[], &headers, &env).map_err(|e| format!("{flag}: {e}"))?;
+    if flag == "--url" && new.entry["type"] == "stdio" {
+        return Err(format!(
+            "--url {:?} is not a URL plexus can connect to (http://, https://, ws:// or wss://)",
+            target[0]
+        ));
+    }
+    let (config, diagnostics) = ServerConfig::from_json(&new.entry).map_err(|errors| {
+        let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        format!("{flag}: {}", errors.join("; "))
+    })?;
+    Ok(Some(Server {
+        name: args.name.clone(),
+        scope: None,
+        source: None,
+        config: Some(config),
+        status: Some(ServerStatus::Active),
+        warnings: new.warnings.into_iter().chain(diagnostics).collect(),
+        errors: Vec::new(),
+        overridden: Vec::new(),
+    }))
 }
 
 /// One stdio server: this very binary running `plexus demo-server`.

@@ -10,7 +10,9 @@
 
 use std::borrow::Cow;
 use std::fmt::{Display, Write as _};
-use std::io::IsTerminal;
+use std::io::{self, BufRead, IsTerminal, Read};
+
+use nix::sys::termios::{LocalFlags, SetArg, Termios, tcgetattr, tcsetattr};
 
 /// Whether `c` is shown escaped: C0 and C1 control characters, DEL, and the Unicode controls
 /// that reorder or hide text (bidirectional overrides and isolates, zero-width and line/paragraph
@@ -81,6 +83,47 @@ pub(crate) fn width() -> Option<usize> {
         .parse()
         .ok()
         .filter(|&n: &usize| n > 0)
+}
+
+/// The longest answer read for one input (64 KiB).
+const MAX_ANSWER: u64 = 64 * 1024;
+
+/// One line from the terminal, without its line ending; `None` at end of input.
+pub(crate) fn read_answer(hidden: bool) -> io::Result<Option<String>> {
+    let echo_off = if hidden { EchoOff::start() } else { None };
+    let mut line = String::new();
+    let read = io::stdin().lock().take(MAX_ANSWER).read_line(&mut line);
+    if echo_off.is_some() {
+        drop(echo_off);
+        // The user's Enter was not echoed either.
+        eprintln!();
+    }
+    if read? == 0 {
+        return Ok(None);
+    }
+    Ok(Some(line.trim_end_matches(['\n', '\r']).to_owned()))
+}
+
+/// The terminal's echo turned off until this is dropped.
+struct EchoOff {
+    saved: Termios,
+}
+
+impl EchoOff {
+    /// `None` if the terminal's settings cannot be changed (the answer is then echoed).
+    fn start() -> Option<EchoOff> {
+        let saved = tcgetattr(io::stdin()).ok()?;
+        let mut quiet = saved.clone();
+        quiet.local_flags.remove(LocalFlags::ECHO);
+        tcsetattr(io::stdin(), SetArg::TCSANOW, &quiet).ok()?;
+        Some(EchoOff { saved })
+    }
+}
+
+impl Drop for EchoOff {
+    fn drop(&mut self) {
+        let _ = tcsetattr(io::stdin(), SetArg::TCSANOW, &self.saved);
+    }
 }
 
 #[cfg(test)]

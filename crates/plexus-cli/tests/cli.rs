@@ -147,7 +147,7 @@ fn servers_json_reports_each_status() {
                 "demo",
                 "stdio",
                 "connected",
-                json!({"protocolVersion": "2025-11-25", "serverInfo": {"name": "plexus-testserver", "version": version}, "toolCount": 19, "connectMs": "measured"})
+                json!({"protocolVersion": "2025-11-25", "serverInfo": {"name": "plexus-testserver", "version": version}, "toolCount": 20, "connectMs": "measured"})
             ),
             row(
                 "gone",
@@ -174,7 +174,7 @@ fn servers_table_is_tidy() {
     let version = env!("CARGO_PKG_VERSION");
     // The demo server comes from no scope and no file.
     let expected = format!(
-        "NAME  SCOPE  KIND   STATUS     PROTOCOL    SERVER{pad}TOOLS  SOURCE  ERROR\ndemo         stdio  connected  2025-11-25  plexus-testserver {version}  19\n",
+        "NAME  SCOPE  KIND   STATUS     PROTOCOL    SERVER{pad}TOOLS  SOURCE  ERROR\ndemo         stdio  connected  2025-11-25  plexus-testserver {version}  20\n",
         pad = " ".repeat(format!("plexus-testserver {version}").len() - "SERVER".len() + 2)
     );
     assert_eq!(stdout(&output), expected);
@@ -214,11 +214,19 @@ fn call_prints_the_result_and_sets_the_exit_code() {
         (Some(0), "from stdin\n".to_owned())
     );
 
+    // An image is saved for a person to open (0600, under the plexus home's tool-results).
     let output = plexus(&dir, &["call", "mcp__demo__image"]);
-    assert_eq!(
-        stdout(&output),
-        "[image: image/png, 96 bytes of base64]\na 1×1 PNG image\n"
-    );
+    let shown = stdout(&output);
+    let path = shown
+        .strip_prefix("[image: image/png, 70 bytes, saved to ")
+        .and_then(|rest| rest.strip_suffix("]\na 1×1 PNG image\n"))
+        .unwrap_or_else(|| panic!("{shown}"));
+    let saved = std::fs::read(path).unwrap();
+    assert_eq!(&saved[..8], b"\x89PNG\r\n\x1a\n");
+    assert_eq!(std::path::Path::new(path).extension(), Some("png".as_ref()), "{path}");
+    assert!(path.contains("/tool-results/"), "{path}");
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(path).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
 }
 
 #[test]

@@ -4,12 +4,8 @@
 
 mod support;
 
-use std::io::{Read, Write};
-use std::process::Stdio;
-use std::time::{Duration, Instant};
-
 use serde_json::json;
-use support::{Run, Workspace};
+use support::Workspace;
 
 /// A VS Code `.vscode/mcp.json` with comments, a trailing comma, two inputs and two servers.
 const VSCODE: &str = r#"{
@@ -185,32 +181,8 @@ fn import_json_is_the_documented_shape() {
 fn vscode_inputs_are_asked_for_on_a_terminal() {
     let ws = Workspace::new();
     ws.write(".vscode/mcp.json", VSCODE);
-    let terminal = nix::pty::openpty(None, None).unwrap();
-    let mut command = ws.command(ws.path(), &["import", "--from", "vscode"]);
-    command
-        .stdin(Stdio::from(terminal.slave))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = command.spawn().unwrap();
-    drop(command);
-    // A secret for the first input; an empty answer keeps the second one's variable. Lines wait
-    // in the terminal's input queue until they are read.
-    let mut keyboard = std::fs::File::from(terminal.master);
-    keyboard.write_all(b"s3cret\n\n").unwrap();
-    // A hang guard only: the run takes well under a second.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "plexus import did not finish");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let (mut stdout, mut stderr) = (String::new(), String::new());
-    child.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-    let out = Run {
-        code: child.wait().unwrap().code(),
-        stdout,
-        stderr,
-    };
+    // A secret for the first input; an empty answer keeps the second one's variable.
+    let out = ws.run_on_terminal(&["import", "--from", "vscode"], b"s3cret\n\n");
     let local = ws.shown(ws.local_file());
     assert_eq!(
         out.expect(

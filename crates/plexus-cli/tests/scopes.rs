@@ -85,7 +85,7 @@ fn servers_shows_every_scope_with_its_file_warnings_and_errors() {
                 Some("stdio"),
                 "connected",
                 &json!({
-                    "protocolVersion": "2025-11-25", "serverInfo": {"name": "plexus-testserver", "version": version()}, "toolCount": 19,
+                    "protocolVersion": "2025-11-25", "serverInfo": {"name": "plexus-testserver", "version": version()}, "toolCount": 20,
                     "connectMs": "measured",
                     "warnings": [format!("{user}: server \"from-user\": field \"color\": unknown field for a \"stdio\" server; kept as written but not used")]
                 })
@@ -114,7 +114,7 @@ fn servers_shows_every_scope_with_its_file_warnings_and_errors() {
     assert_eq!(cells(lines[3]), ["from-project", "project", "stdio", "pending"]);
     assert_eq!(cells(lines[4]), ["from-user", "user", "stdio", "connected"]);
     assert_eq!(cells(lines[5]), ["off", "local", "stdio", "disabled"]);
-    assert!(lines[4].ends_with(&format!("  19     {user}")), "{}", lines[4]);
+    assert!(lines[4].ends_with(&format!("  20     {user}")), "{}", lines[4]);
     assert_eq!(
         lines[6..],
         [

@@ -192,14 +192,24 @@ fn saved(
     mime: &str,
     bytes: &[u8],
 ) -> Result<ContentBlock, ResultError> {
+    let file = save_binary(store, mime, bytes)?;
+    let text = format!(
+        "[{mime} content, {} bytes, saved to {}]",
+        bytes.len(),
+        file.path.display()
+    );
+    processed.files.push(file);
+    Ok(ContentBlock::text(text))
+}
+
+/// Writes binary content of type `mime` to a new file of `store`, with the type's extension.
+pub fn save_binary(store: &ResultStore, mime: &str, bytes: &[u8]) -> Result<SavedFile, StoreError> {
     let path = store.save("content", extension(mime), bytes)?;
-    let text = format!("[{mime} content, {} bytes, saved to {}]", bytes.len(), path.display());
-    processed.files.push(SavedFile {
+    Ok(SavedFile {
         path,
         mime_type: mime.to_owned(),
         bytes: bytes.len() as u64,
-    });
-    Ok(ContentBlock::text(text))
+    })
 }
 
 /// The file extension for a MIME type (`bin` when unknown).

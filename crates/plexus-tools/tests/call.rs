@@ -8,8 +8,8 @@ use std::time::Duration;
 use plexus::DefaultConnector;
 use plexus::config::ServerConfig;
 use plexus_pool::{Pool, PoolSettings, ServerSpec};
-use plexus_testserver::RemoteServer;
 use plexus_protocol::{ElicitAction, ElicitRequestUrlParams};
+use plexus_testserver::RemoteServer;
 use plexus_tools::call::{CallError, CallOptions, call_tool};
 use plexus_tools::{UrlElicitationError, UrlElicitationHandler};
 use serde_json::{Map, Value, json};
@@ -200,7 +200,13 @@ async fn url_elicitations_completed_by_the_server_are_retried_up_to_three_rounds
         .await
         .unwrap_err();
     assert!(
-        matches!(&error, CallError::UrlElicitation { source: UrlElicitationError::TooManyRounds, .. }),
+        matches!(
+            &error,
+            CallError::UrlElicitation {
+                source: UrlElicitationError::TooManyRounds,
+                ..
+            }
+        ),
         "{error:?}"
     );
     assert_eq!(

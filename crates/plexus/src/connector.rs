@@ -81,7 +81,9 @@ pub struct DefaultConnector {
 impl fmt::Debug for DefaultConnector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut debug = f.debug_struct("DefaultConnector");
-        debug.field("home", &self.home).field("handler", &self.handler.is_some());
+        debug
+            .field("home", &self.home)
+            .field("handler", &self.handler.is_some());
         #[cfg(feature = "auth")]
         debug
             .field("ide_lock_dir", &self.ide_lock_dir)

@@ -315,6 +315,12 @@ impl Hub {
         &self.pool
     }
 
+    /// Where the call results' files go (`<home>/tool-results/<session>/`): a host saves other
+    /// binary content there too (a resource it read, an image it shows).
+    pub fn result_store(&self) -> &ResultStore {
+        &self.store
+    }
+
     /// The connector (its token store, needs-auth cache, file warnings, `login`).
     pub fn connector(&self) -> &DefaultConnector {
         &self.connector

@@ -114,7 +114,9 @@ async fn prompts_are_named_like_tools_and_resources_by_reference() {
     assert!(resources.failures.is_empty());
     let hello = resources
         .entries
-        .iter().find(|r| r.resource.name == "hello.txt").unwrap();
+        .iter()
+        .find(|r| r.resource.name == "hello.txt")
+        .unwrap();
     assert_eq!(hello.reference, "@demo:test://static/hello.txt");
     let read = hub.read_resource(&hello.reference).await.unwrap();
     let contents = serde_json::to_value(&read.contents).unwrap();

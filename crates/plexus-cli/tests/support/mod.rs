@@ -169,6 +169,39 @@ impl Workspace {
     }
 
     /// The command with every location inside the workspace.
+    /// Runs `plexus ARGS` with a pseudo-terminal as stdin, typing `keys` into it (they wait in
+    /// the terminal's input queue until read); stdout and stderr are pipes.
+    pub fn run_on_terminal(&self, args: &[&str], keys: &[u8]) -> Run {
+        self.run_on_terminal_with_env(args, keys, &[])
+    }
+
+    /// [`run_on_terminal`](Self::run_on_terminal) with extra environment variables.
+    pub fn run_on_terminal_with_env(&self, args: &[&str], keys: &[u8], env: &[(&str, &str)]) -> Run {
+        let terminal = nix::pty::openpty(None, None).unwrap();
+        let mut command = self.command(self.path(), args);
+        command
+            .envs(env.iter().copied())
+            .stdin(Stdio::from(terminal.slave))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().unwrap();
+        drop(command);
+        let mut keyboard = std::fs::File::from(terminal.master);
+        keyboard.write_all(keys).unwrap();
+        // A hang guard only: a run takes well under a second.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while child.try_wait().unwrap().is_none() {
+            assert!(std::time::Instant::now() < deadline, "plexus {args:?} did not finish");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let output = child.wait_with_output().unwrap();
+        Run {
+            code: output.status.code(),
+            stdout: String::from_utf8(output.stdout).unwrap(),
+            stderr: String::from_utf8(output.stderr).unwrap(),
+        }
+    }
+
     pub fn command(&self, dir: &Path, args: &[&str]) -> Command {
         let mut command = Command::new(PLEXUS);
         command

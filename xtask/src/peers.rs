@@ -226,7 +226,16 @@ pub(crate) fn run() -> Result<(), PeersError> {
     print!("pinned peers:\n{}", describe_pins());
     let manifest = install(&dir)?;
     println!("peers installed; manifest: {}", manifest.display());
-    let mut tests = cmd::cargo(["test", "--package", "plexus-conformance", "--test", "peers"]);
+    // The client's checks (plexus-conformance) and the CLI's commands (plexus-cli).
+    let mut tests = cmd::cargo([
+        "test",
+        "--package",
+        "plexus-conformance",
+        "--package",
+        "plexus-cli",
+        "--test",
+        "peers",
+    ]);
     // The failure messages name the peer, transport and reason; backtraces only bury them.
     tests
         .current_dir(cmd::workspace_root())

@@ -90,8 +90,7 @@ fn exercise(server: &[&str]) {
         .lines()
         .find_map(|line| line.strip_prefix("[image: image/png, "))
         .and_then(|rest| rest.split_once("saved to "))
-        .map(|(_, path)| path.trim_end_matches(']').to_owned())
-        .unwrap_or_else(|| panic!("{image}"));
+        .map_or_else(|| panic!("{image}"), |(_, path)| path.trim_end_matches(']').to_owned());
     assert_eq!(&std::fs::read(&saved).unwrap()[..4], b"\x89PNG");
     // Progress reports arrive as lines when stderr is not a terminal.
     let long = run(&[

@@ -4,12 +4,11 @@
 
 use std::collections::BTreeSet;
 
-use plexus::config::{
-    ConfigFile, ConfigSources, NewEntry, Scope, ServerKind, ServerName, entry_from_args, entry_from_json,
-};
+use plexus::config::{ConfigFile, ConfigSources, NewEntry, Scope, ServerKind, ServerName, entry_from_json};
 use serde_json::Value;
 
 use crate::commands::read_stdin;
+use crate::new_entry::entry_from_args;
 use crate::{AddArgs, Outcome, fail};
 
 /// `name` as a server name, or the reason it is not one.

@@ -12,6 +12,7 @@ mod get;
 mod import;
 mod interact;
 mod login;
+mod new_entry;
 mod output;
 mod progress;
 mod sources;
@@ -23,7 +24,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use plexus::auth::oauth::DEFAULT_LOGIN_TIMEOUT;
-use plexus::config::{ImportSource, Scope, ServerKind, parse_transport};
+use plexus::config::{ImportSource, Scope, ServerKind};
 
 /// The longest `plexus login --timeout` (a day).
 const MAX_LOGIN_TIMEOUT_SECS: u64 = 24 * 60 * 60;
@@ -283,7 +284,7 @@ pub(crate) fn fail(message: impl std::fmt::Display) -> Outcome {
 }
 
 fn transport(name: &str) -> Result<ServerKind, String> {
-    parse_transport(name).map_err(|e| e.to_string())
+    new_entry::parse_transport(name).map_err(|e| e.to_string())
 }
 
 fn main() -> ExitCode {

@@ -7,8 +7,10 @@ use std::path::PathBuf;
 
 use plexus::config::{
     ConfigSources, Diagnostic, DiscoveryOptions, FileOutcome, InvalidServer, MergedConfig, MergedServer, Origin, Scope,
-    ServerConfig, ServerKind, ServerName, ServerOptions, ServerStatus, StdioConfig, entry_from_args,
+    ServerConfig, ServerKind, ServerName, ServerOptions, ServerStatus, StdioConfig,
 };
+
+use crate::new_entry::entry_from_args;
 
 use crate::{AdHoc, Globals, Outcome};
 

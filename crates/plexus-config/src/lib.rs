@@ -135,7 +135,7 @@ pub use merge::{
     ConfigSources, FileOutcome, InvalidServer, MergedConfig, MergedServer, Origin, ServerStatus, SourceFile,
 };
 pub use name::{InvalidServerName, ServerName};
-pub use new_entry::{EntryError, NewEntry, check_entry, entry_from_args, entry_from_json, parse_transport};
+pub use new_entry::{EntryError, NewEntry, check_entry, checked_entry, entry_from_json};
 pub use pipe::PIPE_TIMEOUT;
 pub use policy::{ALLOWED_KEY, DENIED_KEY, PolicyBlock, PolicyMatcher};
 pub use scope::{Scope, UnknownScope};
@@ -144,6 +144,7 @@ pub use server::{
     StdioConfig, WsConfig, WsIdeConfig,
 };
 pub use url::Url;
+pub use values::{env_name, header_name, header_value};
 pub use write::{SettingsEdit, WriteError};
 
 /// The shortest per-server `timeout` honoured; smaller values are ignored with a warning.

@@ -134,8 +134,9 @@ pub(crate) fn no_nul(text: &str) -> Result<(), String> {
     }
 }
 
-/// The name of an environment variable.
-pub(crate) fn env_name(name: &str) -> Result<(), String> {
+/// Checks the name of an environment variable (an entry's `env` key); the error says what is
+/// wrong with it.
+pub fn env_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         Err("an environment variable name must not be empty".to_owned())
     } else if name.contains('=') {
@@ -145,8 +146,8 @@ pub(crate) fn env_name(name: &str) -> Result<(), String> {
     }
 }
 
-/// The name of an HTTP header: an RFC 9110 token.
-pub(crate) fn header_name(name: &str) -> Result<(), String> {
+/// Checks the name of an HTTP header (an entry's `headers` key): an RFC 9110 token.
+pub fn header_name(name: &str) -> Result<(), String> {
     const SEPARATORS: &str = "!#$%&'*+-.^_`|~";
     if name.is_empty() {
         return Err("a header name must not be empty".to_owned());
@@ -160,8 +161,8 @@ pub(crate) fn header_name(name: &str) -> Result<(), String> {
     }
 }
 
-/// The value of an HTTP header: no control characters but tab.
-pub(crate) fn header_value(value: &str) -> Result<(), String> {
+/// Checks the value of an HTTP header: no control characters but tab.
+pub fn header_value(value: &str) -> Result<(), String> {
     match value.chars().find(|&c| c.is_control() && c != '\t') {
         Some(c) => Err(format!("a header value cannot contain the control character {c:?}")),
         None => Ok(()),

@@ -6,10 +6,7 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 
 use common::{Workspace, messages, servers, stdio};
-use plexus_config::{
-    Environment, Scope, ServerKind, ServerName, ServerStatus, SettingsEdit, WriteError, entry_from_args,
-    entry_from_json, parse_transport,
-};
+use plexus_config::{Environment, Scope, ServerName, ServerStatus, SettingsEdit, WriteError, entry_from_json};
 use serde_json::json;
 
 fn name(text: &str) -> ServerName {
@@ -295,129 +292,6 @@ fn approval_lists_of_the_wrong_type_are_not_touched() {
         read(&ws.local_file()),
         r#"{"disabledMcpjsonServers": [4], "other": 1, "enabledMcpjsonServers": ["b"]}"#
     );
-}
-
-#[test]
-fn plexus_add_builds_entries_from_its_arguments() {
-    let env = Environment::empty();
-    let args = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-
-    let stdio = entry_from_args(
-        None,
-        &args(&["npx", "-y", "pkg"]),
-        &args(&["KEY=a=b", "EMPTY="]),
-        &[],
-        &env,
-    )
-    .unwrap();
-    assert_eq!(
-        stdio.entry,
-        json!({"type": "stdio", "command": "npx", "args": ["-y", "pkg"], "env": {"KEY": "a=b", "EMPTY": ""}})
-    );
-    assert!(stdio.warnings.is_empty());
-
-    let http = entry_from_args(
-        None,
-        &args(&["HTTPS://h.example/mcp"]),
-        &[],
-        &args(&["Authorization:  Bearer x ", "X-A:b"]),
-        &env,
-    )
-    .unwrap();
-    assert_eq!(
-        http.entry,
-        json!({"type": "http", "url": "HTTPS://h.example/mcp", "headers": {"Authorization": "Bearer x", "X-A": "b"}})
-    );
-    let ws = entry_from_args(None, &args(&["wss://h/"]), &[], &[], &env).unwrap();
-    assert_eq!(ws.entry, json!({"type": "ws", "url": "wss://h/"}));
-    let sse = entry_from_args(
-        Some(parse_transport("sse").unwrap()),
-        &args(&["http://h/sse"]),
-        &[],
-        &[],
-        &env,
-    )
-    .unwrap();
-    assert_eq!(sse.entry, json!({"type": "sse", "url": "http://h/sse"}));
-    let forced = entry_from_args(
-        Some(ServerKind::Stdio),
-        &args(&["http://not-a-url-here"]),
-        &[],
-        &[],
-        &env,
-    )
-    .unwrap();
-    assert_eq!(
-        forced.entry,
-        json!({"type": "stdio", "command": "http://not-a-url-here"})
-    );
-
-    // A reference to a variable that is not set yet: written as is, with a warning.
-    let later = entry_from_args(None, &args(&["https://${HOST}/mcp"]), &[], &[], &env).unwrap();
-    assert_eq!(
-        messages(&later.warnings),
-        ["not set and without a default: ${HOST}; kept as written"]
-    );
-    let later = entry_from_args(Some(ServerKind::Http), &args(&["${BASE_URL}/mcp"]), &[], &[], &env).unwrap();
-    assert_eq!(
-        messages(&later.warnings),
-        [
-            "not set and without a default: ${BASE_URL}; kept as written",
-            r#"field "url": cannot be checked until its variables are set (not a valid URL: relative URL without a base)"#,
-        ]
-    );
-}
-
-#[test]
-fn plexus_add_names_what_is_wrong_with_its_arguments() {
-    let env = Environment::empty();
-    let args = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-    let error = |transport, target: &[&str], env_args: &[&str], headers: &[&str]| {
-        entry_from_args(transport, &args(target), &args(env_args), &args(headers), &env)
-            .unwrap_err()
-            .to_string()
-    };
-    assert_eq!(
-        error(None, &[], &[], &[]),
-        "missing the server's URL, or -- COMMAND [ARGS...]"
-    );
-    assert_eq!(
-        error(None, &["c"], &["NOVALUE"], &[]),
-        r#"invalid -e "NOVALUE": expected KEY=VALUE"#
-    );
-    assert_eq!(
-        error(None, &["c"], &["=v"], &[]),
-        r#"invalid -e "=v": an environment variable name must not be empty"#
-    );
-    assert_eq!(
-        error(None, &["c"], &[], &["A: b"]),
-        "-H sets headers of a remote server; a stdio server takes environment variables (-e)"
-    );
-    assert_eq!(
-        error(None, &["http://h/"], &["A=b"], &[]),
-        "-e sets environment variables of a stdio server; an http server takes headers (-H)"
-    );
-    assert_eq!(
-        error(None, &["http://h/"], &[], &["no colon"]),
-        r#"invalid -H "no colon": expected 'Name: value'"#
-    );
-    assert_eq!(
-        error(None, &["http://h/"], &[], &["Bad Name: v"]),
-        r#"invalid -H "Bad Name: v": a header name cannot contain ' '"#
-    );
-    assert_eq!(
-        error(Some(ServerKind::Sse), &["http://h/", "x"], &[], &[]),
-        r#"an sse server takes one URL (http:// or https://), not a command: got "http://h/ x""#
-    );
-    assert_eq!(
-        error(Some(ServerKind::Http), &["not a url"], &[], &[]),
-        r#"an http server takes one URL (http:// or https://), not a command: got "not a url""#
-    );
-    assert_eq!(
-        parse_transport("sse-ide").unwrap_err().to_string(),
-        r#"unknown transport "sse-ide"; expected stdio, sse, http or ws"#
-    );
-    assert_eq!(parse_transport("streamable-http").unwrap(), ServerKind::Http);
 }
 
 #[test]

@@ -77,21 +77,28 @@ pub(crate) fn run(cli: Cli) -> Outcome {
             name,
             arguments,
             ad_hoc,
-        } => {
-            let arguments = match content::prompt_arguments(&arguments) {
-                Ok(arguments) => arguments,
-                Err(e) => {
-                    crate::terminal::say(format_args!("{e}"));
-                    return Outcome::Usage;
-                }
-            };
-            configured(&ad_hoc, &mut |c| {
+        } => match content::prompt_arguments(&arguments) {
+            Ok(arguments) => configured(&ad_hoc, &mut |c| {
                 block_on(content::prompt_command(c, &name, arguments.clone(), json))
-            })
-        }
+            }),
+            Err(e) => crate::fail(e),
+        },
         Command::Ping { server, ad_hoc } => configured(&ad_hoc, &mut |c| {
             block_on(content::ping_command(c, server.as_deref(), json))
         }),
+        Command::Serve {
+            http,
+            token_file,
+            ad_hoc,
+        } => match crate::serve::token(token_file.as_deref()) {
+            Ok(token) => {
+                let options = crate::serve::ServeOptions { http, token };
+                configured(&ad_hoc, &mut |c| {
+                    block_on(crate::serve::serve_command(c, options.clone()))
+                })
+            }
+            Err(e) => crate::fail(e),
+        },
         Command::Get { name } => configured(&none, &mut |c| get::get_command(&c, &name, json)),
         Command::Add(args) => edit::add(&sources, &args),
         Command::AddJson { name, entry, scope } => edit::add_json(&sources, &name, &entry, scope),

@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use plexus::auth::FileWarnings;
+use plexus::client::ClientHandler;
 use plexus::pool::{Admission, Pool};
+use plexus::tools::UrlElicitationHandler;
 use plexus::{Hub, HubOptions};
 
 use crate::interact::Interactive;
@@ -30,12 +32,38 @@ pub(crate) fn report_file_warnings(warnings: &FileWarnings) {
 /// connector's file warnings.
 pub(crate) async fn start(configured: &Configured, servers: &[&Server], view: View) -> Result<Hub, crate::Outcome> {
     let interactive = Arc::new(Interactive::new(&configured.discovery.start_dir));
+    // Without a person to send to the URLs, a -32042 answer is an error that lists them.
+    let urls = interactive
+        .is_interactive()
+        .then(|| Arc::clone(&interactive) as Arc<dyn UrlElicitationHandler>);
+    let hub = launch(configured, servers, interactive, urls).await?;
+    let pool = hub.pool();
+    let starting: Vec<String> = pool
+        .names()
+        .into_iter()
+        .filter(|name| pool.spec(name).is_some_and(|spec| spec.admission == Admission::Start))
+        .collect();
+    let progress = Progress::start(pool, starting, hub.subscribe(), view);
+    pool.settle(Duration::MAX).await;
+    progress.finish().await;
+    report_file_warnings(hub.connector().file_warnings());
+    Ok(hub)
+}
+
+/// Starts a Hub over the `configured` servers with only `servers` in its pool, answering the
+/// servers' requests with `handler` (and URL elicitations with `urls`), without waiting for
+/// them. An interrupt closes them.
+pub(crate) async fn launch(
+    configured: &Configured,
+    servers: &[&Server],
+    handler: Arc<dyn ClientHandler>,
+    urls: Option<Arc<dyn UrlElicitationHandler>>,
+) -> Result<Hub, crate::Outcome> {
     let mut options = HubOptions::new(configured.discovery.clone())
         .only(servers.iter().map(|server| server.name.clone()))
-        .handler(Arc::clone(&interactive) as Arc<dyn plexus::client::ClientHandler>);
-    // Without a person to send to the URLs, a -32042 answer is an error that lists them.
-    if interactive.is_interactive() {
-        options = options.url_elicitation(interactive);
+        .handler(handler);
+    if let Some(urls) = urls {
+        options = options.url_elicitation(urls);
     }
     // The demo and --stdio / --url servers are the command's own.
     for server in servers.iter().filter(|server| server.scope.is_none()) {
@@ -50,16 +78,6 @@ pub(crate) async fn start(configured: &Configured, servers: &[&Server], view: Vi
             crate::Outcome::Usage
         })?;
     *lock_live() = Some(hub.pool().clone());
-    let pool = hub.pool();
-    let starting: Vec<String> = pool
-        .names()
-        .into_iter()
-        .filter(|name| pool.spec(name).is_some_and(|spec| spec.admission == Admission::Start))
-        .collect();
-    let progress = Progress::start(pool, starting, hub.subscribe(), view);
-    pool.settle(Duration::MAX).await;
-    progress.finish().await;
-    report_file_warnings(hub.connector().file_warnings());
     Ok(hub)
 }
 

@@ -15,6 +15,7 @@ mod login;
 mod new_entry;
 mod output;
 mod progress;
+mod serve;
 mod sources;
 mod table;
 mod terminal;
@@ -167,6 +168,19 @@ pub(crate) enum Command {
     Ping {
         /// Only this server.
         server: Option<String>,
+        #[command(flatten)]
+        ad_hoc: AdHoc,
+    },
+    /// Serve the tools, prompts and resources of every configured server as one MCP server
+    /// (gateway mode): over stdio, or Streamable HTTP with --http.
+    Serve {
+        /// Serve Streamable HTTP at http://ADDR/mcp (e.g. 127.0.0.1:8931) instead of stdio.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// A file whose first line is the bearer token HTTP clients must send (needed off
+        /// loopback); PLEXUS_GATEWAY_TOKEN gives it too.
+        #[arg(long, value_name = "FILE", requires = "http")]
+        token_file: Option<PathBuf>,
         #[command(flatten)]
         ad_hoc: AdHoc,
     },

@@ -395,6 +395,12 @@ impl Hub {
         (assemble(&builtins, &servers), failures)
     }
 
+    /// The server and the server's own name of the tool `name` of the pool (as named the last
+    /// time the tool pool was built).
+    pub fn tool_origin(&self, name: &str) -> Option<plexus_tools::Origin> {
+        lock(&self.index).resolve(name).cloned()
+    }
+
     /// The tool names that share their plain form with another's, each kept under a name of
     /// its own (for telling the user).
     pub fn tool_collisions(&self) -> Vec<plexus_tools::naming::Collision> {

@@ -1,0 +1,601 @@
+//! The gateway's MCP server side, whatever carries it: one [`Session`] per client, the
+//! requests it answers from the Hub (tools, prompts, resources, ping, logging level), the
+//! notifications and responses it takes, and the server-to-client requests of the backends,
+//! forwarded to the client whose call is running on that backend.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use plexus::jsonrpc::{ErrorCode, ErrorObject, Message, RawValue, Request, RequestId, Response};
+use plexus::protocol::{ClientCapabilities, LoggingLevel, ProgressNotificationParams};
+use plexus::tools::CallOptions;
+use plexus::{Hub, HubError};
+use serde_json::{Map, Value, json};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::uri;
+
+/// Where messages to a client go: one JSON-RPC message per item, without a line end.
+pub(crate) type Sink = mpsc::Sender<Vec<u8>>;
+
+/// How many messages may wait for a slow client before the sender waits.
+pub(crate) const SINK_CAPACITY: usize = 256;
+
+/// The versions the gateway speaks to its clients, newest first.
+const VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// How long a forwarded request (an elicitation a person answers) may wait for the client.
+const ASK_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How long list requests wait for the servers still connecting when the gateway starts.
+pub(crate) const READY_BUDGET: Duration = Duration::from_secs(60);
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A client's answer to a request the gateway sent it.
+type Answer = Result<Box<RawValue>, ErrorObject>;
+
+/// One client of the gateway.
+pub(crate) struct Session {
+    /// Its stream for what no request carries (list changes, logs): stdout for stdio, the GET
+    /// stream over HTTP (none while it is not open).
+    out: Mutex<Option<Sink>>,
+    /// What it declared in `initialize`.
+    capabilities: Mutex<Option<ClientCapabilities>>,
+    /// The lowest log level it wants (`logging/setLevel`).
+    log_level: Mutex<Option<LoggingLevel>>,
+    /// Its requests being answered, to abort on `notifications/cancelled`.
+    in_flight: Mutex<HashMap<RequestId, tokio::task::AbortHandle>>,
+    /// Requests sent to it for a backend, waiting for its response.
+    asked: Mutex<HashMap<RequestId, oneshot::Sender<Answer>>>,
+    next_id: AtomicU64,
+}
+
+impl Session {
+    /// A session whose own stream is `out`.
+    pub(crate) fn new(out: Option<Sink>) -> Arc<Session> {
+        Arc::new(Session {
+            out: Mutex::new(out),
+            capabilities: Mutex::new(None),
+            log_level: Mutex::new(None),
+            in_flight: Mutex::new(HashMap::new()),
+            asked: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    /// Opens (or replaces) the session's own stream.
+    pub(crate) fn set_out(&self, out: Option<Sink>) {
+        *lock(&self.out) = out;
+    }
+
+    /// Sends on the session's own stream, if open; a full stream drops the message (list
+    /// changes and logs are advisory).
+    fn notify(&self, line: Vec<u8>) {
+        if let Some(sink) = lock(&self.out).as_ref() {
+            let _ = sink.try_send(line);
+        }
+    }
+
+    /// Aborts whatever is still running for the session.
+    pub(crate) fn close(&self) {
+        for (_, task) in lock(&self.in_flight).drain() {
+            task.abort();
+        }
+        lock(&self.asked).clear();
+        lock(&self.out).take();
+    }
+}
+
+/// A call running on a backend server, where that server's requests go.
+struct Running {
+    server: String,
+    session: Weak<Session>,
+    sink: Sink,
+}
+
+/// The gateway: the Hub, its sessions, and the calls running on each backend.
+pub(crate) struct Gateway {
+    hub: Arc<Hub>,
+    sessions: Mutex<Vec<Weak<Session>>>,
+    running: Mutex<Vec<Running>>,
+    /// Set once the servers that were starting have connected or failed.
+    ready: watch::Receiver<bool>,
+}
+
+/// A notification line.
+fn notification(method: &str, params: Option<&Value>) -> Vec<u8> {
+    let mut line = Vec::with_capacity(64);
+    let _ = plexus::jsonrpc::encode_notification(&mut line, method, params);
+    trim(line)
+}
+
+fn trim(mut line: Vec<u8>) -> Vec<u8> {
+    if line.last() == Some(&b'\n') {
+        line.pop();
+    }
+    line
+}
+
+/// A response line.
+fn response(id: RequestId, outcome: Result<Box<RawValue>, ErrorObject>) -> Vec<u8> {
+    let mut line = Vec::with_capacity(128);
+    Message::Response(Response { id: Some(id), outcome }).encode_line(&mut line);
+    trim(line)
+}
+
+fn raw(value: &Value) -> Result<Box<RawValue>, ErrorObject> {
+    serde_json::value::to_raw_value(value)
+        .map_err(|e| ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("cannot encode the result: {e}")))
+}
+
+fn invalid_params(method: &str, reason: impl std::fmt::Display) -> ErrorObject {
+    ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("invalid {method} params: {reason}"))
+}
+
+fn params_of(request: &Request) -> Result<Map<String, Value>, ErrorObject> {
+    match request
+        .params
+        .as_deref()
+        .map(|raw| serde_json::from_str::<Value>(raw.get()))
+    {
+        None => Ok(Map::new()),
+        Some(Ok(Value::Object(map))) => Ok(map),
+        Some(Ok(other)) => Err(invalid_params(
+            &request.method,
+            format!("expected an object, not {}", plexus::jsonrpc::value_kind(&other)),
+        )),
+        Some(Err(e)) => Err(invalid_params(&request.method, e)),
+    }
+}
+
+/// The session's text of a server's error (which names the server already).
+fn tool_failure(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": true})
+}
+
+impl Gateway {
+    /// A gateway over `hub`; list requests wait (at most [`READY_BUDGET`]) for `ready`.
+    pub(crate) fn new(hub: Arc<Hub>, ready: watch::Receiver<bool>) -> Arc<Gateway> {
+        Arc::new(Gateway {
+            hub,
+            sessions: Mutex::new(Vec::new()),
+            running: Mutex::new(Vec::new()),
+            ready,
+        })
+    }
+
+    /// The Hub.
+    pub(crate) fn hub(&self) -> &Hub {
+        &self.hub
+    }
+
+    /// Registers a new client.
+    pub(crate) fn add_session(&self, session: &Arc<Session>) {
+        let mut sessions = lock(&self.sessions);
+        sessions.retain(|weak| weak.strong_count() > 0);
+        sessions.push(Arc::downgrade(session));
+    }
+
+    /// Sends `method` (a list change) to every client that has its own stream open.
+    pub(crate) fn broadcast(&self, method: &str) {
+        let line = notification(method, None);
+        for session in lock(&self.sessions).iter().filter_map(Weak::upgrade) {
+            session.notify(line.clone());
+        }
+    }
+
+    /// Forwards a backend's log message to every client whose level lets it through, with the
+    /// server's name as its logger.
+    pub(crate) fn forward_log(&self, server: &str, mut params: plexus::protocol::LoggingMessageNotificationParams) {
+        params.logger = Some(match params.logger.take() {
+            Some(logger) => format!("{server}/{logger}"),
+            None => server.to_owned(),
+        });
+        let Ok(value) = serde_json::to_value(&params) else {
+            return;
+        };
+        let line = notification("notifications/message", Some(&value));
+        for session in lock(&self.sessions).iter().filter_map(Weak::upgrade) {
+            let wanted = lock(&session.log_level).is_none_or(|level| params.level >= level);
+            if wanted {
+                session.notify(line.clone());
+            }
+        }
+    }
+
+    /// Handles one message from `session`'s client; what a request produces goes to `sink`.
+    pub(crate) fn handle(self: &Arc<Self>, session: &Arc<Session>, message: Message, sink: Sink) {
+        match message {
+            Message::Request(request) => {
+                let id = request.id.clone();
+                let (gateway, session_ref) = (Arc::clone(self), Arc::clone(session));
+                let task = tokio::spawn(async move {
+                    let outcome = gateway.answer(&session_ref, &request, &sink).await;
+                    lock(&session_ref.in_flight).remove(&request.id);
+                    let _ = sink.send(response(request.id.clone(), outcome)).await;
+                });
+                lock(&session.in_flight).insert(id, task.abort_handle());
+            }
+            Message::Notification(note) => {
+                if note.method == "notifications/cancelled" {
+                    let id = note
+                        .params
+                        .as_deref()
+                        .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+                        .and_then(|params| serde_json::from_value::<RequestId>(params["requestId"].clone()).ok());
+                    // Dropping the call cancels it on the backend too.
+                    if let Some(task) = id.and_then(|id| lock(&session.in_flight).remove(&id)) {
+                        task.abort();
+                    }
+                }
+            }
+            Message::Response(answer) => {
+                if let Some(id) = answer.id
+                    && let Some(waiting) = lock(&session.asked).remove(&id)
+                {
+                    let _ = waiting.send(answer.outcome);
+                }
+            }
+        }
+    }
+
+    /// Waits (bounded) for the servers that were starting.
+    async fn wait_ready(&self) {
+        let mut ready = self.ready.clone();
+        let _ = tokio::time::timeout(READY_BUDGET, ready.wait_for(|ready| *ready)).await;
+    }
+
+    async fn answer(
+        self: &Arc<Self>,
+        session: &Arc<Session>,
+        request: &Request,
+        sink: &Sink,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        let params = params_of(request)?;
+        let method = request.method.as_ref();
+        let result = match method {
+            "initialize" => Gateway::initialize(session, &params)?,
+            "ping" => json!({}),
+            "logging/setLevel" => {
+                let level = serde_json::from_value(params["level"].clone()).map_err(|e| invalid_params(method, e))?;
+                *lock(&session.log_level) = Some(level);
+                json!({})
+            }
+            "tools/list" => {
+                self.wait_ready().await;
+                let pool = self.hub.tool_pool().await;
+                let tools: Vec<Value> = pool.entries.iter().map(|entry| tool_json(entry)).collect();
+                json!({"tools": tools})
+            }
+            "tools/call" => self.call(session, &params, sink).await?,
+            "prompts/list" | "prompts/get" | "resources/list" | "resources/templates/list" | "resources/read" => {
+                self.wait_ready().await;
+                self.content(method, &params).await?
+            }
+            other => {
+                return Err(ErrorObject::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    format!("the plexus gateway does not serve {other}"),
+                ));
+            }
+        };
+        raw(&result)
+    }
+
+    /// The prompts and resources requests.
+    async fn content(&self, method: &str, params: &Map<String, Value>) -> Result<Value, ErrorObject> {
+        Ok(match method {
+            "prompts/list" => {
+                let prompts: Vec<Value> = self
+                    .hub
+                    .prompts()
+                    .await
+                    .entries
+                    .into_iter()
+                    .map(|entry| {
+                        let mut prompt = serde_json::to_value(&entry.prompt).unwrap_or_default();
+                        prompt["name"] = json!(entry.name);
+                        prompt
+                    })
+                    .collect();
+                json!({"prompts": prompts})
+            }
+            "prompts/get" => {
+                let name = params
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| invalid_params(method, "no name"))?;
+                let arguments = match params.get("arguments") {
+                    None | Some(Value::Null) => std::collections::BTreeMap::default(),
+                    Some(arguments) => {
+                        serde_json::from_value(arguments.clone()).map_err(|e| invalid_params(method, e))?
+                    }
+                };
+                let result = self.hub.get_prompt(name, arguments).await.map_err(hub_error)?;
+                serde_json::to_value(&result).unwrap_or_default()
+            }
+            "resources/list" => {
+                let resources: Vec<Value> = self
+                    .hub
+                    .resources()
+                    .await
+                    .entries
+                    .into_iter()
+                    .map(|entry| {
+                        let mut resource = serde_json::to_value(&entry.resource).unwrap_or_default();
+                        resource["uri"] = json!(uri::to_gateway(&entry.server, &entry.resource.uri));
+                        resource
+                    })
+                    .collect();
+                json!({"resources": resources})
+            }
+            "resources/templates/list" => {
+                let templates: Vec<Value> = self
+                    .hub
+                    .resource_templates()
+                    .await
+                    .entries
+                    .into_iter()
+                    .map(|entry| {
+                        let mut template = serde_json::to_value(&entry.template).unwrap_or_default();
+                        template["uriTemplate"] = json!(uri::to_gateway(&entry.server, &entry.template.uri_template));
+                        template
+                    })
+                    .collect();
+                json!({"resourceTemplates": templates})
+            }
+            "resources/read" => {
+                let given = params
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| invalid_params(method, "no uri"))?;
+                let (server, original) = uri::from_gateway(given).ok_or_else(|| {
+                    ErrorObject::new(
+                        ErrorCode::RESOURCE_NOT_FOUND,
+                        format!("{given:?} is not a resource of this gateway (plexus://SERVER/URI)"),
+                    )
+                })?;
+                let result = self
+                    .hub
+                    .read_resource(&format!("@{server}:{original}"))
+                    .await
+                    .map_err(hub_error)?;
+                let mut value = serde_json::to_value(&result).unwrap_or_default();
+                for content in value["contents"].as_array_mut().into_iter().flatten() {
+                    if let Some(inner) = content["uri"].as_str().map(str::to_owned) {
+                        content["uri"] = json!(uri::to_gateway(server, &inner));
+                    }
+                }
+                value
+            }
+            _ => unreachable!("only the content methods come here"),
+        })
+    }
+
+    fn initialize(session: &Session, params: &Map<String, Value>) -> Result<Value, ErrorObject> {
+        let requested = params
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let version = VERSIONS
+            .iter()
+            .find(|v| **v == requested)
+            .copied()
+            .unwrap_or(VERSIONS[0]);
+        let capabilities: ClientCapabilities = params
+            .get("capabilities")
+            .map(|c| serde_json::from_value(c.clone()))
+            .transpose()
+            .map_err(|e| invalid_params("initialize", e))?
+            .unwrap_or_default();
+        *lock(&session.capabilities) = Some(capabilities);
+        Ok(json!({
+            "protocolVersion": version,
+            "capabilities": {
+                "tools": {"listChanged": true},
+                "prompts": {"listChanged": true},
+                "resources": {"listChanged": true},
+                "logging": {},
+            },
+            "serverInfo": {"name": "plexus-gateway", "title": "plexus gateway", "version": env!("CARGO_PKG_VERSION")},
+            "instructions": "The tools, prompts and resources of every MCP server plexus is configured with. Tools \
+                are named mcp__<server>__<tool>; resources plexus://<server>/<uri>.",
+        }))
+    }
+
+    /// `tools/call` through the Hub's call chain, the client's progress token honoured.
+    async fn call(
+        self: &Arc<Self>,
+        session: &Arc<Session>,
+        params: &Map<String, Value>,
+        sink: &Sink,
+    ) -> Result<Value, ErrorObject> {
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid_params("tools/call", "no name"))?;
+        let arguments = match params.get("arguments") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(arguments)) => arguments.clone(),
+            Some(other) => {
+                return Err(invalid_params(
+                    "tools/call",
+                    format!(
+                        "arguments must be an object, not {}",
+                        plexus::jsonrpc::value_kind(other)
+                    ),
+                ));
+            }
+        };
+        let token = params.get("_meta").and_then(|meta| meta.get("progressToken")).cloned();
+        let mut options = CallOptions::default();
+        if let Some(token) = token.filter(|token| token.is_string() || token.is_i64() || token.is_u64()) {
+            let progress_sink = sink.clone();
+            options.on_progress = Some(Arc::new(move |report: ProgressNotificationParams| {
+                let mut params = json!({"progressToken": token, "progress": report.progress});
+                if let Some(total) = report.total {
+                    params["total"] = json!(total);
+                }
+                if let Some(message) = report.message {
+                    params["message"] = json!(message);
+                }
+                let _ = progress_sink.try_send(notification("notifications/progress", Some(&params)));
+            }));
+        }
+        self.wait_ready().await;
+        // The backend's own requests while this call runs come back to this client.
+        if self.hub.tool_origin(name).is_none() {
+            // Not named yet (a server joined since the last listing): name the pool's tools.
+            self.hub.tool_pool().await;
+        }
+        let server = self.hub.tool_origin(name).map(|origin| origin.server);
+        let _running = server.map(|server| self.start_running(server, session, sink));
+        match self.hub.call_with(name, arguments, &options).await {
+            Ok(processed) => {
+                let mut result = json!({"content": processed.content, "isError": processed.is_error});
+                if let Some(structured) = processed.structured_content {
+                    result["structuredContent"] = structured;
+                }
+                Ok(result)
+            }
+            Err(HubError::UnknownTool { .. }) => {
+                Err(invalid_params("tools/call", format!("no tool is named {name:?}")))
+            }
+            Err(HubError::Call(error)) => Ok(tool_failure(&error.to_string())),
+            Err(other) => Ok(tool_failure(&other.to_string())),
+        }
+    }
+
+    fn start_running(self: &Arc<Self>, server: String, session: &Arc<Session>, sink: &Sink) -> RunningGuard {
+        lock(&self.running).push(Running {
+            server,
+            session: Arc::downgrade(session),
+            sink: sink.clone(),
+        });
+        RunningGuard {
+            gateway: Arc::downgrade(self),
+            sink: sink.clone(),
+        }
+    }
+
+    /// Sends `method` with `params` to the client whose call runs on `server` (else the newest
+    /// client), if it declared `capability`, and waits for its answer.
+    pub(crate) async fn ask(
+        &self,
+        server: &str,
+        method: &str,
+        capability: fn(&ClientCapabilities) -> bool,
+        params: &Value,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        let target = {
+            let running = lock(&self.running);
+            running
+                .iter()
+                .rev()
+                .find(|call| call.server == server)
+                .and_then(|call| Some((call.session.upgrade()?, call.sink.clone())))
+        };
+        let target = target.or_else(|| {
+            let session = lock(&self.sessions).iter().rev().find_map(Weak::upgrade)?;
+            let sink = lock(&session.out).clone()?;
+            Some((session, sink))
+        });
+        let unsupported = || {
+            ErrorObject::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("the gateway's client does not support {method}"),
+            )
+        };
+        let Some((session, sink)) = target else {
+            return Err(unsupported());
+        };
+        if !lock(&session.capabilities).as_ref().is_some_and(capability) {
+            return Err(unsupported());
+        }
+        let id = RequestId::String(format!("plexus-{}", session.next_id.fetch_add(1, Ordering::Relaxed)));
+        let (answer, answered) = oneshot::channel();
+        lock(&session.asked).insert(id.clone(), answer);
+        let mut line = Vec::with_capacity(128);
+        let _ = plexus::jsonrpc::encode_request(&mut line, &id, method, Some(params));
+        if sink.send(trim(line)).await.is_err() {
+            lock(&session.asked).remove(&id);
+            return Err(ErrorObject::new(
+                ErrorCode::INTERNAL_ERROR,
+                "the gateway's client went away",
+            ));
+        }
+        match tokio::time::timeout(ASK_TIMEOUT, answered).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(_)) => Err(ErrorObject::new(
+                ErrorCode::INTERNAL_ERROR,
+                "the gateway's client went away",
+            )),
+            Err(_) => {
+                lock(&session.asked).remove(&id);
+                Err(ErrorObject::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    format!(
+                        "the gateway's client did not answer {method} within {} s",
+                        ASK_TIMEOUT.as_secs()
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+/// Takes a running call off the list when it ends.
+struct RunningGuard {
+    gateway: Weak<Gateway>,
+    sink: Sink,
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        if let Some(gateway) = self.gateway.upgrade() {
+            let mut running = lock(&gateway.running);
+            if let Some(at) = running.iter().rposition(|call| call.sink.same_channel(&self.sink)) {
+                running.remove(at);
+            }
+        }
+    }
+}
+
+/// A Hub error as a JSON-RPC error for the client.
+#[allow(clippy::needless_pass_by_value)] // taken as `map_err` hands it over.
+fn hub_error(error: HubError) -> ErrorObject {
+    let code = match &error {
+        HubError::UnknownPrompt { .. } | HubError::BadReference { .. } | HubError::UnknownTool { .. } => {
+            ErrorCode::INVALID_PARAMS
+        }
+        _ => ErrorCode::INTERNAL_ERROR,
+    };
+    ErrorObject::new(code, error.to_string())
+}
+
+/// A tool of the pool as `tools/list` serves it: the qualified name, the truncated
+/// description, the annotations with the spec's defaults applied, the schemas as sent.
+fn tool_json(entry: &plexus::tools::ToolEntry) -> Value {
+    let mut tool = json!({
+        "name": entry.name,
+        "title": entry.title,
+        "description": entry.description,
+        "inputSchema": entry.input_schema,
+        "annotations": {
+            "title": entry.title,
+            "readOnlyHint": entry.read_only,
+            "destructiveHint": entry.destructive,
+            "idempotentHint": entry.idempotent,
+            "openWorldHint": entry.open_world,
+        },
+    });
+    if let Some(output) = &entry.output_schema {
+        tool["outputSchema"] = output.clone();
+    }
+    tool
+}

@@ -1,0 +1,376 @@
+//! The gateway over Streamable HTTP at `/mcp` (hyper, HTTP/1.1): `POST` carries one JSON-RPC
+//! message (a `tools/call` is answered as an event stream, so that its progress and the
+//! backends' requests reach the client before the result; other requests as JSON), `GET` opens
+//! the session's own event stream (list changes, logs), `DELETE` ends the session.
+//!
+//! Trust: the `Host` must be the loopback address the gateway listens on (against DNS
+//! rebinding) unless it listens elsewhere, an `Origin` must be a loopback one, and with a token
+//! every request must carry it as `Authorization: Bearer`. Session ids are 128 random bits.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::{Frame, Incoming};
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use plexus::jsonrpc::{IdScanner, Message, RequestId};
+use tokio::sync::mpsc;
+
+use super::gateway::{Gateway, SINK_CAPACITY, Session};
+use crate::Outcome;
+
+/// The largest request body (4 MiB).
+const MAX_BODY: usize = 4 * 1024 * 1024;
+/// How long a client may take to send a request body.
+const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// The most sessions at once.
+const MAX_SESSIONS: usize = 256;
+/// The most connections at once.
+const MAX_CONNECTIONS: usize = 512;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// A response body: all at once, or an event stream of JSON-RPC messages that ends after the
+/// response to `until` (never, for a session's own stream).
+enum Body {
+    Full(Option<Bytes>),
+    Events {
+        messages: mpsc::Receiver<Vec<u8>>,
+        until: Option<RequestId>,
+        done: bool,
+    },
+}
+
+impl hyper::body::Body for Body {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            Body::Full(bytes) => Poll::Ready(bytes.take().map(|bytes| Ok(Frame::data(bytes)))),
+            Body::Events { messages, until, done } => {
+                if *done {
+                    return Poll::Ready(None);
+                }
+                match messages.poll_recv(cx) {
+                    Poll::Ready(Some(line)) => {
+                        if until.is_some() && IdScanner::reply_id(&line).as_ref() == until.as_ref() {
+                            *done = true;
+                        }
+                        let mut event = Vec::with_capacity(line.len() + 24);
+                        event.extend_from_slice(b"event: message\ndata: ");
+                        event.extend_from_slice(&line);
+                        event.extend_from_slice(b"\n\n");
+                        Poll::Ready(Some(Ok(Frame::data(Bytes::from(event)))))
+                    }
+                    Poll::Ready(None) => Poll::Ready(None),
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+        }
+    }
+}
+
+fn full(status: StatusCode, content_type: Option<&'static str>, body: impl Into<Bytes>) -> Response<Body> {
+    let body: Bytes = body.into();
+    let mut response = Response::new(Body::Full((!body.is_empty()).then_some(body)));
+    *response.status_mut() = status;
+    if let Some(content_type) = content_type {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    }
+    response
+}
+
+/// A refusal: a JSON-RPC error (id `null`) with the HTTP status.
+fn refuse(status: StatusCode, message: impl Into<String>) -> Response<Body> {
+    let mut line = Vec::with_capacity(128);
+    Message::Response(plexus::jsonrpc::Response::error(
+        None,
+        plexus::jsonrpc::ErrorObject::new(plexus::jsonrpc::ErrorCode::INVALID_REQUEST, message),
+    ))
+    .encode_line(&mut line);
+    full(status, Some("application/json"), line)
+}
+
+/// [`refuse`], boxed.
+fn refused(status: StatusCode, message: impl Into<String>) -> Refusal {
+    Box::new(refuse(status, message))
+}
+
+fn events(messages: mpsc::Receiver<Vec<u8>>, until: Option<RequestId>) -> Response<Body> {
+    let mut response = Response::new(Body::Events {
+        messages,
+        until,
+        done: false,
+    });
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// A response that refuses a request, boxed (it travels up through `Result`s).
+type Refusal = Box<Response<Body>>;
+
+/// The HTTP side's state.
+struct Http {
+    gateway: Arc<Gateway>,
+    token: Option<String>,
+    local: SocketAddr,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Serves `gateway` at `http://ADDRESS/mcp` until the process is interrupted.
+pub(crate) async fn serve(gateway: &Arc<Gateway>, address: SocketAddr, token: Option<String>) -> Outcome {
+    let listener = match tokio::net::TcpListener::bind(address).await {
+        Ok(listener) => listener,
+        Err(e) => {
+            crate::terminal::say(format_args!("cannot listen on {address}: {e}"));
+            return Outcome::Usage;
+        }
+    };
+    let local = listener.local_addr().unwrap_or(address);
+    crate::terminal::say(format_args!("the gateway serves http://{local}/mcp"));
+    let state = Arc::new(Http {
+        gateway: Arc::clone(gateway),
+        token,
+        local,
+        sessions: Mutex::new(HashMap::new()),
+    });
+    let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                tracing::warn!("accepting a connection: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = Arc::clone(&connections).try_acquire_owned() else {
+            drop(stream);
+            continue;
+        };
+        let state = Arc::clone(&state);
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request| {
+                let state = Arc::clone(&state);
+                async move { Ok::<_, Infallible>(state.handle(request).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
+            drop(permit);
+        });
+    }
+}
+
+impl Http {
+    async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
+        if request.uri().path() != "/mcp" {
+            return full(
+                StatusCode::NOT_FOUND,
+                None,
+                "plexus gateway: the MCP endpoint is /mcp\n",
+            );
+        }
+        if let Err(refusal) = self.check_origin(&request) {
+            return *refusal;
+        }
+        match *request.method() {
+            Method::POST => self.post(request).await,
+            Method::GET => self.get(&request),
+            Method::DELETE => match self.session(&request) {
+                Ok((id, session)) => {
+                    lock(&self.sessions).remove(&id);
+                    session.close();
+                    full(StatusCode::OK, None, Bytes::new())
+                }
+                Err(refusal) => *refusal,
+            },
+            _ => {
+                let mut response = full(StatusCode::METHOD_NOT_ALLOWED, None, Bytes::new());
+                response
+                    .headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+                response
+            }
+        }
+    }
+
+    /// The `Host`, `Origin` and token checks.
+    fn check_origin(&self, request: &Request<Incoming>) -> Result<(), Refusal> {
+        let loopback = |host: &str| {
+            let host = host.rsplit_once(':').map_or(host, |(name, port)| {
+                if port.chars().all(|c| c.is_ascii_digit()) {
+                    name
+                } else {
+                    host
+                }
+            });
+            matches!(host, "localhost" | "127.0.0.1" | "[::1]")
+        };
+        if self.local.ip().is_loopback() {
+            let host = request
+                .headers()
+                .get(header::HOST)
+                .and_then(|host| host.to_str().ok())
+                .unwrap_or_default();
+            if !loopback(host) {
+                return Err(refused(
+                    StatusCode::FORBIDDEN,
+                    format!("Host {host:?} is not this machine"),
+                ));
+            }
+        }
+        if let Some(origin) = request.headers().get(header::ORIGIN) {
+            let origin = origin.to_str().unwrap_or_default();
+            let host = origin
+                .strip_prefix("http://")
+                .or_else(|| origin.strip_prefix("https://"))
+                .unwrap_or("");
+            if !loopback(host) {
+                return Err(refused(
+                    StatusCode::FORBIDDEN,
+                    format!("Origin {origin:?} may not use the gateway"),
+                ));
+            }
+        }
+        if let Some(token) = &self.token {
+            let given = request
+                .headers()
+                .get(header::AUTHORIZATION)
+                .and_then(|value| value.to_str().ok())
+                .and_then(|value| value.strip_prefix("Bearer "))
+                .unwrap_or_default();
+            if !same(given.as_bytes(), token.as_bytes()) {
+                let mut response = refuse(StatusCode::UNAUTHORIZED, "the gateway's token is missing or wrong");
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                return Err(Box::new(response));
+            }
+        }
+        Ok(())
+    }
+
+    /// The session a request names.
+    fn session(&self, request: &Request<Incoming>) -> Result<(String, Arc<Session>), Refusal> {
+        let Some(id) = request.headers().get(SESSION_HEADER).and_then(|id| id.to_str().ok()) else {
+            return Err(refused(StatusCode::BAD_REQUEST, "no Mcp-Session-Id: initialize first"));
+        };
+        match lock(&self.sessions).get(id) {
+            Some(session) => Ok((id.to_owned(), Arc::clone(session))),
+            None => Err(refused(
+                StatusCode::NOT_FOUND,
+                "no such session (it ended); initialize again",
+            )),
+        }
+    }
+
+    /// `GET`: the session's own event stream (a new one replaces the old).
+    fn get(&self, request: &Request<Incoming>) -> Response<Body> {
+        let (_, session) = match self.session(request) {
+            Ok(found) => found,
+            Err(refusal) => return *refusal,
+        };
+        let (sink, messages) = mpsc::channel(SINK_CAPACITY);
+        session.set_out(Some(sink));
+        events(messages, None)
+    }
+
+    async fn post(&self, request: Request<Incoming>) -> Response<Body> {
+        let named = request.headers().contains_key(SESSION_HEADER);
+        let found = if named { Some(self.session(&request)) } else { None };
+        let body = match tokio::time::timeout(BODY_TIMEOUT, Limited::new(request.into_body(), MAX_BODY).collect()).await
+        {
+            Ok(Ok(body)) => body.to_bytes(),
+            Ok(Err(e)) => {
+                return refuse(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("the body is not readable or over {MAX_BODY} bytes: {e}"),
+                );
+            }
+            Err(_) => return refuse(StatusCode::REQUEST_TIMEOUT, "the body did not arrive in time"),
+        };
+        let message = match Message::from_slice(&body) {
+            Ok(message) => message,
+            Err(e) => return refuse(StatusCode::BAD_REQUEST, format!("not one JSON-RPC message: {e}")),
+        };
+        let initialize = matches!(&message, Message::Request(request) if request.method == "initialize");
+        let (id, session) = match (found, initialize) {
+            (Some(Ok(found)), _) => found,
+            (Some(Err(refusal)), _) => return *refusal,
+            (None, true) => match self.open_session() {
+                Ok(opened) => opened,
+                Err(refusal) => return *refusal,
+            },
+            (None, false) => return refuse(StatusCode::BAD_REQUEST, "no Mcp-Session-Id: initialize first"),
+        };
+        let Message::Request(call) = &message else {
+            // Notifications and the client's answers.
+            let (sink, _) = mpsc::channel(1);
+            self.gateway.handle(&session, message, sink);
+            return full(StatusCode::ACCEPTED, None, Bytes::new());
+        };
+        let (request_id, streamed) = (call.id.clone(), call.method == "tools/call");
+        let (sink, mut messages) = mpsc::channel(SINK_CAPACITY);
+        self.gateway.handle(&session, message, sink);
+        let mut response = if streamed {
+            events(messages, Some(request_id))
+        } else {
+            match messages.recv().await {
+                Some(line) => full(StatusCode::OK, Some("application/json"), line),
+                None => refuse(StatusCode::INTERNAL_SERVER_ERROR, "the request was abandoned"),
+            }
+        };
+        if let Ok(value) = HeaderValue::from_str(&id) {
+            response.headers_mut().insert(SESSION_HEADER, value);
+        }
+        response
+    }
+
+    fn open_session(&self) -> Result<(String, Arc<Session>), Refusal> {
+        let mut sessions = lock(&self.sessions);
+        if sessions.len() >= MAX_SESSIONS {
+            return Err(refused(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too many sessions; end one (DELETE) first",
+            ));
+        }
+        let mut bytes = [0u8; 16];
+        if getrandom::fill(&mut bytes).is_err() {
+            return Err(refused(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "no randomness for a session id",
+            ));
+        }
+        let id = bytes.iter().fold(String::with_capacity(32), |mut id, byte| {
+            let _ = write!(id, "{byte:02x}");
+            id
+        });
+        let session = Session::new(None);
+        self.gateway.add_session(&session);
+        sessions.insert(id.clone(), Arc::clone(&session));
+        Ok((id, session))
+    }
+}
+
+/// Compares two secrets in time that does not depend on where they differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+}

@@ -1,0 +1,347 @@
+//! `plexus serve`, driven by plexus's own client over stdio and Streamable HTTP on 127.0.0.1:
+//! the tool pool as one server's tools, calls with progress, resources whose URIs round-trip,
+//! prompts, list changes when a backend's list changes and when a backend dies and comes back,
+//! a failing backend, elicitation forwarded to the gateway's client, and the HTTP side's checks.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::io::{Read as _, Write as _};
+use std::sync::Arc;
+use std::time::Duration;
+
+use plexus::client::{BoxFuture, ClientHandler, ServerNotification, ServerRequestContext};
+use plexus::config::ServerConfig;
+use plexus::jsonrpc::ErrorObject;
+use plexus::protocol::{
+    ClientCapabilities, ElicitRequestParams, ElicitResult, ElicitValue, ElicitationCapability, JsonObject,
+};
+use plexus::{Client, ClientOptions, DefaultConnector};
+use serde_json::{Map, Value, json};
+use support::remote::Remote;
+use support::{PLEXUS, Workspace, demo};
+
+/// Answers every form with the name "Ada".
+struct Ada;
+
+impl ClientHandler for Ada {
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            elicitation: Some(ElicitationCapability {
+                form: Some(JsonObject::new()),
+                ..ElicitationCapability::default()
+            }),
+            ..ClientCapabilities::default()
+        }
+    }
+
+    fn elicit(
+        &self,
+        _params: ElicitRequestParams,
+        _context: ServerRequestContext,
+    ) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
+        Box::pin(async {
+            Ok(ElicitResult::accept(Some(BTreeMap::from([(
+                "name".to_owned(),
+                ElicitValue::String("Ada".to_owned()),
+            )]))))
+        })
+    }
+}
+
+/// A workspace whose user scope holds `servers`.
+fn workspace(servers: &Value) -> Workspace {
+    let ws = Workspace::new();
+    ws.write_servers(ws.user_file(), servers);
+    ws
+}
+
+/// The gateway of `ws` as a stdio server entry (its environment pointed into `ws`).
+fn gateway_entry(ws: &Workspace, extra: &[&str]) -> ServerConfig {
+    let command = ws.command(ws.path(), &[]);
+    let env: Map<String, Value> = command
+        .get_envs()
+        .filter_map(|(key, value)| Some((key.to_str()?.to_owned(), json!(value?.to_str()?))))
+        .collect();
+    let mut args = vec!["serve"];
+    args.extend_from_slice(extra);
+    let entry = json!({"command": PLEXUS, "args": args, "env": env, "cwd": ws.path()});
+    ServerConfig::from_json(&entry).unwrap().0
+}
+
+async fn connect(config: &ServerConfig, handler: Option<Arc<dyn ClientHandler>>) -> Client {
+    let mut options = ClientOptions::new("gateway");
+    options.request_timeout = Duration::from_secs(60);
+    options.tool_timeout = Duration::from_secs(60);
+    if let Some(handler) = handler {
+        options = options.handler(handler);
+    }
+    DefaultConnector::new()
+        .connect("gateway", config, options)
+        .await
+        .unwrap()
+}
+
+fn names(tools: &[plexus::protocol::Tool]) -> Vec<&str> {
+    tools.iter().map(|tool| tool.name.as_str()).collect()
+}
+
+#[allow(clippy::needless_pass_by_value)] // called with json!(…) literals.
+fn args(value: Value) -> Option<Map<String, Value>> {
+    value.as_object().cloned()
+}
+
+/// Waits (at most 30 s) for a notification that `matches`.
+async fn wait_for(
+    notifications: &mut tokio::sync::broadcast::Receiver<ServerNotification>,
+    matches: fn(&ServerNotification) -> bool,
+) {
+    tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            match notifications.recv().await {
+                Ok(notification) if matches(&notification) => return,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(e) => panic!("the gateway's notifications ended: {e}"),
+            }
+        }
+    })
+    .await
+    .expect("the notification came");
+}
+
+/// A runtime for a test that also runs a [`Remote`] (which has its own).
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn the_gateway_serves_every_backend_over_stdio() {
+    let remote = Remote::http(&[]);
+    runtime().block_on(every_backend_over_stdio(&remote));
+}
+
+async fn every_backend_over_stdio(remote: &Remote) {
+    let ws = workspace(&json!({
+        "demo": demo(&[]),
+        "remote": {"type": "http", "url": remote.url()},
+        "gone": {"command": "plexus-no-such-command"},
+    }));
+    let client = connect(&gateway_entry(&ws, &[]), Some(Arc::new(Ada))).await;
+    assert_eq!(client.server().server_info.name, "plexus-gateway");
+    let tools = client.list_tools().await.unwrap();
+    let listed = names(&tools);
+    assert!(
+        listed.contains(&"mcp__demo__add") && listed.contains(&"mcp__remote__add"),
+        "{listed:?}"
+    );
+    assert!(!listed.iter().any(|name| name.starts_with("mcp__gone__")), "{listed:?}");
+    let add = tools.iter().find(|tool| tool.name == "mcp__remote__add").unwrap();
+    assert_eq!(add.input_schema["required"], json!(["a", "b"]));
+
+    let sum = client
+        .call_tool("mcp__remote__add", args(json!({"a": 2, "b": 3})))
+        .await
+        .unwrap();
+    assert_eq!(sum.content[0].as_text(), Some("5"));
+    assert_eq!(sum.structured_content, Some(json!({"sum": 5})));
+    let (callback, mut reports) = plexus::client::progress_channel(16);
+    let slow = client
+        .call_tool_with(
+            "mcp__demo__slow",
+            args(json!({"ms": 400, "steps": 2})),
+            plexus::client::RequestOptions::default().progress(callback),
+        )
+        .await
+        .unwrap();
+    assert!(!slow.is_error());
+    assert!((reports.recv().await.unwrap().progress - 1.0).abs() < f64::EPSILON);
+    // The backend's elicitation reaches this client's handler through the gateway.
+    let elicited = client
+        .call_tool("mcp__demo__elicit", args(json!({"message": "Who?"})))
+        .await
+        .unwrap();
+    assert!(
+        elicited.content[0].as_text().unwrap().contains("\"Ada\""),
+        "{elicited:?}"
+    );
+    // A tool the gateway does not have is a protocol error.
+    assert!(client.call_tool("mcp__gone__x", None).await.is_err());
+
+    let resources = client.list_resources().await.unwrap();
+    let hello = resources
+        .iter()
+        .find(|resource| resource.uri == "plexus://remote/test://static/hello.txt")
+        .unwrap_or_else(|| panic!("{resources:?}"));
+    let read = client.read_resource(&hello.uri).await.unwrap();
+    assert_eq!(serde_json::to_value(&read.contents).unwrap()[0]["uri"], hello.uri);
+    let templates = client.list_resource_templates().await.unwrap();
+    assert!(
+        templates
+            .iter()
+            .any(|t| t.uri_template == "plexus://demo/test://items/{id}")
+    );
+    let prompts = client.list_prompts().await.unwrap();
+    assert!(prompts.iter().any(|prompt| prompt.name == "mcp__remote__greeting"));
+    let greeting = client
+        .get_prompt(
+            "mcp__demo__greeting",
+            Some(BTreeMap::from([("name".to_owned(), "Ada".to_owned())])),
+        )
+        .await
+        .unwrap();
+    assert!(serde_json::to_string(&greeting.messages).unwrap().contains("Ada"));
+
+    // A backend's list change reaches the client, and the new tool is there.
+    let mut notifications = client.subscribe();
+    client.call_tool("mcp__demo__trigger-list-changed", None).await.unwrap();
+    wait_for(&mut notifications, |n| {
+        matches!(n, ServerNotification::ToolsListChanged)
+    })
+    .await;
+    assert!(names(&client.list_tools().await.unwrap()).contains(&"mcp__demo__dynamic-1"));
+
+    // A backend that dies leaves the list, and comes back when the pool reconnects it.
+    let _ = client.call_tool("mcp__demo__crash", None).await;
+    wait_for(&mut notifications, |n| {
+        matches!(n, ServerNotification::ToolsListChanged)
+    })
+    .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let tools = client.list_tools().await.unwrap();
+        if names(&tools).contains(&"mcp__demo__add") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the demo server did not come back"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The other backend kept working throughout.
+    let sum = client
+        .call_tool("mcp__remote__add", args(json!({"a": 1, "b": 1})))
+        .await
+        .unwrap();
+    assert_eq!(sum.content[0].as_text(), Some("2"));
+    client.close().await.unwrap();
+}
+
+/// Starts `plexus serve --http` on a free port of 127.0.0.1 and returns it with its URL.
+fn http_gateway(ws: &Workspace, env: &[(&str, &str)]) -> (std::process::Child, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let address = format!("127.0.0.1:{port}");
+    let mut command = ws.command(ws.path(), &["serve", "--http", &address]);
+    command
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let child = command.spawn().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(&address).is_err() {
+        assert!(std::time::Instant::now() < deadline, "the gateway did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (child, format!("http://{address}/mcp"))
+}
+
+/// One raw HTTP/1.1 request; the status line and headers of the answer.
+fn raw_post(url: &str, headers: &str) -> String {
+    let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\n{headers}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_serves_streamable_http_and_checks_who_asks() {
+    let ws = workspace(&json!({"demo": demo(&[])}));
+    let (mut child, url) = http_gateway(&ws, &[]);
+    let config = ServerConfig::from_json(&json!({"type": "http", "url": url})).unwrap().0;
+    let client = connect(&config, None).await;
+    assert!(names(&client.list_tools().await.unwrap()).contains(&"mcp__demo__echo"));
+    let (callback, mut reports) = plexus::client::progress_channel(16);
+    let slow = client
+        .call_tool_with(
+            "mcp__demo__slow",
+            args(json!({"ms": 300, "steps": 3})),
+            plexus::client::RequestOptions::default().progress(callback),
+        )
+        .await
+        .unwrap();
+    assert_eq!(slow.content[0].as_text(), Some("slow: done after 300 ms"));
+    assert!((reports.recv().await.unwrap().progress - 1.0).abs() < f64::EPSILON);
+    let read = client
+        .read_resource("plexus://demo/test://static/hello.txt")
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&read.contents).unwrap()[0]["text"],
+        "Hello from plexus-testserver!\n"
+    );
+    client.close().await.unwrap();
+
+    // DNS rebinding: another Host is refused, and so is a foreign Origin.
+    let host = "Host: evil.example\r\n";
+    assert!(
+        raw_post(&url, host).starts_with("HTTP/1.1 403"),
+        "{}",
+        raw_post(&url, host)
+    );
+    let origin = format!(
+        "Host: {}\r\nOrigin: https://evil.example\r\n",
+        url.trim_start_matches("http://").trim_end_matches("/mcp")
+    );
+    assert!(raw_post(&url, &origin).starts_with("HTTP/1.1 403"));
+    // Without a session, only initialize is taken.
+    let plain = format!(
+        "Host: {}\r\n",
+        url.trim_start_matches("http://").trim_end_matches("/mcp")
+    );
+    assert!(raw_post(&url, &plain).starts_with("HTTP/1.1 400"));
+    let _ = child.kill();
+    let _ = child.wait();
+
+    // With a token, a request without it is refused.
+    let (mut child, url) = http_gateway(&ws, &[("PLEXUS_GATEWAY_TOKEN", "s3cret-token")]);
+    let plain = format!(
+        "Host: {}\r\n",
+        url.trim_start_matches("http://").trim_end_matches("/mcp")
+    );
+    assert!(raw_post(&url, &plain).starts_with("HTTP/1.1 401"));
+    let config = ServerConfig::from_json(
+        &json!({"type": "http", "url": url, "headers": {"Authorization": "Bearer s3cret-token"}}),
+    )
+    .unwrap()
+    .0;
+    let client = connect(&config, None).await;
+    assert!(!client.list_tools().await.unwrap().is_empty());
+    client.close().await.unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn a_non_loopback_address_needs_a_token() {
+    let ws = Workspace::new();
+    let out = ws.run(&["serve", "--http", "0.0.0.0:0"]);
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(out.stderr.contains("is not a loopback address"), "{out:?}");
+}

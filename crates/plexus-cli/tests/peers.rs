@@ -1,7 +1,9 @@
 //! Every server-facing command of the CLI against the npm reference server
-//! (`@modelcontextprotocol/server-everything`, pinned by `cargo xtask peers`, which installs it
-//! and runs these tests with `PLEXUS_PEERS_DIR` set) over stdio and Streamable HTTP on 127.0.0.1.
-//! Without `PLEXUS_PEERS_DIR` the tests say so and pass: the peers need the npm registry.
+//! (`@modelcontextprotocol/server-everything`), and `plexus serve` driven by the Python SDK's
+//! client (`mcp` on PyPI) and the MCP Inspector's CLI mode (`@modelcontextprotocol/inspector`),
+//! over stdio and Streamable HTTP on 127.0.0.1. `cargo xtask peers` pins and installs them and
+//! runs these tests with `PLEXUS_PEERS_DIR` set; without it the tests say so and pass (the peers
+//! need the npm registry and PyPI).
 
 mod support;
 
@@ -13,17 +15,31 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use support::Workspace;
 
-/// The node binary and the everything server's entry, from the peers' manifest.
-fn everything() -> Option<(String, String)> {
+/// The peers' manifest, if `PLEXUS_PEERS_DIR` is set.
+fn manifest() -> Option<Value> {
     let Some(dir) = std::env::var_os("PLEXUS_PEERS_DIR") else {
         eprintln!("skipped: PLEXUS_PEERS_DIR is not set; `cargo xtask peers` installs the peers and runs these tests");
         return None;
     };
     let manifest = PathBuf::from(dir).join("peers.json");
     let text = std::fs::read_to_string(&manifest).unwrap_or_else(|e| panic!("{}: {e}", manifest.display()));
-    let manifest: Value = serde_json::from_str(&text).unwrap();
-    let path = |pointer: &str| manifest.pointer(pointer).and_then(Value::as_str).unwrap().to_owned();
-    Some((path("/node"), path("/everything/entry")))
+    Some(serde_json::from_str(&text).unwrap())
+}
+
+/// A path the manifest names.
+fn path(manifest: &Value, pointer: &str) -> String {
+    let path = manifest
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("no {pointer} in the manifest"));
+    assert!(std::path::Path::new(path).exists(), "{pointer} = {path} does not exist");
+    path.to_owned()
+}
+
+/// The node binary and the everything server's entry, from the peers' manifest.
+fn everything() -> Option<(String, String)> {
+    let manifest = manifest()?;
+    Some((path(&manifest, "/node"), path(&manifest, "/everything/entry")))
 }
 
 /// The everything server over Streamable HTTP on a port of its own, ended when dropped.
@@ -159,4 +175,215 @@ fn every_command_against_the_everything_server_over_http() {
     let Some((node, entry)) = everything() else { return };
     let peer = HttpPeer::start(&node, &entry);
     exercise(&["--url", &format!("http://127.0.0.1:{}/mcp", peer.port)]);
+}
+
+/// A client of the Python SDK: lists, calls (with progress), reads, gets a prompt, and prints
+/// what it saw as JSON.
+const PYTHON_CLIENT: &str = r#"
+import asyncio, json, os, sys
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+async def run(session):
+    await session.initialize()
+    tools = [t.name for t in (await session.list_tools()).tools]
+    total = await session.call_tool("mcp__demo__add", {"a": 2, "b": 3})
+    progress = []
+    async def on_progress(value, total_, message):
+        progress.append(value)
+    slow = await session.call_tool("mcp__demo__slow", {"ms": 300, "steps": 2}, progress_callback=on_progress)
+    resources = [str(r.uri) for r in (await session.list_resources()).resources]
+    read = await session.read_resource("plexus://demo/test://static/hello.txt")
+    prompts = [p.name for p in (await session.list_prompts()).prompts]
+    greeting = await session.get_prompt("mcp__demo__greeting", {"name": "Ada"})
+    print(json.dumps({
+        "tools": tools, "sum": total.content[0].text, "slow": slow.content[0].text, "progress": progress,
+        "resources": resources, "read": read.contents[0].text, "prompts": prompts,
+        "greeting": greeting.messages[0].content.text,
+    }))
+
+async def main():
+    if sys.argv[1] == "stdio":
+        params = StdioServerParameters(command=sys.argv[2], args=sys.argv[3:], env=dict(os.environ))
+        async with stdio_client(params) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                await run(session)
+    else:
+        async with streamable_http_client(sys.argv[2]) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                await run(session)
+
+asyncio.run(main())
+"#;
+
+/// A workspace whose user scope holds the demo server.
+fn gateway_workspace() -> Workspace {
+    let ws = Workspace::new();
+    ws.write_servers(ws.user_file(), &serde_json::json!({"demo": support::demo(&[])}));
+    ws
+}
+
+/// `plexus serve --http` on a free port, ended when dropped.
+struct HttpGateway {
+    child: Child,
+    url: String,
+}
+
+impl HttpGateway {
+    fn start(ws: &Workspace) -> HttpGateway {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let address = format!("127.0.0.1:{port}");
+        let child = ws
+            .command(ws.path(), &["serve", "--http", &address])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(&address).is_err() {
+            assert!(Instant::now() < deadline, "the gateway did not listen on {address}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        HttpGateway {
+            child,
+            url: format!("http://{address}/mcp"),
+        }
+    }
+}
+
+impl Drop for HttpGateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `program ARGS` with the workspace's environment (so that a `plexus serve` it starts
+/// finds the workspace's config); its stdout, after asserting it succeeded.
+fn run_client(ws: &Workspace, program: &str, args: &[&str]) -> String {
+    let command = ws.command(ws.path(), &[]);
+    let envs: Vec<(std::ffi::OsString, std::ffi::OsString)> = command
+        .get_envs()
+        .filter_map(|(key, value)| Some((key.to_owned(), value?.to_owned())))
+        .collect();
+    let output = Command::new(program)
+        .args(args)
+        .envs(envs)
+        .env("MCP_CATALOG_PATH", ws.join("inspector-catalog.json"))
+        .current_dir(ws.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        output.status.success(),
+        "{program} {args:?}: {}\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+fn check_python_view(stdout: &str) {
+    let seen: Value = serde_json::from_str(stdout.trim().lines().last().unwrap()).unwrap();
+    assert!(
+        seen["tools"].as_array().unwrap().iter().any(|t| t == "mcp__demo__add"),
+        "{seen}"
+    );
+    assert_eq!(seen["sum"], "5");
+    assert_eq!(seen["slow"], "slow: done after 300 ms");
+    assert_eq!(seen["progress"], serde_json::json!([1.0, 2.0]));
+    assert!(
+        seen["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r == "plexus://demo/test://static/hello.txt")
+    );
+    assert_eq!(seen["read"], "Hello from plexus-testserver!\n");
+    assert!(
+        seen["prompts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p == "mcp__demo__greeting")
+    );
+    assert_eq!(seen["greeting"], "Hello, Ada! Please greet me back.");
+}
+
+#[test]
+fn the_python_sdk_client_uses_the_gateway_over_stdio_and_http() {
+    let Some(manifest) = manifest() else { return };
+    let python = path(&manifest, "/python/python");
+    let ws = gateway_workspace();
+    let script = ws.write("client.py", PYTHON_CLIENT);
+    let script = script.to_str().unwrap();
+    check_python_view(&run_client(&ws, &python, &[script, "stdio", support::PLEXUS, "serve"]));
+    let gateway = HttpGateway::start(&ws);
+    check_python_view(&run_client(&ws, &python, &[script, "http", &gateway.url]));
+}
+
+#[test]
+fn the_inspector_cli_uses_the_gateway_over_stdio_and_http() {
+    let Some(manifest) = manifest() else { return };
+    let (node, inspector) = (path(&manifest, "/node"), path(&manifest, "/inspector/entry"));
+    let ws = gateway_workspace();
+    let stdio = [inspector.as_str(), "--cli", support::PLEXUS, "serve"];
+    let call = |target: &[&str], method: &[&str]| -> Value {
+        let args = [target, &["--method"], method].concat();
+        serde_json::from_str(&run_client(&ws, &node, &args)).unwrap()
+    };
+    let tools = call(&stdio, &["tools/list"]);
+    assert!(
+        tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "mcp__demo__echo"),
+        "{tools}"
+    );
+    let sum = call(
+        &stdio,
+        &[
+            "tools/call",
+            "--tool-name",
+            "mcp__demo__add",
+            "--tool-arg",
+            "a=2",
+            "b=3",
+        ],
+    );
+    assert_eq!(sum["content"][0]["text"], "5");
+    let gateway = HttpGateway::start(&ws);
+    let http = [inspector.as_str(), "--cli", gateway.url.as_str()];
+    let read = call(
+        &http,
+        &["resources/read", "--uri", "plexus://demo/test://static/hello.txt"],
+    );
+    assert_eq!(read["contents"][0]["text"], "Hello from plexus-testserver!\n");
+    let prompt = call(
+        &http,
+        &[
+            "prompts/get",
+            "--prompt-name",
+            "mcp__demo__greeting",
+            "--prompt-args",
+            "name=Ada",
+        ],
+    );
+    assert_eq!(
+        prompt["messages"][0]["content"]["text"],
+        "Hello, Ada! Please greet me back."
+    );
+    let listed = call(&http, &["resources/templates/list"]);
+    assert!(
+        listed["resourceTemplates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["uriTemplate"] == "plexus://demo/test://items/{id}"),
+        "{listed}"
+    );
 }

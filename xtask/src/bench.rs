@@ -5,7 +5,8 @@ use crate::cmd::{self, CommandError, cargo};
 
 /// Runs the stdio and Streamable HTTP benchmarks (`crates/plexus/benches/`) twice each: pinned to
 /// CPU 0 (the method of the reference figures, which the targets are judged by) and unpinned;
-/// then the pool benchmark (many servers), unpinned, and the tool pool's assembly.
+/// then the pool benchmark (many servers), unpinned, the gateway's overhead, and the tool pool's
+/// assembly.
 pub(crate) fn run() -> Result<(), CommandError> {
     cmd::run_streaming(&mut cargo([
         "build",
@@ -32,6 +33,16 @@ pub(crate) fn run() -> Result<(), CommandError> {
     bench.env("PLEXUS_TESTSERVER_BIN", &server);
     bench.env_remove("PLEXUS_BENCH_CPU");
     cmd::run_streaming(&mut bench)?;
+    // Gateway overhead: a stdio call through `plexus serve` against the same call direct,
+    // pinned (the method of the reference figures) and unpinned.
+    for pin in [Some("0"), None] {
+        let mut bench = cargo(["bench", "--package", "plexus-cli", "--bench", "gateway"]);
+        match pin {
+            Some(cpu) => bench.env("PLEXUS_BENCH_CPU", cpu),
+            None => bench.env_remove("PLEXUS_BENCH_CPU"),
+        };
+        cmd::run_streaming(&mut bench)?;
+    }
     // Assembling a pool of 10 000 tools and one name lookup (no server involved).
     cmd::run_streaming(&mut cargo([
         "bench",

@@ -12,12 +12,18 @@
 //! let result: serde_json::Value = resp.into_result().unwrap();
 //! assert_eq!(result["tools"], serde_json::json!([]));
 //! ```
+//!
+//! Dependencies: `memchr` finds line ends, `bytes` and `tokio-util` give the codec its buffers;
+//! with the `stdio` feature, `tokio` polls this process's own stdin and stdout
+//! ([`process_stdio`]) and `nix` restores their file status flags.
 #![forbid(unsafe_code)]
 
 mod codec;
 mod error;
 mod id;
 mod message;
+#[cfg(feature = "stdio")]
+pub mod process_stdio;
 mod scan;
 
 pub use codec::{DEFAULT_MAX_MESSAGE_SIZE, FrameError, LineCodec};

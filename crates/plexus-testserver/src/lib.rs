@@ -217,9 +217,8 @@
 //! without it only the stdio server is built (what `plexus demo-server` links).
 //!
 //! Dependencies beyond the house set: `bytes` holds the input buffer that
-//! [`plexus_jsonrpc::LineCodec`] decodes from; nix's `fs` feature reads the stdio pipes' file
-//! status flags so that they can be restored after the reactor made the pipes non-blocking, and
-//! its `socket` feature sets SO_LINGER for resets; hyper (with hyper-util and http-body-util)
+//! [`plexus_jsonrpc::LineCodec`] decodes from (whose `stdio` feature polls this process's stdin
+//! and stdout); nix's `socket` feature sets SO_LINGER for resets; hyper (with hyper-util and http-body-util)
 //! serves HTTP/1.1; tokio-tungstenite frames WebSocket messages (futures-util drives its
 //! stream and sink); getrandom draws session ids and tokens; url parses redirect URIs and forms;
 //! base64 and aws-lc-rs (the crypto provider rustls already brings) compute PKCE S256 challenges
@@ -232,7 +231,6 @@ mod events;
 mod faults;
 #[cfg(feature = "remote")]
 mod oauth;
-mod pipes;
 mod process;
 #[cfg(feature = "remote")]
 mod remote;

@@ -16,9 +16,9 @@ use tokio::sync::mpsc;
 
 use crate::StdioOptions;
 use crate::events::EventLog;
-use crate::pipes::{Stdin, Stdout};
 use crate::process::{self, Signals};
 use crate::server::{Emitted, OUTBOX_CAPACITY, Output, Server, Session};
+use plexus_jsonrpc::process_stdio::{Stdin, Stdout};
 
 /// How much input is read at once.
 const READ_CHUNK: usize = 64 * 1024;

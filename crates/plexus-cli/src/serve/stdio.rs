@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use bytes::BytesMut;
+use plexus::jsonrpc::process_stdio::{Stdin, Stdout};
 use plexus::jsonrpc::{ErrorCode, ErrorObject, FrameError, LineCodec, Message, Response};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use super::gateway::{Gateway, SINK_CAPACITY, Session};
@@ -16,19 +16,28 @@ use crate::Outcome;
 pub(crate) async fn serve(gateway: &Arc<Gateway>) -> Outcome {
     let (sink, mut lines) = mpsc::channel::<Vec<u8>>(SINK_CAPACITY);
     let writer = tokio::spawn(async move {
-        let mut stdout = tokio::io::stdout();
-        while let Some(mut line) = lines.recv().await {
-            line.push(b'\n');
-            if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
+        let mut stdout = Stdout::open();
+        let mut batch = Vec::with_capacity(64 * 1024);
+        while let Some(line) = lines.recv().await {
+            // Whatever else is ready goes out in the same write.
+            batch.extend_from_slice(&line);
+            batch.push(b'\n');
+            while let Ok(line) = lines.try_recv() {
+                batch.extend_from_slice(&line);
+                batch.push(b'\n');
+            }
+            if stdout.write_all(&batch).await.is_err() {
                 return;
             }
+            batch.clear();
         }
     });
     let session = Session::new(Some(sink.clone()));
     gateway.add_session(&session);
-    let mut stdin = tokio::io::stdin();
+    let mut stdin = Stdin::open();
     let mut codec = LineCodec::new();
     let mut buffer = BytesMut::with_capacity(64 * 1024);
+    let mut chunk = vec![0u8; 64 * 1024];
     let outcome = loop {
         while let Some(decoded) = codec.decode_line(&mut buffer) {
             match decoded {
@@ -46,9 +55,9 @@ pub(crate) async fn serve(gateway: &Arc<Gateway>) -> Outcome {
                 }
             }
         }
-        match stdin.read_buf(&mut buffer).await {
+        match stdin.read(&mut chunk).await {
             Ok(0) => break Outcome::Ok,
-            Ok(_) => {}
+            Ok(read) => buffer.extend_from_slice(&chunk[..read]),
             Err(e) => {
                 crate::terminal::say(format_args!("cannot read stdin: {e}"));
                 break Outcome::Connection;
@@ -57,6 +66,7 @@ pub(crate) async fn serve(gateway: &Arc<Gateway>) -> Outcome {
     };
     session.close();
     drop(sink);
-    let _ = writer.await;
+    // Every response in flight was aborted with the session; what is queued goes out.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writer).await;
     outcome
 }

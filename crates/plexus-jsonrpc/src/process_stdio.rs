@@ -1,7 +1,8 @@
-//! Standard input and output as the runtime sees them. Pipes and sockets (how an MCP client
-//! connects a stdio server) are switched to non-blocking mode and polled by the reactor, so a read
-//! or a write costs no thread hop; anything else (a terminal, a file, /dev/null) goes through
-//! tokio's stdio, which reads and writes on a blocking thread.
+//! This process's standard input and output, for a peer that speaks newline-delimited JSON-RPC
+//! on them (a stdio MCP server, or a gateway). Pipes and sockets (how an MCP client connects a
+//! stdio server) are switched to non-blocking mode and polled by the reactor, so a read or a
+//! write costs no thread hop; anything else (a terminal, a file, /dev/null) goes through tokio's
+//! stdio, which reads and writes on a blocking thread. Behind the `stdio` feature.
 
 use std::fs::File;
 use std::io;
@@ -73,17 +74,18 @@ fn pollable(fd: BorrowedFd<'_>) -> Option<(Kind, OFlag)> {
 }
 
 /// This process's standard input.
-pub(crate) struct Stdin(Pin<Box<dyn AsyncRead>>);
+#[allow(missing_debug_implementations)] // a boxed stream, nothing to show
+pub struct Stdin(Pin<Box<dyn AsyncRead + Send>>);
 
 impl Stdin {
     /// Must be called within the runtime.
-    pub(crate) fn open() -> Self {
-        let polled: Option<Pin<Box<dyn AsyncRead>>> =
+    pub fn open() -> Self {
+        let polled: Option<Pin<Box<dyn AsyncRead + Send>>> =
             pollable(io::stdin().as_fd()).and_then(|(kind, original_flags)| match kind {
                 Kind::Pipe(file) => Some(Box::pin(Polled {
                     io: pipe::Receiver::from_file(file).ok()?,
                     original_flags,
-                }) as Pin<Box<dyn AsyncRead>>),
+                }) as Pin<Box<dyn AsyncRead + Send>>),
                 Kind::Socket(socket) => Some(Box::pin(Polled {
                     io: tokio::net::UnixStream::from_std(socket).ok()?,
                     original_flags,
@@ -93,23 +95,24 @@ impl Stdin {
     }
 
     /// Reads some bytes into `buf`; 0 means end of input.
-    pub(crate) async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+    pub async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.0.read(buf).await
     }
 }
 
 /// This process's standard output.
-pub(crate) struct Stdout(Pin<Box<dyn AsyncWrite>>);
+#[allow(missing_debug_implementations)] // a boxed stream, nothing to show
+pub struct Stdout(Pin<Box<dyn AsyncWrite + Send>>);
 
 impl Stdout {
     /// Must be called within the runtime.
-    pub(crate) fn open() -> Self {
-        let polled: Option<Pin<Box<dyn AsyncWrite>>> =
+    pub fn open() -> Self {
+        let polled: Option<Pin<Box<dyn AsyncWrite + Send>>> =
             pollable(io::stdout().as_fd()).and_then(|(kind, original_flags)| match kind {
                 Kind::Pipe(file) => Some(Box::pin(Polled {
                     io: pipe::Sender::from_file(file).ok()?,
                     original_flags,
-                }) as Pin<Box<dyn AsyncWrite>>),
+                }) as Pin<Box<dyn AsyncWrite + Send>>),
                 Kind::Socket(socket) => Some(Box::pin(Polled {
                     io: tokio::net::UnixStream::from_std(socket).ok()?,
                     original_flags,
@@ -119,7 +122,7 @@ impl Stdout {
     }
 
     /// Writes all of `data` and hands it to the OS.
-    pub(crate) async fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+    pub async fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
         self.0.write_all(data).await?;
         self.0.flush().await
     }

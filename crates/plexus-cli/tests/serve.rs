@@ -231,6 +231,44 @@ async fn every_backend_over_stdio(remote: &Remote) {
     client.close().await.unwrap();
 }
 
+#[test]
+fn a_call_the_client_gives_up_is_cancelled_on_the_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("events.log");
+    let remote = Remote::http(&["--event-log", log.to_str().unwrap()]);
+    let ws = workspace(&json!({"remote": {"type": "http", "url": remote.url()}}));
+    runtime().block_on(async {
+        let client = connect(&gateway_entry(&ws, &[]), None).await;
+        let options = plexus::client::RequestOptions::with_timeout(Duration::from_millis(500));
+        let error = client
+            .call_tool_with("mcp__remote__hang", None, options)
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("timed out"), "{error}");
+        // The client's notifications/cancelled reaches the backend through the gateway.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let cancelled = text
+                .lines()
+                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                .any(|event| event["event"] == "notification" && event["method"] == "notifications/cancelled");
+            if cancelled {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "the backend was not told: {text}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // And the gateway goes on.
+        let sum = client
+            .call_tool("mcp__remote__add", args(json!({"a": 1, "b": 2})))
+            .await
+            .unwrap();
+        assert_eq!(sum.content[0].as_text(), Some("3"));
+        client.close().await.unwrap();
+    });
+}
+
 /// Starts `plexus serve --http` on a free port of 127.0.0.1 and returns it with its URL.
 fn http_gateway(ws: &Workspace, env: &[(&str, &str)]) -> (std::process::Child, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")

@@ -29,6 +29,9 @@ const VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-
 /// How long a forwarded request (an elicitation a person answers) may wait for the client.
 const ASK_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// The most requests of one client answered at once.
+const MAX_IN_FLIGHT: usize = 256;
+
 /// How long list requests wait for the servers still connecting when the gateway starts.
 pub(crate) const READY_BUDGET: Duration = Duration::from_secs(60);
 
@@ -213,13 +216,23 @@ impl Gateway {
         match message {
             Message::Request(request) => {
                 let id = request.id.clone();
+                // Held across the spawn: the task's own removal waits for its insertion.
+                let mut in_flight = lock(&session.in_flight);
+                if in_flight.len() >= MAX_IN_FLIGHT {
+                    let busy = ErrorObject::new(
+                        ErrorCode::INTERNAL_ERROR,
+                        format!("{MAX_IN_FLIGHT} requests are already being answered; try again later"),
+                    );
+                    let _ = sink.try_send(response(id, Err(busy)));
+                    return;
+                }
                 let (gateway, session_ref) = (Arc::clone(self), Arc::clone(session));
                 let task = tokio::spawn(async move {
                     let outcome = gateway.answer(&session_ref, &request, &sink).await;
                     lock(&session_ref.in_flight).remove(&request.id);
                     let _ = sink.send(response(request.id.clone(), outcome)).await;
                 });
-                lock(&session.in_flight).insert(id, task.abort_handle());
+                in_flight.insert(id, task.abort_handle());
             }
             Message::Notification(note) => {
                 if note.method == "notifications/cancelled" {
@@ -520,31 +533,52 @@ impl Gateway {
         let id = RequestId::String(format!("plexus-{}", session.next_id.fetch_add(1, Ordering::Relaxed)));
         let (answer, answered) = oneshot::channel();
         lock(&session.asked).insert(id.clone(), answer);
+        // If the backend gives up first (it cancelled, or timed out), the client is told too.
+        let mut pending = Asked {
+            session: &session,
+            sink: &sink,
+            id: Some(id.clone()),
+        };
+        let went_away = || ErrorObject::new(ErrorCode::INTERNAL_ERROR, "the gateway's client went away");
         let mut line = Vec::with_capacity(128);
         let _ = plexus::jsonrpc::encode_request(&mut line, &id, method, Some(params));
         if sink.send(trim(line)).await.is_err() {
-            lock(&session.asked).remove(&id);
-            return Err(ErrorObject::new(
-                ErrorCode::INTERNAL_ERROR,
-                "the gateway's client went away",
-            ));
+            return Err(went_away());
         }
-        match tokio::time::timeout(ASK_TIMEOUT, answered).await {
+        let outcome = match tokio::time::timeout(ASK_TIMEOUT, answered).await {
             Ok(Ok(outcome)) => outcome,
-            Ok(Err(_)) => Err(ErrorObject::new(
-                ErrorCode::INTERNAL_ERROR,
-                "the gateway's client went away",
-            )),
+            Ok(Err(_)) => Err(went_away()),
             Err(_) => {
-                lock(&session.asked).remove(&id);
-                Err(ErrorObject::new(
+                return Err(ErrorObject::new(
                     ErrorCode::INTERNAL_ERROR,
                     format!(
                         "the gateway's client did not answer {method} within {} s",
                         ASK_TIMEOUT.as_secs()
                     ),
-                ))
+                ));
             }
+        };
+        pending.id = None;
+        outcome
+    }
+}
+
+/// A request sent to a client for a backend: unless answered, dropping it forgets it and sends
+/// the client `notifications/cancelled`.
+struct Asked<'a> {
+    session: &'a Session,
+    sink: &'a Sink,
+    id: Option<RequestId>,
+}
+
+impl Drop for Asked<'_> {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        if lock(&self.session.asked).remove(&id).is_some() {
+            let params = json!({"requestId": id, "reason": "the server no longer waits for the answer"});
+            let _ = self
+                .sink
+                .try_send(notification("notifications/cancelled", Some(&params)));
         }
     }
 }

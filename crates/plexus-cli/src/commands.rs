@@ -89,10 +89,15 @@ pub(crate) fn run(cli: Cli) -> Outcome {
         Command::Serve {
             http,
             token_file,
+            session_idle,
             ad_hoc,
         } => match crate::serve::token(token_file.as_deref()) {
             Ok(token) => {
-                let options = crate::serve::ServeOptions { http, token };
+                let options = crate::serve::ServeOptions {
+                    http,
+                    token,
+                    session_idle: std::time::Duration::from_secs(session_idle),
+                };
                 configured(&ad_hoc, &mut |c| {
                     block_on(crate::serve::serve_command(c, options.clone()))
                 })

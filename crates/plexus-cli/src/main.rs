@@ -181,6 +181,11 @@ pub(crate) enum Command {
         /// loopback); PLEXUS_GATEWAY_TOKEN gives it too.
         #[arg(long, value_name = "FILE", requires = "http")]
         token_file: Option<PathBuf>,
+        /// End an HTTP session after this many seconds without a request, an open event
+        /// stream or a call running (its client then initializes again).
+        #[arg(long, value_name = "SECS", default_value_t = 1800, requires = "http",
+              value_parser = clap::value_parser!(u64).range(1..=86_400))]
+        session_idle: u64,
         #[command(flatten)]
         ad_hoc: AdHoc,
     },

@@ -270,14 +270,16 @@ fn a_call_the_client_gives_up_is_cancelled_on_the_backend() {
 }
 
 /// Starts `plexus serve --http` on a free port of 127.0.0.1 and returns it with its URL.
-fn http_gateway(ws: &Workspace, env: &[(&str, &str)]) -> (std::process::Child, String) {
+fn http_gateway(ws: &Workspace, env: &[(&str, &str)], extra: &[&str]) -> (std::process::Child, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
     let address = format!("127.0.0.1:{port}");
-    let mut command = ws.command(ws.path(), &["serve", "--http", &address]);
+    let mut arguments = vec!["serve", "--http", &address];
+    arguments.extend_from_slice(extra);
+    let mut command = ws.command(ws.path(), &arguments);
     command
         .envs(env.iter().copied())
         .stdin(std::process::Stdio::null())
@@ -292,11 +294,15 @@ fn http_gateway(ws: &Workspace, env: &[(&str, &str)]) -> (std::process::Child, S
     (child, format!("http://{address}/mcp"))
 }
 
-/// One raw HTTP/1.1 request; the status line and headers of the answer.
+/// One raw HTTP/1.1 `ping`; the whole answer.
 fn raw_post(url: &str, headers: &str) -> String {
+    raw_request(url, headers, r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+}
+
+/// One raw HTTP/1.1 POST of `body`; the whole answer.
+fn raw_request(url: &str, headers: &str, body: &str) -> String {
     let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
     let mut stream = std::net::TcpStream::connect(address).unwrap();
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
     write!(
         stream,
         "POST /mcp HTTP/1.1\r\n{headers}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -308,10 +314,55 @@ fn raw_post(url: &str, headers: &str) -> String {
     answer
 }
 
+/// Opens a session over raw HTTP; its id.
+fn raw_session(url: &str, host: &str) -> String {
+    let answer = raw_request(
+        url,
+        host,
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+    );
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    answer
+        .lines()
+        .find_map(|line| line.strip_prefix("mcp-session-id: "))
+        .unwrap_or_else(|| panic!("no session id in {answer}"))
+        .trim()
+        .to_owned()
+}
+
+#[test]
+fn an_unused_http_session_ends_and_one_with_an_open_stream_stays() {
+    let ws = workspace(&json!({"demo": demo(&[])}));
+    let (mut child, url) = http_gateway(&ws, &[], &["--session-idle", "1"]);
+    let address = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    let host = format!("Host: {address}\r\n");
+    let (unused, streaming) = (raw_session(&url, &host), raw_session(&url, &host));
+    let ping = |session: &str| raw_post(&url, &format!("{host}Mcp-Session-Id: {session}\r\n"));
+    assert!(ping(&unused).starts_with("HTTP/1.1 200"), "{}", ping(&unused));
+    // The second session's own event stream stays open meanwhile.
+    let mut stream = std::net::TcpStream::connect(&address).unwrap();
+    write!(
+        stream,
+        "GET /mcp HTTP/1.1\r\n{host}Accept: text/event-stream\r\nMcp-Session-Id: {streaming}\r\n\r\n"
+    )
+    .unwrap();
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200");
+    std::thread::sleep(Duration::from_millis(2500));
+    let gone = ping(&unused);
+    assert!(gone.starts_with("HTTP/1.1 404"), "{gone}");
+    assert!(gone.contains("initialize again"), "{gone}");
+    assert!(ping(&streaming).starts_with("HTTP/1.1 200"), "{}", ping(&streaming));
+    drop(stream);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gateway_serves_streamable_http_and_checks_who_asks() {
     let ws = workspace(&json!({"demo": demo(&[])}));
-    let (mut child, url) = http_gateway(&ws, &[]);
+    let (mut child, url) = http_gateway(&ws, &[], &[]);
     let config = ServerConfig::from_json(&json!({"type": "http", "url": url})).unwrap().0;
     let client = connect(&config, None).await;
     assert!(names(&client.list_tools().await.unwrap()).contains(&"mcp__demo__echo"));
@@ -358,7 +409,7 @@ async fn the_gateway_serves_streamable_http_and_checks_who_asks() {
     let _ = child.wait();
 
     // With a token, a request without it is refused.
-    let (mut child, url) = http_gateway(&ws, &[("PLEXUS_GATEWAY_TOKEN", "s3cret-token")]);
+    let (mut child, url) = http_gateway(&ws, &[("PLEXUS_GATEWAY_TOKEN", "s3cret-token")], &[]);
     let plain = format!(
         "Host: {}\r\n",
         url.trim_start_matches("http://").trim_end_matches("/mcp")

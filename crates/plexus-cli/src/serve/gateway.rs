@@ -84,6 +84,14 @@ impl Session {
         }
     }
 
+    /// Whether nothing of the session is live: no request being answered, no request waiting
+    /// for its client, and no open stream of its own.
+    pub(crate) fn is_unused(&self) -> bool {
+        lock(&self.in_flight).is_empty()
+            && lock(&self.asked).is_empty()
+            && lock(&self.out).as_ref().is_none_or(Sink::is_closed)
+    }
+
     /// Aborts whatever is still running for the session.
     pub(crate) fn close(&self) {
         for (_, task) in lock(&self.in_flight).drain() {
@@ -285,7 +293,7 @@ impl Gateway {
                 let tools: Vec<Value> = pool.entries.iter().map(|entry| tool_json(entry)).collect();
                 json!({"tools": tools})
             }
-            "tools/call" => self.call(session, &params, sink).await?,
+            "tools/call" => self.call(session, params, sink).await?,
             "prompts/list" | "prompts/get" | "resources/list" | "resources/templates/list" | "resources/read" => {
                 self.wait_ready().await;
                 self.content(method, &params).await?
@@ -425,26 +433,27 @@ impl Gateway {
     async fn call(
         self: &Arc<Self>,
         session: &Arc<Session>,
-        params: &Map<String, Value>,
+        mut params: Map<String, Value>,
         sink: &Sink,
     ) -> Result<Value, ErrorObject> {
-        let name = params
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| invalid_params("tools/call", "no name"))?;
-        let arguments = match params.get("arguments") {
+        // Taken, not copied: the arguments go on to the backend as they came.
+        let arguments = match params.remove("arguments") {
             None | Some(Value::Null) => Map::new(),
-            Some(Value::Object(arguments)) => arguments.clone(),
+            Some(Value::Object(arguments)) => arguments,
             Some(other) => {
                 return Err(invalid_params(
                     "tools/call",
                     format!(
                         "arguments must be an object, not {}",
-                        plexus::jsonrpc::value_kind(other)
+                        plexus::jsonrpc::value_kind(&other)
                     ),
                 ));
             }
         };
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid_params("tools/call", "no name"))?;
         let token = params.get("_meta").and_then(|meta| meta.get("progressToken")).cloned();
         let mut options = CallOptions::default();
         if let Some(token) = token.filter(|token| token.is_string() || token.is_i64() || token.is_u64()) {

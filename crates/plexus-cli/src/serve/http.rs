@@ -1,7 +1,9 @@
 //! The gateway over Streamable HTTP at `/mcp` (hyper, HTTP/1.1): `POST` carries one JSON-RPC
 //! message (a `tools/call` is answered as an event stream, so that its progress and the
 //! backends' requests reach the client before the result; other requests as JSON), `GET` opens
-//! the session's own event stream (list changes, logs), `DELETE` ends the session.
+//! the session's own event stream (list changes, logs; a comment every 15 s keeps it open
+//! through proxies), `DELETE` ends the session, and so does `--session-idle` time
+//! without a request, an open stream or a call running.
 //!
 //! Trust: the `Host` must be the loopback address the gateway listens on (against DNS
 //! rebinding) unless it listens elsewhere, an `Origin` must be a loopback one, and with a token
@@ -33,6 +35,8 @@ const MAX_BODY: usize = 4 * 1024 * 1024;
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// The most sessions at once.
 const MAX_SESSIONS: usize = 256;
+/// How often an event stream that has nothing to say sends a comment.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// The most connections at once.
 const MAX_CONNECTIONS: usize = 512;
 
@@ -46,6 +50,8 @@ enum Body {
         messages: mpsc::Receiver<Vec<u8>>,
         until: Option<RequestId>,
         done: bool,
+        /// When a comment goes out if no message does first.
+        keep_alive: Pin<Box<tokio::time::Sleep>>,
     },
 }
 
@@ -56,12 +62,18 @@ impl hyper::body::Body for Body {
     fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         match self.get_mut() {
             Body::Full(bytes) => Poll::Ready(bytes.take().map(|bytes| Ok(Frame::data(bytes)))),
-            Body::Events { messages, until, done } => {
+            Body::Events {
+                messages,
+                until,
+                done,
+                keep_alive,
+            } => {
                 if *done {
                     return Poll::Ready(None);
                 }
                 match messages.poll_recv(cx) {
                     Poll::Ready(Some(line)) => {
+                        keep_alive.as_mut().reset(tokio::time::Instant::now() + KEEP_ALIVE);
                         if until.is_some() && IdScanner::reply_id(&line).as_ref() == until.as_ref() {
                             *done = true;
                         }
@@ -72,7 +84,13 @@ impl hyper::body::Body for Body {
                         Poll::Ready(Some(Ok(Frame::data(Bytes::from(event)))))
                     }
                     Poll::Ready(None) => Poll::Ready(None),
-                    Poll::Pending => Poll::Pending,
+                    Poll::Pending => match keep_alive.as_mut().poll(cx) {
+                        Poll::Ready(()) => {
+                            keep_alive.as_mut().reset(tokio::time::Instant::now() + KEEP_ALIVE);
+                            Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b": keep-alive\n\n")))))
+                        }
+                        Poll::Pending => Poll::Pending,
+                    },
                 }
             }
         }
@@ -112,6 +130,7 @@ fn events(messages: mpsc::Receiver<Vec<u8>>, until: Option<RequestId>) -> Respon
         messages,
         until,
         done: false,
+        keep_alive: Box::pin(tokio::time::sleep(KEEP_ALIVE)),
     });
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
@@ -127,7 +146,15 @@ struct Http {
     gateway: Arc<Gateway>,
     token: Option<String>,
     local: SocketAddr,
-    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    sessions: Mutex<HashMap<String, Open>>,
+    /// How long a session may sit unused.
+    idle: Duration,
+}
+
+/// A session and when its client last sent something.
+struct Open {
+    session: Arc<Session>,
+    used: std::time::Instant,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -135,7 +162,12 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Serves `gateway` at `http://ADDRESS/mcp` until the process is interrupted.
-pub(crate) async fn serve(gateway: &Arc<Gateway>, address: SocketAddr, token: Option<String>) -> Outcome {
+pub(crate) async fn serve(
+    gateway: &Arc<Gateway>,
+    address: SocketAddr,
+    token: Option<String>,
+    idle: Duration,
+) -> Outcome {
     let listener = match tokio::net::TcpListener::bind(address).await {
         Ok(listener) => listener,
         Err(e) => {
@@ -150,7 +182,10 @@ pub(crate) async fn serve(gateway: &Arc<Gateway>, address: SocketAddr, token: Op
         token,
         local,
         sessions: Mutex::new(HashMap::new()),
+        idle,
     });
+    let sweeper = tokio::spawn(sweep(Arc::downgrade(&state)));
+    let _sweeper = AbortOnDrop(sweeper);
     let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
         let (stream, _) = match listener.accept().await {
@@ -179,7 +214,54 @@ pub(crate) async fn serve(gateway: &Arc<Gateway>, address: SocketAddr, token: Op
     }
 }
 
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Ends the sessions left unused for too long, checking a few times per idle period.
+async fn sweep(state: std::sync::Weak<Http>) {
+    loop {
+        let Some(every) = state
+            .upgrade()
+            .map(|state| (state.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60)))
+        else {
+            return;
+        };
+        tokio::time::sleep(every).await;
+        let Some(state) = state.upgrade() else {
+            return;
+        };
+        state.end_unused();
+    }
+}
+
 impl Http {
+    /// Ends every session unused for longer than the idle limit.
+    fn end_unused(&self) {
+        let mut ended = Vec::new();
+        lock(&self.sessions).retain(|id, open| {
+            if !open.session.is_unused() {
+                // In use: idle time counts from when it stops being.
+                open.used = std::time::Instant::now();
+                true
+            } else if open.used.elapsed() >= self.idle {
+                ended.push((id.clone(), Arc::clone(&open.session)));
+                false
+            } else {
+                true
+            }
+        });
+        for (id, session) in ended {
+            tracing::info!(session = %id, "an idle gateway session ended");
+            session.close();
+        }
+    }
+
     async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
         if request.uri().path() != "/mcp" {
             return full(
@@ -273,8 +355,11 @@ impl Http {
         let Some(id) = request.headers().get(SESSION_HEADER).and_then(|id| id.to_str().ok()) else {
             return Err(refused(StatusCode::BAD_REQUEST, "no Mcp-Session-Id: initialize first"));
         };
-        match lock(&self.sessions).get(id) {
-            Some(session) => Ok((id.to_owned(), Arc::clone(session))),
+        match lock(&self.sessions).get_mut(id) {
+            Some(open) => {
+                open.used = std::time::Instant::now();
+                Ok((id.to_owned(), Arc::clone(&open.session)))
+            }
             None => Err(refused(
                 StatusCode::NOT_FOUND,
                 "no such session (it ended); initialize again",
@@ -345,11 +430,17 @@ impl Http {
     }
 
     fn open_session(&self) -> Result<(String, Arc<Session>), Refusal> {
+        if lock(&self.sessions).len() >= MAX_SESSIONS {
+            self.end_unused();
+        }
         let mut sessions = lock(&self.sessions);
         if sessions.len() >= MAX_SESSIONS {
             return Err(refused(
                 StatusCode::SERVICE_UNAVAILABLE,
-                "too many sessions; end one (DELETE) first",
+                format!(
+                    "{MAX_SESSIONS} sessions are open; end one (DELETE) or wait until one is unused for {} s",
+                    self.idle.as_secs()
+                ),
             ));
         }
         let mut bytes = [0u8; 16];
@@ -365,7 +456,13 @@ impl Http {
         });
         let session = Session::new(None);
         self.gateway.add_session(&session);
-        sessions.insert(id.clone(), Arc::clone(&session));
+        sessions.insert(
+            id.clone(),
+            Open {
+                session: Arc::clone(&session),
+                used: std::time::Instant::now(),
+            },
+        );
         Ok((id, session))
     }
 }

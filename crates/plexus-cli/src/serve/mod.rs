@@ -34,6 +34,8 @@ pub(crate) struct ServeOptions {
     pub(crate) http: Option<std::net::SocketAddr>,
     /// The bearer token clients must send over HTTP (required off loopback).
     pub(crate) token: Option<String>,
+    /// How long an HTTP session may sit unused before it ends.
+    pub(crate) session_idle: Duration,
 }
 
 /// The environment variable that may hold the HTTP clients' token.
@@ -101,8 +103,14 @@ pub(crate) async fn serve_command(configured: Configured, options: ServeOptions)
     forwarder.attach(&gateway);
     let watcher = tokio::spawn(watch_servers(Arc::clone(&gateway), ready));
     let outcome = match options.http {
-        None => stdio::serve(&gateway).await,
-        Some(address) => http::serve(&gateway, address, options.token).await,
+        // On a worker thread: a request's task then starts on the same worker, not after a wake.
+        None => {
+            let serving = Arc::clone(&gateway);
+            tokio::spawn(async move { stdio::serve(&serving).await })
+                .await
+                .unwrap_or(Outcome::Connection)
+        }
+        Some(address) => http::serve(&gateway, address, options.token, options.session_idle).await,
     };
     watcher.abort();
     close(&hub).await;

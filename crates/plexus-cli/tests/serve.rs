@@ -49,6 +49,35 @@ impl ClientHandler for Ada {
     }
 }
 
+/// Consents to every URL-mode elicitation, and records the URLs it was shown.
+#[derive(Default)]
+struct Consent {
+    shown: std::sync::Mutex<Vec<String>>,
+}
+
+impl ClientHandler for Consent {
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            elicitation: Some(ElicitationCapability {
+                url: Some(JsonObject::new()),
+                ..ElicitationCapability::default()
+            }),
+            ..ClientCapabilities::default()
+        }
+    }
+
+    fn elicit(
+        &self,
+        params: ElicitRequestParams,
+        _context: ServerRequestContext,
+    ) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
+        if let ElicitRequestParams::Url(url) = params {
+            self.shown.lock().unwrap().push(url.url);
+        }
+        Box::pin(async { Ok(ElicitResult::accept(None)) })
+    }
+}
+
 /// A workspace whose user scope holds `servers`.
 fn workspace(servers: &Value) -> Workspace {
     let ws = Workspace::new();
@@ -267,6 +296,43 @@ fn a_call_the_client_gives_up_is_cancelled_on_the_backend() {
         assert_eq!(sum.content[0].as_text(), Some("3"));
         client.close().await.unwrap();
     });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_elicitation_reaches_the_client_and_so_does_its_completion() {
+    let ws = workspace(&json!({"demo": demo(&[])}));
+    let consent = Arc::new(Consent::default());
+    let client = connect(&gateway_entry(&ws, &[]), Some(consent.clone())).await;
+    let mut notifications = client.subscribe();
+    let result = client
+        .call_tool("mcp__demo__url-elicit", args(json!({"rounds": 2})))
+        .await
+        .unwrap();
+    assert_eq!(
+        result.content[0].as_text(),
+        Some("url-elicit: done after 2 URL elicitations"),
+        "{result:?}"
+    );
+    // Each round's completion is passed on, with the backend's elicitation id. (The test server
+    // completes at once, so the forwarded request itself is cancelled on the client, and may be
+    // before its handler sees it.)
+    for round in 1..=2 {
+        let id = format!("url-elicit-{round}");
+        tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                match notifications.recv().await.unwrap() {
+                    ServerNotification::ElicitationComplete(params) if params.elicitation_id == id => return,
+                    _ => {}
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("no completion for {id}"));
+    }
+    for shown in consent.shown.lock().unwrap().iter() {
+        assert!(shown.starts_with("https://auth.example.test/step/"), "{shown}");
+    }
+    client.close().await.unwrap();
 }
 
 /// Starts `plexus serve --http` on a free port of 127.0.0.1 and returns it with its URL.

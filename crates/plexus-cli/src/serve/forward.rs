@@ -116,7 +116,7 @@ fn supports_form(capabilities: &ClientCapabilities) -> bool {
         .is_some_and(ElicitationCapability::supports_form)
 }
 
-fn supports_url(capabilities: &ClientCapabilities) -> bool {
+pub(crate) fn supports_url(capabilities: &ClientCapabilities) -> bool {
     capabilities
         .elicitation
         .as_ref()

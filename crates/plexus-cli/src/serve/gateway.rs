@@ -505,6 +505,35 @@ impl Gateway {
         }
     }
 
+    /// The client that hears from `server`: the one whose call runs on it (newest first), else
+    /// the newest client with its own stream open; with the stream its messages go to.
+    fn client_for(&self, server: &str) -> Option<(Arc<Session>, Sink)> {
+        let running = {
+            let running = lock(&self.running);
+            running
+                .iter()
+                .rev()
+                .find(|call| call.server == server)
+                .and_then(|call| Some((call.session.upgrade()?, call.sink.clone())))
+        };
+        running.or_else(|| {
+            let session = lock(&self.sessions).iter().rev().find_map(Weak::upgrade)?;
+            let sink = lock(&session.out).clone()?;
+            Some((session, sink))
+        })
+    }
+
+    /// Passes a backend's `notifications/elicitation/complete` on to the client that was shown
+    /// the URL (the one [`ask`](Self::ask) chose), if it declared URL-mode elicitation.
+    pub(crate) fn forward_completion(&self, server: &str, params: &Value) {
+        let Some((session, sink)) = self.client_for(server) else {
+            return;
+        };
+        if lock(&session.capabilities).as_ref().is_some_and(super::forward::supports_url) {
+            let _ = sink.try_send(notification("notifications/elicitation/complete", Some(params)));
+        }
+    }
+
     /// Sends `method` with `params` to the client whose call runs on `server` (else the newest
     /// client), if it declared `capability`, and waits for its answer.
     pub(crate) async fn ask(
@@ -514,19 +543,7 @@ impl Gateway {
         capability: fn(&ClientCapabilities) -> bool,
         params: &Value,
     ) -> Result<Box<RawValue>, ErrorObject> {
-        let target = {
-            let running = lock(&self.running);
-            running
-                .iter()
-                .rev()
-                .find(|call| call.server == server)
-                .and_then(|call| Some((call.session.upgrade()?, call.sink.clone())))
-        };
-        let target = target.or_else(|| {
-            let session = lock(&self.sessions).iter().rev().find_map(Weak::upgrade)?;
-            let sink = lock(&session.out).clone()?;
-            Some((session, sink))
-        });
+        let target = self.client_for(server);
         let unsupported = || {
             ErrorObject::new(
                 ErrorCode::METHOD_NOT_FOUND,

@@ -264,6 +264,14 @@ fn follow_logs(gateway: &Arc<Gateway>, logs: &mut HashMap<String, (Client, tokio
                         Some(gateway) => gateway.forward_log(&server, params),
                         None => return,
                     },
+                    Ok(ServerNotification::ElicitationComplete(params)) => match target.upgrade() {
+                        Some(gateway) => {
+                            if let Ok(params) = serde_json::to_value(&params) {
+                                gateway.forward_completion(&server, &params);
+                            }
+                        }
+                        None => return,
+                    },
                     Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
                     Err(broadcast::error::RecvError::Closed) => return,
                 }

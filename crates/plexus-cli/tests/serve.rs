@@ -335,6 +335,101 @@ async fn a_url_elicitation_reaches_the_client_and_so_does_its_completion() {
     client.close().await.unwrap();
 }
 
+/// The gateway over stdio, driven line by line.
+struct RawGateway {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<Value>,
+}
+
+impl RawGateway {
+    fn start(ws: &Workspace) -> RawGateway {
+        let mut child = ws
+            .command(ws.path(), &["serve"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let (sender, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufRead::lines(stdout) {
+                let Ok(line) = line else { return };
+                if sender.send(serde_json::from_str(&line).unwrap()).is_err() {
+                    return;
+                }
+            }
+        });
+        let stdin = child.stdin.take().unwrap();
+        RawGateway { child, stdin, lines }
+    }
+
+    fn send(&mut self, message: &Value) {
+        writeln!(self.stdin, "{message}").unwrap();
+    }
+
+    /// The next message that `matches` (others are skipped), within 30 s.
+    fn next(&self, matches: impl Fn(&Value) -> bool) -> Value {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let message = self.lines.recv_timeout(left).expect("the gateway answered in time");
+            if matches(&message) {
+                return message;
+            }
+        }
+    }
+}
+
+#[test]
+fn the_clients_progress_and_cancellation_of_a_forwarded_request_reach_the_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("events.log");
+    let ws = workspace(&json!({"demo": demo(&["--event-log", log.to_str().unwrap()])}));
+    let mut gateway = RawGateway::start(&ws);
+    gateway.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"sampling": {}}, "clientInfo": {"name": "raw", "version": "1"}}}));
+    gateway.next(|m| m["id"] == 1);
+    gateway.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let call = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "mcp__demo__sample", "arguments": {"prompt": "hi"}}});
+
+    // Progress on the forwarded request goes to the backend under the token it chose.
+    gateway.send(&call(2));
+    let asked = gateway.next(|m| m["method"] == "sampling/createMessage");
+    let token = asked["params"]["_meta"]["progressToken"].as_str().unwrap().to_owned();
+    assert!(token.starts_with("plexus-progress-"), "{asked}");
+    gateway.send(&json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": 1, "total": 2}}));
+    gateway.send(&json!({"jsonrpc": "2.0", "id": asked["id"], "result": {
+        "role": "assistant", "content": {"type": "text", "text": "sampled"}, "model": "raw-model"}}));
+    let answer = gateway.next(|m| m["id"] == 2);
+    assert_eq!(answer["result"]["content"][0]["text"], "sampled", "{answer}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let events = std::fs::read_to_string(&log).unwrap_or_default();
+        let progressed = events.lines().any(|line| {
+            let event: Value = serde_json::from_str(line).unwrap_or_default();
+            event["method"] == "notifications/progress" && event["params"]["progressToken"] == "sample-progress"
+        });
+        if progressed {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no progress reached the backend: {events}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // The client cancelling the forwarded request ends it as an error on the backend.
+    gateway.send(&call(3));
+    let asked = gateway.next(|m| m["method"] == "sampling/createMessage");
+    gateway.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": asked["id"], "reason": "the user said no"}}));
+    let answer = gateway.next(|m| m["id"] == 3);
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("cancelled the request: the user said no"), "{text}");
+    drop(gateway.stdin);
+    assert!(gateway.child.wait().unwrap().success());
+}
+
 /// Starts `plexus serve --http` on a free port of 127.0.0.1 and returns it with its URL.
 fn http_gateway(ws: &Workspace, env: &[(&str, &str)], extra: &[&str]) -> (std::process::Child, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")

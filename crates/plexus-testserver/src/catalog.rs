@@ -170,7 +170,7 @@ fn client_tools() -> Vec<Value> {
         tool(
             "sample",
             "Sample",
-            "Asks the client's model (sampling/createMessage) and returns the answer's text.",
+            "Asks the client's model (sampling/createMessage, progress token `sample-progress`) and returns the answer's text.",
             schema(
                 &json!({"prompt": {"type": "string"}, "maxTokens": {"type": "integer", "minimum": 1, "default": 100}}),
                 &["prompt"],

@@ -502,7 +502,9 @@ impl Session {
         struct Sampled {
             content: Value,
         }
-        let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}], "maxTokens": max_tokens});
+        // With a progress token, so that a client's progress on the request can be seen in the
+        // event log.
+        let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}], "maxTokens": max_tokens, "_meta": {"progressToken": "sample-progress"}});
         let result = match self.ask_client("sampling/createMessage", &params).await {
             Ok(result) => result,
             Err(e) => return tool_error(&e.to_string()),

@@ -196,6 +196,7 @@ fn sampling_and_roots_round_trips() {
         json!({"jsonrpc": "2.0", "id": "s-1", "method": "sampling/createMessage", "params": {
             "messages": [{"role": "user", "content": {"type": "text", "text": "What is 6×7?"}}],
             "maxTokens": 20,
+            "_meta": {"progressToken": "sample-progress"},
         }})
     );
     server.send(&json!({"jsonrpc": "2.0", "id": "s-1", "result": {"role": "assistant", "content": {"type": "text", "text": "42"}, "model": "m"}}));

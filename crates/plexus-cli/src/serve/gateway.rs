@@ -55,6 +55,9 @@ pub(crate) struct Session {
     in_flight: Mutex<HashMap<RequestId, tokio::task::AbortHandle>>,
     /// Requests sent to it for a backend, waiting for its response.
     asked: Mutex<HashMap<RequestId, oneshot::Sender<Answer>>>,
+    /// The progress tokens of those requests, as the client knows them (one per request, made
+    /// by the gateway), with the backend and the token it chose.
+    progress: Mutex<HashMap<String, (String, Value)>>,
     next_id: AtomicU64,
 }
 
@@ -67,6 +70,7 @@ impl Session {
             log_level: Mutex::new(None),
             in_flight: Mutex::new(HashMap::new()),
             asked: Mutex::new(HashMap::new()),
+            progress: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
         })
     }
@@ -98,6 +102,7 @@ impl Session {
             task.abort();
         }
         lock(&self.asked).clear();
+        lock(&self.progress).clear();
         lock(&self.out).take();
     }
 }
@@ -243,16 +248,14 @@ impl Gateway {
                 in_flight.insert(id, task.abort_handle());
             }
             Message::Notification(note) => {
-                if note.method == "notifications/cancelled" {
-                    let id = note
-                        .params
-                        .as_deref()
-                        .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
-                        .and_then(|params| serde_json::from_value::<RequestId>(params["requestId"].clone()).ok());
-                    // Dropping the call cancels it on the backend too.
-                    if let Some(task) = id.and_then(|id| lock(&session.in_flight).remove(&id)) {
-                        task.abort();
-                    }
+                let params = note
+                    .params
+                    .as_deref()
+                    .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
+                match (note.method.as_ref(), params) {
+                    ("notifications/cancelled", Some(params)) => Gateway::cancelled(session, &params),
+                    ("notifications/progress", Some(params)) => self.progressed(session, params),
+                    _ => {}
                 }
             }
             Message::Response(answer) => {
@@ -263,6 +266,41 @@ impl Gateway {
                 }
             }
         }
+    }
+
+    /// The client cancelled one of its requests (dropping the call cancels it on the backend
+    /// too), or one the gateway sent it for a backend (which gets an error as the answer).
+    fn cancelled(session: &Session, params: &Value) {
+        let Ok(id) = serde_json::from_value::<RequestId>(params["requestId"].clone()) else {
+            return;
+        };
+        if let Some(task) = lock(&session.in_flight).remove(&id) {
+            task.abort();
+        } else if let Some(waiting) = lock(&session.asked).remove(&id) {
+            let reason = params["reason"].as_str().unwrap_or("no reason given");
+            let _ = waiting.send(Err(ErrorObject::new(
+                ErrorCode::INTERNAL_ERROR,
+                format!("the gateway's client cancelled the request: {reason}"),
+            )));
+        }
+    }
+
+    /// The client's progress on a request the gateway sent it for a backend goes to that
+    /// backend, with the token the backend chose.
+    fn progressed(&self, session: &Session, mut params: Value) {
+        let Some((server, token)) = params["progressToken"]
+            .as_str()
+            .and_then(|token| lock(&session.progress).get(token).cloned())
+        else {
+            return;
+        };
+        let Some(client) = self.hub.pool().client(&server) else {
+            return;
+        };
+        params["progressToken"] = token;
+        tokio::spawn(async move {
+            let _ = client.notify("notifications/progress", &params).await;
+        });
     }
 
     /// Waits (bounded) for the servers that were starting.
@@ -529,7 +567,10 @@ impl Gateway {
         let Some((session, sink)) = self.client_for(server) else {
             return;
         };
-        if lock(&session.capabilities).as_ref().is_some_and(super::forward::supports_url) {
+        if lock(&session.capabilities)
+            .as_ref()
+            .is_some_and(super::forward::supports_url)
+        {
             let _ = sink.try_send(notification("notifications/elicitation/complete", Some(params)));
         }
     }
@@ -556,7 +597,17 @@ impl Gateway {
         if !lock(&session.capabilities).as_ref().is_some_and(capability) {
             return Err(unsupported());
         }
-        let id = RequestId::String(format!("plexus-{}", session.next_id.fetch_add(1, Ordering::Relaxed)));
+        let number = session.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = RequestId::String(format!("plexus-{number}"));
+        // The backend's progress token becomes one of the gateway's: tokens of two backends
+        // may be the same.
+        let mut params = params.clone();
+        let progress = params.pointer_mut("/_meta/progressToken").map(|token| {
+            let ours = format!("plexus-progress-{number}");
+            let theirs = std::mem::replace(token, json!(ours));
+            lock(&session.progress).insert(ours.clone(), (server.to_owned(), theirs));
+            ours
+        });
         let (answer, answered) = oneshot::channel();
         lock(&session.asked).insert(id.clone(), answer);
         // If the backend gives up first (it cancelled, or timed out), the client is told too.
@@ -564,10 +615,11 @@ impl Gateway {
             session: &session,
             sink: &sink,
             id: Some(id.clone()),
+            progress,
         };
         let went_away = || ErrorObject::new(ErrorCode::INTERNAL_ERROR, "the gateway's client went away");
         let mut line = Vec::with_capacity(128);
-        let _ = plexus::jsonrpc::encode_request(&mut line, &id, method, Some(params));
+        let _ = plexus::jsonrpc::encode_request(&mut line, &id, method, Some(&params));
         if sink.send(trim(line)).await.is_err() {
             return Err(went_away());
         }
@@ -589,16 +641,20 @@ impl Gateway {
     }
 }
 
-/// A request sent to a client for a backend: unless answered, dropping it forgets it and sends
-/// the client `notifications/cancelled`.
+/// A request sent to a client for a backend: dropping it forgets its progress token and, unless
+/// it was answered, the request too, sending the client `notifications/cancelled`.
 struct Asked<'a> {
     session: &'a Session,
     sink: &'a Sink,
     id: Option<RequestId>,
+    progress: Option<String>,
 }
 
 impl Drop for Asked<'_> {
     fn drop(&mut self) {
+        if let Some(token) = self.progress.take() {
+            lock(&self.session.progress).remove(&token);
+        }
         let Some(id) = self.id.take() else { return };
         if lock(&self.session.asked).remove(&id).is_some() {
             let params = json!({"requestId": id, "reason": "the server no longer waits for the answer"});

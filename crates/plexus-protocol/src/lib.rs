@@ -48,7 +48,8 @@
 //! the method names; [`messages`] ties each method to its params and result types.
 //!
 //! Dependencies: `plexus-jsonrpc` for [`RequestId`](plexus_jsonrpc::RequestId) (in
-//! `notifications/cancelled`). The tests validate what the client sends against each revision's
+//! `notifications/cancelled`); `indexmap` so that a form-mode elicitation's fields keep the order
+//! the server listed them in (a person is asked them in that order). The tests validate what the client sends against each revision's
 //! published JSON Schema with `jsonschema` (a dev-dependency, default features off so that it never
 //! fetches anything over the network).
 #![forbid(unsafe_code)]

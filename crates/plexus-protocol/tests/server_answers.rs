@@ -293,18 +293,19 @@ fn elicitation_requests_of_every_mode() {
             (name.as_str(), kind)
         })
         .collect();
+    // In the order the server listed them.
     assert_eq!(
         kinds,
         [
-            ("age", "integer"),
-            ("color", "single"),
-            ("future", "unknown"),
-            ("labels", "titled multi"),
-            ("legacy", "legacy"),
             ("name", "email"),
+            ("age", "integer"),
             ("ok", "boolean"),
+            ("color", "single"),
             ("size", "titled single"),
+            ("legacy", "legacy"),
             ("tags", "multi"),
+            ("labels", "titled multi"),
+            ("future", "unknown"),
         ]
     );
     let mut with_mode = form.clone();

@@ -1,7 +1,8 @@
 //! The restricted JSON Schema of form-mode elicitation: a flat object of primitive fields.
 
-use std::collections::BTreeMap;
 use std::fmt;
+
+use indexmap::IndexMap;
 
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -20,8 +21,8 @@ pub struct RequestedSchema {
     /// Always `"object"`.
     #[serde(rename = "type")]
     pub schema_type: String,
-    /// The fields, by name.
-    pub properties: BTreeMap<String, PrimitiveSchemaDefinition>,
+    /// The fields, by name, in the order the server gave them (the order a form asks them in).
+    pub properties: IndexMap<String, PrimitiveSchemaDefinition>,
     /// The names of the fields the user must fill.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub required: Option<Vec<String>>,
@@ -32,13 +33,13 @@ pub struct RequestedSchema {
 
 impl Default for RequestedSchema {
     fn default() -> Self {
-        RequestedSchema::new(BTreeMap::new(), None)
+        RequestedSchema::new(IndexMap::new(), None)
     }
 }
 
 impl RequestedSchema {
     /// An object schema with these fields, of which `required` must be filled.
-    pub fn new(properties: BTreeMap<String, PrimitiveSchemaDefinition>, required: Option<Vec<String>>) -> Self {
+    pub fn new(properties: IndexMap<String, PrimitiveSchemaDefinition>, required: Option<Vec<String>>) -> Self {
         RequestedSchema {
             dialect: None,
             schema_type: "object".to_owned(),
@@ -440,5 +441,19 @@ fn classify<E: de::Error>(mut object: JsonObject) -> Result<PrimitiveSchemaDefin
             object.insert("type".to_owned(), Value::String(schema_type.into_owned()));
             Ok(P::Unknown(object))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RequestedSchema;
+
+    #[test]
+    fn the_fields_keep_the_servers_order() {
+        let text = r#"{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"number"},"mid":{"type":"boolean"}},"required":["alpha"]}"#;
+        let schema: RequestedSchema = serde_json::from_str(text).unwrap();
+        let names: Vec<&str> = schema.properties.keys().map(String::as_str).collect();
+        assert_eq!(names, ["zeta", "alpha", "mid"]);
+        assert_eq!(serde_json::to_string(&schema).unwrap(), text);
     }
 }

@@ -237,11 +237,11 @@ fn roots_are_declared_and_elicitation_only_on_a_terminal() {
 #[test]
 fn a_form_is_asked_field_by_field_on_a_terminal() {
     let ws = with_demo();
-    // Fields come in name order: Enter takes confirm's default (false); an empty name is
-    // refused (it is required), then "Ada"; Enter sends the answers.
+    // Fields come in the server's order: an empty name is refused (it is required), then
+    // "Ada"; Enter takes confirm's default (false); Enter sends the answers.
     let out = ws.run_on_terminal(
         &["call", "mcp__demo__elicit", "--arg", "message=Who are you?"],
-        b"\n\nAda\n\n",
+        b"\nAda\n\n\n",
     );
     assert_eq!(out.code, Some(0), "{out:?}");
     let answer: Value = serde_json::from_str(out.stdout.trim()).unwrap();
@@ -253,11 +253,15 @@ fn a_form_is_asked_field_by_field_on_a_terminal() {
     assert!(out.stderr.contains("Confirm [yes/no] (default: no): "), "{out:?}");
     assert!(out.stderr.contains("Name (Your name) (required): "), "{out:?}");
     assert!(out.stderr.contains("  a value is required\n"), "{out:?}");
+    assert!(
+        out.stderr.find("Name (Your name)") < out.stderr.find("Confirm [yes/no]"),
+        "{out:?}"
+    );
 
     // "n" at the end declines; end of input cancels.
     let declined = ws.run_on_terminal(
         &["call", "mcp__demo__elicit", "--arg", "message=Who?"],
-        b"yes\nAda\nn\n",
+        b"Ada\nyes\nn\n",
     );
     let answer: Value = serde_json::from_str(declined.stdout.trim()).unwrap();
     assert_eq!(answer["action"], "decline", "{declined:?}");

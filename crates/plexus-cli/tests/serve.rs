@@ -414,7 +414,10 @@ fn the_clients_progress_and_cancellation_of_a_forwarded_request_reach_the_backen
         if progressed {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "no progress reached the backend: {events}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no progress reached the backend: {events}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 

@@ -21,44 +21,18 @@ use serde_json::{Map, Value, json};
 use support::remote::Remote;
 use support::{PLEXUS, Workspace, demo};
 
-/// Answers every form with the name "Ada".
-struct Ada;
+/// Answers every form with the name "Ada", and consents to every URL-mode elicitation,
+/// recording the URLs it was shown.
+#[derive(Default)]
+struct Ada {
+    shown: std::sync::Mutex<Vec<String>>,
+}
 
 impl ClientHandler for Ada {
     fn capabilities(&self) -> ClientCapabilities {
         ClientCapabilities {
             elicitation: Some(ElicitationCapability {
                 form: Some(JsonObject::new()),
-                ..ElicitationCapability::default()
-            }),
-            ..ClientCapabilities::default()
-        }
-    }
-
-    fn elicit(
-        &self,
-        _params: ElicitRequestParams,
-        _context: ServerRequestContext,
-    ) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
-        Box::pin(async {
-            Ok(ElicitResult::accept(Some(BTreeMap::from([(
-                "name".to_owned(),
-                ElicitValue::String("Ada".to_owned()),
-            )]))))
-        })
-    }
-}
-
-/// Consents to every URL-mode elicitation, and records the URLs it was shown.
-#[derive(Default)]
-struct Consent {
-    shown: std::sync::Mutex<Vec<String>>,
-}
-
-impl ClientHandler for Consent {
-    fn capabilities(&self) -> ClientCapabilities {
-        ClientCapabilities {
-            elicitation: Some(ElicitationCapability {
                 url: Some(JsonObject::new()),
                 ..ElicitationCapability::default()
             }),
@@ -71,10 +45,17 @@ impl ClientHandler for Consent {
         params: ElicitRequestParams,
         _context: ServerRequestContext,
     ) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
-        if let ElicitRequestParams::Url(url) = params {
-            self.shown.lock().unwrap().push(url.url);
-        }
-        Box::pin(async { Ok(ElicitResult::accept(None)) })
+        let result = match params {
+            ElicitRequestParams::Url(url) => {
+                self.shown.lock().unwrap().push(url.url);
+                ElicitResult::accept(None)
+            }
+            _ => ElicitResult::accept(Some(BTreeMap::from([(
+                "name".to_owned(),
+                ElicitValue::String("Ada".to_owned()),
+            )]))),
+        };
+        Box::pin(async { Ok(result) })
     }
 }
 
@@ -159,7 +140,7 @@ async fn every_backend_over_stdio(remote: &Remote) {
         "remote": {"type": "http", "url": remote.url()},
         "gone": {"command": "plexus-no-such-command"},
     }));
-    let client = connect(&gateway_entry(&ws, &[]), Some(Arc::new(Ada))).await;
+    let client = connect(&gateway_entry(&ws, &[]), Some(Arc::new(Ada::default()))).await;
     assert_eq!(client.server().server_info.name, "plexus-gateway");
     let tools = client.list_tools().await.unwrap();
     let listed = names(&tools);
@@ -301,8 +282,8 @@ fn a_call_the_client_gives_up_is_cancelled_on_the_backend() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_url_elicitation_reaches_the_client_and_so_does_its_completion() {
     let ws = workspace(&json!({"demo": demo(&[])}));
-    let consent = Arc::new(Consent::default());
-    let client = connect(&gateway_entry(&ws, &[]), Some(consent.clone())).await;
+    let ada = Arc::new(Ada::default());
+    let client = connect(&gateway_entry(&ws, &[]), Some(ada.clone())).await;
     let mut notifications = client.subscribe();
     let result = client
         .call_tool("mcp__demo__url-elicit", args(json!({"rounds": 2})))
@@ -329,7 +310,7 @@ async fn a_url_elicitation_reaches_the_client_and_so_does_its_completion() {
         .await
         .unwrap_or_else(|_| panic!("no completion for {id}"));
     }
-    for shown in consent.shown.lock().unwrap().iter() {
+    for shown in ada.shown.lock().unwrap().iter() {
         assert!(shown.starts_with("https://auth.example.test/step/"), "{shown}");
     }
     client.close().await.unwrap();

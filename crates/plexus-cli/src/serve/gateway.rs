@@ -32,6 +32,10 @@ const ASK_TIMEOUT: Duration = Duration::from_secs(600);
 /// The most requests of one client answered at once.
 const MAX_IN_FLIGHT: usize = 256;
 
+/// The most client progress notifications on their way to backends at once; more are dropped
+/// (progress is advisory).
+const MAX_PROGRESS_SENDS: usize = 64;
+
 /// How long list requests wait for the servers still connecting when the gateway starts.
 pub(crate) const READY_BUDGET: Duration = Duration::from_secs(60);
 
@@ -121,6 +125,8 @@ pub(crate) struct Gateway {
     running: Mutex<Vec<Running>>,
     /// Set once the servers that were starting have connected or failed.
     ready: watch::Receiver<bool>,
+    /// Bounds the clients' progress notifications being passed on to backends.
+    progress_sends: Arc<tokio::sync::Semaphore>,
 }
 
 /// A notification line.
@@ -182,6 +188,7 @@ impl Gateway {
             sessions: Mutex::new(Vec::new()),
             running: Mutex::new(Vec::new()),
             ready,
+            progress_sends: Arc::new(tokio::sync::Semaphore::new(MAX_PROGRESS_SENDS)),
         })
     }
 
@@ -286,7 +293,8 @@ impl Gateway {
     }
 
     /// The client's progress on a request the gateway sent it for a backend goes to that
-    /// backend, with the token the backend chose.
+    /// backend, with the token the backend chose (dropped while [`MAX_PROGRESS_SENDS`] are
+    /// still on their way).
     fn progressed(&self, session: &Session, mut params: Value) {
         let Some((server, token)) = params["progressToken"]
             .as_str()
@@ -297,9 +305,13 @@ impl Gateway {
         let Some(client) = self.hub.pool().client(&server) else {
             return;
         };
+        let Ok(permit) = Arc::clone(&self.progress_sends).try_acquire_owned() else {
+            return;
+        };
         params["progressToken"] = token;
         tokio::spawn(async move {
             let _ = client.notify("notifications/progress", &params).await;
+            drop(permit);
         });
     }
 

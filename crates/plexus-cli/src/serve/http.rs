@@ -151,7 +151,7 @@ struct Http {
     idle: Duration,
 }
 
-/// A session and when its client last sent something.
+/// A session and when it was last in use (a request named it, or something of it was live).
 struct Open {
     session: Arc<Session>,
     used: std::time::Instant,
@@ -184,8 +184,9 @@ pub(crate) async fn serve(
         sessions: Mutex::new(HashMap::new()),
         idle,
     });
-    let sweeper = tokio::spawn(sweep(Arc::downgrade(&state)));
-    let _sweeper = AbortOnDrop(sweeper);
+    // Checks a few times per idle period; it ends with the state.
+    let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
+    tokio::spawn(sweep(Arc::downgrade(&state), every));
     let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
         let (stream, _) = match listener.accept().await {
@@ -214,24 +215,9 @@ pub(crate) async fn serve(
     }
 }
 
-/// Aborts a task when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-/// Ends the sessions left unused for too long, checking a few times per idle period.
-async fn sweep(state: std::sync::Weak<Http>) {
+/// Every `every`, ends the sessions left unused for too long, while the HTTP side lives.
+async fn sweep(state: std::sync::Weak<Http>, every: Duration) {
     loop {
-        let Some(every) = state
-            .upgrade()
-            .map(|state| (state.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60)))
-        else {
-            return;
-        };
         tokio::time::sleep(every).await;
         let Some(state) = state.upgrade() else {
             return;

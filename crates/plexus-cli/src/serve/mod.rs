@@ -238,7 +238,8 @@ fn revive(gateway: &Arc<Gateway>, were_connected: &[String], revived: &mut HashM
     }
 }
 
-/// Keeps one log watcher per connected server's session.
+/// Keeps one watcher per connected server's session, passing on its log messages and its
+/// elicitation completions.
 fn follow_logs(gateway: &Arc<Gateway>, logs: &mut HashMap<String, (Client, tokio::task::AbortHandle)>) {
     let pool = gateway.hub().pool();
     for (name, state) in pool.states() {

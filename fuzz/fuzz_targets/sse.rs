@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use plexus_transport::sse::{Decoded, EventDecoder};
+use plexus_net::sse::{Decoded, EventDecoder};
 
 /// What a run must agree on, whatever the chunking.
 #[derive(Debug, PartialEq, Eq)]

@@ -16,7 +16,7 @@
 //! helper that gives the same headers again, a later rejection, or a failing helper is
 //! [`AuthDecision::Fail`]: running it again would not help, and a login would not either. The
 //! headers it gives go over the entry's static `headers` (a name given by both is the helper's;
-//! see [`plexus_transport::headers::merge`]).
+//! see [`plexus_net::headers::merge`]).
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -45,9 +45,9 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use plexus_transport::headers::{HeaderError, check_header};
-use plexus_transport::redact::redact_url;
-use plexus_transport::{AuthChallenge, AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture};
+use plexus_net::headers::{HeaderError, check_header};
+use plexus_net::redact::redact_url;
+use plexus_transport::{AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, Rejection};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::Mutex;
@@ -344,7 +344,7 @@ impl HeadersHelper {
 }
 
 impl AuthProvider for HeadersHelper {
-    fn headers(&self) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
+    fn headers(&self, _method: &str, _url: &str) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
         Box::pin(async move {
             let mut state = self.state.lock().await;
             if let Some(headers) = &state.headers {
@@ -356,8 +356,8 @@ impl AuthProvider for HeadersHelper {
         })
     }
 
-    fn on_challenge(&self, challenge: &AuthChallenge) -> BoxFuture<'_, AuthDecision> {
-        let status = challenge.status;
+    fn on_rejection(&self, rejection: &Rejection) -> BoxFuture<'_, AuthDecision> {
+        let status = rejection.status;
         let seen = self.runs.load(Ordering::SeqCst);
         Box::pin(async move {
             let mut state = self.state.lock().await;

@@ -35,7 +35,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use plexus_transport::{AuthChallenge, AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture};
+use plexus_transport::{AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, Rejection};
 use serde::Deserialize;
 use tokio::io::AsyncReadExt;
 
@@ -254,15 +254,15 @@ impl IdeToken {
 }
 
 impl AuthProvider for IdeToken {
-    fn headers(&self) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
+    fn headers(&self, _method: &str, _url: &str) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
         let headers = vec![(IDE_AUTH_HEADER.to_owned(), self.token.clone())];
         Box::pin(async move { Ok(headers) })
     }
 
-    fn on_challenge(&self, challenge: &AuthChallenge) -> BoxFuture<'_, AuthDecision> {
+    fn on_rejection(&self, rejection: &Rejection) -> BoxFuture<'_, AuthDecision> {
         let reason = format!(
             "the IDE rejected the token from {} (HTTP {})",
-            self.origin, challenge.status
+            self.origin, rejection.status
         );
         Box::pin(async move { AuthDecision::Fail { reason } })
     }

@@ -26,7 +26,7 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use plexus_transport::{AuthChallenge, AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture};
+use plexus_transport::{AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, Rejection};
 use tokio::io::AsyncReadExt;
 
 /// The environment variable that holds the token itself.
@@ -195,15 +195,15 @@ pub fn may_receive_token(url: &str) -> bool {
 }
 
 impl AuthProvider for IngressToken {
-    fn headers(&self) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
+    fn headers(&self, _method: &str, _url: &str) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
         let headers = vec![("Authorization".to_owned(), format!("Bearer {}", self.token))];
         Box::pin(async move { Ok(headers) })
     }
 
-    fn on_challenge(&self, challenge: &AuthChallenge) -> BoxFuture<'_, AuthDecision> {
+    fn on_rejection(&self, rejection: &Rejection) -> BoxFuture<'_, AuthDecision> {
         let reason = format!(
             "the server rejected the session ingress token from {} (HTTP {})",
-            self.origin, challenge.status
+            self.origin, rejection.status
         );
         Box::pin(async move { AuthDecision::Fail { reason } })
     }

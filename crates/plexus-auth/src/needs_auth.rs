@@ -60,7 +60,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use plexus_transport::redact::redact_url;
+use plexus_net::redact::redact_url;
 use serde::{Deserialize, Serialize};
 
 use crate::private_file::{self, FileWarning, FileWarnings, PrivateFile};

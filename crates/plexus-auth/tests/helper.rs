@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use plexus_auth::{HeadersHelper, HelperError};
-use plexus_transport::{AuthChallenge, AuthDecision, AuthFailure, AuthProvider, Credentials};
+use plexus_net::Credentials;
+use plexus_transport::{AuthDecision, AuthFailure, AuthProvider, Rejection};
 
 /// Long enough for any run on a busy machine; never the point of a test.
 const HANG_GUARD: Duration = Duration::from_secs(60);
@@ -23,12 +24,12 @@ fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
     list.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())).collect()
 }
 
-fn challenge(status: u16) -> AuthChallenge {
-    AuthChallenge {
+fn challenge(status: u16) -> Rejection {
+    Rejection::new(
+        "POST https://docs.example.com/mcp",
+        "https://docs.example.com/mcp",
         status,
-        url: "https://docs.example.com/mcp".to_owned(),
-        challenges: Vec::new(),
-    }
+    )
 }
 
 /// Waits (bounded) until process `pid` is gone or a zombie: it was killed.
@@ -81,7 +82,11 @@ async fn its_headers_go_over_the_static_ones() {
     let configured = pairs(&[("Authorization", "Bearer static"), ("X-Static", "s")]);
     let credentials = Credentials::new(configured, Some(provider)).unwrap();
     assert_eq!(
-        credentials.headers().await.unwrap().into_owned(),
+        credentials
+            .headers("GET", "http://127.0.0.1/")
+            .await
+            .unwrap()
+            .into_owned(),
         // The helper's headers in the order it printed them.
         pairs(&[
             ("X-Static", "s"),
@@ -249,22 +254,22 @@ async fn as_a_provider_it_runs_once_per_connection_and_once_more_after_a_rejecti
     let provider = counting_helper(dir.path(), false);
     for _ in 0..3 {
         assert_eq!(
-            provider.headers().await.unwrap(),
+            provider.headers("GET", "http://127.0.0.1/").await.unwrap(),
             pairs(&[("Authorization", "Bearer t1")])
         );
     }
     assert_eq!(runs(dir.path()), 1);
 
-    assert_eq!(provider.on_challenge(&challenge(401)).await, AuthDecision::Retry);
+    assert_eq!(provider.on_rejection(&challenge(401)).await, AuthDecision::Retry);
     assert_eq!(runs(dir.path()), 2);
     assert_eq!(
-        provider.headers().await.unwrap(),
+        provider.headers("GET", "http://127.0.0.1/").await.unwrap(),
         pairs(&[("Authorization", "Bearer t2")])
     );
     assert_eq!(runs(dir.path()), 2);
 
     assert_eq!(
-        provider.on_challenge(&challenge(403)).await,
+        provider.on_rejection(&challenge(403)).await,
         AuthDecision::Fail {
             reason: "server \"docs\" rejected the headers from its headersHelper (HTTP 403), also after the helper \
                      was run again"
@@ -278,9 +283,9 @@ async fn as_a_provider_it_runs_once_per_connection_and_once_more_after_a_rejecti
 async fn a_rerun_that_gives_the_same_headers_or_fails_is_a_failure() {
     let dir = tempfile::tempdir().unwrap();
     let provider = counting_helper(dir.path(), true);
-    provider.headers().await.unwrap();
+    provider.headers("GET", "http://127.0.0.1/").await.unwrap();
     assert_eq!(
-        provider.on_challenge(&challenge(401)).await,
+        provider.on_rejection(&challenge(401)).await,
         AuthDecision::Fail {
             reason: "server \"docs\" rejected the headers from its headersHelper (HTTP 401), and the helper gave \
                      the same headers when run again"
@@ -296,9 +301,9 @@ async fn a_rerun_that_gives_the_same_headers_or_fails_is_a_failure() {
         flag = flag.display()
     );
     let provider = helper(&command);
-    provider.headers().await.unwrap();
+    provider.headers("GET", "http://127.0.0.1/").await.unwrap();
     assert_eq!(
-        provider.on_challenge(&challenge(401)).await,
+        provider.on_rejection(&challenge(401)).await,
         AuthDecision::Fail {
             reason: "server \"docs\" rejected the headers from its headersHelper (HTTP 401), and running the helper \
                      again failed: server \"docs\": the headersHelper failed (exit code 5); its stderr ends with: \
@@ -307,22 +312,22 @@ async fn a_rerun_that_gives_the_same_headers_or_fails_is_a_failure() {
         }
     );
     // The connection keeps the headers it had; the helper is not run a third time.
-    assert_eq!(provider.headers().await.unwrap(), Vec::new());
+    assert_eq!(provider.headers("GET", "http://127.0.0.1/").await.unwrap(), Vec::new());
 }
 
 #[tokio::test]
 async fn rejections_that_arrive_together_share_one_rerun() {
     let dir = tempfile::tempdir().unwrap();
     let provider = counting_helper(dir.path(), false);
-    provider.headers().await.unwrap();
+    provider.headers("GET", "http://127.0.0.1/").await.unwrap();
     let (first, second) = tokio::join!(
-        provider.on_challenge(&challenge(401)),
-        provider.on_challenge(&challenge(401))
+        provider.on_rejection(&challenge(401)),
+        provider.on_rejection(&challenge(401))
     );
     assert_eq!((first, second), (AuthDecision::Retry, AuthDecision::Retry));
     assert_eq!(runs(dir.path()), 2);
     assert_eq!(
-        provider.headers().await.unwrap(),
+        provider.headers("GET", "http://127.0.0.1/").await.unwrap(),
         pairs(&[("Authorization", "Bearer t2")])
     );
 }
@@ -337,14 +342,17 @@ async fn a_failing_helper_fails_the_request_and_is_tried_again_on_the_next() {
     );
     let provider = helper(&command);
     assert_eq!(
-        provider.headers().await.unwrap_err(),
+        provider.headers("GET", "http://127.0.0.1/").await.unwrap_err(),
         AuthFailure::Failed {
             reason: "server \"docs\": the headersHelper failed (exit code 1); its stderr ends with: not logged in"
                 .to_owned()
         }
     );
     std::fs::write(&flag, "").unwrap();
-    assert_eq!(provider.headers().await.unwrap(), pairs(&[("X-Key", "k")]));
+    assert_eq!(
+        provider.headers("GET", "http://127.0.0.1/").await.unwrap(),
+        pairs(&[("X-Key", "k")])
+    );
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use plexus_auth::ide::{MAX_LOCKFILE_SIZE, lockfile_path};
 use plexus_auth::{IDE_AUTH_HEADER, IdeError, IdeLockfile, IdeToken, default_ide_lock_dir};
-use plexus_transport::{AuthChallenge, AuthDecision, AuthProvider};
+use plexus_transport::{AuthDecision, AuthProvider, Rejection};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -144,16 +144,12 @@ async fn the_token_goes_in_the_ide_header_and_a_rejection_says_where_it_came_fro
     let token = IdeToken::from_lockfile(dir.path(), 3000).await.unwrap();
     assert_eq!(IDE_AUTH_HEADER, "X-Claude-Code-Ide-Authorization");
     assert_eq!(
-        token.headers().await.unwrap(),
+        token.headers("GET", "http://127.0.0.1/").await.unwrap(),
         [(IDE_AUTH_HEADER.to_owned(), "from-lock".to_owned())]
     );
-    let challenge = AuthChallenge {
-        status: 401,
-        url: "ws://127.0.0.1:3000/".to_owned(),
-        challenges: Vec::new(),
-    };
+    let challenge = Rejection::new("a request", "ws://127.0.0.1:3000/", 401);
     assert_eq!(
-        token.on_challenge(&challenge).await,
+        token.on_rejection(&challenge).await,
         AuthDecision::Fail {
             reason: format!(
                 "the IDE rejected the token from the IDE lockfile {} (HTTP 401)",
@@ -163,11 +159,11 @@ async fn the_token_goes_in_the_ide_header_and_a_rejection_says_where_it_came_fro
     );
     let configured = IdeToken::from_config("from-config");
     assert_eq!(
-        configured.headers().await.unwrap(),
+        configured.headers("GET", "http://127.0.0.1/").await.unwrap(),
         [(IDE_AUTH_HEADER.to_owned(), "from-config".to_owned())]
     );
     assert_eq!(
-        configured.on_challenge(&challenge).await,
+        configured.on_rejection(&challenge).await,
         AuthDecision::Fail {
             reason: "the IDE rejected the token from the entry's authToken (HTTP 401)".to_owned()
         }

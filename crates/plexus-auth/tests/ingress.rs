@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use plexus_auth::{INGRESS_TOKEN_FILE_VAR, INGRESS_TOKEN_VAR, IngressError, IngressOrigin, IngressToken};
-use plexus_transport::{AuthChallenge, AuthDecision, AuthProvider};
+use plexus_transport::{AuthDecision, AuthProvider, Rejection};
 
 type Lookup = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
@@ -20,7 +20,7 @@ fn file_env(path: &Path) -> Lookup {
 
 async fn bearer(lookup: &Lookup) -> Option<String> {
     let token = IngressToken::from_env(lookup).await.unwrap()?;
-    let headers = token.headers().await.unwrap();
+    let headers = token.headers("GET", "http://127.0.0.1/").await.unwrap();
     assert_eq!(headers.len(), 1);
     assert_eq!(headers[0].0, "Authorization");
     Some(headers[0].1.clone())
@@ -140,13 +140,9 @@ async fn a_rejected_token_is_a_failure_naming_its_origin() {
     let path = dir.path().join("token");
     std::fs::write(&path, "t").unwrap();
     let token = IngressToken::from_env(&file_env(&path)).await.unwrap().unwrap();
-    let challenge = AuthChallenge {
-        status: 403,
-        url: "wss://ingress.example/mcp".to_owned(),
-        challenges: Vec::new(),
-    };
+    let challenge = Rejection::new("a request", "wss://ingress.example/mcp", 403);
     assert_eq!(
-        token.on_challenge(&challenge).await,
+        token.on_rejection(&challenge).await,
         AuthDecision::Fail {
             reason: format!(
                 "the server rejected the session ingress token from the file {} (PLEXUS_SESSION_INGRESS_TOKEN_FILE) \

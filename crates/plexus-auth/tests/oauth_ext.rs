@@ -311,10 +311,7 @@ async fn a_dpop_bound_token_goes_with_a_proof_per_request_and_a_nonce_challenge_
         // A new process: the key comes from the store, with the token it is bound to.
         let provider = OAuthProvider::new("docs", url, settings(), store).unwrap();
 
-        let headers = provider
-            .headers_for("GET", "http://127.0.0.1:9/mcp?x=1#f")
-            .await
-            .unwrap();
+        let headers = provider.headers("GET", "http://127.0.0.1:9/mcp?x=1#f").await.unwrap();
         assert_eq!(headers[0], ("Authorization".to_owned(), "DPoP bound-token".to_owned()));
         assert_eq!(headers[1].0, "DPoP");
         let first = proof_claims(&headers[1].1);
@@ -322,15 +319,15 @@ async fn a_dpop_bound_token_goes_with_a_proof_per_request_and_a_nonce_challenge_
         assert!(first.get("nonce").is_none());
 
         // The server wants its nonce: the same token is retried, with a proof carrying it.
-        let rejection = Rejection::new(
-            format!("POST {url}"),
-            url,
-            401,
-            [&br#"DPoP error="use_dpop_nonce", error_description="nonce required""#[..]],
-        )
-        .with_dpop_nonce(Some(b"server-nonce-1"));
+        let rejection = Rejection::new(format!("POST {url}"), url, 401).with_headers([
+            (
+                "WWW-Authenticate",
+                &br#"DPoP error="use_dpop_nonce", error_description="nonce required""#[..],
+            ),
+            ("DPoP-Nonce", b"server-nonce-1"),
+        ]);
         assert_eq!(provider.on_rejection(&rejection).await, AuthDecision::Retry);
-        let headers = provider.headers().await.unwrap();
+        let headers = provider.headers("POST", url).await.unwrap();
         let second = proof_claims(&headers[1].1);
         assert_eq!(
             (second["htm"].as_str(), second["htu"].as_str()),

@@ -8,8 +8,9 @@
 
 use std::sync::Arc;
 
-use plexus::transport::{AuthProvider, Credentials, Rejection, body_excerpt};
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue, WWW_AUTHENTICATE};
+use plexus::net::Credentials;
+use plexus::transport::{AuthProvider, body_excerpt};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
 
 use crate::scenario::{CLIENT_NAME, Limits, ScenarioError, planned_calls};
@@ -146,7 +147,7 @@ impl Stateless {
         loop {
             let headers = self
                 .credentials
-                .headers_for("POST", &self.url)
+                .headers("POST", &self.url)
                 .await
                 .map_err(|e| failed(e.to_string()))?;
             let mut request = self
@@ -161,16 +162,7 @@ impl Stateless {
             }
             let mut response = request.send().await.map_err(|e| failed(e.to_string()))?;
             let status = response.status().as_u16();
-            let challenges: Vec<Vec<u8>> = response
-                .headers()
-                .get_all(WWW_AUTHENTICATE)
-                .iter()
-                .map(|v| v.as_bytes().to_vec())
-                .collect();
-            let dpop_nonce = response
-                .headers()
-                .get(plexus::transport::DPOP_NONCE_HEADER)
-                .map(|v| v.as_bytes().to_vec());
+            let headers = response.headers().clone();
             let mut bytes = Vec::new();
             while let Some(chunk) = response.chunk().await.map_err(|e| failed(e.to_string()))? {
                 if bytes.len() + chunk.len() > MAX_BODY {
@@ -179,16 +171,9 @@ impl Stateless {
                 bytes.extend_from_slice(&chunk);
             }
             if status == 401 || status == 403 {
-                let rejection = Rejection::new(
-                    what.clone(),
-                    self.url.clone(),
-                    status,
-                    challenges.iter().map(Vec::as_slice),
-                )
-                .with_body(body_excerpt(&bytes))
-                .with_dpop_nonce(dpop_nonce.as_deref());
+                let rejection = plexus::net::rejection_of(&what, &self.url, status, &headers, &bytes);
                 self.credentials
-                    .rejected_after(&rejection, retries)
+                    .rejected(&rejection, retries)
                     .await
                     .map_err(|e| failed(e.to_string()))?;
                 retries += 1;

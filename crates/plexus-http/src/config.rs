@@ -4,8 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use plexus_net::redact::debug_remote_config;
 use plexus_transport::AuthProvider;
-use plexus_transport::redact::debug_remote_config;
 
 /// How long one HTTP request of a message without a timeout of its own may wait for its
 /// response (and, for a JSON body, for the whole body) by default: 60 s. A request that carries
@@ -192,9 +192,9 @@ impl HttpConfig {
         }
     }
 
-    plexus_transport::header_and_auth_setters!();
+    plexus_net::header_and_auth_setters!();
 
-    plexus_transport::setters! {
+    plexus_net::setters! {
         /// Sets the name that tags tracing output.
         name: impl Into<String>,
         /// Sets the timeout of messages without one of their own.

@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
 
 use plexus_jsonrpc::{ErrorObject, Message, RequestId, Response};
-use plexus_transport::redact::redact_url;
-use plexus_transport::{Credentials, TransportError};
+use plexus_net::Credentials;
+use plexus_net::redact::redact_url;
+use plexus_transport::TransportError;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use url::Url;
@@ -74,10 +75,10 @@ struct Session {
 impl Inner {
     /// Checks the configuration and builds the client; no network yet.
     pub(crate) fn new(config: HttpConfig) -> Result<(Arc<Inner>, mpsc::Receiver<Inbound>), TransportError> {
-        let connect_error = |reason: String| TransportError::connect_to_url(&config.url, reason);
+        let connect_error = |reason: String| plexus_net::connect_error(&config.url, reason);
         let url = Url::parse(&config.url).map_err(|e| connect_error(format!("the URL is not valid: {e}")))?;
         // An http(s) URL always has a host: the parser refuses one without.
-        TransportError::require_scheme(&config.url, url.scheme(), &["http", "https"], "Streamable HTTP")?;
+        plexus_net::require_scheme(&config.url, url.scheme(), &["http", "https"], "Streamable HTTP")?;
         let origin = Origin::new(&url).map_err(connect_error)?;
         let configured_headers = base_headers(&url, &config.headers);
         let credentials = Credentials::new(config.headers, config.auth).map_err(|e| connect_error(e.to_string()))?;
@@ -172,16 +173,14 @@ impl Inner {
         self.awaiting_initialize.store(false, Ordering::Release);
         let Ok(result) = &response.outcome else { return };
         match serde_json::from_str::<InitializeResult>(result.get()) {
-            Ok(parsed) => {
-                match plexus_transport::headers::check_header("MCP-Protocol-Version", &parsed.protocol_version) {
-                    Ok(()) => session.protocol_version = Some(parsed.protocol_version),
-                    Err(_) => tracing::warn!(
-                        server = %self.name,
-                        "the server's protocolVersion {:?} cannot be sent as a header; it is not sent",
-                        parsed.protocol_version
-                    ),
-                }
-            }
+            Ok(parsed) => match plexus_net::headers::check_header("MCP-Protocol-Version", &parsed.protocol_version) {
+                Ok(()) => session.protocol_version = Some(parsed.protocol_version),
+                Err(_) => tracing::warn!(
+                    server = %self.name,
+                    "the server's protocolVersion {:?} cannot be sent as a header; it is not sent",
+                    parsed.protocol_version
+                ),
+            },
             Err(e) => tracing::warn!(server = %self.name, "the initialize result has no usable protocolVersion: {e}"),
         }
     }

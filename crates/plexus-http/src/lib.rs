@@ -144,7 +144,7 @@
 //! (once more if that retry meets a DPoP nonce challenge); `NeedsAuth` fails it with
 //! [`TransportError::NeedsAuth`], `Fail` with [`TransportError::AuthFailed`]. Without a provider,
 //! or when the retry is rejected too, the rejection is the answer, quoting the challenge and the
-//! start of the body: the rules of [`plexus_transport::Credentials`], which every remote
+//! start of the body: the rules of [`plexus_net::Credentials`], which every remote
 //! transport shares.
 //!
 //! # Closing
@@ -160,9 +160,8 @@
 //! with time enabled (either flavour).
 //!
 //! Dependencies: the HTTP/1.1 client is this crate's own small one (the `wire` module):
-//! `httparse` (the parser under hyper) reads response heads, `tokio-rustls` with rustls (the
-//! aws-lc-rs provider and the platform's verifier, as plexus-ws; ALPN `http/1.1`; no OpenSSL)
-//! carries `https`, and `url` parses and joins URLs. Not reqwest, nor hyper's client, because of
+//! `httparse` (the parser under hyper) reads response heads, `tokio-rustls` with plexus-net's one TLS
+//! configuration (rustls, the platform's verifier; ALPN `http/1.1`; no OpenSSL) carries `https`, and `url` parses and joins URLs. Not reqwest, nor hyper's client, because of
 //! what they cost: against a raw keep-alive client posting the same bodies to the same test
 //! server (one CPU, 64 requests in flight), reqwest alone costs 14–19 µs of client CPU per call
 //! (0.36–0.42× the raw client's throughput), and hyper's client connection 6–7.5 µs (0.6–0.77×,
@@ -171,8 +170,8 @@
 //! client costs (3–4 µs). `bytes` carries bodies without copies; `tokio-util` provides the
 //! cancellation token that stops the background readers; `serde`/`serde_json` read the
 //! negotiated `protocolVersion` and the message of JSON-RPC error bodies. SSE bodies are decoded
-//! by [`plexus_transport::sse`], which caps every event while it arrives; the headers and the
-//! auth logic are [`plexus_transport::Credentials`].
+//! by [`plexus_net::sse`], which caps every event while it arrives; the headers and the
+//! auth logic are [`plexus_net::Credentials`].
 #![forbid(unsafe_code)]
 
 mod body;

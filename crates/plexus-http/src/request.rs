@@ -7,8 +7,8 @@ use std::io;
 use std::pin::pin;
 use std::sync::Arc;
 
-use plexus_transport::redact::redact_url;
-use plexus_transport::{DPOP_NONCE_HEADER, Rejection, TransportError};
+use plexus_net::redact::redact_url;
+use plexus_transport::{Rejection, TransportError};
 use url::{Position, Url};
 
 use crate::config::MAX_REDIRECTS;
@@ -134,7 +134,7 @@ impl WriteHeaders for RequestHeaders<'_> {
             self.inner.push_session_headers(out);
         }
         if let Some(id) = &self.spec.last_event_id
-            && plexus_transport::headers::check_header("Last-Event-ID", id).is_ok()
+            && plexus_net::headers::check_header("Last-Event-ID", id).is_ok()
         {
             push_header(out, "Last-Event-ID", id.as_bytes());
         }
@@ -151,7 +151,7 @@ pub(crate) fn push_header(block: &mut Vec<u8>, name: &str, value: &[u8]) {
 
 /// The header lines every request starts with: `Host` and `User-Agent` (unless the pairs have
 /// them), then the pairs in order, without the names the transport writes itself. The pairs
-/// were checked by [`Credentials`](plexus_transport::Credentials): every one can be sent.
+/// were checked by [`Credentials`](plexus_net::Credentials): every one can be sent.
 pub(crate) fn base_headers(url: &Url, pairs: &[(String, String)]) -> Vec<u8> {
     let mut block = Vec::with_capacity(128);
     push_base_headers(&mut block, url, pairs);
@@ -243,7 +243,7 @@ impl Inner {
     }
 
     /// Handles a 401 or 403 (see
-    /// [`Credentials::rejected_after`](plexus_transport::Credentials::rejected_after)): `Ok` means
+    /// [`Credentials::rejected`](plexus_net::Credentials::rejected)): `Ok` means
     /// "fetch headers again and retry" (once, or twice for a DPoP nonce challenge). The provider
     /// must answer before `deadline`.
     async fn challenge(
@@ -255,17 +255,9 @@ impl Inner {
     ) -> Result<(), TransportError> {
         let HttpResponse { head, body } = response;
         let status = head.status();
-        let rejection = Rejection::new(
-            spec.what(self),
-            self.url.as_str(),
-            status,
-            head.get_all("www-authenticate"),
-        )
-        .with_dpop_nonce(head.get(DPOP_NONCE_HEADER));
-        let rejection = rejection.with_body(error_body(body, deadline).await);
-        let decided = deadline
-            .run(pin!(self.credentials.rejected_after(&rejection, retries)))
-            .await;
+        let mut rejection = Rejection::new(spec.what(self), self.url.as_str(), status).with_headers(head.pairs());
+        rejection.body = error_body(body, deadline).await;
+        let decided = deadline.run(pin!(self.credentials.rejected(&rejection, retries))).await;
         decided.unwrap_or_else(|| {
             Err(TransportError::AuthFailed {
                 reason: format!(
@@ -284,7 +276,7 @@ impl Inner {
         deadline: &mut Deadline,
     ) -> Result<Option<Vec<(String, String)>>, TransportError> {
         // The request's method and URL, for headers that sign it (DPoP proofs).
-        let headers = self.credentials.headers_for(spec.method.as_str(), self.url.as_str());
+        let headers = self.credentials.headers(spec.method.as_str(), self.url.as_str());
         let Some(pairs) = deadline.run(pin!(headers)).await else {
             return Err(TransportError::AuthFailed {
                 reason: format!("the auth provider gave no headers within {}", deadline.limit()),
@@ -354,13 +346,13 @@ impl Inner {
 
 #[cfg(test)]
 mod tests {
-    use plexus_transport::headers::check_header;
+    use plexus_net::headers::check_header;
     use proptest::prelude::*;
 
     use super::*;
 
     proptest! {
-        /// Whatever pairs pass the checks of `plexus_transport::headers` are written as header
+        /// Whatever pairs pass the checks of `plexus_net::headers` are written as header
         /// lines that an HTTP parser reads back as the same pairs (values without the optional
         /// whitespace around them), and nothing else gets in: no line break, no extra header.
         #[test]

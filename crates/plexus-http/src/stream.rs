@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use plexus_jsonrpc::{Message, RequestId};
+use plexus_net::sse::{Decoded, EventDecoder};
 use plexus_transport::TransportError;
-use plexus_transport::sse::{Decoded, EventDecoder};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 

@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex};
 
 use common::mcp::{SESSION, handshake, initialize, request, script, transport};
 use common::{Reply, TestServer, guard};
+use plexus_net::StaticHeaders;
+use plexus_net::challenge::AuthChallenge;
 use plexus_transport::{
-    AuthChallenge, AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, StaticHeaders, TransportError,
-    TransportSender,
+    AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, Rejection, TransportError, TransportSender,
 };
 
 /// A provider whose token changes on every challenge, and whose decision is scripted.
@@ -42,14 +43,15 @@ impl Rotating {
 }
 
 impl AuthProvider for Rotating {
-    fn headers(&self) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
+    fn headers(&self, _: &str, _: &str) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
         let mut state = self.state.lock().unwrap();
         state.header_calls += 1;
         let token = format!("Bearer token-{}", state.generation);
         Box::pin(async move { Ok(vec![("Authorization".to_owned(), token)]) })
     }
 
-    fn on_challenge(&self, challenge: &AuthChallenge) -> BoxFuture<'_, AuthDecision> {
+    fn on_rejection(&self, rejection: &Rejection) -> BoxFuture<'_, AuthDecision> {
+        let challenge = &AuthChallenge::of(rejection);
         let mut state = self.state.lock().unwrap();
         state.challenges.push(challenge.clone());
         state.generation += 1;
@@ -67,12 +69,12 @@ impl AuthProvider for Rotating {
 struct Broken(AuthFailure);
 
 impl AuthProvider for Broken {
-    fn headers(&self) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
+    fn headers(&self, _: &str, _: &str) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
         let failure = self.0.clone();
         Box::pin(async move { Err(failure) })
     }
 
-    fn on_challenge(&self, _: &AuthChallenge) -> BoxFuture<'_, AuthDecision> {
+    fn on_rejection(&self, _: &Rejection) -> BoxFuture<'_, AuthDecision> {
         Box::pin(async { AuthDecision::Retry })
     }
 }
@@ -255,10 +257,10 @@ async fn provider_headers_replace_configured_ones_and_go_on_every_request() {
 async fn a_bad_header_from_the_provider_is_an_auth_failure() {
     struct BadHeader;
     impl AuthProvider for BadHeader {
-        fn headers(&self) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
+        fn headers(&self, _: &str, _: &str) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
             Box::pin(async { Ok(vec![("Authorization".to_owned(), "Bearer a\nb".to_owned())]) })
         }
-        fn on_challenge(&self, _: &AuthChallenge) -> BoxFuture<'_, AuthDecision> {
+        fn on_rejection(&self, _: &Rejection) -> BoxFuture<'_, AuthDecision> {
             Box::pin(async { AuthDecision::Retry })
         }
     }

@@ -4,8 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use plexus_net::redact::{debug_remote_config, redact_url};
 use plexus_transport::AuthProvider;
-use plexus_transport::redact::{debug_remote_config, redact_url};
 
 /// How long [`SseTransport::connect`](crate::SseTransport::connect) waits for the TCP and TLS
 /// connection and for the event stream's response headers: 30 s (the reference `MCP_TIMEOUT`).
@@ -101,9 +101,9 @@ impl SseConfig {
         }
     }
 
-    plexus_transport::header_and_auth_setters!();
+    plexus_net::header_and_auth_setters!();
 
-    plexus_transport::setters! {
+    plexus_net::setters! {
         /// Sets the name that tags tracing output.
         name: impl Into<String>,
         /// Sets the connect timeout.

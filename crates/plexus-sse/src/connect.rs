@@ -9,8 +9,8 @@ use reqwest::Url;
 use reqwest::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
 
 use crate::config::{MAX_EARLY_MESSAGES, SseConfig};
-use plexus_transport::redact::redact_url;
-use plexus_transport::sse::Decoded;
+use plexus_net::redact::redact_url;
+use plexus_net::sse::Decoded;
 
 use crate::receiver::{BodyStream, Events, Shared, SseReceiver, decode_message};
 use crate::request::{Requester, error_chain, http_error, redirect_refused};
@@ -27,9 +27,9 @@ pub(crate) struct Connected {
 /// Opens the event stream, waits for the endpoint and checks it (see the crate docs).
 pub(crate) async fn connect(config: SseConfig) -> Result<Connected, TransportError> {
     let target = redact_url(&config.url);
-    let fail = |reason: String| TransportError::connect_to_url(&config.url, reason);
+    let fail = |reason: String| plexus_net::connect_error(&config.url, reason);
     let url = Url::parse(&config.url).map_err(|e| fail(format!("the URL is not valid: {e}")))?;
-    TransportError::require_scheme(&config.url, url.scheme(), &["http", "https"], "SSE")?;
+    plexus_net::require_scheme(&config.url, url.scheme(), &["http", "https"], "SSE")?;
     let requester = Arc::new(Requester::new(&config).map_err(&fail)?);
     let what = format!("GET {target}");
     let get = requester.send(

@@ -54,7 +54,7 @@
 //! [`Retry`](plexus_transport::AuthDecision::Retry), the request is sent once more with fresh
 //! headers. Without a provider, or when the retry is rejected too, a 401 is
 //! [`TransportError::NeedsAuth`] and a 403 [`TransportError::AuthFailed`], each quoting the
-//! challenge and the start of the body (the rules of [`plexus_transport::Credentials`], which
+//! challenge and the start of the body (the rules of [`plexus_net::Credentials`], which
 //! every remote transport shares).
 //!
 //! Redirects are followed only within the origin (at most [`MAX_REDIRECTS`]); a redirect to
@@ -77,8 +77,8 @@
 //! `futures-core` is the `Stream` trait through which the event stream's body is polled; `bytes`
 //! holds its chunks without copying; `tokio-util` provides the cancellation token that stops
 //! in-flight POSTs when the transport ends. The event stream is decoded by
-//! [`plexus_transport::sse`], which bounds an event's size and stays linear in it (the available
-//! parsers do neither); the auth logic is [`plexus_transport::Credentials`].
+//! [`plexus_net::sse`], which bounds an event's size and stays linear in it (the available
+//! parsers do neither); the auth logic is [`plexus_net::Credentials`].
 #![forbid(unsafe_code)]
 
 mod config;

@@ -9,7 +9,7 @@ use std::task::{Context, Poll, Waker};
 use bytes::{Buf, Bytes};
 use futures_core::Stream;
 use plexus_jsonrpc::{FrameError, Message};
-use plexus_transport::sse::{Decoded, Event, EventDecoder};
+use plexus_net::sse::{Decoded, Event, EventDecoder};
 use plexus_transport::{TransportError, TransportReceiver};
 use tokio_util::sync::CancellationToken;
 

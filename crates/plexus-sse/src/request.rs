@@ -5,9 +5,10 @@ use std::error::Error as StdError;
 use std::io;
 use std::time::Duration;
 
-use plexus_transport::redact::redact_url;
-use plexus_transport::{Credentials, DPOP_NONCE_HEADER, Rejection, TransportError, body_excerpt};
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, LOCATION, WWW_AUTHENTICATE};
+use plexus_net::redact::redact_url;
+use plexus_net::{Credentials, rejection_of};
+use plexus_transport::{TransportError, body_excerpt};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, LOCATION};
 use reqwest::{RequestBuilder, Response, StatusCode, Url};
 
 use crate::config::{MAX_ERROR_BODY, MAX_REDIRECTS, SseConfig, TCP_KEEPALIVE};
@@ -50,24 +51,16 @@ impl Requester {
     ) -> Result<Response, TransportError> {
         let mut retries = 0;
         loop {
-            let headers = header_map(&self.credentials.headers_for(method, url.as_str()).await?);
+            let headers = header_map(&self.credentials.headers(method, url.as_str()).await?);
             let response = build(headers).send().await.map_err(&on_error)?;
             let status = response.status();
             if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
                 return Ok(response);
             }
-            let challenges = response.headers().get_all(WWW_AUTHENTICATE);
-            let rejection = Rejection::new(
-                what,
-                url.as_str(),
-                status.as_u16(),
-                challenges.iter().map(HeaderValue::as_bytes),
-            )
-            .with_dpop_nonce(response.headers().get(DPOP_NONCE_HEADER).map(HeaderValue::as_bytes));
-            let body = body_excerpt(&read_body_prefix(response, MAX_ERROR_BODY).await);
-            self.credentials
-                .rejected_after(&rejection.with_body(body), retries)
-                .await?;
+            let (status, headers) = (status.as_u16(), response.headers().clone());
+            let body = read_body_prefix(response, MAX_ERROR_BODY).await;
+            let rejection = rejection_of(what, url.as_str(), status, &headers, &body);
+            self.credentials.rejected(&rejection, retries).await?;
             retries += 1;
         }
     }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use plexus_transport::redact::redact_url;
+use plexus_net::redact::redact_url;
 use plexus_transport::{BoxFuture, OutboundMessage, Response, TransportError, TransportSender};
 use reqwest::Url;
 use reqwest::header::CONTENT_TYPE;

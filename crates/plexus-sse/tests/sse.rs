@@ -6,10 +6,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use plexus_net::StaticHeaders;
+use plexus_net::challenge::AuthChallenge;
 use plexus_sse::{SseConfig, SseTransport};
 use plexus_transport::{
-    AuthChallenge, AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, ErrorClass, Message,
-    OutboundMessage, StaticHeaders, Transport, TransportError,
+    AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, ErrorClass, Message, OutboundMessage, Rejection,
+    Transport, TransportError,
 };
 use support::{Bystander, EventStream, HANG_GUARD, HttpServer, Reply, Request};
 
@@ -329,12 +331,13 @@ impl Renewing {
 }
 
 impl AuthProvider for Renewing {
-    fn headers(&self) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
+    fn headers(&self, _: &str, _: &str) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
         let token = self.token.load(Ordering::SeqCst);
         Box::pin(async move { Ok(vec![("Authorization".to_owned(), format!("Bearer t{token}"))]) })
     }
 
-    fn on_challenge(&self, challenge: &AuthChallenge) -> BoxFuture<'_, AuthDecision> {
+    fn on_rejection(&self, rejection: &Rejection) -> BoxFuture<'_, AuthDecision> {
+        let challenge = &AuthChallenge::of(rejection);
         self.challenges.lock().unwrap().push(challenge.clone());
         self.token.fetch_add(1, Ordering::SeqCst);
         Box::pin(async move { self.decision.clone() })

@@ -180,17 +180,39 @@ impl StdioConfig {
         self
     }
 
-    plexus_transport::setters! {
-        /// Sets the name that tags tracing output.
-        name: impl Into<String>,
-        /// Sets the largest message accepted from the server.
-        max_message_size: usize,
-        /// Sets how many bytes of recent stderr output are kept.
-        stderr_capacity: usize,
-        /// Sets how many messages may be queued for the writer.
-        send_queue_capacity: usize,
-        /// Sets the shutdown timings.
-        timings: ShutdownTimings,
+    /// Sets the name that tags tracing output.
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Sets the largest message accepted from the server.
+    #[must_use]
+    pub fn max_message_size(mut self, max_message_size: usize) -> Self {
+        self.max_message_size = max_message_size;
+        self
+    }
+
+    /// Sets how many bytes of recent stderr output are kept.
+    #[must_use]
+    pub fn stderr_capacity(mut self, stderr_capacity: usize) -> Self {
+        self.stderr_capacity = stderr_capacity;
+        self
+    }
+
+    /// Sets how many messages may be queued for the writer.
+    #[must_use]
+    pub fn send_queue_capacity(mut self, send_queue_capacity: usize) -> Self {
+        self.send_queue_capacity = send_queue_capacity;
+        self
+    }
+
+    /// Sets the shutdown timings.
+    #[must_use]
+    pub fn timings(mut self, timings: ShutdownTimings) -> Self {
+        self.timings = timings;
+        self
     }
 
     /// The command line, quoted like a shell would need it (for logs and errors).

@@ -200,39 +200,6 @@ impl TransportError {
         }
     }
 
-    /// A [`TransportError::Connect`] to a URL, which it names without credentials, query or
-    /// fragment (see [`redact_url`](crate::redact::redact_url)).
-    pub fn connect_to_url(url: &str, reason: impl Into<String>) -> Self {
-        TransportError::Connect {
-            target: crate::redact::redact_url(url),
-            reason: reason.into(),
-        }
-    }
-
-    /// Fails with a [`TransportError::Connect`] to `url` unless its `scheme` (as a URL parser
-    /// gives it) is one of `allowed`; the error names the `transport` that needs them.
-    ///
-    /// ```
-    /// use plexus_transport::TransportError;
-    ///
-    /// assert!(TransportError::require_scheme("wss://h/mcp", "wss", &["ws", "wss"], "WebSocket").is_ok());
-    /// let error = TransportError::require_scheme("http://u:p@h/mcp", "http", &["ws", "wss"], "WebSocket");
-    /// assert_eq!(
-    ///     error.unwrap_err().to_string(),
-    ///     r#"could not connect to http://h/mcp: the URL scheme is "http"; the WebSocket transport needs ws or wss"#
-    /// );
-    /// ```
-    pub fn require_scheme(url: &str, scheme: &str, allowed: &[&str], transport: &str) -> Result<(), TransportError> {
-        if allowed.contains(&scheme) {
-            return Ok(());
-        }
-        let reason = format!(
-            "the URL scheme is {scheme:?}; the {transport} transport needs {}",
-            allowed.join(" or ")
-        );
-        Err(TransportError::connect_to_url(url, reason))
-    }
-
     /// This error about a dropped message, as a [`TransportError::DroppedReply`] when the message
     /// is (or may be) a reply.
     ///

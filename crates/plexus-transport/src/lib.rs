@@ -1,4 +1,4 @@
-//! The `Transport` trait that every MCP transport implements, `TransportError` with its classification, and the small logic the remote transports share.
+//! The `Transport` trait that every MCP transport implements, the `AuthProvider` hook of the remote ones, `TransportError` with its classification, and `OutboundMessage`.
 //!
 //! Like `tower-service`, this crate is tiny and stable: transports (stdio, SSE, Streamable HTTP,
 //! WebSocket) implement it, the session layer consumes it, and neither knows the other.
@@ -17,29 +17,23 @@
 //! assert!(err.is_terminal());
 //! ```
 //!
-//! Besides the traits, the crate holds the little logic every remote transport (legacy SSE,
-//! Streamable HTTP, WebSocket) shares, in plain Rust with no HTTP library, so that each transport
-//! keeps only a thin adapter to its own client: [`Credentials`] (the configured headers, the
-//! [`AuthProvider`]'s, and what a 401 or 403 means), [`headers`] (header checks and merging),
-//! [`redact`] (URLs and headers as logs and errors show them), [`sse`] (the bounded
-//! `text/event-stream` decoder) and the [`setters!`] of their configuration structs.
+//! The remote transports authenticate through an [`AuthProvider`]: the headers of each request,
+//! and what a 401 or 403 ([`Rejection`]) means. What they share beyond these traits (credentials,
+//! challenge parsing, the SSE decoder, the HTTP client) lives in `plexus-net`, one layer up.
+//!
+//! Dependencies: `plexus-jsonrpc` (messages and ids) and `thiserror`; nothing else, so that a
+//! transport or a host can depend on this crate at no cost.
 #![forbid(unsafe_code)]
 
 mod auth;
-mod credentials;
 mod error;
-pub mod headers;
 mod outbound;
-pub mod redact;
-mod setters;
-pub mod sse;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-pub use auth::{AuthChallenge, AuthDecision, AuthFailure, AuthHeaders, AuthProvider, StaticHeaders, WwwAuthenticate};
-pub use credentials::{Credentials, DPOP_NONCE_HEADER, Rejection};
+pub use auth::{AuthDecision, AuthFailure, AuthHeaders, AuthProvider, MAX_REJECTION_HEADERS, Rejection};
 pub use error::{
     BODY_EXCERPT_LIMIT, ERROR_BODY_READ_LIMIT, ErrorClass, MAX_MESSAGE_SIZE_VAR, TransportError, body_excerpt,
     is_terminal_io,

@@ -4,8 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use plexus_net::redact::{debug_remote_config, redact_url};
 use plexus_transport::AuthProvider;
-use plexus_transport::redact::{debug_remote_config, redact_url};
 
 /// The WebSocket subprotocol MCP uses; offered on the upgrade and required in the answer.
 pub const SUBPROTOCOL: &str = "mcp";
@@ -94,9 +94,9 @@ impl WsConfig {
         }
     }
 
-    plexus_transport::header_and_auth_setters!();
+    plexus_net::header_and_auth_setters!();
 
-    plexus_transport::setters! {
+    plexus_net::setters! {
         /// Sets the name that tags tracing output.
         name: impl Into<String>,
         /// Sets the connect timeout.

@@ -1,16 +1,14 @@
 //! The upgrade: TCP, TLS for `wss`, the handshake with the subprotocol and the headers, and one
 //! retry after an auth challenge.
 
-use std::sync::{Arc, OnceLock};
-
-use plexus_transport::redact::redact_url;
-use plexus_transport::{Credentials, DPOP_NONCE_HEADER, Rejection, TransportError, body_excerpt};
-use rustls::ClientConfig;
-use rustls_platform_verifier::BuilderVerifierExt;
+use plexus_net::redact::redact_url;
+use plexus_net::tls::{Alpn, client_config};
+use plexus_net::{Credentials, rejection_of};
+use plexus_transport::{TransportError, body_excerpt};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::error::{Error as WsError, ProtocolError, SubProtocolError, UrlError};
 use tokio_tungstenite::tungstenite::handshake::client::Response;
-use tokio_tungstenite::tungstenite::http::header::{LOCATION, SEC_WEBSOCKET_PROTOCOL, WWW_AUTHENTICATE};
+use tokio_tungstenite::tungstenite::http::header::{LOCATION, SEC_WEBSOCKET_PROTOCOL};
 use tokio_tungstenite::tungstenite::http::{HeaderMap, HeaderName, HeaderValue};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::{Connector, connect_async_tls_with_config};
@@ -22,9 +20,9 @@ use crate::connection::Socket;
 /// Validates the configuration, then connects within the connect timeout.
 pub(crate) async fn connect(config: &WsConfig) -> Result<Socket, TransportError> {
     let target = redact_url(&config.url);
-    let fail = |reason: String| TransportError::connect_to_url(&config.url, reason);
+    let fail = |reason: String| plexus_net::connect_error(&config.url, reason);
     let url = Url::parse(&config.url).map_err(|e| fail(format!("the URL is not valid: {e}")))?;
-    TransportError::require_scheme(&config.url, url.scheme(), &["ws", "wss"], "WebSocket")?;
+    plexus_net::require_scheme(&config.url, url.scheme(), &["ws", "wss"], "WebSocket")?;
     if let Some(interval) = config.ping_interval
         && config.dead_peer_timeout <= interval
     {
@@ -52,13 +50,13 @@ async fn upgrade(
     target: &str,
     credentials: &Credentials,
 ) -> Result<Socket, TransportError> {
-    let fail = |reason: String| TransportError::connect_to_url(url.as_str(), reason);
+    let fail = |reason: String| plexus_net::connect_error(url.as_str(), reason);
     let what = format!("the WebSocket upgrade of {target}");
     let limits = WebSocketConfig::default()
         .max_message_size(Some(config.max_message_size))
         .max_frame_size(Some(config.max_message_size));
     let connector = if url.scheme() == "wss" {
-        Connector::Rustls(tls_config().map_err(&fail)?)
+        Connector::Rustls(client_config(Alpn::Unspecified).map_err(|e| fail(e.to_string()))?)
     } else {
         Connector::Plain
     };
@@ -70,7 +68,7 @@ async fn upgrade(
             .map_err(|e| fail(handshake_failure(&e)))?;
         let headers = request.headers_mut();
         // The pairs were checked by `Credentials` with the rules of the `http` crate: all convert.
-        for (name, value) in credentials.headers_for("GET", url.as_str()).await?.iter() {
+        for (name, value) in credentials.headers("GET", url.as_str()).await?.iter() {
             if let (Ok(name), Ok(value)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
                 headers.append(name, value);
             }
@@ -82,17 +80,10 @@ async fn upgrade(
                 return Ok(socket);
             }
             Err(WsError::Http(response)) if matches!(response.status().as_u16(), 401 | 403) => {
-                let challenges = response.headers().get_all(WWW_AUTHENTICATE);
+                let body = response.body().as_deref().unwrap_or_default();
                 let status = response.status().as_u16();
-                let rejection = Rejection::new(
-                    &what,
-                    url.as_str(),
-                    status,
-                    challenges.iter().map(HeaderValue::as_bytes),
-                )
-                .with_dpop_nonce(response.headers().get(DPOP_NONCE_HEADER).map(HeaderValue::as_bytes));
-                let body = body_excerpt(response.body().as_deref().unwrap_or_default());
-                credentials.rejected_after(&rejection.with_body(body), retries).await?;
+                let rejection = rejection_of(&what, url.as_str(), status, response.headers(), body);
+                credentials.rejected(&rejection, retries).await?;
                 retries += 1;
             }
             Err(WsError::Http(response)) => return Err(refused(&what, url, &response)),
@@ -154,7 +145,7 @@ fn refused(
     let status = response.status().as_u16();
     if response.status().is_redirection() {
         let location = location(url, response.headers());
-        return TransportError::connect_to_url(
+        return plexus_net::connect_error(
             url.as_str(),
             format!(
                 "the server answered the upgrade with a redirect (HTTP {status}) to {location}; WebSocket redirects are not followed"
@@ -174,21 +165,4 @@ fn location(url: &Url, headers: &HeaderMap) -> String {
         .and_then(|l| l.to_str().ok())
         .and_then(|l| url.join(l).ok())
         .map_or_else(|| "an unusable location".to_owned(), |l| redact_url(l.as_str()))
-}
-
-/// The TLS client configuration for `wss`, built once: rustls with the aws-lc-rs provider chosen
-/// explicitly (so no process-wide default is needed) and the platform's certificate verifier. A
-/// failure is not remembered: the next connect tries again.
-fn tls_config() -> Result<Arc<ClientConfig>, String> {
-    static CONFIG: OnceLock<Arc<ClientConfig>> = OnceLock::new();
-    if let Some(config) = CONFIG.get() {
-        return Ok(Arc::clone(config));
-    }
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let config = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .and_then(BuilderVerifierExt::with_platform_verifier)
-        .map_err(|e| format!("could not set up TLS: {e}"))?
-        .with_no_client_auth();
-    Ok(Arc::clone(CONFIG.get_or_init(|| Arc::new(config))))
 }

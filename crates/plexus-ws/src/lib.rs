@@ -45,7 +45,7 @@
 //! once with fresh headers when it says [`Retry`](plexus_transport::AuthDecision::Retry); without a
 //! provider, or when the retry is rejected too, a 401 is [`TransportError::NeedsAuth`] and a 403
 //! [`TransportError::AuthFailed`], each quoting the `WWW-Authenticate` challenge and the start of
-//! the body (the rules of [`plexus_transport::Credentials`]). A redirect is not followed; any other status is
+//! the body (the rules of [`plexus_net::Credentials`]). A redirect is not followed; any other status is
 //! [`TransportError::Http`] with an excerpt of the body. Errors name the URL without its query and
 //! user information. The `ws-ide` server kind is this transport with its IDE token header.
 //!
@@ -69,10 +69,9 @@
 //! runtime with IO and time enabled (the keepalive task is spawned there); either flavour works.
 //!
 //! Dependencies: `tokio-tungstenite` speaks the WebSocket protocol (frames, masking, fragments,
-//! limits, the handshake), with the `rustls` feature so that `wss` needs no OpenSSL; `rustls` is
-//! named directly to choose its aws-lc-rs crypto provider explicitly (the one reqwest uses, so the
-//! process needs no global default), and `rustls-platform-verifier` checks server certificates
-//! against the platform's trust store, as reqwest does; `futures-util` and `futures-core` are the
+//! limits, the handshake), with the `rustls` feature so that `wss` needs no OpenSSL (its TLS
+//! configuration is plexus-net's, the one every remote transport uses); `plexus-net` also gives
+//! the credentials and the one path a 401 or 403 takes; `futures-util` and `futures-core` are the
 //! `Sink` and `Stream` traits the socket is driven through; `url` parses the URL;
 //! `tokio-util` provides the cancellation token that stops writers and the keepalive when the
 //! connection ends.
@@ -109,7 +108,7 @@ impl WsTransport {
     /// Connects and upgrades (see the crate docs), then starts the keepalive.
     pub async fn connect(config: WsConfig) -> Result<WsTransport, TransportError> {
         let socket = connect::connect(&config).await?;
-        let target = plexus_transport::redact::redact_url(&config.url);
+        let target = plexus_net::redact::redact_url(&config.url);
         let timings = Timings {
             write_timeout: config.write_timeout,
             close_timeout: config.close_timeout,

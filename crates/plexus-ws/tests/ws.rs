@@ -6,9 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
+use plexus_net::challenge::AuthChallenge;
 use plexus_transport::{
-    AuthChallenge, AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, ErrorClass, Message,
-    OutboundMessage, Transport, TransportError, TransportReceiver,
+    AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, ErrorClass, Message, OutboundMessage, Rejection,
+    Transport, TransportError, TransportReceiver,
 };
 use plexus_ws::{WsConfig, WsTransport};
 use tokio::net::{TcpListener, TcpStream};
@@ -118,7 +119,7 @@ async fn one_message_per_text_frame_with_the_subprotocol_and_the_headers() {
     let (listener, url) = listen().await;
     let config = WsConfig::new(&url)
         .header("X-Claude-Code-Ide-Authorization", "ide-token")
-        .auth(Arc::new(plexus_transport::StaticHeaders(vec![(
+        .auth(Arc::new(plexus_net::StaticHeaders(vec![(
             "Authorization".into(),
             "Bearer p".into(),
         )])));
@@ -202,12 +203,13 @@ struct Renewing {
 }
 
 impl AuthProvider for Renewing {
-    fn headers(&self) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
+    fn headers(&self, _: &str, _: &str) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
         let token = self.token.load(Ordering::SeqCst);
         Box::pin(async move { Ok(vec![("Authorization".to_owned(), format!("Bearer t{token}"))]) })
     }
 
-    fn on_challenge(&self, challenge: &AuthChallenge) -> BoxFuture<'_, AuthDecision> {
+    fn on_rejection(&self, rejection: &Rejection) -> BoxFuture<'_, AuthDecision> {
+        let challenge = &AuthChallenge::of(rejection);
         self.challenges.lock().unwrap().push(challenge.clone());
         self.token.fetch_add(1, Ordering::SeqCst);
         Box::pin(async { AuthDecision::Retry })

@@ -359,7 +359,7 @@ impl DefaultConnector {
                 source: ClientError::Transport(TransportError::Connect {
                     target: config.url().map_or_else(
                         || config.kind().to_string(),
-                        |url| plexus_transport::redact::redact_url(url.as_str()),
+                        |url| plexus_net::redact::redact_url(url.as_str()),
                     ),
                     reason: format!(
                         "the connect did not finish within its timeout of {} ms (the entry's `timeout`, else \

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use plexus_config::{HttpConfig, Scope, ServerConfig};
-use plexus_transport::StaticHeaders;
+use plexus_net::StaticHeaders;
 
 use crate::DefaultConnector;
 use crate::connect::{Auth, ConnectError};
@@ -205,7 +205,7 @@ impl DefaultConnector {
                             server = name,
                             "the session ingress token is not sent to {}: it goes only over wss:// or to a loopback \
                              address",
-                            plexus_transport::redact::redact_url(url)
+                            plexus_net::redact::redact_url(url)
                         );
                         None
                     }

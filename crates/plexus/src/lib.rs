@@ -102,6 +102,9 @@ pub use plexus_config as config;
 pub use plexus_http as http;
 /// JSON-RPC 2.0 messages and framing (`plexus-jsonrpc`).
 pub use plexus_jsonrpc as jsonrpc;
+/// What the remote transports and OAuth share: credentials, challenges, the SSE decoder, TLS
+/// (`plexus-net`).
+pub use plexus_net as net;
 /// The connection pool (`plexus-pool`).
 pub use plexus_pool as pool;
 /// MCP schema types, methods and versions (`plexus-protocol`).

@@ -18,7 +18,7 @@
 //! ]);
 //! ```
 
-use plexus_transport::redact::redact_url;
+use plexus_net::redact::redact_url;
 use serde::Deserialize;
 use url::Url;
 

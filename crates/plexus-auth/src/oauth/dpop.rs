@@ -182,7 +182,7 @@ pub(crate) struct ProofRequest<'a> {
 pub(crate) fn htu(url: &str) -> Result<String, OAuthError> {
     let mut parsed = Url::parse(url).map_err(|e| OAuthError::Settings {
         field: "the DPoP proof's URL".to_owned(),
-        reason: format!("{} is not a URL: {e}", plexus_transport::redact::redact_url(url)),
+        reason: format!("{} is not a URL: {e}", plexus_net::redact::redact_url(url)),
     })?;
     parsed.set_query(None);
     parsed.set_fragment(None);

@@ -11,8 +11,8 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use plexus_net::redact::redact_url;
 use plexus_transport::body_excerpt;
-use plexus_transport::redact::redact_url;
 use reqwest::header::HeaderValue;
 use serde::Deserialize;
 

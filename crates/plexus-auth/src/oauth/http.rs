@@ -4,8 +4,9 @@
 
 use std::time::Duration;
 
-use plexus_transport::redact::redact_url;
-use plexus_transport::{Rejection, WwwAuthenticate, body_excerpt};
+use plexus_net::challenge::{WwwAuthenticate, parse_dpop_nonce};
+use plexus_net::redact::redact_url;
+use plexus_transport::body_excerpt;
 use reqwest::header::{ACCEPT, HeaderName, HeaderValue};
 use serde::de::DeserializeOwned;
 
@@ -148,8 +149,8 @@ impl OAuthHttp {
                 .map(str::to_owned);
             let dpop_nonce = response
                 .headers()
-                .get(plexus_transport::DPOP_NONCE_HEADER)
-                .and_then(|v| Rejection::parse_dpop_nonce(v.as_bytes()));
+                .get(plexus_net::challenge::DPOP_NONCE_HEADER)
+                .and_then(|v| parse_dpop_nonce(v.as_bytes()));
             let mut body = Vec::new();
             while let Some(chunk) = response.chunk().await.map_err(|e| failed(describe_error(&e)))? {
                 if body.len() + chunk.len() > MAX_RESPONSE_BYTES {

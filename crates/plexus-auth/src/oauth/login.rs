@@ -2,7 +2,7 @@
 //! user agent, the checks of the authorization response (RFC 9207 `iss`, `state`) and the code
 //! exchange.
 
-use plexus_transport::redact::redact_url;
+use plexus_net::redact::redact_url;
 use url::Url;
 
 use super::discovery::{Discovery, MetadataSource};

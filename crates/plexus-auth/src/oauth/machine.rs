@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use plexus_transport::redact::redact_url;
+use plexus_net::redact::redact_url;
 use tokio::io::AsyncReadExt as _;
 
 use super::discovery::{Discovery, find_metadata};

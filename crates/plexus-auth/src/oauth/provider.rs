@@ -4,10 +4,9 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use plexus_transport::redact::redact_url;
-use plexus_transport::{
-    AuthChallenge, AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, Rejection, WwwAuthenticate,
-};
+use plexus_net::challenge::{AuthChallenge, WwwAuthenticate, dpop_nonce, is_dpop_nonce_challenge};
+use plexus_net::redact::redact_url;
+use plexus_transport::{AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, Rejection};
 use tokio::sync::Mutex;
 use url::Url;
 
@@ -32,13 +31,12 @@ pub const MAX_AUTHORIZATION_ATTEMPTS: u32 = 3;
 
 /// The OAuth 2.1 [`AuthProvider`] of one `http` or `sse` server.
 ///
-/// * [`headers_for`](AuthProvider::headers_for): the stored access token of this server (bound
+/// * [`headers`](AuthProvider::headers): the stored access token of this server (bound
 ///   to the server's URL and to the issuer that granted it), refreshed first when it expires
 ///   within [`REFRESH_MARGIN`] seconds (a grant without a user obtains a new one); no header
 ///   when there is none (the server's 401 starts discovery). A DPoP-bound token goes as
-///   `Authorization: DPoP …` with a `DPoP` proof for the request's method and URL;
-///   [`headers`](AuthProvider::headers) is the same for a `POST` to the server's URL.
-/// * [`on_challenge`](AuthProvider::on_challenge) with 401: discovery (see the [module
+///   `Authorization: DPoP …` with a `DPoP` proof for the request's method and URL.
+/// * [`on_rejection`](AuthProvider::on_rejection) with 401: discovery (see the [module
 ///   docs](super)); tokens of another issuer are never used, so a server that moved to another
 ///   authorization server gets a new registration and login there. A token that was refused is
 ///   refreshed once ([`AuthDecision::Retry`]); after that, or without a refresh token, a login
@@ -48,9 +46,8 @@ pub const MAX_AUTHORIZATION_ATTEMPTS: u32 = 3;
 ///   challenged (step-up), at most [`MAX_AUTHORIZATION_ATTEMPTS`] times per scope set.
 /// * Other 403s, and discovery that refuses the server (resource or issuer mismatch), are
 ///   [`AuthDecision::Fail`].
-/// * [`on_rejection`](AuthProvider::on_rejection) keeps the answer's `DPoP-Nonce` for the next
-///   proofs, and answers a DPoP nonce challenge to a bound token with
-///   [`AuthDecision::Retry`]; anything else goes to `on_challenge`.
+/// * Every rejection's `DPoP-Nonce` is kept for the next proofs, and a DPoP nonce challenge to
+///   a bound token is answered with [`AuthDecision::Retry`] before anything else.
 /// * With a grant that needs no user ([`OAuthGrant`](super::OAuthGrant)), a 401 gets a token
 ///   request instead of a login, and needs no user agent.
 ///
@@ -663,21 +660,9 @@ impl OAuthProvider {
 }
 
 impl AuthProvider for OAuthProvider {
-    /// The headers of a request to the server's URL with method `POST` (the requests of the
-    /// Streamable HTTP transport, when it does not say which): see
-    /// [`headers_for`](AuthProvider::headers_for).
-    fn headers(&self) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
-        Box::pin(async move { self.current_headers("POST", self.server_url.as_str()).await })
-    }
-
-    fn headers_for(&self, method: &str, url: &str) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
+    fn headers(&self, method: &str, url: &str) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
         let (method, url) = (method.to_owned(), url.to_owned());
         Box::pin(async move { self.current_headers(&method, &url).await })
-    }
-
-    fn on_challenge(&self, challenge: &AuthChallenge) -> BoxFuture<'_, AuthDecision> {
-        let challenge = challenge.clone();
-        Box::pin(async move { self.decide(&challenge).await })
     }
 
     /// A 401 that survives a refresh is what `plexus login` fixes.
@@ -686,14 +671,14 @@ impl AuthProvider for OAuthProvider {
     }
 
     /// Keeps the answer's DPoP nonce for the next proofs; a DPoP nonce challenge to a request
-    /// with a bound token is answered by retrying (with that nonce), anything else as
-    /// [`on_challenge`](AuthProvider::on_challenge).
+    /// with a bound token is answered by retrying (with that nonce); anything else is decided
+    /// from the challenges (refresh, log in, widen the scope, or fail).
     fn on_rejection(&self, rejection: &Rejection) -> BoxFuture<'_, AuthDecision> {
-        if let Some(nonce) = &rejection.dpop_nonce {
-            self.dpop.nonces.set(&rejection.url, nonce);
+        if let Some(nonce) = dpop_nonce(rejection) {
+            self.dpop.nonces.set(&rejection.url, &nonce);
         }
-        let nonce_challenge = rejection.is_dpop_nonce_challenge();
-        let challenge = rejection.challenge();
+        let nonce_challenge = is_dpop_nonce_challenge(rejection);
+        let challenge = AuthChallenge::of(rejection);
         Box::pin(async move {
             if nonce_challenge && self.holds_bound_token().await {
                 return AuthDecision::Retry;

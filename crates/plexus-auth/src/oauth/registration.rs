@@ -1,8 +1,8 @@
 //! Who the client is at an authorization server: pre-registered, a Client ID Metadata Document
 //! URL, or registered on the spot (RFC 7591 Dynamic Client Registration).
 
+use plexus_net::redact::redact_url;
 use plexus_transport::body_excerpt;
-use plexus_transport::redact::redact_url;
 use serde::Deserialize;
 
 use super::discovery::AuthServerMetadata;

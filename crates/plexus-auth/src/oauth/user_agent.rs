@@ -2,8 +2,8 @@
 //! printed link) or, headless, fetches it and follows the redirects back to the loopback
 //! listener ([`RedirectFollower`]).
 
+use plexus_net::redact::redact_url;
 use plexus_transport::BoxFuture;
-use plexus_transport::redact::redact_url;
 use url::Url;
 
 use super::http::OAuthHttp;

@@ -11,8 +11,9 @@ use std::time::Duration;
 use clap::Parser;
 use plexus_auth::oauth::{OAuthProvider, OAuthSettings, RedirectFollower};
 use plexus_auth::store::TokenStore;
+use plexus_net::{Credentials, rejection_of};
 use plexus_testserver::{Cli, Command, Endpoint, OAuthHandle, OAuthRequest, RemoteServer};
-use plexus_transport::{AuthProvider, Credentials, Rejection, TransportError};
+use plexus_transport::{AuthProvider, TransportError};
 use serde_json::{Value, json};
 
 /// The hang guard of a whole test.
@@ -145,9 +146,9 @@ impl Caller {
     /// POSTs one message: headers from the credentials, and after a 401 or 403 what
     /// [`Credentials::rejected`] decides (at most one retry).
     pub async fn post(&self, session: Option<&str>, message: &Value) -> Result<Answer, TransportError> {
-        let mut retried = false;
+        let mut retries = 0;
         loop {
-            let headers = self.credentials.headers().await?;
+            let headers = self.credentials.headers("POST", &self.url).await?;
             let mut request = self
                 .http
                 .post(&self.url)
@@ -162,12 +163,7 @@ impl Caller {
             }
             let response = request.send().await.expect("the test server answers");
             let status = response.status().as_u16();
-            let challenges: Vec<Vec<u8>> = response
-                .headers()
-                .get_all("www-authenticate")
-                .iter()
-                .map(|value| value.as_bytes().to_vec())
-                .collect();
+            let response_headers = response.headers().clone();
             let session_id = response
                 .headers()
                 .get("mcp-session-id")
@@ -175,15 +171,10 @@ impl Caller {
                 .map(str::to_owned);
             let text = response.text().await.unwrap();
             if status == 401 || status == 403 {
-                let rejection = Rejection::new(
-                    format!("POST {}", self.url),
-                    self.url.clone(),
-                    status,
-                    challenges.iter().map(Vec::as_slice),
-                )
-                .with_body(text);
-                self.credentials.rejected(&rejection, retried).await?;
-                retried = true;
+                let what = format!("POST {}", self.url);
+                let rejection = rejection_of(&what, &self.url, status, &response_headers, text.as_bytes());
+                self.credentials.rejected(&rejection, retries).await?;
+                retries += 1;
                 continue;
             }
             return Ok(Answer {

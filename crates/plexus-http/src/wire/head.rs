@@ -64,12 +64,12 @@ impl Head {
             .map(|(_, v)| &self.bytes[v.clone()])
     }
 
-    /// Every value of header `name`, in order.
-    pub(crate) fn get_all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
-        self.headers
-            .iter()
-            .filter(move |(n, _)| self.bytes[n.clone()].eq_ignore_ascii_case(name.as_bytes()))
-            .map(|(_, v)| &self.bytes[v.clone()])
+    /// Every header, in order (names are tokens, so they are text).
+    pub(crate) fn pairs(&self) -> impl Iterator<Item = (&str, &[u8])> + '_ {
+        self.headers.iter().map(|(n, v)| {
+            let name = std::str::from_utf8(&self.bytes[n.clone()]).unwrap_or_default();
+            (name, &self.bytes[v.clone()])
+        })
     }
 
     /// The first value of header `name` as text, if it is visible ASCII.
@@ -330,7 +330,11 @@ mod tests {
         assert_eq!(&buffer[..], b"rest");
         assert_eq!(parsed.status(), 401);
         assert_eq!(
-            parsed.get_all("www-authenticate").collect::<Vec<_>>(),
+            parsed
+                .pairs()
+                .filter(|(n, _)| n.eq_ignore_ascii_case("www-authenticate"))
+                .map(|(_, v)| v)
+                .collect::<Vec<_>>(),
             [&b"Bearer a"[..], b"Basic"]
         );
         assert_eq!(parsed.mime(), "Application/JSON");

@@ -4,12 +4,11 @@
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+
 use std::task::{Context, Poll};
 
-use rustls::ClientConfig;
+use plexus_net::tls::{Alpn, client_config};
 use rustls::pki_types::ServerName;
-use rustls_platform_verifier::BuilderVerifierExt;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -97,32 +96,13 @@ impl Origin {
         let Some(name) = &self.tls else {
             return Ok(Stream::Plain(tcp));
         };
-        let connector = TlsConnector::from(tls_config().map_err(io::Error::other)?);
+        let connector = TlsConnector::from(client_config(Alpn::Http1).map_err(io::Error::other)?);
         let tls = connector
             .connect(name.clone(), tcp)
             .await
             .map_err(|e| io::Error::new(e.kind(), format!("TLS: {e}")))?;
         Ok(Stream::Tls(Box::new(tls)))
     }
-}
-
-/// The TLS client configuration, built once: rustls with the aws-lc-rs provider chosen
-/// explicitly (no process-wide default is needed), the platform's certificate verifier, and
-/// ALPN `http/1.1` (the only protocol spoken here). A failure is not remembered: the next
-/// connection tries again.
-fn tls_config() -> Result<Arc<ClientConfig>, String> {
-    static CONFIG: OnceLock<Arc<ClientConfig>> = OnceLock::new();
-    if let Some(config) = CONFIG.get() {
-        return Ok(Arc::clone(config));
-    }
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let mut config = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .and_then(BuilderVerifierExt::with_platform_verifier)
-        .map_err(|e| format!("could not set up TLS: {e}"))?
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(Arc::clone(CONFIG.get_or_init(|| Arc::new(config))))
 }
 
 #[cfg(test)]

@@ -1,16 +1,16 @@
 //! The auth logic every remote transport shares: the headers of each request (the configured ones
-//! with the [`AuthProvider`]'s on top) and what a 401 or 403 answer means (ask the provider once,
-//! retry once, or fail with the error that says why). The transports only send and read.
+//! with the [`AuthProvider`]'s on top) and what a 401 or 403 answer means (ask the provider, retry,
+//! or fail with the error that says why). The transports only send and read.
 
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
+use plexus_transport::{AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, Rejection, TransportError};
+
+use crate::challenge::is_dpop_nonce_challenge;
 use crate::headers::{HeaderError, check_headers, merge};
 use crate::redact::RedactedHeaders;
-use crate::{
-    AuthChallenge, AuthDecision, AuthFailure, AuthHeaders, AuthProvider, TransportError, WwwAuthenticate, body_excerpt,
-};
 
 /// The configured headers of a remote transport and its auth provider.
 ///
@@ -18,16 +18,17 @@ use crate::{
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// use std::sync::Arc;
-/// use plexus_transport::{Credentials, Rejection, StaticHeaders};
+/// use plexus_net::{Credentials, StaticHeaders};
+/// use plexus_transport::Rejection;
 ///
 /// let configured = vec![("X-Api-Key".to_owned(), "k".to_owned())];
 /// let provider = Arc::new(StaticHeaders(vec![("Authorization".into(), "Bearer t".into())]));
 /// let credentials = Credentials::new(configured, Some(provider)).unwrap();
-/// assert_eq!(credentials.headers().await.unwrap().len(), 2);
+/// assert_eq!(credentials.headers("GET", "http://127.0.0.1:9/sse").await.unwrap().len(), 2);
 ///
 /// // A static credential that the server rejects is a failure, not a retry.
-/// let rejection = Rejection::new("GET http://127.0.0.1:9/sse", "http://127.0.0.1:9/sse", 401, [&b"Bearer"[..]]);
-/// let error = credentials.rejected(&rejection, false).await.unwrap_err();
+/// let rejection = Rejection::new("GET http://127.0.0.1:9/sse", "http://127.0.0.1:9/sse", 401);
+/// let error = credentials.rejected(&rejection, 0).await.unwrap_err();
 /// assert_eq!(error.to_string(), "authentication failed: the server rejected the configured credentials (HTTP 401)");
 /// # }
 /// ```
@@ -57,33 +58,15 @@ impl Credentials {
         Ok(Credentials { configured, provider })
     }
 
-    /// The headers for the next request: the configured ones, with the provider's on top (see
-    /// [`merge`]). A provider that cannot give headers fails the request with
-    /// [`TransportError::NeedsAuth`] or [`TransportError::AuthFailed`], as does one that gives a
-    /// header that cannot be sent.
-    pub async fn headers(&self) -> Result<Cow<'_, [(String, String)]>, TransportError> {
+    /// The headers for a request that is `method` to `url`: the configured ones, with the
+    /// provider's on top (see [`merge`]); without a provider, the configured ones (borrowed). A
+    /// provider that cannot give headers fails the request with [`TransportError::NeedsAuth`]
+    /// or [`TransportError::AuthFailed`], as does one that gives a header that cannot be sent.
+    pub async fn headers(&self, method: &str, url: &str) -> Result<Cow<'_, [(String, String)]>, TransportError> {
         let Some(provider) = &self.provider else {
             return Ok(Cow::Borrowed(&self.configured));
         };
-        self.with_provided(provider.headers().await)
-    }
-
-    /// [`headers`](Self::headers) for a request that is `method` to `url`: the provider is asked
-    /// with [`AuthProvider::headers_for`], so that headers which sign the request (DPoP proofs,
-    /// RFC 9449) can. Without a provider, the configured headers (borrowed).
-    pub async fn headers_for(&self, method: &str, url: &str) -> Result<Cow<'_, [(String, String)]>, TransportError> {
-        let Some(provider) = &self.provider else {
-            return Ok(Cow::Borrowed(&self.configured));
-        };
-        self.with_provided(provider.headers_for(method, url).await)
-    }
-
-    /// The configured headers with the provider's on top, once they are checked.
-    fn with_provided(
-        &self,
-        provided: Result<AuthHeaders, AuthFailure>,
-    ) -> Result<Cow<'_, [(String, String)]>, TransportError> {
-        let provided = provided?;
+        let provided = provider.headers(method, url).await?;
         check_headers(&provided).map_err(|e| TransportError::AuthFailed {
             reason: format!("the auth provider gave a bad header: {e}"),
         })?;
@@ -91,26 +74,17 @@ impl Credentials {
     }
 
     /// What a 401 or 403 answer means: `Ok` to ask for [`headers`](Self::headers) again and
-    /// retry the request, else the error to fail it with.
-    ///
-    /// The provider's [`on_challenge`](AuthProvider::on_challenge) is asked on the first
-    /// rejection only (`retried` false), and its decision is final. Without a provider, or when
-    /// the retry was rejected too, a 401 is [`TransportError::NeedsAuth`] and a 403
-    /// [`TransportError::AuthFailed`], quoting the challenge and the body.
-    pub async fn rejected(&self, rejection: &Rejection, retried: bool) -> Result<(), TransportError> {
-        self.rejected_after(rejection, if retried { MAX_AUTH_RETRIES } else { 0 })
-            .await
-    }
-
-    /// [`rejected`](Self::rejected) for a transport that counts its retries: `retries` is how
-    /// many times this request was already retried after a 401 or 403.
+    /// retry the request, else the error to fail it with. `retries` is how many times this
+    /// request was already retried after a 401 or 403.
     ///
     /// The provider is asked (with [`AuthProvider::on_rejection`]) on the first rejection, and
     /// once more when the retry is rejected with a DPoP nonce challenge
-    /// ([`Rejection::is_dpop_nonce_challenge`]: the server wants a proof with the nonce it just
-    /// gave, RFC 9449 §9), so a request is sent at most three times. Otherwise
-    /// it is as [`rejected`](Self::rejected) says.
-    pub async fn rejected_after(&self, rejection: &Rejection, retries: u32) -> Result<(), TransportError> {
+    /// ([`is_dpop_nonce_challenge`]: the server wants a proof with the nonce it just gave, RFC
+    /// 9449 §9), so a request is sent at most three times; its decision is final. Without a
+    /// provider, or when the retry was rejected too, a 401 is [`TransportError::NeedsAuth`] (for
+    /// a provider whose credentials a login renews) and otherwise [`TransportError::AuthFailed`],
+    /// quoting the challenge and the body.
+    pub async fn rejected(&self, rejection: &Rejection, retries: u32) -> Result<(), TransportError> {
         // A 401 means "log in" when there is no credential at all, or when the provider's
         // credentials are the kind a login renews; otherwise the rejection is the answer.
         let login_fixes = self.provider.as_ref().is_none_or(|p| p.login_fixes_rejection());
@@ -125,7 +99,7 @@ impl Credentials {
         let Some(provider) = &self.provider else {
             return Err(give_up(format!("{what} answered HTTP {status}{}", rejection.details())));
         };
-        let ask = retries == 0 || (retries < MAX_AUTH_RETRIES && rejection.is_dpop_nonce_challenge());
+        let ask = retries == 0 || (retries < MAX_AUTH_RETRIES && is_dpop_nonce_challenge(rejection));
         if !ask {
             return Err(give_up(format!(
                 "{what} answered HTTP {status} again after the credentials were renewed{}",
@@ -140,138 +114,53 @@ impl Credentials {
     }
 }
 
-/// How many times [`Credentials::rejected_after`] lets one request be retried: once after a
+/// How many times [`Credentials::rejected`] lets one request be retried: once after a
 /// challenge, and once more after a DPoP nonce challenge.
 const MAX_AUTH_RETRIES: u32 = 2;
 
-/// The `DPoP-Nonce` response header (RFC 9449 §8, §9), lower-case as HTTP/2 and the `http`
-/// crate spell header names: what a transport passes to [`Rejection::with_dpop_nonce`].
-pub const DPOP_NONCE_HEADER: &str = "dpop-nonce";
+/// An [`AuthProvider`] with fixed headers: a 401 or 403 is a failure with that status (a
+/// rejected static credential is not retried and never falls back to another scheme).
+#[derive(Debug, Clone, Default)]
+pub struct StaticHeaders(pub AuthHeaders);
 
-/// The longest `DPoP-Nonce` value accepted.
-const MAX_DPOP_NONCE_LEN: usize = 1024;
+impl AuthProvider for StaticHeaders {
+    fn headers(&self, _method: &str, _url: &str) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
+        let headers = self.0.clone();
+        Box::pin(async move { Ok(headers) })
+    }
 
-/// Whether `value` is a DPoP nonce: `1*NQCHAR` (RFC 9449 §8.1), bounded.
-fn is_dpop_nonce(value: &[u8]) -> bool {
-    !value.is_empty()
-        && value.len() <= MAX_DPOP_NONCE_LEN
-        && value.iter().all(|&b| matches!(b, 0x21 | 0x23..=0x5B | 0x5D..=0x7E))
+    fn on_rejection(&self, rejection: &Rejection) -> BoxFuture<'_, AuthDecision> {
+        let reason = format!(
+            "the server rejected the configured credentials (HTTP {})",
+            rejection.status
+        );
+        Box::pin(async move { AuthDecision::Fail { reason } })
+    }
 }
 
-/// A 401 or 403 answer to a request, as a transport saw it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rejection {
-    /// What was requested, for messages: `GET http://…/sse`, `the WebSocket upgrade of ws://…`
-    /// (with the URL redacted).
-    pub what: String,
-    /// The URL requested, as the provider sees it in [`AuthChallenge::url`].
-    pub url: String,
-    /// 401 or 403.
-    pub status: u16,
-    /// The `WWW-Authenticate` header values, in order (invalid UTF-8 replaced).
-    pub www_authenticate: Vec<String>,
-    /// An excerpt of the body (see [`body_excerpt`]); empty when there was none.
-    pub body: String,
-    /// The `DPoP-Nonce` header (RFC 9449 §9), when the answer had a valid one.
-    pub dpop_nonce: Option<String>,
-}
-
-impl Rejection {
-    /// A rejection with its `WWW-Authenticate` header values and no body.
-    pub fn new<'h>(
-        what: impl Into<String>,
-        url: impl Into<String>,
-        status: u16,
-        www_authenticate: impl IntoIterator<Item = &'h [u8]>,
-    ) -> Self {
-        Rejection {
-            what: what.into(),
-            url: url.into(),
-            status,
-            www_authenticate: www_authenticate
-                .into_iter()
-                .map(|value| String::from_utf8_lossy(value).into_owned())
-                .collect(),
-            body: String::new(),
-            dpop_nonce: None,
-        }
-    }
-
-    /// Sets the `DPoP-Nonce` header value of the answer. A value that is not a nonce (RFC 9449
-    /// §8.1: 1 to 1024 visible ASCII characters other than `"` and `\`) is
-    /// ignored.
-    #[must_use]
-    pub fn with_dpop_nonce(mut self, value: Option<&[u8]>) -> Self {
-        self.dpop_nonce = value.and_then(Rejection::parse_dpop_nonce);
-        self
-    }
-
-    /// A `DPoP-Nonce` header value as a nonce, or `None` when it is not one (see
-    /// [`with_dpop_nonce`](Self::with_dpop_nonce)); for any answer that may carry one.
-    pub fn parse_dpop_nonce(value: &[u8]) -> Option<String> {
-        is_dpop_nonce(value).then(|| String::from_utf8_lossy(value).into_owned())
-    }
-
-    /// Whether the server asks for a DPoP proof with a new nonce: a 401 with a `DPoP-Nonce`
-    /// header and a challenge whose `error` is `use_dpop_nonce` (RFC 9449 §9).
-    pub fn is_dpop_nonce_challenge(&self) -> bool {
-        self.status == 401
-            && self.dpop_nonce.is_some()
-            && self
-                .challenge()
-                .challenges
-                .iter()
-                .any(|c| c.param("error") == Some("use_dpop_nonce"))
-    }
-
-    /// Sets the excerpt of the body.
-    #[must_use]
-    pub fn with_body(mut self, excerpt: String) -> Self {
-        self.body = excerpt;
-        self
-    }
-
-    /// The challenge the provider is shown: every `WWW-Authenticate` challenge, parsed.
-    pub fn challenge(&self) -> AuthChallenge {
-        AuthChallenge {
-            status: self.status,
-            url: self.url.clone(),
-            challenges: self
-                .www_authenticate
-                .iter()
-                .flat_map(|value| WwwAuthenticate::parse(value))
-                .collect(),
-        }
-    }
-
-    /// ` (WWW-Authenticate: …): body`, each part when there is one (each bounded).
-    fn details(&self) -> String {
-        let mut details = String::new();
-        if !self.www_authenticate.is_empty() {
-            let shown = body_excerpt(self.www_authenticate.join(", ").as_bytes());
-            details = format!(" (WWW-Authenticate: {shown})");
-        }
-        if !self.body.is_empty() {
-            details.push_str(": ");
-            details.push_str(&self.body);
-        }
-        details
-    }
+/// The [`Rejection`] of a 401 or 403 answer with these headers and (a prefix of) this body:
+/// what every remote transport hands to [`Credentials::rejected`].
+pub fn rejection_of(what: &str, url: &str, status: u16, headers: &http::HeaderMap, body: &[u8]) -> Rejection {
+    Rejection::new(what, url, status)
+        .with_headers(headers.iter().map(|(name, value)| (name.as_str(), value.as_bytes())))
+        .with_body(body)
 }
 
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
 
+    use plexus_transport::ErrorClass;
+
     use super::*;
-    use crate::{AuthFailure, AuthHeaders, BoxFuture, ErrorClass, StaticHeaders};
+    use crate::challenge::{AuthChallenge, dpop_nonce};
 
     /// A provider that plays a script: its headers name the number of challenges seen so far,
     /// and each challenge gets the next decision.
     struct Scripted {
         headers: Result<AuthHeaders, AuthFailure>,
         decisions: Mutex<Vec<AuthDecision>>,
-        seen: Mutex<Vec<AuthChallenge>>,
+        seen: Mutex<Vec<Rejection>>,
     }
 
     fn scripted(headers: Result<AuthHeaders, AuthFailure>, mut decisions: Vec<AuthDecision>) -> Arc<Scripted> {
@@ -284,7 +173,7 @@ mod tests {
     }
 
     impl AuthProvider for Scripted {
-        fn headers(&self) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
+        fn headers(&self, _: &str, _: &str) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
             let round = self.seen.lock().unwrap().len();
             let headers = self.headers.clone().map(|mut list| {
                 list.push(("authorization".to_owned(), format!("Bearer t{round}")));
@@ -293,8 +182,8 @@ mod tests {
             Box::pin(async move { headers })
         }
 
-        fn on_challenge(&self, challenge: &AuthChallenge) -> BoxFuture<'_, AuthDecision> {
-            self.seen.lock().unwrap().push(challenge.clone());
+        fn on_rejection(&self, rejection: &Rejection) -> BoxFuture<'_, AuthDecision> {
+            self.seen.lock().unwrap().push(rejection.clone());
             let decision = self.decisions.lock().unwrap().pop().expect("a decision is scripted");
             Box::pin(async move { decision })
         }
@@ -309,11 +198,11 @@ mod tests {
     struct Fixed;
 
     impl AuthProvider for Fixed {
-        fn headers(&self) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
+        fn headers(&self, _: &str, _: &str) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
             Box::pin(async { Ok(vec![("authorization".to_owned(), "Bearer fixed".to_owned())]) })
         }
 
-        fn on_challenge(&self, _: &AuthChallenge) -> BoxFuture<'_, AuthDecision> {
+        fn on_rejection(&self, _: &Rejection) -> BoxFuture<'_, AuthDecision> {
             Box::pin(async { AuthDecision::Retry })
         }
     }
@@ -321,8 +210,8 @@ mod tests {
     #[tokio::test]
     async fn renewed_credentials_that_no_login_renews_fail_when_rejected_again() {
         let credentials = Credentials::new(Vec::new(), Some(Arc::new(Fixed))).unwrap();
-        credentials.rejected(&rejection(401, &[]), false).await.unwrap();
-        let again = credentials.rejected(&rejection(401, &[]), true).await.unwrap_err();
+        credentials.rejected(&rejection(401, &[]), 0).await.unwrap();
+        let again = credentials.rejected(&rejection(401, &[]), 1).await.unwrap_err();
         assert_eq!(
             again.to_string(),
             "authentication failed: GET http://h/sse answered HTTP 401 again after the credentials were renewed"
@@ -335,8 +224,8 @@ mod tests {
     }
 
     fn rejection(status: u16, challenges: &[&str]) -> Rejection {
-        let values = challenges.iter().map(|c| c.as_bytes());
-        Rejection::new("GET http://h/sse", "http://h/sse?k=1", status, values)
+        let values = challenges.iter().map(|c| ("WWW-Authenticate", c.as_bytes()));
+        Rejection::new("GET http://h/sse", "http://h/sse?k=1", status).with_headers(values)
     }
 
     const BEARER: &str =
@@ -346,20 +235,22 @@ mod tests {
     async fn the_providers_headers_go_over_the_configured_ones() {
         let configured = pairs(&[("Authorization", "Bearer configured"), ("X-Key", "k")]);
         let plain = Credentials::new(configured.clone(), None).unwrap();
-        assert!(matches!(plain.headers().await.unwrap(), Cow::Borrowed(h) if h == configured));
+        assert!(matches!(plain.headers("GET", "http://h/sse").await.unwrap(), Cow::Borrowed(h) if h == configured));
 
         let provider = scripted(Ok(Vec::new()), vec![AuthDecision::Retry]);
         let credentials = Credentials::new(configured, Some(provider.clone())).unwrap();
-        let first = credentials.headers().await.unwrap();
+        let first = credentials.headers("GET", "http://h/sse").await.unwrap();
         assert_eq!(first, pairs(&[("X-Key", "k"), ("authorization", "Bearer t0")]));
-        credentials.rejected(&rejection(401, &[BEARER]), false).await.unwrap();
-        let renewed = credentials.headers().await.unwrap();
+        credentials.rejected(&rejection(401, &[BEARER]), 0).await.unwrap();
+        let renewed = credentials.headers("GET", "http://h/sse").await.unwrap();
         assert_eq!(renewed, pairs(&[("X-Key", "k"), ("authorization", "Bearer t1")]));
 
         let seen = provider.seen.lock().unwrap();
         assert_eq!(seen.len(), 1);
         assert_eq!((seen[0].status, seen[0].url.as_str()), (401, "http://h/sse?k=1"));
-        assert_eq!(seen[0].bearer().unwrap().param("error"), Some("invalid_token"));
+        let challenge = AuthChallenge::of(&seen[0]);
+        assert_eq!(challenge.bearer().unwrap().param("error"), Some("invalid_token"));
+        assert_eq!(challenge.challenges.len(), 1);
     }
 
     #[tokio::test]
@@ -370,7 +261,7 @@ mod tests {
         );
         let provider = Arc::new(StaticHeaders(pairs(&[("X-Token", "a\nb")])));
         let credentials = Credentials::new(Vec::new(), Some(provider)).unwrap();
-        let error = credentials.headers().await.unwrap_err();
+        let error = credentials.headers("GET", "http://h/sse").await.unwrap_err();
         assert_eq!(error.class(), ErrorClass::Connect);
         assert_eq!(
             error.to_string(),
@@ -381,7 +272,7 @@ mod tests {
             reason: "no token stored".into(),
         });
         let credentials = Credentials::new(Vec::new(), Some(scripted(no_token, Vec::new()))).unwrap();
-        let error = credentials.headers().await.unwrap_err();
+        let error = credentials.headers("GET", "http://h/sse").await.unwrap_err();
         assert_eq!(error.to_string(), "the server needs authentication: no token stored");
     }
 
@@ -389,7 +280,7 @@ mod tests {
     async fn without_a_provider_401_needs_auth_and_403_fails_quoting_challenge_and_body() {
         let credentials = Credentials::new(Vec::new(), None).unwrap();
         let error = credentials
-            .rejected(&rejection(401, &[BEARER, "Basic"]), false)
+            .rejected(&rejection(401, &[BEARER, "Basic"]), 0)
             .await
             .unwrap_err();
         assert_eq!(error.class(), ErrorClass::NeedsAuth);
@@ -399,8 +290,8 @@ mod tests {
                 "the server needs authentication: GET http://h/sse answered HTTP 401 (WWW-Authenticate: {BEARER}, Basic)"
             )
         );
-        let forbidden = rejection(403, &[]).with_body("forbidden origin".into());
-        let error = credentials.rejected(&forbidden, false).await.unwrap_err();
+        let forbidden = rejection(403, &[]).with_body(b"forbidden origin");
+        let error = credentials.rejected(&forbidden, 0).await.unwrap_err();
         assert!(matches!(error, TransportError::AuthFailed { .. }));
         assert_eq!(
             error.to_string(),
@@ -419,18 +310,18 @@ mod tests {
         let provider = scripted(Ok(Vec::new()), vec![login, locked]);
         let credentials = Credentials::new(Vec::new(), Some(provider.clone())).unwrap();
 
-        let again = credentials.rejected(&rejection(401, &[]), true).await.unwrap_err();
+        let again = credentials.rejected(&rejection(401, &[]), 1).await.unwrap_err();
         assert_eq!(
             again.to_string(),
             "the server needs authentication: GET http://h/sse answered HTTP 401 again after the credentials were renewed"
         );
-        let again = credentials.rejected(&rejection(403, &[]), true).await.unwrap_err();
+        let again = credentials.rejected(&rejection(403, &[]), 1).await.unwrap_err();
         assert!(matches!(again, TransportError::AuthFailed { .. }), "{again}");
         assert!(provider.seen.lock().unwrap().is_empty(), "not asked after the retry");
 
-        let first = credentials.rejected(&rejection(401, &[]), false).await.unwrap_err();
+        let first = credentials.rejected(&rejection(401, &[]), 0).await.unwrap_err();
         assert_eq!(first.to_string(), "the server needs authentication: run /login");
-        let second = credentials.rejected(&rejection(401, &[]), false).await.unwrap_err();
+        let second = credentials.rejected(&rejection(401, &[]), 0).await.unwrap_err();
         assert_eq!(second.to_string(), "authentication failed: the token store is locked");
         assert_eq!(provider.seen.lock().unwrap().len(), 2);
     }
@@ -439,41 +330,26 @@ mod tests {
     struct PerRequest;
 
     impl AuthProvider for PerRequest {
-        fn headers(&self) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
-            Box::pin(async { Ok(vec![("x-for".to_owned(), "unknown".to_owned())]) })
-        }
-
-        fn headers_for(&self, method: &str, url: &str) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
+        fn headers(&self, method: &str, url: &str) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
             let value = format!("{method} {url}");
             Box::pin(async move { Ok(vec![("x-for".to_owned(), value)]) })
         }
 
-        fn on_challenge(&self, _: &AuthChallenge) -> BoxFuture<'_, AuthDecision> {
+        fn on_rejection(&self, _: &Rejection) -> BoxFuture<'_, AuthDecision> {
             Box::pin(async { AuthDecision::Retry })
         }
     }
 
     #[tokio::test]
-    async fn headers_for_tells_the_provider_the_request_and_defaults_to_headers() {
+    async fn the_provider_is_told_the_request() {
         let credentials = Credentials::new(pairs(&[("X-Key", "k")]), Some(Arc::new(PerRequest))).unwrap();
         assert_eq!(
-            credentials.headers_for("GET", "http://h/mcp?x=1").await.unwrap(),
+            credentials.headers("GET", "http://h/mcp?x=1").await.unwrap(),
             pairs(&[("X-Key", "k"), ("x-for", "GET http://h/mcp?x=1")])
-        );
-        assert_eq!(
-            credentials.headers().await.unwrap(),
-            pairs(&[("X-Key", "k"), ("x-for", "unknown")])
-        );
-        // A provider without its own headers_for gives its headers.
-        let provider = scripted(Ok(Vec::new()), Vec::new());
-        let credentials = Credentials::new(Vec::new(), Some(provider)).unwrap();
-        assert_eq!(
-            credentials.headers_for("POST", "http://h/mcp").await.unwrap(),
-            pairs(&[("authorization", "Bearer t0")])
         );
         let plain = Credentials::new(pairs(&[("X-Key", "k")]), None).unwrap();
         assert!(matches!(
-            plain.headers_for("POST", "http://h").await.unwrap(),
+            plain.headers("POST", "http://h").await.unwrap(),
             Cow::Borrowed(_)
         ));
     }
@@ -482,13 +358,14 @@ mod tests {
 
     #[tokio::test]
     async fn a_dpop_nonce_challenge_to_the_retry_gets_one_more_retry() {
-        let nonce =
-            |status: u16, challenge: &str| rejection(status, &[challenge]).with_dpop_nonce(Some(b"n-1".as_slice()));
-        assert!(nonce(401, NONCE_CHALLENGE).is_dpop_nonce_challenge());
-        assert!(!nonce(403, NONCE_CHALLENGE).is_dpop_nonce_challenge());
-        assert!(!nonce(401, BEARER).is_dpop_nonce_challenge());
+        let nonce = |status: u16, challenge: &str| {
+            rejection(status, &[challenge]).with_headers([("DPoP-Nonce", b"n-1".as_slice())])
+        };
+        assert!(is_dpop_nonce_challenge(&nonce(401, NONCE_CHALLENGE)));
+        assert!(!is_dpop_nonce_challenge(&nonce(403, NONCE_CHALLENGE)));
+        assert!(!is_dpop_nonce_challenge(&nonce(401, BEARER)));
         assert!(
-            !rejection(401, &[NONCE_CHALLENGE]).is_dpop_nonce_challenge(),
+            !is_dpop_nonce_challenge(&rejection(401, &[NONCE_CHALLENGE])),
             "no nonce given"
         );
 
@@ -497,15 +374,9 @@ mod tests {
             vec![AuthDecision::Retry, AuthDecision::Retry, AuthDecision::Retry],
         );
         let credentials = Credentials::new(Vec::new(), Some(provider.clone())).unwrap();
-        credentials.rejected_after(&nonce(401, BEARER), 0).await.unwrap();
-        credentials
-            .rejected_after(&nonce(401, NONCE_CHALLENGE), 1)
-            .await
-            .unwrap();
-        let third = credentials
-            .rejected_after(&nonce(401, NONCE_CHALLENGE), 2)
-            .await
-            .unwrap_err();
+        credentials.rejected(&nonce(401, BEARER), 0).await.unwrap();
+        credentials.rejected(&nonce(401, NONCE_CHALLENGE), 1).await.unwrap();
+        let third = credentials.rejected(&nonce(401, NONCE_CHALLENGE), 2).await.unwrap_err();
         assert_eq!(
             third.to_string(),
             format!(
@@ -513,15 +384,14 @@ mod tests {
                  renewed (WWW-Authenticate: {NONCE_CHALLENGE})"
             )
         );
-        // Another challenge to the retry, and the bool form (which counts no retries), give up.
-        assert!(credentials.rejected_after(&nonce(401, BEARER), 1).await.is_err());
-        assert!(credentials.rejected(&nonce(401, NONCE_CHALLENGE), true).await.is_err());
+        // Another challenge to the retry gives up.
+        assert!(credentials.rejected(&nonce(401, BEARER), 1).await.is_err());
         assert_eq!(provider.seen.lock().unwrap().len(), 2);
     }
 
     #[test]
     fn only_a_valid_dpop_nonce_is_kept() {
-        let with = |value: &[u8]| rejection(401, &[]).with_dpop_nonce(Some(value)).dpop_nonce;
+        let with = |value: &[u8]| dpop_nonce(&rejection(401, &[]).with_headers([("dpop-nonce", value)]));
         assert_eq!(
             with(b"eyJ7S_zG.eyJH0-Z.HX4w-7v").as_deref(),
             Some("eyJ7S_zG.eyJH0-Z.HX4w-7v")
@@ -529,7 +399,7 @@ mod tests {
         for bad in [&b""[..], b"a b", b"quo\"te", b"back\\slash", b"\xff", &[b'n'; 1025]] {
             assert_eq!(with(bad), None, "{bad:?}");
         }
-        assert_eq!(rejection(401, &[]).with_dpop_nonce(None).dpop_nonce, None);
+        assert_eq!(dpop_nonce(&rejection(401, &[])), None);
     }
 
     #[test]

@@ -14,7 +14,7 @@
 /// }
 ///
 /// impl Config {
-///     plexus_transport::setters! {
+///     plexus_net::setters! {
 ///         /// Sets the name.
 ///         name: impl Into<String>,
 ///         /// Sets the timeout.
@@ -54,7 +54,8 @@ macro_rules! setters {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use plexus_transport::{AuthProvider, StaticHeaders};
+/// use plexus_net::StaticHeaders;
+/// use plexus_transport::AuthProvider;
 ///
 /// #[derive(Default)]
 /// pub struct Config {
@@ -63,7 +64,7 @@ macro_rules! setters {
 /// }
 ///
 /// impl Config {
-///     plexus_transport::header_and_auth_setters!();
+///     plexus_net::header_and_auth_setters!();
 /// }
 ///
 /// let config = Config::default()
@@ -105,7 +106,7 @@ macro_rules! header_and_auth_setters {
 
         /// Sets the authentication provider (see the field `auth`).
         #[must_use]
-        pub fn auth(mut self, provider: ::std::sync::Arc<dyn $crate::AuthProvider>) -> Self {
+        pub fn auth(mut self, provider: ::std::sync::Arc<dyn ::plexus_transport::AuthProvider>) -> Self {
             self.auth = ::core::option::Option::Some(provider);
             self
         }

@@ -2,7 +2,7 @@
 //! format), which every HTTP-based MCP transport reads: chunks go in as they arrive, events come out.
 //!
 //! ```
-//! use plexus_transport::sse::{Decoded, Event, EventDecoder};
+//! use plexus_net::sse::{Decoded, Event, EventDecoder};
 //!
 //! let mut decoder = EventDecoder::new(1024);
 //! let mut events = Vec::new();

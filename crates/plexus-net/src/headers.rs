@@ -3,7 +3,7 @@
 //! header map, which accepts every pair these checks accept.
 //!
 //! ```
-//! use plexus_transport::headers::{HeaderError, check_header, merge};
+//! use plexus_net::headers::{HeaderError, check_header, merge};
 //!
 //! assert_eq!(check_header("X-Api-Key", "secret"), Ok(()));
 //! assert_eq!(

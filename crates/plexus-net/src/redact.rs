@@ -2,7 +2,7 @@
 //! URLs without the parts that often hold credentials, header names without their values.
 //!
 //! ```
-//! use plexus_transport::redact::{RedactedHeaders, redact_url};
+//! use plexus_net::redact::{RedactedHeaders, redact_url};
 //!
 //! assert_eq!(redact_url("https://user:pw@example.com:8443/sse?token=abc#x"), "https://example.com:8443/sse?…");
 //! let headers = [("X-Api-Key".to_owned(), "secret".to_owned())];

@@ -1,0 +1,33 @@
+//! What every remote MCP transport (legacy SSE, Streamable HTTP, WebSocket) and OAuth share: credentials and challenge handling, header checks, redaction, the bounded SSE decoder and the TLS configuration.
+//!
+//! The transports keep only what is theirs (how they frame messages on the wire); everything
+//! about talking to a remote server that they have in common is here, written once:
+//! - [`Credentials`]: the configured headers with the [`AuthProvider`]'s on top, and the one path
+//!   a 401 or 403 takes ([`rejection_of`] → [`Credentials::rejected`]: ask the provider, retry,
+//!   or fail with the error that says why); [`StaticHeaders`], the provider of fixed headers.
+//! - [`challenge`]: `WWW-Authenticate` parsing and the DPoP nonce of an answer.
+//! - [`headers`]: header checks and merging; [`redact`]: URLs and headers as logs and errors show
+//!   them; [`connect_error`] and [`require_scheme`]: errors that name the server's URL so.
+//! - [`sse`]: the bounded `text/event-stream` decoder (our own: `eventsource-stream` has no size
+//!   cap).
+//! - [`tls`]: the one rustls client configuration.
+//! - [`setters!`] and [`header_and_auth_setters!`]: the setters of the transports' configuration
+//!   structs.
+//!
+//! Dependencies: `http` for header maps (hyper's types), `rustls` with `rustls-platform-verifier`
+//! for TLS (no OpenSSL; the platform's roots), `thiserror` for the error types.
+//!
+//! [`AuthProvider`]: plexus_transport::AuthProvider
+#![forbid(unsafe_code)]
+
+pub mod challenge;
+mod credentials;
+pub mod headers;
+pub mod redact;
+mod setters;
+pub mod sse;
+mod target;
+pub mod tls;
+
+pub use credentials::{Credentials, StaticHeaders, rejection_of};
+pub use target::{connect_error, require_scheme};

@@ -6,6 +6,7 @@
 //!   a 401 or 403 takes ([`rejection_of`] → [`Credentials::rejected`]: ask the provider, retry,
 //!   or fail with the error that says why); [`StaticHeaders`], the provider of fixed headers.
 //! - [`challenge`]: `WWW-Authenticate` parsing and the DPoP nonce of an answer.
+//! - [`endpoint`]: the same-origin rule, and the legacy SSE `endpoint` event resolved under it.
 //! - [`headers`]: header checks and merging; [`redact`]: URLs and headers as logs and errors show
 //!   them; [`connect_error`] and [`require_scheme`]: errors that name the server's URL so.
 //! - [`sse`]: the bounded `text/event-stream` decoder (our own: `eventsource-stream` has no size
@@ -22,6 +23,7 @@
 
 pub mod challenge;
 mod credentials;
+pub mod endpoint;
 pub mod headers;
 pub mod redact;
 mod setters;

@@ -9,13 +9,13 @@ use reqwest::Url;
 use reqwest::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
 
 use crate::config::{MAX_EARLY_MESSAGES, SseConfig};
+use plexus_net::endpoint::resolve_endpoint;
 use plexus_net::redact::redact_url;
 use plexus_net::sse::Decoded;
 
 use crate::receiver::{BodyStream, Events, Shared, SseReceiver, decode_message};
 use crate::request::{Requester, error_chain, http_error, redirect_refused};
 use crate::sender::SseSender;
-use crate::target::{origin, same_origin};
 
 /// The halves of a connected transport.
 pub(crate) struct Connected {
@@ -138,68 +138,5 @@ async fn wait_for_endpoint(
             }
             None => return Err("the server closed the event stream before sending the endpoint event".to_owned()),
         }
-    }
-}
-
-/// Resolves the endpoint against the event stream's URL (relative endpoints are the norm) and
-/// refuses one on another origin: the configured headers and credentials must not go there.
-fn resolve_endpoint(stream_url: &Url, data: &[u8]) -> Result<Url, String> {
-    let text = String::from_utf8_lossy(data);
-    let text = text.trim();
-    if text.is_empty() {
-        return Err("the server's endpoint event is empty".to_owned());
-    }
-    let endpoint = stream_url.join(text).map_err(|e| {
-        let shown: String = text.chars().take(200).collect();
-        format!("the server's endpoint event {shown:?} is not a URL: {e}")
-    })?;
-    if !same_origin(&endpoint, stream_url) {
-        return Err(format!(
-            "the server's endpoint {} is on {}, another origin than its event stream ({}); no message is sent there",
-            redact_url(endpoint.as_str()),
-            origin(&endpoint),
-            origin(stream_url)
-        ));
-    }
-    Ok(endpoint)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn endpoints_resolve_against_the_stream_url() {
-        let sse = Url::parse("http://127.0.0.1:9/mcp/sse?key=1").unwrap();
-        let cases = [
-            ("/messages?sessionId=a", "http://127.0.0.1:9/messages?sessionId=a"),
-            (
-                "messages/?session_id=b",
-                "http://127.0.0.1:9/mcp/messages/?session_id=b",
-            ),
-            (" http://127.0.0.1:9/x \n", "http://127.0.0.1:9/x"),
-        ];
-        for (data, expected) in cases {
-            assert_eq!(resolve_endpoint(&sse, data.as_bytes()).unwrap().as_str(), expected);
-        }
-    }
-
-    #[test]
-    fn endpoints_elsewhere_are_refused() {
-        let sse = Url::parse("http://127.0.0.1:9/sse").unwrap();
-        assert_eq!(
-            resolve_endpoint(&sse, b"https://evil.example/messages?sessionId=1").unwrap_err(),
-            "the server's endpoint https://evil.example/messages?… is on https://evil.example, another origin than \
-             its event stream (http://127.0.0.1:9); no message is sent there"
-        );
-        assert_eq!(
-            resolve_endpoint(&sse, b"//127.0.0.1:10/m").unwrap_err(),
-            "the server's endpoint http://127.0.0.1:10/m is on http://127.0.0.1:10, another origin than its event \
-             stream (http://127.0.0.1:9); no message is sent there"
-        );
-        assert_eq!(
-            resolve_endpoint(&sse, b"  ").unwrap_err(),
-            "the server's endpoint event is empty"
-        );
     }
 }

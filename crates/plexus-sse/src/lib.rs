@@ -86,7 +86,6 @@ mod connect;
 mod receiver;
 mod request;
 mod sender;
-mod target;
 
 use plexus_transport::{Transport, TransportError, TransportReceiver, TransportSender};
 use reqwest::Url;

@@ -12,7 +12,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, LOCATION};
 use reqwest::{RequestBuilder, Response, StatusCode, Url};
 
 use crate::config::{MAX_ERROR_BODY, MAX_REDIRECTS, SseConfig, TCP_KEEPALIVE};
-use crate::target::{origin, same_origin};
+use plexus_net::endpoint::{origin, same_origin};
 
 /// The `User-Agent` of every request.
 const USER_AGENT: &str = concat!("plexus-sse/", env!("CARGO_PKG_VERSION"));

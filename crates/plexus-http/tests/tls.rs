@@ -155,9 +155,61 @@ fn a_session_runs_over_tls_once_the_ca_is_trusted() {
     );
 }
 
-/// Run by the test above, in a child process that trusts the test CA.
+/// Runs the ignored test `name` of this binary in a child process with `env` set (and the
+/// platform's own CA file and directory variables unset); its output when it did not pass.
+fn run_child(name: &str, env: &[(&str, &str)]) {
+    let mut command = std::process::Command::new(std::env::current_exe().unwrap());
+    command
+        .args([name, "--exact", "--ignored", "--nocapture"])
+        .env_remove("SSL_CERT_FILE")
+        .env_remove("SSL_CERT_DIR")
+        .env_remove("NODE_EXTRA_CA_CERTS");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let output = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "the child test {name} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn a_session_runs_over_tls_with_the_ca_in_node_extra_ca_certs() {
+    // The platform's roots stay; the file's CA is trusted besides them.
+    run_child("trusted_session", &[("NODE_EXTRA_CA_CERTS", CA)]);
+}
+
+#[test]
+fn an_unusable_node_extra_ca_certs_fails_the_connect_naming_the_file() {
+    run_child(
+        "refused_for_a_bad_ca_file",
+        &[("NODE_EXTRA_CA_CERTS", "/nonexistent/plexus-test-ca.pem")],
+    );
+}
+
+/// Run by the test above, with `NODE_EXTRA_CA_CERTS` naming a file that does not exist.
 #[tokio::test]
-#[ignore = "run by a_session_runs_over_tls_once_the_ca_is_trusted, with SSL_CERT_FILE set"]
+#[ignore = "run by an_unusable_node_extra_ca_certs_fails_the_connect_naming_the_file"]
+async fn refused_for_a_bad_ca_file() {
+    let server = serve_tls().await;
+    let (sender, _receiver, _info) = transport(&server.url, |c| c);
+    let error = guard(sender.send(common::mcp::initialize(0))).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "POST {}: could not connect: could not set up TLS: the CA certificates of NODE_EXTRA_CA_CERTS \
+             (/nonexistent/plexus-test-ca.pem) cannot be read: No such file or directory (os error 2)",
+            server.url
+        )
+    );
+}
+
+/// Run by the tests above, in a child process that trusts the test CA.
+#[tokio::test]
+#[ignore = "run by the tests that trust the test CA (SSL_CERT_FILE, NODE_EXTRA_CA_CERTS)"]
 async fn trusted_session() {
     let server = serve_tls().await;
     let (sender, mut receiver, info) = transport(&server.url, |c| c);

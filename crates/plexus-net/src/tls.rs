@@ -1,30 +1,60 @@
-//! The one TLS client configuration of every remote transport: rustls with the aws-lc-rs
-//! provider chosen explicitly (no process-wide default is needed) and the platform's certificate
-//! verifier, with the ALPN protocols the transport speaks.
+//! The one TLS client configuration of every remote transport and of OAuth's requests: rustls
+//! with the aws-lc-rs provider chosen explicitly (no process-wide default is needed) and the
+//! platform's certificate verifier (which on Linux also reads `SSL_CERT_FILE` and
+//! `SSL_CERT_DIR`), trusting as well the certificates of the PEM file that
+//! `NODE_EXTRA_CA_CERTS` names: many users of Node-based MCP clients set it for a corporate CA,
+//! and plexus works where those clients do.
 
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use rustls::ClientConfig;
-use rustls_platform_verifier::BuilderVerifierExt;
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
+use rustls_platform_verifier::Verifier;
+
+/// rustls's client configuration, which [`client_config`] gives (for an HTTP client that takes
+/// one, such as reqwest's `use_preconfigured_tls`).
+pub use rustls::ClientConfig;
+
+/// The environment variable naming a PEM file of CA certificates to trust besides the platform's.
+pub const EXTRA_CA_CERTS_VAR: &str = "NODE_EXTRA_CA_CERTS";
+
+/// The most certificates one CA file may hold.
+const MAX_CA_CERTIFICATES: usize = 1000;
 
 /// The application protocols a TLS connection offers (ALPN).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Alpn {
     /// `http/1.1` only (an HTTP/1.1 client).
     Http1,
-    /// None offered (a WebSocket upgrade, which is HTTP/1.1 whatever ALPN says).
+    /// None offered (a WebSocket upgrade, which is HTTP/1.1 whatever ALPN says; a client that
+    /// chooses for itself).
     Unspecified,
 }
 
-/// TLS could not be set up (the platform's roots could not be loaded).
+/// TLS could not be set up.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("could not set up TLS: {reason}")]
-pub struct TlsError {
-    reason: String,
+pub enum TlsError {
+    /// The platform's roots or the verifier could not be loaded.
+    #[error("could not set up TLS: {reason}")]
+    Setup {
+        /// Why.
+        reason: String,
+    },
+    /// A file of extra CA certificates is unusable.
+    #[error("could not set up TLS: the CA certificates of {origin} ({}) {reason}", path.display())]
+    CaFile {
+        /// Where the file was named (`NODE_EXTRA_CA_CERTS`).
+        origin: String,
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
-/// The TLS client configuration for connections that offer `alpn`, built once. A failure is not
-/// remembered: the next connection tries again.
+/// The TLS client configuration for connections that offer `alpn`, built once per process (a
+/// failure is not remembered: the next connection tries again, and says why again).
 pub fn client_config(alpn: Alpn) -> Result<Arc<ClientConfig>, TlsError> {
     static HTTP1: OnceLock<Arc<ClientConfig>> = OnceLock::new();
     static UNSPECIFIED: OnceLock<Arc<ClientConfig>> = OnceLock::new();
@@ -35,16 +65,55 @@ pub fn client_config(alpn: Alpn) -> Result<Arc<ClientConfig>, TlsError> {
     if let Some(config) = cell.get() {
         return Ok(Arc::clone(config));
     }
+    let extra = match std::env::var_os(EXTRA_CA_CERTS_VAR).filter(|path| !path.is_empty()) {
+        Some(path) => read_ca_file(Path::new(&path), EXTRA_CA_CERTS_VAR)?,
+        None => Vec::new(),
+    };
+    let config = build(alpn, extra)?;
+    Ok(Arc::clone(cell.get_or_init(|| config)))
+}
+
+/// A configuration trusting the platform's roots and `extra`.
+fn build(alpn: Alpn, extra: Vec<CertificateDer<'static>>) -> Result<Arc<ClientConfig>, TlsError> {
+    let setup = |e: rustls::Error| TlsError::Setup { reason: e.to_string() };
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let verifier = Verifier::new_with_extra_roots(extra, Arc::clone(&provider)).map_err(setup)?;
     let mut config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .and_then(BuilderVerifierExt::with_platform_verifier)
-        .map_err(|e| TlsError { reason: e.to_string() })?
+        .map_err(setup)?
+        // The platform's verifier with more roots: the way rustls-platform-verifier documents.
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth();
     if alpn == Alpn::Http1 {
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
     }
-    Ok(Arc::clone(cell.get_or_init(|| Arc::new(config))))
+    Ok(Arc::new(config))
+}
+
+/// The certificates of a PEM file named by `origin`: at least one, at most
+/// [`MAX_CA_CERTIFICATES`].
+pub fn read_ca_file(path: &Path, origin: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let fail = |reason: String| TlsError::CaFile {
+        origin: origin.to_owned(),
+        path: path.to_owned(),
+        reason,
+    };
+    let pem = std::fs::read(path).map_err(|e| fail(format!("cannot be read: {e}")))?;
+    let mut certificates = Vec::new();
+    for certificate in CertificateDer::pem_slice_iter(&pem) {
+        let certificate = certificate.map_err(|e| fail(format!("is not valid PEM: {e}")))?;
+        if certificates.len() == MAX_CA_CERTIFICATES {
+            return Err(fail(format!("holds more than {MAX_CA_CERTIFICATES} certificates")));
+        }
+        certificates.push(certificate);
+    }
+    if certificates.is_empty() {
+        return Err(fail(
+            "holds no PEM certificate (\"-----BEGIN CERTIFICATE-----\")".to_owned(),
+        ));
+    }
+    Ok(certificates)
 }
 
 #[cfg(test)]
@@ -57,5 +126,35 @@ mod tests {
         assert_eq!(http1.alpn_protocols, [b"http/1.1".to_vec()]);
         assert!(Arc::ptr_eq(&http1, &client_config(Alpn::Http1).unwrap()));
         assert!(client_config(Alpn::Unspecified).unwrap().alpn_protocols.is_empty());
+    }
+
+    #[test]
+    fn a_bad_ca_file_is_named_with_what_is_wrong() {
+        let dir = std::env::temp_dir().join(format!("plexus-net-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let missing = dir.join("missing.pem");
+        let error = read_ca_file(&missing, EXTRA_CA_CERTS_VAR).unwrap_err().to_string();
+        assert!(
+            error.starts_with(&format!(
+                "could not set up TLS: the CA certificates of NODE_EXTRA_CA_CERTS ({}) cannot be read: ",
+                missing.display()
+            )),
+            "{error}"
+        );
+        let empty = dir.join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n").unwrap();
+        assert_eq!(
+            read_ca_file(&empty, "the entry's `ca`").unwrap_err().to_string(),
+            format!(
+                "could not set up TLS: the CA certificates of the entry's `ca` ({}) holds no PEM certificate \
+                 (\"-----BEGIN CERTIFICATE-----\")",
+                empty.display()
+            )
+        );
+        let bad = dir.join("bad.pem");
+        std::fs::write(&bad, "-----BEGIN CERTIFICATE-----\n!!!\n-----END CERTIFICATE-----\n").unwrap();
+        let error = read_ca_file(&bad, EXTRA_CA_CERTS_VAR).unwrap_err().to_string();
+        assert!(error.contains(") is not valid PEM: "), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

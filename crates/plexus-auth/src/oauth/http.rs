@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use plexus_net::challenge::{WwwAuthenticate, parse_dpop_nonce};
 use plexus_net::redact::redact_url;
+use plexus_net::tls::{Alpn, ClientConfig, client_config};
 use plexus_transport::body_excerpt;
 use reqwest::header::{ACCEPT, HeaderName, HeaderValue};
 use serde::de::DeserializeOwned;
@@ -52,7 +53,13 @@ pub(crate) struct OAuthHttp {
 
 impl OAuthHttp {
     pub(crate) fn new(timeout: Duration) -> Result<Self, OAuthError> {
+        let tls = client_config(Alpn::Unspecified).map_err(|e| OAuthError::Settings {
+            field: "TLS".to_owned(),
+            reason: e.to_string(),
+        })?;
         let client = reqwest::Client::builder()
+            // plexus-net's TLS configuration: the platform's roots and NODE_EXTRA_CA_CERTS.
+            .use_preconfigured_tls(ClientConfig::clone(&tls))
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(timeout)
             .user_agent(concat!("plexus-auth/", env!("CARGO_PKG_VERSION")))

@@ -133,11 +133,13 @@ fn read_http(fields: &mut Fields<'_>, kind: ServerKind, report: &mut Report) -> 
     let url = fields.required("url", kind, report, url(Schemes::Http));
     let headers = fields.optional("headers", report, string_map(header_name, header_value));
     let headers_helper = fields.optional("headersHelper", report, non_empty(ANY_STRING));
+    let ca = fields.optional("ca", report, non_empty(no_nul));
     let oauth = fields.optional("oauth", report, read_oauth);
     Some(HttpConfig {
         url: url?,
         headers: headers.unwrap_or_default(),
         headers_helper,
+        ca: ca.map(Into::into),
         oauth,
         options: ServerOptions::default(),
     })
@@ -203,10 +205,12 @@ fn read_ws(fields: &mut Fields<'_>, report: &mut Report) -> Option<WsConfig> {
     let url = fields.required("url", ServerKind::Ws, report, url(Schemes::WebSocket));
     let headers = fields.optional("headers", report, string_map(header_name, header_value));
     let headers_helper = fields.optional("headersHelper", report, non_empty(ANY_STRING));
+    let ca = fields.optional("ca", report, non_empty(no_nul));
     Some(WsConfig {
         url: url?,
         headers: headers.unwrap_or_default(),
         headers_helper,
+        ca: ca.map(Into::into),
         options: ServerOptions::default(),
     })
 }

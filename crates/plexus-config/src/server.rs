@@ -1,7 +1,7 @@
 //! Typed server entries: one variant per server kind, and their JSON form as users write it.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -80,6 +80,9 @@ pub struct HttpConfig {
     /// `headersHelper`: a shell command whose output (JSON object of headers) is added to every
     /// connection's headers.
     pub headers_helper: Option<String>,
+    /// `ca`: a PEM file of CA certificates trusted for this server's TLS, besides the platform's
+    /// (and `NODE_EXTRA_CA_CERTS`). A relative path is resolved from the working directory.
+    pub ca: Option<PathBuf>,
     /// `oauth`: settings for the OAuth sign-in.
     pub oauth: Option<OAuthConfig>,
     /// Fields every kind has.
@@ -160,6 +163,9 @@ pub struct WsConfig {
     /// `headersHelper`: a shell command whose output (JSON object of headers) is added to the
     /// handshake's headers.
     pub headers_helper: Option<String>,
+    /// `ca`: a PEM file of CA certificates trusted for this server's TLS (`wss`), besides the
+    /// platform's. A relative path is resolved from the working directory.
+    pub ca: Option<PathBuf>,
     /// Fields every kind has.
     pub options: ServerOptions,
 }
@@ -275,6 +281,7 @@ impl ServerConfig {
                 object.insert("url".into(), config.url.as_str().into());
                 insert_string_map(&mut object, "headers", &config.headers);
                 insert_string(&mut object, "headersHelper", config.headers_helper.as_deref());
+                insert_path(&mut object, "ca", config.ca.as_deref());
                 if let Some(oauth) = &config.oauth {
                     object.insert("oauth".into(), oauth.to_json());
                 }
@@ -283,6 +290,7 @@ impl ServerConfig {
                 object.insert("url".into(), config.url.as_str().into());
                 insert_string_map(&mut object, "headers", &config.headers);
                 insert_string(&mut object, "headersHelper", config.headers_helper.as_deref());
+                insert_path(&mut object, "ca", config.ca.as_deref());
             }
             ServerConfig::SseIde(config) => {
                 object.insert("url".into(), config.url.as_str().into());
@@ -344,9 +352,8 @@ impl OAuthConfig {
         if self.grant_type != OAuthGrantType::default() {
             object.insert("grantType".into(), self.grant_type.as_str().into());
         }
-        let path = |path: &Option<PathBuf>| path.as_ref().map(|p| p.to_string_lossy().into_owned());
-        insert_string(&mut object, "privateKeyFile", path(&self.private_key_file).as_deref());
-        insert_string(&mut object, "assertionFile", path(&self.assertion_file).as_deref());
+        insert_path(&mut object, "privateKeyFile", self.private_key_file.as_deref());
+        insert_path(&mut object, "assertionFile", self.assertion_file.as_deref());
         insert_unknown(&mut object, &self.unknown_fields);
         Value::Object(object)
     }
@@ -355,6 +362,12 @@ impl OAuthConfig {
 fn insert_string(object: &mut Map<String, Value>, key: &str, value: Option<&str>) {
     if let Some(value) = value {
         object.insert(key.into(), value.into());
+    }
+}
+
+fn insert_path(object: &mut Map<String, Value>, key: &str, value: Option<&Path>) {
+    if let Some(value) = value {
+        object.insert(key.into(), value.to_string_lossy().into_owned().into());
     }
 }
 

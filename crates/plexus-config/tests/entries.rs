@@ -136,6 +136,7 @@ fn a_full_http_entry_loads_every_field_including_oauth() {
         "url": "https://mcp.example.com/mcp?tenant=7",
         "headers": { "Authorization": "Bearer t0k\ten", "X-Api-Key": "k" },
         "headersHelper": "/usr/local/bin/make-headers --json",
+        "ca": "/etc/corp/ca.pem",
         "oauth": {
             "clientId": "client-1",
             "clientSecret": "s3cret",
@@ -157,6 +158,8 @@ fn a_full_http_entry_loads_every_field_including_oauth() {
         http.headers_helper.as_deref(),
         Some("/usr/local/bin/make-headers --json")
     );
+    assert_eq!(http.ca.as_deref(), Some(std::path::Path::new("/etc/corp/ca.pem")));
+    assert_eq!(config.to_json()["ca"], "/etc/corp/ca.pem", "written back as it was");
     let oauth = http.oauth.as_ref().expect("oauth settings");
     assert_eq!(oauth.client_id.as_deref(), Some("client-1"));
     assert_eq!(oauth.client_secret.as_deref(), Some("s3cret"));
@@ -421,7 +424,8 @@ fn oauth_scopes_accept_a_string_or_an_array_and_reject_bad_tokens() {
 #[test]
 fn ws_entries_take_a_ws_url_and_headers() {
     let (config, warnings) = entry_warnings(json!({
-        "type": "ws", "url": "wss://example.com/mcp", "headers": { "Authorization": "Bearer t" }, "headersHelper": "h"
+        "type": "ws", "url": "wss://example.com/mcp", "headers": { "Authorization": "Bearer t" }, "headersHelper": "h",
+        "ca": "ca.pem"
     }));
     assert!(warnings.is_empty());
     let ServerConfig::Ws(ws) = &config else {
@@ -430,6 +434,11 @@ fn ws_entries_take_a_ws_url_and_headers() {
     assert_eq!(ws.url.as_str(), "wss://example.com/mcp");
     assert_eq!(ws.headers, strings(&[("Authorization", "Bearer t")]));
     assert_eq!(ws.headers_helper.as_deref(), Some("h"));
+    assert_eq!(ws.ca.as_deref(), Some(std::path::Path::new("ca.pem")));
+    assert_eq!(
+        entry_errors(json!({ "type": "ws", "url": "wss://h/", "ca": "" })),
+        [r#"field "ca": must not be empty"#]
+    );
     assert_eq!(
         entry_errors(json!({ "type": "ws" })),
         [r#"field "url": missing; a "ws" server requires it"#]

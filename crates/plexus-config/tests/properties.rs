@@ -293,13 +293,15 @@ fn server_config() -> impl Strategy<Value = ServerConfig> {
             url(http_schemes),
             headers(),
             option::of(text()),
+            option::of(text()),
             option::of(oauth()),
             options(),
         )
-            .prop_map(|(url, headers, headers_helper, oauth, options)| HttpConfig {
+            .prop_map(|(url, headers, headers_helper, ca, oauth, options)| HttpConfig {
                 url,
                 headers,
                 headers_helper,
+                ca: ca.map(PathBuf::from),
                 oauth,
                 options,
             })
@@ -321,16 +323,22 @@ fn server_config() -> impl Strategy<Value = ServerConfig> {
             })),
         http().prop_map(ServerConfig::Sse),
         http().prop_map(ServerConfig::Http),
-        (url(ws_schemes), headers(), option::of(text()), options()).prop_map(
-            |(url, headers, headers_helper, options)| {
+        (
+            url(ws_schemes),
+            headers(),
+            option::of(text()),
+            option::of(text()),
+            options()
+        )
+            .prop_map(|(url, headers, headers_helper, ca, options)| {
                 ServerConfig::Ws(WsConfig {
                     url,
                     headers,
                     headers_helper,
+                    ca: ca.map(PathBuf::from),
                     options,
                 })
-            }
-        ),
+            }),
         (url(http_schemes), text(), any::<bool>(), options()).prop_map(
             |(url, ide_name, ide_running_in_windows, options)| {
                 ServerConfig::SseIde(SseIdeConfig {

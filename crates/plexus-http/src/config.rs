@@ -1,6 +1,7 @@
 //! What to connect to, and the limits and timings of the transport.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -121,6 +122,9 @@ pub struct HttpConfig {
     pub headers: Vec<(String, String)>,
     /// Asked for headers before every request and consulted on a 401 or 403.
     pub auth: Option<Arc<dyn AuthProvider>>,
+    /// A PEM file of CA certificates trusted for this server's TLS besides the platform's roots
+    /// and `NODE_EXTRA_CA_CERTS` (an entry's `ca`; see [`plexus_net::tls::server_config`]).
+    pub ca: Option<PathBuf>,
     /// How long a message without a timeout of its own (a notification, a response, a request
     /// without [`reply_timeout`](plexus_transport::OutboundMessage::reply_timeout)) may wait for
     /// its response headers, and for its whole body when that is JSON (default
@@ -181,6 +185,7 @@ impl HttpConfig {
             url,
             headers: Vec::new(),
             auth: None,
+            ca: None,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             max_message_size: plexus_jsonrpc::DEFAULT_MAX_MESSAGE_SIZE,
@@ -195,6 +200,8 @@ impl HttpConfig {
     plexus_net::header_and_auth_setters!();
 
     plexus_net::setters! {
+        /// Sets the CA file trusted for this server's TLS besides the platform's roots.
+        ca: Option<PathBuf>,
         /// Sets the name that tags tracing output.
         name: impl Into<String>,
         /// Sets the timeout of messages without one of their own.

@@ -79,7 +79,7 @@ impl Inner {
         let url = Url::parse(&config.url).map_err(|e| connect_error(format!("the URL is not valid: {e}")))?;
         // An http(s) URL always has a host: the parser refuses one without.
         plexus_net::require_scheme(&config.url, url.scheme(), &["http", "https"], "Streamable HTTP")?;
-        let origin = Origin::new(&url).map_err(connect_error)?;
+        let origin = Origin::new(&url).map_err(connect_error)?.with_ca(config.ca.clone());
         let configured_headers = base_headers(&url, &config.headers);
         let credentials = Credentials::new(config.headers, config.auth).map_err(|e| connect_error(e.to_string()))?;
         let cancel = CancellationToken::new();

@@ -211,8 +211,18 @@ async fn refused_for_a_bad_ca_file() {
 #[tokio::test]
 #[ignore = "run by the tests that trust the test CA (SSL_CERT_FILE, NODE_EXTRA_CA_CERTS)"]
 async fn trusted_session() {
+    session_over_tls(None).await;
+}
+
+#[tokio::test]
+async fn a_session_runs_over_tls_with_the_ca_of_its_entry() {
+    session_over_tls(Some(CA)).await;
+}
+
+/// A whole session over TLS (trusting `ca` too), on one kept-alive connection.
+async fn session_over_tls(ca: Option<&str>) {
     let server = serve_tls().await;
-    let (sender, mut receiver, info) = transport(&server.url, |c| c);
+    let (sender, mut receiver, info) = transport(&server.url, |c| c.ca(ca.map(Into::into)));
     handshake(&sender, &mut receiver).await;
     assert_eq!(info.session_id().as_deref(), Some("tls-1"));
     for id in 1..=3 {

@@ -6,7 +6,7 @@
 //! and plexus works where those clients do.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
@@ -65,12 +65,42 @@ pub fn client_config(alpn: Alpn) -> Result<Arc<ClientConfig>, TlsError> {
     if let Some(config) = cell.get() {
         return Ok(Arc::clone(config));
     }
-    let extra = match std::env::var_os(EXTRA_CA_CERTS_VAR).filter(|path| !path.is_empty()) {
-        Some(path) => read_ca_file(Path::new(&path), EXTRA_CA_CERTS_VAR)?,
-        None => Vec::new(),
-    };
-    let config = build(alpn, extra)?;
+    let config = build(alpn, environment_roots()?)?;
     Ok(Arc::clone(cell.get_or_init(|| config)))
+}
+
+/// The TLS client configuration for one server's connections: [`client_config`]'s, trusting as
+/// well the CA certificates of the PEM file `ca` (an entry's `ca`). Built once per file and
+/// protocol set for the life of the process.
+pub fn server_config(alpn: Alpn, ca: Option<&Path>) -> Result<Arc<ClientConfig>, TlsError> {
+    static BY_FILE: Mutex<Vec<(Alpn, PathBuf, Arc<ClientConfig>)>> = Mutex::new(Vec::new());
+    let Some(ca) = ca else {
+        return client_config(alpn);
+    };
+    let built = BY_FILE
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .find_map(|(a, path, config)| (*a == alpn && path == ca).then(|| Arc::clone(config)));
+    if let Some(config) = built {
+        return Ok(config);
+    }
+    let mut roots = environment_roots()?;
+    roots.extend(read_ca_file(ca, "the entry's `ca`")?);
+    let config = build(alpn, roots)?;
+    BY_FILE
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push((alpn, ca.to_owned(), Arc::clone(&config)));
+    Ok(config)
+}
+
+/// The certificates of the file `NODE_EXTRA_CA_CERTS` names, if it names one.
+fn environment_roots() -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    match std::env::var_os(EXTRA_CA_CERTS_VAR).filter(|path| !path.is_empty()) {
+        Some(path) => read_ca_file(Path::new(&path), EXTRA_CA_CERTS_VAR),
+        None => Ok(Vec::new()),
+    }
 }
 
 /// A configuration trusting the platform's roots and `extra`.

@@ -1,6 +1,7 @@
 //! Where to connect, with which headers, and the limits and timeouts of the transport.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -71,6 +72,9 @@ pub struct SseConfig {
     /// Supplies authentication headers and handles 401 and 403 answers (none: a 401 is
     /// [`TransportError::NeedsAuth`](plexus_transport::TransportError::NeedsAuth)).
     pub auth: Option<Arc<dyn AuthProvider>>,
+    /// A PEM file of CA certificates trusted for this server's TLS besides the platform's roots
+    /// and `NODE_EXTRA_CA_CERTS` (an entry's `ca`; see [`plexus_net::tls::server_config`]).
+    pub ca: Option<PathBuf>,
     /// See [`DEFAULT_CONNECT_TIMEOUT`].
     pub connect_timeout: Duration,
     /// See [`DEFAULT_ENDPOINT_TIMEOUT`].
@@ -93,6 +97,7 @@ impl SseConfig {
             url,
             headers: Vec::new(),
             auth: None,
+            ca: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             endpoint_timeout: DEFAULT_ENDPOINT_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
@@ -104,6 +109,8 @@ impl SseConfig {
     plexus_net::header_and_auth_setters!();
 
     plexus_net::setters! {
+        /// Sets the CA file trusted for this server's TLS besides the platform's roots.
+        ca: Option<PathBuf>,
         /// Sets the name that tags tracing output.
         name: impl Into<String>,
         /// Sets the connect timeout.

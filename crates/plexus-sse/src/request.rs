@@ -6,7 +6,7 @@ use std::io;
 use std::time::Duration;
 
 use plexus_net::redact::redact_url;
-use plexus_net::tls::{Alpn, ClientConfig, client_config};
+use plexus_net::tls::{Alpn, ClientConfig, server_config};
 use plexus_net::{Credentials, rejection_of};
 use plexus_transport::{TransportError, body_excerpt};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, LOCATION};
@@ -28,9 +28,9 @@ impl Requester {
     /// Checks the configured headers and builds the client. The error says what is wrong.
     pub(crate) fn new(config: &SseConfig) -> Result<Self, String> {
         let credentials = Credentials::new(config.headers.clone(), config.auth.clone()).map_err(|e| e.to_string())?;
-        let tls = client_config(Alpn::Unspecified).map_err(|e| e.to_string())?;
+        let tls = server_config(Alpn::Unspecified, config.ca.as_deref()).map_err(|e| e.to_string())?;
         let client = reqwest::Client::builder()
-            // plexus-net's TLS configuration: the platform's roots and NODE_EXTRA_CA_CERTS.
+            // plexus-net's TLS configuration: the platform's roots, NODE_EXTRA_CA_CERTS, the entry's `ca`.
             .use_preconfigured_tls(ClientConfig::clone(&tls))
             .user_agent(USER_AGENT)
             .connect_timeout(config.connect_timeout)

@@ -1,6 +1,7 @@
 //! Where to connect, with which headers, and the limits and timings of the transport.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -60,6 +61,9 @@ pub struct WsConfig {
     /// Supplies authentication headers for the upgrade and handles a 401 or 403 answer to it
     /// (none: a 401 is [`TransportError::NeedsAuth`](plexus_transport::TransportError::NeedsAuth)).
     pub auth: Option<Arc<dyn AuthProvider>>,
+    /// A PEM file of CA certificates trusted for this server's TLS besides the platform's roots
+    /// and `NODE_EXTRA_CA_CERTS` (an entry's `ca`; see [`plexus_net::tls::server_config`]).
+    pub ca: Option<PathBuf>,
     /// See [`DEFAULT_CONNECT_TIMEOUT`].
     pub connect_timeout: Duration,
     /// See [`DEFAULT_MAX_MESSAGE_SIZE`]. A larger message (or frame) ends the connection, since
@@ -85,6 +89,7 @@ impl WsConfig {
             url,
             headers: Vec::new(),
             auth: None,
+            ca: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             ping_interval: Some(DEFAULT_PING_INTERVAL),
@@ -97,6 +102,8 @@ impl WsConfig {
     plexus_net::header_and_auth_setters!();
 
     plexus_net::setters! {
+        /// Sets the CA file trusted for this server's TLS besides the platform's roots.
+        ca: Option<PathBuf>,
         /// Sets the name that tags tracing output.
         name: impl Into<String>,
         /// Sets the connect timeout.

@@ -2,7 +2,7 @@
 //! retry after an auth challenge.
 
 use plexus_net::redact::redact_url;
-use plexus_net::tls::{Alpn, client_config};
+use plexus_net::tls::{Alpn, server_config};
 use plexus_net::{Credentials, rejection_of};
 use plexus_transport::{TransportError, body_excerpt};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -56,7 +56,7 @@ async fn upgrade(
         .max_message_size(Some(config.max_message_size))
         .max_frame_size(Some(config.max_message_size));
     let connector = if url.scheme() == "wss" {
-        Connector::Rustls(client_config(Alpn::Unspecified).map_err(|e| fail(e.to_string()))?)
+        Connector::Rustls(server_config(Alpn::Unspecified, config.ca.as_deref()).map_err(|e| fail(e.to_string()))?)
     } else {
         Connector::Plain
     };

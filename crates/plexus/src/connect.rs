@@ -214,15 +214,18 @@ pub(crate) async fn connect_entry(
         }
         #[cfg(feature = "http")]
         ServerConfig::Http(http) => {
-            let headers = header_pairs(&http.headers);
-            let transport = http_transport(name, http.url.as_str(), headers.clone(), auth.clone(), &options, limits)
+            let remote = Remote {
+                headers: header_pairs(&http.headers),
+                ca: http.ca.clone(),
+            };
+            let transport = http_transport(name, http.url.as_str(), remote.clone(), auth.clone(), &options, limits)
                 .map_err(failed)?;
             return match Client::connect(transport, options.clone()).await {
                 Ok(client) => Ok(Connected { client, fallback: None }),
                 Err(ClientError::Transport(TransportError::Http {
                     status: status @ (400 | 404 | 405),
                     ..
-                })) => legacy_fallback(name, http.url.as_str(), headers, auth, status, options, limits)
+                })) => legacy_fallback(name, http.url.as_str(), remote, auth, status, options, limits)
                     .await
                     .map_err(failed),
                 Err(e) => Err(failed(e)),
@@ -230,28 +233,32 @@ pub(crate) async fn connect_entry(
         }
         #[cfg(all(feature = "http", feature = "auth"))]
         ServerConfig::ClaudeAiProxy(proxy) => {
-            http_transport(name, proxy.url.as_str(), Vec::new(), auth, &options, limits)
+            http_transport(name, proxy.url.as_str(), Remote::default(), auth, &options, limits)
         }
         #[cfg(feature = "sse")]
         ServerConfig::Sse(sse) => {
-            sse_transport(
-                name,
-                sse.url.as_str(),
-                header_pairs(&sse.headers),
-                auth,
-                &options,
-                limits,
-            )
-            .await
+            let remote = Remote {
+                headers: header_pairs(&sse.headers),
+                ca: sse.ca.clone(),
+            };
+            sse_transport(name, sse.url.as_str(), remote, auth, &options, limits).await
         }
         #[cfg(feature = "sse")]
-        ServerConfig::SseIde(ide) => sse_transport(name, ide.url.as_str(), Vec::new(), auth, &options, limits).await,
-        #[cfg(feature = "ws")]
-        ServerConfig::Ws(ws) => {
-            ws_transport(name, ws.url.as_str(), header_pairs(&ws.headers), auth, &options, limits).await
+        ServerConfig::SseIde(ide) => {
+            sse_transport(name, ide.url.as_str(), Remote::default(), auth, &options, limits).await
         }
         #[cfg(feature = "ws")]
-        ServerConfig::WsIde(ide) => ws_transport(name, ide.url.as_str(), Vec::new(), auth, &options, limits).await,
+        ServerConfig::Ws(ws) => {
+            let remote = Remote {
+                headers: header_pairs(&ws.headers),
+                ca: ws.ca.clone(),
+            };
+            ws_transport(name, ws.url.as_str(), remote, auth, &options, limits).await
+        }
+        #[cfg(feature = "ws")]
+        ServerConfig::WsIde(ide) => {
+            ws_transport(name, ide.url.as_str(), Remote::default(), auth, &options, limits).await
+        }
         // Reachable when a feature is off.
         #[allow(unreachable_patterns)]
         other => {
@@ -288,14 +295,24 @@ async fn session(transport: Box<dyn Transport>, options: ClientOptions) -> Resul
         .map(|client| Connected { client, fallback: None })
 }
 
+/// What an entry says about a remote server besides its URL: its headers and its CA file.
+#[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
+#[derive(Debug, Clone, Default)]
+struct Remote {
+    headers: Vec<(String, String)>,
+    ca: Option<std::path::PathBuf>,
+}
+
 /// A remote transport's config (`plexus_http::HttpConfig`, `plexus_sse::SseConfig`,
-/// `plexus_ws::WsConfig`: each has these fields) for server `name` at `url`, with its headers,
-/// its auth provider and the connect timeout of `options`.
+/// `plexus_ws::WsConfig`: each has these fields) for server `name` at `url`, with what the
+/// entry says of it ([`Remote`]), its auth provider and the connect timeout of `options`.
 #[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
 macro_rules! remote_config {
-    ($config:ty, $name:expr, $url:expr, $headers:expr, $auth:expr, $options:expr) => {{
+    ($config:ty, $name:expr, $url:expr, $remote:expr, $auth:expr, $options:expr) => {{
         let mut config = <$config>::new($url).name($name);
-        config.headers = $headers;
+        let Remote { headers, ca } = $remote;
+        config.headers = headers;
+        config.ca = ca;
         config.auth = $auth;
         config.connect_timeout = $options.initialize_timeout;
         config
@@ -306,12 +323,12 @@ macro_rules! remote_config {
 fn http_transport(
     name: &str,
     url: &str,
-    headers: Vec<(String, String)>,
+    remote: Remote,
     auth: Auth,
     options: &ClientOptions,
     limits: Limits,
 ) -> Result<Box<dyn Transport>, ClientError> {
-    let mut config = remote_config!(plexus_http::HttpConfig, name, url, headers, auth, options);
+    let mut config = remote_config!(plexus_http::HttpConfig, name, url, remote, auth, options);
     if let Some(limit) = limits.max_message_size {
         config.max_message_size = limit;
     }
@@ -322,12 +339,12 @@ fn http_transport(
 async fn ws_transport(
     name: &str,
     url: &str,
-    headers: Vec<(String, String)>,
+    remote: Remote,
     auth: Auth,
     options: &ClientOptions,
     limits: Limits,
 ) -> Result<Box<dyn Transport>, ClientError> {
-    let mut config = remote_config!(plexus_ws::WsConfig, name, url, headers, auth, options);
+    let mut config = remote_config!(plexus_ws::WsConfig, name, url, remote, auth, options);
     if let Some(limit) = limits.max_message_size {
         config.max_message_size = limit;
     }
@@ -339,12 +356,12 @@ async fn ws_transport(
 async fn sse_transport(
     name: &str,
     url: &str,
-    headers: Vec<(String, String)>,
+    remote: Remote,
     auth: Auth,
     options: &ClientOptions,
     limits: Limits,
 ) -> Result<Box<dyn Transport>, ClientError> {
-    let mut config = remote_config!(plexus_sse::SseConfig, name, url, headers, auth, options)
+    let mut config = remote_config!(plexus_sse::SseConfig, name, url, remote, auth, options)
         .endpoint_timeout(options.initialize_timeout);
     if let Some(limit) = limits.max_message_size {
         config.max_event_size = limit;
@@ -356,7 +373,7 @@ async fn sse_transport(
 async fn legacy_fallback(
     name: &str,
     url: &str,
-    headers: Vec<(String, String)>,
+    remote: Remote,
     auth: Auth,
     status: u16,
     options: ClientOptions,
@@ -365,7 +382,7 @@ async fn legacy_fallback(
     let note = format!(
         "the server answered the Streamable HTTP initialize with HTTP {status}; using legacy HTTP+SSE at the same URL"
     );
-    let transport = sse_transport(name, url, headers, auth, &options, limits)
+    let transport = sse_transport(name, url, remote, auth, &options, limits)
         .await
         .map_err(|e| fallback_failed(status, e))?;
     let client = Client::connect(transport, options)
@@ -381,7 +398,7 @@ async fn legacy_fallback(
 async fn legacy_fallback(
     _: &str,
     url: &str,
-    _: Vec<(String, String)>,
+    _: Remote,
     _: Auth,
     status: u16,
     _: ClientOptions,

@@ -3,11 +3,12 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::pin::Pin;
 
 use std::task::{Context, Poll};
 
-use plexus_net::tls::{Alpn, client_config};
+use plexus_net::tls::{Alpn, server_config};
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
@@ -62,6 +63,8 @@ pub(crate) struct Origin {
     port: u16,
     /// The name the server's certificate must have, for `https`.
     tls: Option<ServerName<'static>>,
+    /// The CA file trusted besides the platform's roots.
+    ca: Option<PathBuf>,
 }
 
 impl Origin {
@@ -80,7 +83,18 @@ impl Origin {
             }
             _ => None,
         };
-        Ok(Origin { host, port, tls })
+        Ok(Origin {
+            host,
+            port,
+            tls,
+            ca: None,
+        })
+    }
+
+    /// Trusts the CA certificates of the PEM file `ca` too.
+    pub(crate) fn with_ca(mut self, ca: Option<PathBuf>) -> Self {
+        self.ca = ca;
+        self
     }
 
     /// Opens a TCP connection (trying each address of the host in turn) and, for `https`, does
@@ -96,7 +110,7 @@ impl Origin {
         let Some(name) = &self.tls else {
             return Ok(Stream::Plain(tcp));
         };
-        let connector = TlsConnector::from(client_config(Alpn::Http1).map_err(io::Error::other)?);
+        let connector = TlsConnector::from(server_config(Alpn::Http1, self.ca.as_deref()).map_err(io::Error::other)?);
         let tls = connector
             .connect(name.clone(), tcp)
             .await

@@ -21,7 +21,7 @@
 //! let dir = tempfile::tempdir().unwrap();
 //! std::fs::write(dir.path().join("41234.lock"), r#"{"authToken": "t0k", "port": 41234, "ideName": "VS Code"}"#).unwrap();
 //! let token = IdeToken::from_lockfile(dir.path(), 41234).await.unwrap();
-//! assert_eq!(token.headers().await.unwrap(), [(IDE_AUTH_HEADER.to_owned(), "t0k".to_owned())]);
+//! assert_eq!(token.headers("GET", "ws://127.0.0.1:41234/").await.unwrap(), [(IDE_AUTH_HEADER.to_owned(), "t0k".to_owned())]);
 //!
 //! let missing = IdeToken::from_lockfile(dir.path(), 9).await.unwrap_err();
 //! assert_eq!(

@@ -15,7 +15,7 @@
 //!
 //! let env = |name: &str| (name == INGRESS_TOKEN_VAR).then(|| " s3cret\n".to_owned());
 //! let token = IngressToken::from_env(&env).await.unwrap().unwrap();
-//! assert_eq!(token.headers().await.unwrap(), [("Authorization".to_owned(), "Bearer s3cret".to_owned())]);
+//! assert_eq!(token.headers("GET", "wss://h/mcp").await.unwrap(), [("Authorization".to_owned(), "Bearer s3cret".to_owned())]);
 //!
 //! let nothing = |_: &str| None;
 //! assert!(IngressToken::from_env(&nothing).await.unwrap().is_none());

@@ -6,6 +6,17 @@ use url::Url;
 
 use crate::redact::redact_url;
 
+/// The most characters of a server's text an error quotes.
+pub const MAX_QUOTED: usize = 200;
+
+/// `text`, cut to [`MAX_QUOTED`] characters (with `…` when cut).
+fn quoted(text: &str) -> String {
+    match text.char_indices().nth(MAX_QUOTED) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
 /// The origin (scheme, host and port) of a URL, as text.
 pub fn origin(url: &Url) -> String {
     url.origin().ascii_serialization()
@@ -19,7 +30,8 @@ pub fn same_origin(a: &Url, b: &Url) -> bool {
 
 /// Resolves the data of an `endpoint` event against the event stream's URL (relative endpoints
 /// are the norm) and refuses one on another origin: the configured headers and credentials must
-/// not go there. The error says why, quoting at most 200 characters of the event.
+/// not go there. The error says why, quoting at most [`MAX_QUOTED`] characters of the event or
+/// of the URL it resolved to (the server chooses both).
 ///
 /// ```
 /// use plexus_net::endpoint::resolve_endpoint;
@@ -36,15 +48,14 @@ pub fn resolve_endpoint(stream_url: &Url, data: &[u8]) -> Result<Url, String> {
     if text.is_empty() {
         return Err("the server's endpoint event is empty".to_owned());
     }
-    let endpoint = stream_url.join(text).map_err(|e| {
-        let shown: String = text.chars().take(200).collect();
-        format!("the server's endpoint event {shown:?} is not a URL: {e}")
-    })?;
+    let endpoint = stream_url
+        .join(text)
+        .map_err(|e| format!("the server's endpoint event {:?} is not a URL: {e}", quoted(text)))?;
     if !same_origin(&endpoint, stream_url) {
         return Err(format!(
             "the server's endpoint {} is on {}, another origin than its event stream ({}); no message is sent there",
-            redact_url(endpoint.as_str()),
-            origin(&endpoint),
+            quoted(&redact_url(endpoint.as_str())),
+            quoted(&origin(&endpoint)),
             origin(stream_url)
         ));
     }
@@ -98,5 +109,18 @@ mod tests {
             resolve_endpoint(&sse, b"  ").unwrap_err(),
             "the server's endpoint event is empty"
         );
+        // A server's long endpoint is quoted in part, whichever way it fails.
+        for long in [
+            format!("a:{}", "\u{fffd}".repeat(5000)),
+            format!("https://{}.example/m", "x".repeat(5000)),
+        ] {
+            let error = resolve_endpoint(&sse, long.as_bytes()).unwrap_err();
+            assert!(
+                error.chars().count() < 3 * MAX_QUOTED + 200,
+                "{} characters",
+                error.chars().count()
+            );
+            assert!(error.contains('…'), "{error}");
+        }
     }
 }

@@ -20,7 +20,7 @@ pub use rustls::ClientConfig;
 pub const EXTRA_CA_CERTS_VAR: &str = "NODE_EXTRA_CA_CERTS";
 
 /// The most certificates one CA file may hold.
-const MAX_CA_CERTIFICATES: usize = 1000;
+pub const MAX_CA_CERTIFICATES: usize = 1000;
 
 /// The application protocols a TLS connection offers (ALPN).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -49,7 +49,7 @@
 //! # Authentication
 //!
 //! The provider's headers go on the GET and on every POST, on top of the configured ones. On a
-//! 401 or 403 the provider's [`on_challenge`](plexus_transport::AuthProvider::on_challenge) is
+//! 401 or 403 the provider's [`on_rejection`](plexus_transport::AuthProvider::on_rejection) is
 //! called once with the parsed `WWW-Authenticate` challenges; when it answers
 //! [`Retry`](plexus_transport::AuthDecision::Retry), the request is sent once more with fresh
 //! headers. Without a provider, or when the retry is rejected too, a 401 is

@@ -41,7 +41,7 @@
 //! [`WsConfig::connect_timeout`]. The server must answer with the subprotocol `mcp`: a server that
 //! leaves it out (or picks another) is refused with a [`TransportError::Connect`] that says so. A
 //! 401 or 403 answer goes to the provider's
-//! [`on_challenge`](plexus_transport::AuthProvider::on_challenge) once, and the upgrade is retried
+//! [`on_rejection`](plexus_transport::AuthProvider::on_rejection) once, and the upgrade is retried
 //! once with fresh headers when it says [`Retry`](plexus_transport::AuthDecision::Retry); without a
 //! provider, or when the retry is rejected too, a 401 is [`TransportError::NeedsAuth`] and a 403
 //! [`TransportError::AuthFailed`], each quoting the `WWW-Authenticate` challenge and the start of

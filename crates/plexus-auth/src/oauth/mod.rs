@@ -45,7 +45,7 @@
 //! **DPoP** (RFC 9449, [`DpopMode`]): when the authorization server supports ES256 proofs and
 //! the server asks for DPoP, tokens are bound to a key of the provider's; every token request
 //! and every request to the server then carries a proof
-//! ([`headers_for`](plexus_transport::AuthProvider::headers_for) signs the request's method and
+//! ([`headers`](plexus_transport::AuthProvider::headers) signs the request's method and
 //! URL), and a server's `DPoP-Nonce` goes into the next proofs.
 //!
 //! Token requests are built and sent in one place (the private `grant` module).

@@ -162,7 +162,8 @@ impl Stateless {
             }
             let mut response = request.send().await.map_err(|e| failed(e.to_string()))?;
             let status = response.status().as_u16();
-            let headers = response.headers().clone();
+            // Kept past the body only for a 401 or 403, whose challenge the credentials read.
+            let rejected_headers = matches!(status, 401 | 403).then(|| response.headers().clone());
             let mut bytes = Vec::new();
             while let Some(chunk) = response.chunk().await.map_err(|e| failed(e.to_string()))? {
                 if bytes.len() + chunk.len() > MAX_BODY {
@@ -170,7 +171,7 @@ impl Stateless {
                 }
                 bytes.extend_from_slice(&chunk);
             }
-            if status == 401 || status == 403 {
+            if let Some(headers) = rejected_headers {
                 let rejection = plexus::net::rejection_of(&what, &self.url, status, &headers, &bytes);
                 self.credentials
                     .rejected(&rejection, retries)

@@ -124,13 +124,20 @@ fn answer(method: &str, body: &Value, alpn: Option<&str>) -> String {
     }
 }
 
+/// The error of an `initialize` sent to `server` with the default configuration.
+async fn initialize_error(server: &TlsServer) -> String {
+    let (sender, _receiver, _info) = transport(&server.url, |c| c);
+    guard(sender.send(common::mcp::initialize(0)))
+        .await
+        .unwrap_err()
+        .to_string()
+}
+
 #[tokio::test]
 async fn a_certificate_from_an_unknown_issuer_is_refused() {
     let server = serve_tls().await;
-    let (sender, _receiver, _info) = transport(&server.url, |c| c);
-    let error = guard(sender.send(common::mcp::initialize(0))).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        initialize_error(&server).await,
         format!(
             "POST {}: could not connect: TLS: invalid peer certificate: UnknownIssuer",
             server.url
@@ -141,18 +148,7 @@ async fn a_certificate_from_an_unknown_issuer_is_refused() {
 
 #[test]
 fn a_session_runs_over_tls_once_the_ca_is_trusted() {
-    let output = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["trusted_session", "--exact", "--ignored", "--nocapture"])
-        .env("SSL_CERT_FILE", CA)
-        .env_remove("SSL_CERT_DIR")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success() && stdout.contains("1 passed"),
-        "the child test failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    run_child("trusted_session", &[("SSL_CERT_FILE", CA)]);
 }
 
 /// Runs the ignored test `name` of this binary in a child process with `env` set (and the
@@ -195,13 +191,11 @@ fn an_unusable_node_extra_ca_certs_fails_the_connect_naming_the_file() {
 #[ignore = "run by an_unusable_node_extra_ca_certs_fails_the_connect_naming_the_file"]
 async fn refused_for_a_bad_ca_file() {
     let server = serve_tls().await;
-    let (sender, _receiver, _info) = transport(&server.url, |c| c);
-    let error = guard(sender.send(common::mcp::initialize(0))).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        initialize_error(&server).await,
         format!(
-            "POST {}: could not connect: could not set up TLS: the CA certificates of NODE_EXTRA_CA_CERTS \
-             (/nonexistent/plexus-test-ca.pem) cannot be read: No such file or directory (os error 2)",
+            "POST {}: could not connect: could not set up TLS: the CA file /nonexistent/plexus-test-ca.pem \
+             (NODE_EXTRA_CA_CERTS) cannot be read: No such file or directory (os error 2)",
             server.url
         )
     );

@@ -42,7 +42,7 @@ pub enum TlsError {
         reason: String,
     },
     /// A file of extra CA certificates is unusable.
-    #[error("could not set up TLS: the CA certificates of {origin} ({}) {reason}", path.display())]
+    #[error("could not set up TLS: the CA file {} ({origin}) {reason}", path.display())]
     CaFile {
         /// Where the file was named (`NODE_EXTRA_CA_CERTS`).
         origin: String,
@@ -166,7 +166,7 @@ mod tests {
         let error = read_ca_file(&missing, EXTRA_CA_CERTS_VAR).unwrap_err().to_string();
         assert!(
             error.starts_with(&format!(
-                "could not set up TLS: the CA certificates of NODE_EXTRA_CA_CERTS ({}) cannot be read: ",
+                "could not set up TLS: the CA file {} (NODE_EXTRA_CA_CERTS) cannot be read: ",
                 missing.display()
             )),
             "{error}"
@@ -176,7 +176,7 @@ mod tests {
         assert_eq!(
             read_ca_file(&empty, "the entry's `ca`").unwrap_err().to_string(),
             format!(
-                "could not set up TLS: the CA certificates of the entry's `ca` ({}) holds no PEM certificate \
+                "could not set up TLS: the CA file {} (the entry's `ca`) holds no PEM certificate \
                  (\"-----BEGIN CERTIFICATE-----\")",
                 empty.display()
             )

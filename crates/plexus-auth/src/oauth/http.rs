@@ -53,10 +53,7 @@ pub(crate) struct OAuthHttp {
 
 impl OAuthHttp {
     pub(crate) fn new(timeout: Duration) -> Result<Self, OAuthError> {
-        let tls = client_config(Alpn::Unspecified).map_err(|e| OAuthError::Settings {
-            field: "TLS".to_owned(),
-            reason: e.to_string(),
-        })?;
+        let tls = client_config(Alpn::Unspecified)?;
         let client = reqwest::Client::builder()
             // plexus-net's TLS configuration: the platform's roots and NODE_EXTRA_CA_CERTS.
             .use_preconfigured_tls(ClientConfig::clone(&tls))

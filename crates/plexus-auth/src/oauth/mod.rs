@@ -227,6 +227,9 @@ pub enum OAuthError {
     /// The token store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// TLS could not be set up for OAuth's requests (an unusable `NODE_EXTRA_CA_CERTS`).
+    #[error(transparent)]
+    Tls(#[from] plexus_net::tls::TlsError),
     /// A private key could not be read, or a JWT not signed.
     #[error(transparent)]
     Jwt(#[from] jwt::JwtError),

@@ -50,7 +50,11 @@ pub fn resolve_endpoint(stream_url: &Url, data: &[u8]) -> Result<Url, String> {
     }
     let endpoint = stream_url
         .join(text)
-        .map_err(|e| format!("the server's endpoint event {:?} is not a URL: {e}", quoted(text)))?;
+        // Escaped (no control characters reach a terminal), and cut again: escaping lengthens it.
+        .map_err(|e| {
+            let escaped = format!("{:?}", quoted(text));
+            format!("the server's endpoint event {} is not a URL: {e}", quoted(&escaped))
+        })?;
     if !same_origin(&endpoint, stream_url) {
         return Err(format!(
             "the server's endpoint {} is on {}, another origin than its event stream ({}); no message is sent there",

@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use crate::deadline::Deadline;
 use crate::inner::Inner;
-use crate::wire::{Body, BodyError};
+use plexus_net::http::{Body, BodyError};
 use plexus_jsonrpc::{Message, ReplyScan, RequestId, Response};
 use plexus_transport::TransportError;
 
-/// Reads the JSON body of request `id`'s response (to `what`, "POST http://…") and gives back the
-/// response it holds. A body holding another message (not a response) goes to the reader.
+/// Reads the JSON body of request `id`'s response (to a POST) and gives back the response it
+/// holds. A body holding another message (not a response) goes to the reader.
 ///
 /// When no response comes out of it, request `id` fails with why: a body over the size cap or
 /// not JSON-RPC is a [`TransportError::DroppedReply`] about `id` (the size is the declared
@@ -23,9 +23,9 @@ pub(crate) async fn read_json_response(
     inner: &Arc<Inner>,
     mut body: Body,
     id: RequestId,
-    what: &str,
     deadline: &mut Deadline,
 ) -> Result<Option<Response>, TransportError> {
+    let what = || format!("POST {}", inner.description);
     let limit = inner.max_message_size;
     let read = deadline.run(pin!(body.read_capped(limit))).await;
     let dropped = |reason: TransportError| Err(reason.about_reply(ReplyScan::Reply(id.clone())));
@@ -45,7 +45,7 @@ pub(crate) async fn read_json_response(
                     Ok(None)
                 }
                 Err(e) => dropped(TransportError::Protocol {
-                    reason: format!("the JSON body of the response to {what} is not a JSON-RPC message: {e}"),
+                    reason: format!("the JSON body of the response to {} is not a JSON-RPC message: {e}", what()),
                 }),
             };
         }
@@ -58,5 +58,5 @@ pub(crate) async fn read_json_response(
             format!("the response body did not arrive within {}", deadline.limit()),
         ),
     };
-    Err(TransportError::from_io(what, failed))
+    Err(TransportError::from_io(what(), failed))
 }

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use plexus_net::http::ProxyChoice;
 use plexus_net::redact::debug_remote_config;
+use plexus_net::tls::{ClientIdentity, TlsOptions};
 use plexus_transport::AuthProvider;
 
 /// How long one HTTP request of a message without a timeout of its own may wait for its
@@ -14,8 +16,8 @@ use plexus_transport::AuthProvider;
 /// gets that and [`REPLY_TIMEOUT_GRACE`](plexus_transport::REPLY_TIMEOUT_GRACE) instead.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// How long opening a TCP (and TLS) connection may take by default: 30 s.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long opening a connection (TCP, a proxy's tunnel, TLS) may take by default: 30 s.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = plexus_net::http::DEFAULT_CONNECT_TIMEOUT;
 
 /// How long the `DELETE` that ends the session on close may take: 2 s. Its outcome is ignored.
 pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -38,14 +40,14 @@ pub const MAX_REDIRECTS: usize = 10;
 
 /// How many connections one transport may have open at once by default: 100. A request that
 /// finds them all busy waits (within its timeout) for one to come back.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 100;
+pub const DEFAULT_MAX_CONNECTIONS: usize = plexus_net::http::DEFAULT_MAX_CONNECTIONS;
 
 /// How many idle connections one transport keeps for later requests by default: 32.
-pub const DEFAULT_MAX_IDLE_CONNECTIONS: usize = 32;
+pub const DEFAULT_MAX_IDLE_CONNECTIONS: usize = plexus_net::http::DEFAULT_MAX_IDLE_CONNECTIONS;
 
 /// How long an idle connection is kept by default: 30 s (less when the server's `Keep-Alive`
 /// header says it closes sooner).
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DEFAULT_IDLE_TIMEOUT: Duration = plexus_net::http::DEFAULT_IDLE_TIMEOUT;
 
 /// How the event streams are reconnected and resumed: capped exponential backoff with jitter,
 /// unless the server's SSE `retry:` field says how long to wait (the server wins).
@@ -122,9 +124,12 @@ pub struct HttpConfig {
     pub headers: Vec<(String, String)>,
     /// Asked for headers before every request and consulted on a 401 or 403.
     pub auth: Option<Arc<dyn AuthProvider>>,
-    /// A PEM file of CA certificates trusted for this server's TLS besides the platform's roots
-    /// and `NODE_EXTRA_CA_CERTS` (an entry's `ca`; see [`plexus_net::tls::server_config`]).
-    pub ca: Option<PathBuf>,
+    /// TLS for this server: a PEM file of CA certificates trusted besides the platform's roots
+    /// and `NODE_EXTRA_CA_CERTS` (an entry's `ca`), a client certificate (an entry's
+    /// `clientCert` and `clientKey`); see [`plexus_net::tls::server_config`].
+    pub tls: TlsOptions,
+    /// Which proxy this server's requests go through (default: as the environment says).
+    pub proxy: ProxyChoice,
     /// How long a message without a timeout of its own (a notification, a response, a request
     /// without [`reply_timeout`](plexus_transport::OutboundMessage::reply_timeout)) may wait for
     /// its response headers, and for its whole body when that is JSON (default
@@ -168,6 +173,8 @@ impl fmt::Debug for HttpConfig {
         .field("max_connections", &self.max_connections)
         .field("max_idle_connections", &self.max_idle_connections)
         .field("idle_timeout", &self.idle_timeout)
+        .field("tls", &self.tls)
+        .field("proxy", &self.proxy)
         .finish()
     }
 }
@@ -185,7 +192,8 @@ impl HttpConfig {
             url,
             headers: Vec::new(),
             auth: None,
-            ca: None,
+            tls: TlsOptions::default(),
+            proxy: ProxyChoice::Environment,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             max_message_size: plexus_jsonrpc::DEFAULT_MAX_MESSAGE_SIZE,
@@ -199,9 +207,23 @@ impl HttpConfig {
 
     plexus_net::header_and_auth_setters!();
 
+    /// Sets the CA file trusted for this server's TLS besides the platform's roots.
+    #[must_use]
+    pub fn ca(mut self, ca: Option<PathBuf>) -> Self {
+        self.tls.ca = ca;
+        self
+    }
+
+    /// Sets the client certificate presented when the server asks for one.
+    #[must_use]
+    pub fn client_identity(mut self, identity: Option<ClientIdentity>) -> Self {
+        self.tls.client_identity = identity;
+        self
+    }
+
     plexus_net::setters! {
-        /// Sets the CA file trusted for this server's TLS besides the platform's roots.
-        ca: Option<PathBuf>,
+        /// Sets which proxy this server's requests go through.
+        proxy: ProxyChoice,
         /// Sets the name that tags tracing output.
         name: impl Into<String>,
         /// Sets the timeout of messages without one of their own.

@@ -1,28 +1,12 @@
 //! Turning what goes wrong on the wire into [`TransportError`]s: failed exchanges into I/O
 //! errors of the right kind, and error responses into a bounded excerpt of their body.
 
-use std::io;
 use std::pin::pin;
 
 use crate::config::ERROR_BODY_READ_LIMIT;
 use crate::deadline::Deadline;
-use crate::wire::{Body, WireError};
-use plexus_transport::{TransportError, body_excerpt};
-
-/// The transport error for a failed exchange: an I/O error with what was being done. A
-/// connection that could not be opened says so (`could not connect: …`), keeping the kind of
-/// the socket error.
-pub(crate) fn wire_failed(what: &str, error: WireError) -> TransportError {
-    let io = match error {
-        WireError::Connect(e) => io::Error::new(e.kind(), format!("could not connect: {e}")),
-        WireError::ConnectTimeout(timeout) => io::Error::new(
-            io::ErrorKind::TimedOut,
-            format!("could not connect within {timeout:?} (the connect timeout)"),
-        ),
-        WireError::Exchange(e) => e,
-    };
-    TransportError::from_io(what, io)
-}
+use plexus_net::http::Body;
+use plexus_transport::body_excerpt;
 
 /// Reads at most [`ERROR_BODY_READ_LIMIT`] bytes of an error response before `deadline` and
 /// keeps an excerpt of at most [`ERROR_BODY_EXCERPT`](crate::ERROR_BODY_EXCERPT) bytes: the `message` of a JSON-RPC error

@@ -6,8 +6,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
 
+use http::{HeaderMap, HeaderName, HeaderValue};
 use plexus_jsonrpc::{ErrorObject, Message, RequestId, Response};
 use plexus_net::Credentials;
+use plexus_net::http::{HttpClient, HttpSettings, Target};
 use plexus_net::redact::redact_url;
 use plexus_transport::TransportError;
 use tokio::sync::mpsc;
@@ -15,9 +17,8 @@ use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use crate::config::{HttpConfig, ReconnectPolicy};
-use crate::request::{base_headers, push_header};
+use crate::request::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID, USER_AGENT, header_pairs};
 use crate::stream::PostStreams;
-use crate::wire::{Origin, Pool, PoolLimits};
 use crate::{CLOSED_BY_CLIENT, EventStreamState};
 
 /// What the body readers and the event stream put in the receive queue.
@@ -29,13 +30,15 @@ pub(crate) struct Inner {
     pub(crate) url: Url,
     /// The URL for logs and errors, without credentials or query.
     pub(crate) description: String,
-    /// The connections to the endpoint's origin.
-    pub(crate) pool: Arc<Pool>,
+    /// The HTTP client (plexus-net's, with this server's proxy and TLS settings).
+    pub(crate) client: HttpClient,
+    /// The endpoint, checked once, and its origin's connections.
+    pub(crate) target: Target,
     /// The configured headers and the auth provider.
     pub(crate) credentials: Credentials,
-    /// The header lines of a request without an auth provider (`Host`, `User-Agent`, the
-    /// configured headers), written once.
-    pub(crate) configured_headers: Vec<u8>,
+    /// The configured headers as a request without an auth provider sends them (without the
+    /// names the transport writes itself), converted once.
+    pub(crate) configured_headers: Vec<(HeaderName, HeaderValue)>,
     pub(crate) request_timeout: std::time::Duration,
     pub(crate) max_message_size: usize,
     pub(crate) reconnect: ReconnectPolicy,
@@ -69,7 +72,22 @@ struct InitializeResult {
 struct Session {
     id: Option<String>,
     protocol_version: Option<String>,
+    /// The two as header values, made once.
+    headers: Vec<(HeaderName, HeaderValue)>,
     initialize_id: Option<RequestId>,
+}
+
+impl Session {
+    fn update_headers(&mut self) {
+        self.headers.clear();
+        let mut push = |name: HeaderName, value: &Option<String>| {
+            if let Some(value) = value.as_deref().and_then(|v| HeaderValue::try_from(v).ok()) {
+                self.headers.push((name, value));
+            }
+        };
+        push(MCP_SESSION_ID, &self.id);
+        push(MCP_PROTOCOL_VERSION, &self.protocol_version);
+    }
 }
 
 impl Inner {
@@ -79,23 +97,26 @@ impl Inner {
         let url = Url::parse(&config.url).map_err(|e| connect_error(format!("the URL is not valid: {e}")))?;
         // An http(s) URL always has a host: the parser refuses one without.
         plexus_net::require_scheme(&config.url, url.scheme(), &["http", "https"], "Streamable HTTP")?;
-        let origin = Origin::new(&url).map_err(connect_error)?.with_ca(config.ca.clone());
-        let configured_headers = base_headers(&url, &config.headers);
         let credentials = Credentials::new(config.headers, config.auth).map_err(|e| connect_error(e.to_string()))?;
+        let configured_headers = header_pairs(credentials.configured());
+        let settings = HttpSettings::new(USER_AGENT)
+            .connect_timeout(config.connect_timeout)
+            .max_connections(config.max_connections)
+            .max_idle_connections(config.max_idle_connections)
+            .idle_timeout(config.idle_timeout)
+            .proxy(config.proxy)
+            .ca(config.tls.ca)
+            .client_identity(config.tls.client_identity);
+        let client = HttpClient::new(settings).map_err(|e| connect_error(e.to_string()))?;
+        let target = client.target(&url).map_err(|e| connect_error(e.to_string()))?;
         let cancel = CancellationToken::new();
-        let limits = PoolLimits {
-            max_connections: config.max_connections,
-            max_idle: config.max_idle_connections,
-            idle_timeout: config.idle_timeout,
-            connect_timeout: config.connect_timeout,
-        };
-        let pool = Pool::new(origin, limits, cancel.clone());
         let (inbox, receiver) = mpsc::channel(config.receive_queue_capacity.max(1));
         let inner = Inner {
             name: config.name,
             description: redact_url(url.as_str()),
             url,
-            pool,
+            client,
+            target,
             credentials,
             configured_headers,
             request_timeout: config.request_timeout,
@@ -135,15 +156,12 @@ impl Inner {
         lock(&self.session).protocol_version.clone()
     }
 
-    /// Appends the `Mcp-Session-Id` and `MCP-Protocol-Version` header lines the session has;
-    /// true when there is a session id.
-    pub(crate) fn push_session_headers(&self, block: &mut Vec<u8>) -> bool {
+    /// Adds the `Mcp-Session-Id` and `MCP-Protocol-Version` headers the session has; true when
+    /// there is a session id.
+    pub(crate) fn add_session_headers(&self, headers: &mut HeaderMap) -> bool {
         let session = lock(&self.session);
-        if let Some(id) = &session.id {
-            push_header(block, "Mcp-Session-Id", id.as_bytes());
-        }
-        if let Some(version) = &session.protocol_version {
-            push_header(block, "MCP-Protocol-Version", version.as_bytes());
+        for (name, value) in &session.headers {
+            headers.insert(name, value.clone());
         }
         session.id.is_some()
     }
@@ -156,7 +174,9 @@ impl Inner {
 
     /// Keeps the session id from the `initialize` response (replacing any earlier one).
     pub(crate) fn set_session_id(&self, id: Option<String>) {
-        lock(&self.session).id = id;
+        let mut session = lock(&self.session);
+        session.id = id;
+        session.update_headers();
     }
 
     /// Looks at a response on its way to the session: the `initialize` response carries the
@@ -174,7 +194,10 @@ impl Inner {
         let Ok(result) = &response.outcome else { return };
         match serde_json::from_str::<InitializeResult>(result.get()) {
             Ok(parsed) => match plexus_net::headers::check_header("MCP-Protocol-Version", &parsed.protocol_version) {
-                Ok(()) => session.protocol_version = Some(parsed.protocol_version),
+                Ok(()) => {
+                    session.protocol_version = Some(parsed.protocol_version);
+                    session.update_headers();
+                }
                 Err(_) => tracing::warn!(
                     server = %self.name,
                     "the server's protocolVersion {:?} cannot be sent as a header; it is not sent",

@@ -178,15 +178,11 @@ mod body;
 mod config;
 mod deadline;
 mod errors;
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-pub mod fuzzing;
 mod inner;
 mod receiver;
 mod request;
 mod sender;
 mod stream;
-mod wire;
 
 use std::sync::Arc;
 
@@ -332,12 +328,12 @@ impl SessionInfo {
 
     /// How many connections to the server are open (busy or idle).
     pub fn open_connections(&self) -> usize {
-        self.inner.pool.open_connections()
+        self.inner.client.open_connections()
     }
 
     /// How many open connections wait for a request.
     pub fn idle_connections(&self) -> usize {
-        self.inner.pool.idle_connections()
+        self.inner.client.idle_connections()
     }
 
     /// Whether the transport has ended, and why.
@@ -360,10 +356,10 @@ impl Drop for Handle {
             let inner = Arc::clone(&self.inner);
             runtime.spawn(async move {
                 inner.end_session().await;
-                inner.pool.close();
+                inner.client.close();
             });
         } else {
-            self.inner.pool.close();
+            self.inner.client.close();
         }
     }
 }

@@ -7,9 +7,9 @@ use crate::body::read_json_response;
 use crate::config::CLOSE_TIMEOUT;
 use crate::deadline::{Deadline, Limit};
 use crate::inner::{Counted, Inner, closed_by_client};
-use crate::request::{HttpResponse, RequestSpec};
+use crate::request::RequestSpec;
 use crate::stream::read_post_stream;
-use crate::wire::Head;
+use plexus_net::http::Response as HttpResponse;
 use crate::{Handle, SessionInfo};
 use plexus_jsonrpc::{RequestId, Response};
 use plexus_transport::{BoxFuture, OutboundKind, OutboundMessage, TransportError, TransportSender};
@@ -61,7 +61,7 @@ impl TransportSender for HttpSender {
         Box::pin(async move {
             self.inner.close_with(closed_by_client());
             self.inner.end_session().await;
-            self.inner.pool.close();
+            self.inner.client.close();
             Ok(())
         })
     }
@@ -99,7 +99,7 @@ impl Inner {
             .execute(&RequestSpec::post(message.into_json(), initialize), &mut deadline)
             .await?;
         if initialize {
-            self.take_session_id(&response.head)?;
+            self.take_session_id(&response.headers)?;
         }
         match kind {
             OutboundKind::Request { id, .. } => self.read_response(response, id, &mut deadline, timed).await,
@@ -118,8 +118,8 @@ impl Inner {
     }
 
     /// Keeps the `Mcp-Session-Id` of an `initialize` response (none means a session-less server).
-    fn take_session_id(&self, head: &Head) -> Result<(), TransportError> {
-        let Some(bytes) = head.get("mcp-session-id") else {
+    fn take_session_id(&self, headers: &http::HeaderMap) -> Result<(), TransportError> {
+        let Some(bytes) = headers.get("mcp-session-id").map(http::HeaderValue::as_bytes) else {
             self.set_session_id(None);
             return Ok(());
         };
@@ -148,17 +148,16 @@ impl Inner {
         deadline: &mut Deadline,
         timed: bool,
     ) -> Result<Option<Response>, TransportError> {
-        let HttpResponse { head, body } = response;
-        let mime = head.mime();
-        if mime.eq_ignore_ascii_case("text/event-stream") {
+        let mime = response.mime();
+        if mime.eq_ignore_ascii_case("application/json") {
+            read_json_response(self, response.body, id, deadline).await
+        } else if mime.eq_ignore_ascii_case("text/event-stream") {
             let inner = Arc::clone(self);
             let until = timed.then(|| (deadline.at(), deadline.limit()));
+            let body = response.body;
             self.spawn(async move { read_post_stream(inner, body, id, until).await });
             Ok(None)
-        } else if mime.eq_ignore_ascii_case("application/json") {
-            let what = format!("POST {}", self.description);
-            read_json_response(self, body, id, &what, deadline).await
-        } else if matches!(head.status(), 202 | 204) || body.declared_length() == Some(0) {
+        } else if matches!(response.status.as_u16(), 202 | 204) || response.body.declared_length() == Some(0) {
             // No body: the response will come on the event stream.
             Ok(None)
         } else {
@@ -167,8 +166,8 @@ impl Inner {
                     "POST {} answered HTTP {} with content type {:?}; expected application/json or \
                      text/event-stream",
                     self.description,
-                    head.status(),
-                    head.get_str("content-type").unwrap_or_default()
+                    response.status.as_u16(),
+                    response.header_str(http::header::CONTENT_TYPE).unwrap_or_default()
                 ),
             })
         }
@@ -227,3 +226,4 @@ mod tests {
         );
     }
 }
+

@@ -20,8 +20,8 @@ use crate::EventStreamState;
 use crate::config::STREAM_END_GRACE;
 use crate::deadline::{Deadline, Limit};
 use crate::inner::{Inner, lock};
-use crate::request::{HttpResponse, RequestSpec};
-use crate::wire::{Body, Head};
+use crate::request::RequestSpec;
+use plexus_net::http::{Body, Response};
 
 /// One logical event stream, across its reconnections.
 struct EventStream {
@@ -160,10 +160,10 @@ impl EventStream {
                 let mut deadline = Deadline::new(Limit::RequestTimeout(inner.request_timeout));
                 let last_event_id = self.decoder.last_event_id().map(str::to_owned);
                 match inner.execute(&RequestSpec::get(last_event_id), &mut deadline).await {
-                    Ok(HttpResponse { head, body }) if is_event_stream(&head) => body,
-                    Ok(HttpResponse { head, .. }) => {
+                    Ok(response) if is_event_stream(&response) => response.body,
+                    Ok(response) => {
                         failures += 1;
-                        last_problem = format!("GET answered HTTP {} without an event stream", head.status());
+                        last_problem = format!("GET answered HTTP {} without an event stream", response.status.as_u16());
                         continue;
                     }
                     Err(TransportError::Http { status: 405, .. }) => return Stop::Unsupported,
@@ -205,8 +205,8 @@ fn worth_retrying(error: &TransportError) -> bool {
     }
 }
 
-fn is_event_stream(head: &Head) -> bool {
-    head.mime().eq_ignore_ascii_case("text/event-stream")
+fn is_event_stream(response: &Response) -> bool {
+    response.mime().eq_ignore_ascii_case("text/event-stream")
 }
 
 /// A number in `0.0..1.0` for the jitter, different on every call (no RNG dependency: std's

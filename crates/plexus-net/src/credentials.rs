@@ -58,6 +58,11 @@ impl Credentials {
         Ok(Credentials { configured, provider })
     }
 
+    /// The configured headers (checked).
+    pub fn configured(&self) -> &[(String, String)] {
+        &self.configured
+    }
+
     /// The headers for a request that is `method` to `url`: the configured ones, with the
     /// provider's on top (see [`merge`]); without a provider, the configured ones (borrowed). A
     /// provider that cannot give headers fails the request with [`TransportError::NeedsAuth`]

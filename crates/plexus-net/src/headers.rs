@@ -61,6 +61,24 @@ pub fn check_headers(headers: &[(String, String)]) -> Result<(), HeaderError> {
     headers.iter().try_for_each(|(name, value)| check_header(name, value))
 }
 
+/// Checked pairs (see [`check_header`]) as the `http` crate's names and values, in order, left
+/// out when named in `skip` (names compare without regard to case). The checks are those of the
+/// `http` crate, so every checked pair converts.
+pub fn to_http<'a>(
+    pairs: &'a [(String, String)],
+    skip: &'a [&str],
+) -> impl Iterator<Item = (http::HeaderName, http::HeaderValue)> + 'a {
+    pairs
+        .iter()
+        .filter(|(name, _)| !skip.iter().any(|own| name.eq_ignore_ascii_case(own)))
+        .filter_map(|(name, value)| {
+            Some((
+                http::HeaderName::try_from(name).ok()?,
+                http::HeaderValue::try_from(value).ok()?,
+            ))
+        })
+}
+
 /// The configured headers with the provider's on top: a configured header that the provider also
 /// gives (names compare without regard to case) is replaced by all of the provider's values.
 pub fn merge(configured: &[(String, String)], provided: Vec<(String, String)>) -> Vec<(String, String)> {

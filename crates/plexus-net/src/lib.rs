@@ -25,6 +25,7 @@ pub mod challenge;
 mod credentials;
 pub mod endpoint;
 pub mod headers;
+pub mod http;
 pub mod redact;
 mod setters;
 pub mod sse;

@@ -3,13 +3,14 @@
 //! platform's certificate verifier (which on Linux also reads `SSL_CERT_FILE` and
 //! `SSL_CERT_DIR`), trusting as well the certificates of the PEM file that
 //! `NODE_EXTRA_CA_CERTS` names: many users of Node-based MCP clients set it for a corporate CA,
-//! and plexus works where those clients do.
+//! and plexus works where those clients do. A server's entry may add its own CA file (`ca`) and
+//! a client certificate with its key (`clientCert`, `clientKey`: mutual TLS).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls_platform_verifier::Verifier;
 
 /// rustls's client configuration, which [`client_config`] gives (for an HTTP client that takes
@@ -25,8 +26,10 @@ pub const MAX_CA_CERTIFICATES: usize = 1000;
 /// The application protocols a TLS connection offers (ALPN).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Alpn {
-    /// `http/1.1` only (an HTTP/1.1 client).
+    /// `http/1.1` only (an HTTP/1.1 client; a WebSocket upgrade).
     Http1,
+    /// `h2`, then `http/1.1`: the server chooses HTTP/2 if it speaks it.
+    Http2OrHttp1,
     /// None offered (a WebSocket upgrade, which is HTTP/1.1 whatever ALPN says; a client that
     /// chooses for itself).
     Unspecified,
@@ -41,6 +44,18 @@ pub enum TlsError {
         /// Why.
         reason: String,
     },
+    /// The client certificate or its key is unusable.
+    #[error("could not set up TLS: the client {what} {} (the entry's `{field}`) {reason}", path.display())]
+    ClientIdentity {
+        /// "certificate" or "key".
+        what: &'static str,
+        /// The config field that named it (`clientCert`, `clientKey`).
+        field: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A file of extra CA certificates is unusable.
     #[error("could not set up TLS: the CA file {} ({origin}) {reason}", path.display())]
     CaFile {
@@ -53,46 +68,111 @@ pub enum TlsError {
     },
 }
 
+/// What one server's connections trust and present besides the defaults: the entry's `ca`, and
+/// its client certificate and key (mutual TLS).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct TlsOptions {
+    /// A PEM file of CA certificates trusted besides the platform's roots.
+    pub ca: Option<PathBuf>,
+    /// The client certificate to present, if the server asks for one.
+    pub client_identity: Option<ClientIdentity>,
+}
+
+/// A client certificate chain and its private key, both PEM files.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ClientIdentity {
+    /// The certificate chain (leaf first).
+    pub cert: PathBuf,
+    /// The private key (PKCS #8, PKCS #1 or SEC1).
+    pub key: PathBuf,
+}
+
+impl TlsOptions {
+    /// No options: the platform's roots and `NODE_EXTRA_CA_CERTS` only, no client certificate.
+    pub fn is_default(&self) -> bool {
+        self.ca.is_none() && self.client_identity.is_none()
+    }
+}
+
 /// The TLS client configuration for connections that offer `alpn`, built once per process (a
 /// failure is not remembered: the next connection tries again, and says why again).
 pub fn client_config(alpn: Alpn) -> Result<Arc<ClientConfig>, TlsError> {
     static HTTP1: OnceLock<Arc<ClientConfig>> = OnceLock::new();
+    static HTTP2: OnceLock<Arc<ClientConfig>> = OnceLock::new();
     static UNSPECIFIED: OnceLock<Arc<ClientConfig>> = OnceLock::new();
     let cell = match alpn {
         Alpn::Http1 => &HTTP1,
+        Alpn::Http2OrHttp1 => &HTTP2,
         Alpn::Unspecified => &UNSPECIFIED,
     };
     if let Some(config) = cell.get() {
         return Ok(Arc::clone(config));
     }
-    let config = build(alpn, environment_roots()?)?;
+    let config = build(alpn, environment_roots()?, None)?;
     Ok(Arc::clone(cell.get_or_init(|| config)))
 }
 
 /// The TLS client configuration for one server's connections: [`client_config`]'s, trusting as
-/// well the CA certificates of the PEM file `ca` (an entry's `ca`). Built once per file and
-/// protocol set for the life of the process.
-pub fn server_config(alpn: Alpn, ca: Option<&Path>) -> Result<Arc<ClientConfig>, TlsError> {
-    static BY_FILE: Mutex<Vec<(Alpn, PathBuf, Arc<ClientConfig>)>> = Mutex::new(Vec::new());
-    let Some(ca) = ca else {
+/// well the CA certificates of `options.ca` and presenting `options.client_identity`. Built once
+/// per set of options and protocols for the life of the process (a file that changes on disk is
+/// read again by the next process).
+pub fn server_config(alpn: Alpn, options: &TlsOptions) -> Result<Arc<ClientConfig>, TlsError> {
+    type Built = Vec<(Alpn, TlsOptions, Arc<ClientConfig>)>;
+    static BUILT: Mutex<Built> = Mutex::new(Vec::new());
+    if options.is_default() {
         return client_config(alpn);
-    };
-    let built = BY_FILE
+    }
+    let built = BUILT
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .iter()
-        .find_map(|(a, path, config)| (*a == alpn && path == ca).then(|| Arc::clone(config)));
+        .find_map(|(a, o, config)| (*a == alpn && o == options).then(|| Arc::clone(config)));
     if let Some(config) = built {
         return Ok(config);
     }
     let mut roots = environment_roots()?;
-    roots.extend(read_ca_file(ca, "the entry's `ca`")?);
-    let config = build(alpn, roots)?;
-    BY_FILE
+    if let Some(ca) = &options.ca {
+        roots.extend(read_ca_file(ca, "the entry's `ca`")?);
+    }
+    let identity = options.client_identity.as_ref().map(read_identity).transpose()?;
+    let config = build(alpn, roots, identity)?;
+    BUILT
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .push((alpn, ca.to_owned(), Arc::clone(&config)));
+        .push((alpn, options.clone(), Arc::clone(&config)));
     Ok(config)
+}
+
+/// The certificate chain and key of a client identity.
+fn read_identity(identity: &ClientIdentity) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsError> {
+    let fail = |what: &'static str, field: &'static str, path: &Path, reason: String| TlsError::ClientIdentity {
+        what,
+        field,
+        path: path.to_owned(),
+        reason,
+    };
+    let cert_fail = |reason: String| fail("certificate", "clientCert", &identity.cert, reason);
+    let pem = std::fs::read(&identity.cert).map_err(|e| cert_fail(format!("cannot be read: {e}")))?;
+    let chain = CertificateDer::pem_slice_iter(&pem)
+        .take(MAX_CA_CERTIFICATES + 1)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| cert_fail(format!("is not valid PEM: {e}")))?;
+    if chain.is_empty() {
+        return Err(cert_fail(
+            "holds no PEM certificate (\"-----BEGIN CERTIFICATE-----\")".to_owned(),
+        ));
+    }
+    let key_fail = |reason: String| fail("key", "clientKey", &identity.key, reason);
+    let pem = std::fs::read(&identity.key).map_err(|e| key_fail(format!("cannot be read: {e}")))?;
+    let key = PrivateKeyDer::from_pem_slice(&pem).map_err(|e| {
+        key_fail(match e {
+            rustls::pki_types::pem::Error::NoItemsFound => {
+                "holds no PEM private key (\"-----BEGIN PRIVATE KEY-----\")".to_owned()
+            }
+            other => format!("is not a usable PEM private key: {other}"),
+        })
+    })?;
+    Ok((chain, key))
 }
 
 /// The certificates of the file `NODE_EXTRA_CA_CERTS` names, if it names one.
@@ -103,21 +183,32 @@ fn environment_roots() -> Result<Vec<CertificateDer<'static>>, TlsError> {
     }
 }
 
-/// A configuration trusting the platform's roots and `extra`.
-fn build(alpn: Alpn, extra: Vec<CertificateDer<'static>>) -> Result<Arc<ClientConfig>, TlsError> {
+/// A configuration trusting the platform's roots and `extra`, presenting `identity` if given.
+fn build(
+    alpn: Alpn,
+    extra: Vec<CertificateDer<'static>>,
+    identity: Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>,
+) -> Result<Arc<ClientConfig>, TlsError> {
     let setup = |e: rustls::Error| TlsError::Setup { reason: e.to_string() };
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let verifier = Verifier::new_with_extra_roots(extra, Arc::clone(&provider)).map_err(setup)?;
-    let mut config = ClientConfig::builder_with_provider(provider)
+    let builder = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(setup)?
         // The platform's verifier with more roots: the way rustls-platform-verifier documents.
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(verifier))
-        .with_no_client_auth();
-    if alpn == Alpn::Http1 {
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    }
+        .with_custom_certificate_verifier(Arc::new(verifier));
+    let mut config = match identity {
+        None => builder.with_no_client_auth(),
+        Some((chain, key)) => builder.with_client_auth_cert(chain, key).map_err(|e| TlsError::Setup {
+            reason: format!("the client certificate and key do not go together: {e}"),
+        })?,
+    };
+    config.alpn_protocols = match alpn {
+        Alpn::Http1 => vec![b"http/1.1".to_vec()],
+        Alpn::Http2OrHttp1 => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+        Alpn::Unspecified => Vec::new(),
+    };
     Ok(Arc::new(config))
 }
 

@@ -28,7 +28,7 @@ impl Requester {
     /// Checks the configured headers and builds the client. The error says what is wrong.
     pub(crate) fn new(config: &SseConfig) -> Result<Self, String> {
         let credentials = Credentials::new(config.headers.clone(), config.auth.clone()).map_err(|e| e.to_string())?;
-        let tls = server_config(Alpn::Unspecified, config.ca.as_deref()).map_err(|e| e.to_string())?;
+        let tls = server_config(Alpn::Unspecified, &plexus_net::tls::TlsOptions { ca: config.ca.clone(), client_identity: None }).map_err(|e| e.to_string())?;
         let client = reqwest::Client::builder()
             // plexus-net's TLS configuration: the platform's roots, NODE_EXTRA_CA_CERTS, the entry's `ca`.
             .use_preconfigured_tls(ClientConfig::clone(&tls))

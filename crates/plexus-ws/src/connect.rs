@@ -56,7 +56,7 @@ async fn upgrade(
         .max_message_size(Some(config.max_message_size))
         .max_frame_size(Some(config.max_message_size));
     let connector = if url.scheme() == "wss" {
-        Connector::Rustls(server_config(Alpn::Unspecified, config.ca.as_deref()).map_err(|e| fail(e.to_string()))?)
+        Connector::Rustls(server_config(Alpn::Unspecified, &plexus_net::tls::TlsOptions { ca: config.ca.clone(), client_identity: None }).map_err(|e| fail(e.to_string()))?)
     } else {
         Connector::Plain
     };

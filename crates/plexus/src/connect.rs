@@ -309,10 +309,9 @@ struct Remote {
 #[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
 macro_rules! remote_config {
     ($config:ty, $name:expr, $url:expr, $remote:expr, $auth:expr, $options:expr) => {{
-        let mut config = <$config>::new($url).name($name);
         let Remote { headers, ca } = $remote;
+        let mut config = <$config>::new($url).name($name).ca(ca);
         config.headers = headers;
-        config.ca = ca;
         config.auth = $auth;
         config.connect_timeout = $options.initialize_timeout;
         config

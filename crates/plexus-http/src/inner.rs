@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use crate::config::{HttpConfig, ReconnectPolicy};
-use crate::request::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID, USER_AGENT, header_pairs};
+use crate::request::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID, RequestTemplates, USER_AGENT, header_pairs};
 use crate::stream::PostStreams;
 use crate::{CLOSED_BY_CLIENT, EventStreamState};
 
@@ -36,9 +36,10 @@ pub(crate) struct Inner {
     pub(crate) target: Target,
     /// The configured headers and the auth provider.
     pub(crate) credentials: Credentials,
-    /// The configured headers as a request without an auth provider sends them (without the
-    /// names the transport writes itself), converted once.
-    pub(crate) configured_headers: Vec<(HeaderName, HeaderValue)>,
+    /// The headers a request without an auth provider starts with, made once: the configured
+    /// ones (without the names the transport writes itself) and the protocol's `Accept` and
+    /// `Content-Type`, for a POST and for a GET.
+    pub(crate) headers: RequestTemplates,
     pub(crate) request_timeout: std::time::Duration,
     pub(crate) max_message_size: usize,
     pub(crate) reconnect: ReconnectPolicy,
@@ -98,7 +99,7 @@ impl Inner {
         // An http(s) URL always has a host: the parser refuses one without.
         plexus_net::require_scheme(&config.url, url.scheme(), &["http", "https"], "Streamable HTTP")?;
         let credentials = Credentials::new(config.headers, config.auth).map_err(|e| connect_error(e.to_string()))?;
-        let configured_headers = header_pairs(credentials.configured());
+        let headers = RequestTemplates::new(&header_pairs(credentials.configured()));
         let settings = HttpSettings::new(USER_AGENT)
             .connect_timeout(config.connect_timeout)
             .max_connections(config.max_connections)
@@ -118,7 +119,7 @@ impl Inner {
             client,
             target,
             credentials,
-            configured_headers,
+            headers,
             request_timeout: config.request_timeout,
             max_message_size: config.max_message_size,
             reconnect: config.reconnect,

@@ -119,6 +119,38 @@ impl RequestSpec {
     }
 }
 
+/// The headers a request starts with: the configured (or provided) ones and the protocol's
+/// `Accept` and `Content-Type`, for a POST and for a GET.
+#[derive(Debug)]
+pub(crate) struct RequestTemplates {
+    post: HeaderMap,
+    get: HeaderMap,
+}
+
+impl RequestTemplates {
+    pub(crate) fn new(base: &[(HeaderName, HeaderValue)]) -> Self {
+        let make = |accept: &'static str, content_type: Option<&'static str>| {
+            let mut headers = HeaderMap::with_capacity(base.len() + 6);
+            for (name, value) in base {
+                headers.append(name, value.clone());
+            }
+            headers.insert(ACCEPT, HeaderValue::from_static(accept));
+            if let Some(content_type) = content_type {
+                headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+            }
+            headers
+        };
+        RequestTemplates {
+            post: make("application/json, text/event-stream", Some("application/json")),
+            get: make("text/event-stream", None),
+        }
+    }
+
+    fn for_spec(&self, spec: &RequestSpec) -> &HeaderMap {
+        if spec.body.is_some() { &self.post } else { &self.get }
+    }
+}
+
 /// Checked header pairs as the transport sends them: without the names it writes itself.
 pub(crate) fn header_pairs(pairs: &[(String, String)]) -> Vec<(HeaderName, HeaderValue)> {
     plexus_net::headers::to_http(pairs, &OWN_HEADERS).collect()
@@ -129,18 +161,8 @@ impl Inner {
     /// (which replace configured headers of the same name), then the protocol's own (which
     /// nothing replaces). An `initialize` carries neither the session id nor the protocol
     /// version. (`Host`, `User-Agent` and `Accept-Encoding` are the HTTP client's.)
-    fn request_headers(&self, spec: &RequestSpec, provided: Option<&[(HeaderName, HeaderValue)]>) -> HeaderMap {
-        let base = provided.unwrap_or(&self.configured_headers);
-        let mut headers = HeaderMap::with_capacity(base.len() + 6);
-        for (name, value) in base {
-            headers.append(name, value.clone());
-        }
-        if spec.body.is_some() {
-            headers.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
-            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        } else {
-            headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        }
+    fn request_headers(&self, spec: &RequestSpec, provided: Option<&RequestTemplates>) -> HeaderMap {
+        let mut headers = provided.unwrap_or(&self.headers).for_spec(spec).clone();
         if !spec.initialize {
             self.add_session_headers(&mut headers);
         }
@@ -168,7 +190,7 @@ impl Inner {
         loop {
             let provided = self.provided_headers(spec, deadline).await?;
             let carried_session = !spec.initialize && self.has_session();
-            let response = match deadline.run(pin!(self.follow_redirects(spec, provided.as_deref()))).await {
+            let response = match deadline.run(pin!(self.follow_redirects(spec, provided.as_ref()))).await {
                 Some(result) => result?,
                 None => {
                     let timed_out = io::Error::new(
@@ -242,7 +264,7 @@ impl Inner {
         &self,
         spec: &RequestSpec,
         deadline: &mut Deadline,
-    ) -> Result<Option<Vec<(HeaderName, HeaderValue)>>, TransportError> {
+    ) -> Result<Option<RequestTemplates>, TransportError> {
         // The request's method and URL, for headers that sign it (DPoP proofs).
         let headers = self.credentials.headers(spec.method.as_str(), self.url.as_str());
         let Some(pairs) = deadline.run(pin!(headers)).await else {
@@ -252,7 +274,7 @@ impl Inner {
         };
         Ok(match pairs? {
             Cow::Borrowed(_) => None,
-            Cow::Owned(pairs) => Some(header_pairs(&pairs)),
+            Cow::Owned(pairs) => Some(RequestTemplates::new(&header_pairs(&pairs))),
         })
     }
 
@@ -262,24 +284,34 @@ impl Inner {
     async fn follow_redirects(
         self: &Arc<Self>,
         spec: &RequestSpec,
-        provided: Option<&[(HeaderName, HeaderValue)]>,
+        provided: Option<&RequestTemplates>,
     ) -> Result<Response, TransportError> {
         let build = || Request {
             method: spec.method.as_http(),
             headers: self.request_headers(spec, provided),
             body: spec.body.clone(),
         };
-        match follow_redirects(&self.client, &self.target, MAX_REDIRECTS, build).await {
-            Ok((_, response)) => Ok(response),
-            Err(RedirectError::Http(e)) => Err(TransportError::from_io(spec.what(self), e.into_io())),
-            Err(e @ RedirectError::CrossOrigin { .. }) => Err(TransportError::Connect {
+        let failed = |e: RedirectError| match e {
+            RedirectError::Http(e) => TransportError::from_io(spec.what(self), e.into_io()),
+            e @ RedirectError::CrossOrigin { .. } => TransportError::Connect {
                 target: self.description.clone(),
                 reason: format!("{} {e}", spec.what(self)),
-            }),
-            Err(e) => Err(TransportError::Protocol {
+            },
+            e => TransportError::Protocol {
                 reason: format!("{} {e}", spec.what(self)),
-            }),
+            },
+        };
+        let response = self
+            .client
+            .send(&self.target, build())
+            .await
+            .map_err(|e| failed(RedirectError::Http(e)))?;
+        if !response.is_redirect() {
+            return Ok(response);
         }
+        // Rare: boxed, so that every request's future stays small.
+        let followed = Box::pin(follow_redirects(&self.client, &self.target, response, MAX_REDIRECTS, build)).await;
+        followed.map(|(_, response)| response).map_err(failed)
     }
 }
 

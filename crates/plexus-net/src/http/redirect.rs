@@ -38,37 +38,25 @@ pub enum RedirectError {
     TooMany(usize),
 }
 
-/// Sends the request that `build` makes, following at most `max` redirects (3xx with a
-/// `Location`) within `first`'s origin, with the same method, headers and body. Gives the final
-/// response (a 3xx without a `Location` included) and the target it came from when that is not
-/// `first` (`None`: no redirect was followed).
+/// Follows `response` (to a request to `first`) if it is a redirect (a 3xx with a `Location`;
+/// see [`Response::is_redirect`]), and the redirects after it: at most `max`, within `first`'s
+/// origin, each sent again with the request that `build` makes (the same method, headers and
+/// body). Gives the final response (a 3xx without a `Location` included) and the target it came
+/// from when that is not `first` (`None`: no redirect was followed).
+///
+/// The caller sends the first request itself ([`HttpClient::send`]), so that the common case,
+/// no redirect, costs nothing more.
 pub async fn follow_redirects(
     client: &HttpClient,
     first: &Target,
-    max: usize,
-    mut build: impl FnMut() -> Request,
-) -> Result<(Option<Target>, Response), RedirectError> {
-    let response = client.send(first, build()).await?;
-    if !is_redirect(&response) {
-        return Ok((None, response));
-    }
-    // Redirects are rare: their loop is boxed, so that the future of every request stays small.
-    Box::pin(follow(client, first.clone(), response, max, build)).await
-}
-
-/// Whether a response is a redirect to follow: a 3xx with a `Location`.
-fn is_redirect(response: &Response) -> bool {
-    response.status.is_redirection() && response.headers.contains_key(LOCATION)
-}
-
-/// Follows the redirect `response` from `target` and those after it.
-async fn follow(
-    client: &HttpClient,
-    mut target: Target,
     mut response: Response,
     max: usize,
     mut build: impl FnMut() -> Request,
 ) -> Result<(Option<Target>, Response), RedirectError> {
+    if !response.is_redirect() {
+        return Ok((None, response));
+    }
+    let mut target = first.clone();
     for _ in 0..max {
         let status = response.status.as_u16();
         let Some(location) = response.header_str(LOCATION) else {
@@ -87,7 +75,7 @@ async fn follow(
         drop(response);
         target = client.target(&next)?;
         response = client.send(&target, build()).await?;
-        if !is_redirect(&response) {
+        if !response.is_redirect() {
             return Ok((Some(target), response));
         }
     }

@@ -59,6 +59,11 @@ impl Response {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
+    /// Whether it is a redirect to follow: a 3xx with a `Location`.
+    pub fn is_redirect(&self) -> bool {
+        self.status.is_redirection() && self.headers.contains_key(http::header::LOCATION)
+    }
+
     /// The media type of the `Content-Type` header (without parameters), or "".
     pub fn mime(&self) -> &str {
         self.header_str(http::header::CONTENT_TYPE)
@@ -82,31 +87,38 @@ impl HttpClient {
     pub async fn send(&self, target: &Target, request: Request) -> Result<Response, HttpError> {
         let conn = target.pool.checkout(true).await?;
         let kept_alive = matches!(&conn, Conn::H1(h1) if h1.served > 0);
-        let request = self.prepare(target, &conn, request);
-        match exchange(target, conn, request).await {
+        let prepared = self.prepare(target, &conn, request);
+        let outcome = match conn {
+            Conn::H1(h1) => exchange_h1(target, h1, prepared).await,
+            Conn::H2(sender) => Box::pin(exchange_h2(sender, prepared)).await,
+        };
+        match outcome {
             Ok(response) => Ok(response),
-            Err(Failed::Unsent(request)) if kept_alive => {
-                tracing::debug!(
-                    "a kept-alive connection closed before any of a request was written; sending it on a new connection"
-                );
-                let fresh = target.pool.checkout(false).await?;
-                let (parts, body) = request.into_parts();
-                let request = Request {
-                    method: parts.method,
-                    headers: parts.headers,
-                    body: Some(body_bytes(body)),
-                };
-                let request = self.prepare(target, &fresh, request);
-                Box::pin(exchange(target, fresh, request))
-                    .await
-                    .map_err(|failed| match failed {
-                        Failed::Error(e) => e,
-                        Failed::Unsent(_) => unsent_error(),
-                    })
-            }
+            Err(Failed::Unsent(request)) if kept_alive => Box::pin(self.resend(target, request)).await,
             Err(Failed::Unsent(_)) => Err(unsent_error()),
             Err(Failed::Error(e)) => Err(e),
         }
+    }
+
+    /// Sends again, on a new connection, a request that a kept-alive connection gave back unsent.
+    async fn resend(&self, target: &Target, request: http::Request<RequestBody>) -> Result<Response, HttpError> {
+        tracing::debug!("a kept-alive connection closed before any of a request was written; sending it on a new connection");
+        let fresh = target.pool.checkout(false).await?;
+        let (parts, body) = request.into_parts();
+        let request = Request {
+            method: parts.method,
+            headers: parts.headers,
+            body: Some(body_bytes(body)),
+        };
+        let prepared = self.prepare(target, &fresh, request);
+        let outcome = match fresh {
+            Conn::H1(h1) => exchange_h1(target, h1, prepared).await,
+            Conn::H2(sender) => exchange_h2(sender, prepared).await,
+        };
+        outcome.map_err(|failed| match failed {
+            Failed::Error(e) => e,
+            Failed::Unsent(_) => unsent_error(),
+        })
     }
 
     /// The request as hyper sends it on `conn`: origin form with `Host` to the origin over
@@ -167,20 +179,6 @@ fn unsent_error() -> HttpError {
     ))
 }
 
-/// Sends `request` on `conn` and reads the response head.
-async fn exchange(target: &Target, conn: Conn, request: http::Request<RequestBody>) -> Result<Response, Failed> {
-    match conn {
-        Conn::H1(h1) => exchange_h1(target, h1, request).await,
-        Conn::H2(mut sender) => match sender.try_send_request(request).await {
-            Ok(response) => Ok(response_of(response, None)),
-            Err(mut e) => match e.take_message() {
-                Some(request) => Err(Failed::Unsent(request)),
-                None => Err(Failed::Error(HttpError::Exchange(exchange_failed(e.error())))),
-            },
-        },
-    }
-}
-
 /// An HTTP/1.1 exchange, the connection driven by this task.
 async fn exchange_h1(target: &Target, mut h1: Box<H1Conn>, request: http::Request<RequestBody>) -> Result<Response, Failed> {
     let mut answer = pin!(h1.sender.try_send_request(request));
@@ -191,6 +189,27 @@ async fn exchange_h1(target: &Target, mut h1: Box<H1Conn>, request: http::Reques
         ..
     } = &mut *h1;
     let driven = poll_fn(|cx| driver.poll(cx, connection, ended, |cx| answer.as_mut().poll(cx))).await;
+    h1_outcome(target, h1, driven)
+}
+
+/// An HTTP/2 exchange (its connection runs in a task of its own).
+async fn exchange_h2(mut sender: hyper::client::conn::http2::SendRequest<RequestBody>, request: http::Request<RequestBody>) -> Result<Response, Failed> {
+    match sender.try_send_request(request).await {
+        Ok(response) => Ok(response_of(response, None)),
+        Err(mut e) => match e.take_message() {
+            Some(request) => Err(Failed::Unsent(request)),
+            None => Err(Failed::Error(HttpError::Exchange(exchange_failed(e.error())))),
+        },
+    }
+}
+
+/// What an HTTP/1.1 exchange on `h1` gave: the response (its body holding the connection), or
+/// why not.
+fn h1_outcome(
+    target: &Target,
+    h1: Box<H1Conn>,
+    driven: Driven<Result<http::Response<hyper::body::Incoming>, hyper::client::conn::TrySendError<http::Request<RequestBody>>>>,
+) -> Result<Response, Failed> {
     match driven {
         Driven::Ready(Ok(response)) => {
             let keep_alive = keep_alive_timeout(response.headers());

@@ -30,7 +30,8 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Dependencies: `reqwest` for the OAuth endpoints (rustls, like the transports), `url` for
+//! Dependencies: plexus-net's HTTP client for the OAuth endpoints (its proxies and TLS roots,
+//! like the transports; `http` and `bytes` for its types), `url` for
 //! discovery URLs and the canonical resource URI, `aws-lc-rs` for PKCE's SHA-256, random values
 //! and the ES256 signatures of client assertions and DPoP proofs (the crypto provider rustls
 //! already brings), `base64` for PKCE challenges, HTTP Basic client authentication and JWTs,

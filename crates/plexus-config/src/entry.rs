@@ -1,13 +1,14 @@
 //! Reading one server entry from JSON into a typed [`ServerConfig`].
 
 use serde_json::Value;
+use url::Url;
 
 use crate::ServerKind;
 use crate::diagnostic::Diagnostic;
 use crate::json::{describe, quote};
 use crate::server::{
-    ClaudeAiProxyConfig, HttpConfig, OAuthConfig, OAuthGrantType, ServerConfig, ServerOptions, SseIdeConfig,
-    StdioConfig, WsConfig, WsIdeConfig,
+    ClaudeAiProxyConfig, ClientIdentityConfig, HttpConfig, NetworkConfig, OAuthConfig, OAuthGrantType, ProxySetting,
+    ServerConfig, ServerOptions, SseIdeConfig, StdioConfig, WsConfig, WsIdeConfig,
 };
 use crate::values::{
     ANY_STRING, Fields, Report, Schemes, boolean, env_name, header_name, header_value, no_nul, non_empty, port, scopes,
@@ -133,16 +134,78 @@ fn read_http(fields: &mut Fields<'_>, kind: ServerKind, report: &mut Report) -> 
     let url = fields.required("url", kind, report, url(Schemes::Http));
     let headers = fields.optional("headers", report, string_map(header_name, header_value));
     let headers_helper = fields.optional("headersHelper", report, non_empty(ANY_STRING));
-    let ca = fields.optional("ca", report, non_empty(no_nul));
+    let network = read_network(fields, report);
     let oauth = fields.optional("oauth", report, read_oauth);
     Some(HttpConfig {
         url: url?,
         headers: headers.unwrap_or_default(),
         headers_helper,
-        ca: ca.map(Into::into),
+        network,
         oauth,
         options: ServerOptions::default(),
     })
+}
+
+/// `ca`, `clientCert`, `clientKey` and `proxy` of a remote entry.
+fn read_network(fields: &mut Fields<'_>, report: &mut Report) -> NetworkConfig {
+    let ca = fields.optional("ca", report, non_empty(no_nul));
+    let cert = fields.optional("clientCert", report, non_empty(no_nul));
+    let key = fields.optional("clientKey", report, non_empty(no_nul));
+    let proxy = fields.optional("proxy", report, proxy_setting);
+    let client_identity = match (cert, key) {
+        (Some(cert), Some(key)) => Some(ClientIdentityConfig {
+            cert: cert.into(),
+            key: key.into(),
+        }),
+        (Some(_), None) => {
+            report.error(
+                Some("clientCert"),
+                "a client certificate needs its private key: add \"clientKey\" (a PEM file)",
+            );
+            None
+        }
+        (None, Some(_)) => {
+            report.error(
+                Some("clientKey"),
+                "a private key needs its certificate: add \"clientCert\" (a PEM file)",
+            );
+            None
+        }
+        (None, None) => None,
+    };
+    NetworkConfig {
+        ca: ca.map(Into::into),
+        client_identity,
+        proxy,
+    }
+}
+
+/// `"none"`, or an `http://` or `https://` proxy URL.
+fn proxy_setting(value: &Value, path: &str, report: &mut Report) -> Option<ProxySetting> {
+    let text = crate::values::string(value, path, report)?;
+    if text.trim().eq_ignore_ascii_case("none") {
+        return Some(ProxySetting::None);
+    }
+    match Url::parse(text.trim()) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => Some(ProxySetting::Url(url)),
+        Ok(url) => {
+            report.error(
+                Some(path),
+                format!(
+                    "expected \"none\" or an http:// or https:// proxy URL, found a {:?} URL",
+                    url.scheme()
+                ),
+            );
+            None
+        }
+        Err(error) => {
+            report.error(
+                Some(path),
+                format!("expected \"none\" or an http:// or https:// proxy URL: not a valid URL ({error})"),
+            );
+            None
+        }
+    }
 }
 
 fn read_oauth(value: &Value, path: &str, report: &mut Report) -> Option<OAuthConfig> {
@@ -205,12 +268,12 @@ fn read_ws(fields: &mut Fields<'_>, report: &mut Report) -> Option<WsConfig> {
     let url = fields.required("url", ServerKind::Ws, report, url(Schemes::WebSocket));
     let headers = fields.optional("headers", report, string_map(header_name, header_value));
     let headers_helper = fields.optional("headersHelper", report, non_empty(ANY_STRING));
-    let ca = fields.optional("ca", report, non_empty(no_nul));
+    let network = read_network(fields, report);
     Some(WsConfig {
         url: url?,
         headers: headers.unwrap_or_default(),
         headers_helper,
-        ca: ca.map(Into::into),
+        network,
         options: ServerOptions::default(),
     })
 }

@@ -173,12 +173,21 @@ pub(crate) struct ExpandedEntry {
 }
 
 /// The top-level string fields that are expanded.
-const STRING_FIELDS: [&str; 5] = ["command", "cwd", "url", "headersHelper", "ca"];
+const STRING_FIELDS: [&str; 8] = [
+    "command",
+    "cwd",
+    "url",
+    "headersHelper",
+    "ca",
+    "clientCert",
+    "clientKey",
+    "proxy",
+];
 /// The fields whose strings, inside an array or an object's values, are expanded.
 const NESTED_FIELDS: [&str; 3] = ["args", "env", "headers"];
 
 /// Expands the references in an entry's `command`, `args`, `env` values, `cwd`, `url`, `headers`
-/// values, `headersHelper` and `ca`. Values of the wrong type are left for the entry reader to report.
+/// values, `headersHelper`, `ca`, `clientCert`, `clientKey` and `proxy`. Values of the wrong type are left for the entry reader to report.
 pub(crate) fn expand_entry(entry: &Value, env: &Environment) -> ExpandedEntry {
     let mut value = entry.clone();
     let mut state = EntryExpansion {

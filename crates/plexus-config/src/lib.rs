@@ -140,8 +140,8 @@ pub use pipe::PIPE_TIMEOUT;
 pub use policy::{ALLOWED_KEY, DENIED_KEY, PolicyBlock, PolicyMatcher};
 pub use scope::{Scope, UnknownScope};
 pub use server::{
-    ClaudeAiProxyConfig, HttpConfig, OAuthConfig, OAuthGrantType, ServerConfig, ServerOptions, SseIdeConfig,
-    StdioConfig, WsConfig, WsIdeConfig,
+    ClaudeAiProxyConfig, ClientIdentityConfig, HttpConfig, NetworkConfig, OAuthConfig, OAuthGrantType, ProxySetting,
+    ServerConfig, ServerOptions, SseIdeConfig, StdioConfig, WsConfig, WsIdeConfig,
 };
 pub use url::Url;
 pub use values::{env_name, header_name, header_value};

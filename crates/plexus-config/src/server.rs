@@ -80,13 +80,80 @@ pub struct HttpConfig {
     /// `headersHelper`: a shell command whose output (JSON object of headers) is added to every
     /// connection's headers.
     pub headers_helper: Option<String>,
-    /// `ca`: a PEM file of CA certificates trusted for this server's TLS, besides the platform's
-    /// (and `NODE_EXTRA_CA_CERTS`). A relative path is resolved from the working directory.
-    pub ca: Option<PathBuf>,
+    /// `ca`, `clientCert`, `clientKey`, `proxy`: how this server is reached.
+    pub network: NetworkConfig,
     /// `oauth`: settings for the OAuth sign-in.
     pub oauth: Option<OAuthConfig>,
     /// Fields every kind has.
     pub options: ServerOptions,
+}
+
+/// How a remote server (`http`, `sse`, `ws`) is reached: its TLS trust and client certificate,
+/// and its proxy. Relative paths are resolved from the working directory.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NetworkConfig {
+    /// `ca`: a PEM file of CA certificates trusted for this server's TLS, besides the platform's
+    /// (and `NODE_EXTRA_CA_CERTS`).
+    pub ca: Option<PathBuf>,
+    /// `clientCert` and `clientKey`: a PEM certificate chain and its private key, presented
+    /// when the server asks for a client certificate (mutual TLS). Both or neither.
+    pub client_identity: Option<ClientIdentityConfig>,
+    /// `proxy`: this server's proxy, replacing the environment's (`HTTPS_PROXY`, …); absent: the
+    /// environment's.
+    pub proxy: Option<ProxySetting>,
+}
+
+/// `clientCert` and `clientKey`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientIdentityConfig {
+    /// `clientCert`: the PEM certificate chain.
+    pub cert: PathBuf,
+    /// `clientKey`: the PEM private key.
+    pub key: PathBuf,
+}
+
+/// An entry's `proxy`.
+#[derive(Clone, PartialEq, Eq)]
+pub enum ProxySetting {
+    /// `"none"`: no proxy, whatever the environment says.
+    None,
+    /// An `http://` or `https://` proxy (credentials in the URL go to the proxy as
+    /// `Proxy-Authorization`); `Debug` shows it without them.
+    Url(Url),
+}
+
+impl std::fmt::Debug for ProxySetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProxySetting::None => f.write_str("None"),
+            ProxySetting::Url(url) => {
+                let mut shown = url.clone();
+                let _ = shown.set_password(None);
+                let _ = shown.set_username("");
+                f.debug_tuple("Url").field(&shown.as_str()).finish()
+            }
+        }
+    }
+}
+
+impl NetworkConfig {
+    /// Writes the fields that are set into an entry's JSON object.
+    fn insert_into(&self, object: &mut Map<String, Value>) {
+        insert_path(object, "ca", self.ca.as_deref());
+        if let Some(identity) = &self.client_identity {
+            insert_path(object, "clientCert", Some(&identity.cert));
+            insert_path(object, "clientKey", Some(&identity.key));
+        }
+        match &self.proxy {
+            Some(ProxySetting::None) => {
+                object.insert("proxy".into(), "none".into());
+            }
+            Some(ProxySetting::Url(url)) => {
+                object.insert("proxy".into(), url.as_str().into());
+            }
+            None => {}
+        }
+    }
 }
 
 /// The `oauth` object of an `sse` or `http` entry.
@@ -163,9 +230,8 @@ pub struct WsConfig {
     /// `headersHelper`: a shell command whose output (JSON object of headers) is added to the
     /// handshake's headers.
     pub headers_helper: Option<String>,
-    /// `ca`: a PEM file of CA certificates trusted for this server's TLS (`wss`), besides the
-    /// platform's. A relative path is resolved from the working directory.
-    pub ca: Option<PathBuf>,
+    /// `ca`, `clientCert`, `clientKey`, `proxy`: how this server is reached.
+    pub network: NetworkConfig,
     /// Fields every kind has.
     pub options: ServerOptions,
 }
@@ -281,7 +347,7 @@ impl ServerConfig {
                 object.insert("url".into(), config.url.as_str().into());
                 insert_string_map(&mut object, "headers", &config.headers);
                 insert_string(&mut object, "headersHelper", config.headers_helper.as_deref());
-                insert_path(&mut object, "ca", config.ca.as_deref());
+                config.network.insert_into(&mut object);
                 if let Some(oauth) = &config.oauth {
                     object.insert("oauth".into(), oauth.to_json());
                 }
@@ -290,7 +356,7 @@ impl ServerConfig {
                 object.insert("url".into(), config.url.as_str().into());
                 insert_string_map(&mut object, "headers", &config.headers);
                 insert_string(&mut object, "headersHelper", config.headers_helper.as_deref());
-                insert_path(&mut object, "ca", config.ca.as_deref());
+                config.network.insert_into(&mut object);
             }
             ServerConfig::SseIde(config) => {
                 object.insert("url".into(), config.url.as_str().into());

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use common::{entry_errors, entry_warnings};
-use plexus_config::{OAuthGrantType, ServerConfig, ServerKind, Url};
+use plexus_config::{OAuthGrantType, ProxySetting, ServerConfig, ServerKind, Url};
 use serde_json::{Value, json};
 
 fn strings(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -158,7 +158,7 @@ fn a_full_http_entry_loads_every_field_including_oauth() {
         http.headers_helper.as_deref(),
         Some("/usr/local/bin/make-headers --json")
     );
-    assert_eq!(http.ca.as_deref(), Some(std::path::Path::new("/etc/corp/ca.pem")));
+    assert_eq!(http.network.ca.as_deref(), Some(std::path::Path::new("/etc/corp/ca.pem")));
     assert_eq!(config.to_json()["ca"], "/etc/corp/ca.pem", "written back as it was");
     let oauth = http.oauth.as_ref().expect("oauth settings");
     assert_eq!(oauth.client_id.as_deref(), Some("client-1"));
@@ -434,7 +434,7 @@ fn ws_entries_take_a_ws_url_and_headers() {
     assert_eq!(ws.url.as_str(), "wss://example.com/mcp");
     assert_eq!(ws.headers, strings(&[("Authorization", "Bearer t")]));
     assert_eq!(ws.headers_helper.as_deref(), Some("h"));
-    assert_eq!(ws.ca.as_deref(), Some(std::path::Path::new("ca.pem")));
+    assert_eq!(ws.network.ca.as_deref(), Some(std::path::Path::new("ca.pem")));
     assert_eq!(
         entry_errors(json!({ "type": "ws", "url": "wss://h/", "ca": "" })),
         [r#"field "ca": must not be empty"#]
@@ -602,5 +602,60 @@ fn from_json_reports_without_file_or_server_and_serde_uses_it() {
     assert_eq!(
         serde_json::to_value(&config).unwrap(),
         json!({ "type": "ws", "url": "ws://h:1/x", "extra": 1 })
+    );
+}
+
+#[test]
+fn remote_entries_take_a_client_certificate_and_a_proxy_and_write_them_back() {
+    for kind in ["http", "sse", "ws"] {
+        let url = if kind == "ws" { "wss://mcp.example.com/ws" } else { "https://mcp.example.com/mcp" };
+        let entry = json!({
+            "type": kind,
+            "url": url,
+            "clientCert": "/etc/me/cert.pem",
+            "clientKey": "/etc/me/key.pem",
+            "proxy": "http://me:secret@proxy.corp:3128"
+        });
+        let (config, warnings) = entry_warnings(entry.clone());
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let network = match &config {
+            ServerConfig::Http(http) | ServerConfig::Sse(http) => &http.network,
+            ServerConfig::Ws(ws) => &ws.network,
+            other => panic!("{kind}: {other:?}"),
+        };
+        let identity = network.client_identity.as_ref().expect("a client identity");
+        assert_eq!(identity.cert, std::path::Path::new("/etc/me/cert.pem"));
+        assert_eq!(identity.key, std::path::Path::new("/etc/me/key.pem"));
+        let Some(ProxySetting::Url(proxy)) = &network.proxy else {
+            panic!("{kind}: a proxy URL, got {:?}", network.proxy)
+        };
+        assert_eq!(proxy.as_str(), "http://me:secret@proxy.corp:3128/");
+        assert!(!format!("{network:?}").contains("secret"), "Debug hides the proxy's password");
+        let written = config.to_json();
+        assert_eq!(written["clientCert"], "/etc/me/cert.pem");
+        assert_eq!(written["clientKey"], "/etc/me/key.pem");
+        assert_eq!(written["proxy"], "http://me:secret@proxy.corp:3128/");
+    }
+    let (config, _) = entry_warnings(json!({"type": "http", "url": "http://127.0.0.1:9/mcp", "proxy": "none"}));
+    assert_eq!(config.to_json()["proxy"], "none");
+}
+
+#[test]
+fn a_certificate_needs_its_key_and_a_proxy_must_be_http() {
+    assert_eq!(
+        entry_errors(json!({"type": "http", "url": "https://h/mcp", "clientCert": "cert.pem"})),
+        [r#"field "clientCert": a client certificate needs its private key: add "clientKey" (a PEM file)"#]
+    );
+    assert_eq!(
+        entry_errors(json!({"type": "ws", "url": "wss://h/ws", "clientKey": "key.pem"})),
+        [r#"field "clientKey": a private key needs its certificate: add "clientCert" (a PEM file)"#]
+    );
+    assert_eq!(
+        entry_errors(json!({"type": "sse", "url": "https://h/sse", "proxy": "socks5://h:1080"})),
+        [r#"field "proxy": expected "none" or an http:// or https:// proxy URL, found a "socks5" URL"#]
+    );
+    assert_eq!(
+        entry_errors(json!({"type": "http", "url": "https://h/mcp", "proxy": "proxy.corp:3128"})),
+        [r#"field "proxy": expected "none" or an http:// or https:// proxy URL, found a "proxy.corp" URL"#]
     );
 }

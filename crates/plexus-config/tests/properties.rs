@@ -8,8 +8,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use plexus_config::{
-    ClaudeAiProxyConfig, ConfigFile, HttpConfig, OAuthConfig, OAuthGrantType, ServerConfig, ServerName, ServerOptions,
-    Severity, SseIdeConfig, StdioConfig, Url, WsConfig, WsIdeConfig,
+    ClaudeAiProxyConfig, ClientIdentityConfig, ConfigFile, HttpConfig, NetworkConfig, OAuthConfig, OAuthGrantType,
+    ProxySetting, ServerConfig, ServerName, ServerOptions, Severity, SseIdeConfig, StdioConfig, Url, WsConfig,
+    WsIdeConfig,
 };
 use proptest::collection::{btree_map, vec};
 use proptest::option;
@@ -285,6 +286,28 @@ fn oauth() -> impl Strategy<Value = OAuthConfig> {
         )
 }
 
+/// `ca`, `clientCert` with `clientKey`, and `proxy` (`"none"` or an http(s) URL).
+fn network() -> BoxedStrategy<NetworkConfig> {
+    let proxy_schemes: &'static [&'static str] = &["http", "https"];
+    (
+        option::of(text()),
+        option::of((text(), text())),
+        option::of(prop_oneof![
+            Just(ProxySetting::None),
+            url(proxy_schemes).prop_map(ProxySetting::Url)
+        ]),
+    )
+        .prop_map(|(ca, identity, proxy)| NetworkConfig {
+            ca: ca.map(PathBuf::from),
+            client_identity: identity.map(|(cert, key)| ClientIdentityConfig {
+                cert: cert.into(),
+                key: key.into(),
+            }),
+            proxy,
+        })
+        .boxed()
+}
+
 fn server_config() -> impl Strategy<Value = ServerConfig> {
     let http_schemes: &'static [&'static str] = &["http", "https"];
     let ws_schemes: &'static [&'static str] = &["ws", "wss"];
@@ -293,18 +316,19 @@ fn server_config() -> impl Strategy<Value = ServerConfig> {
             url(http_schemes),
             headers(),
             option::of(text()),
-            option::of(text()),
+            network(),
             option::of(oauth()),
             options(),
         )
-            .prop_map(|(url, headers, headers_helper, ca, oauth, options)| HttpConfig {
+            .prop_map(|(url, headers, headers_helper, network, oauth, options)| HttpConfig {
                 url,
                 headers,
                 headers_helper,
-                ca: ca.map(PathBuf::from),
+                network,
                 oauth,
                 options,
             })
+            .boxed()
     };
     prop_oneof![
         (
@@ -327,15 +351,15 @@ fn server_config() -> impl Strategy<Value = ServerConfig> {
             url(ws_schemes),
             headers(),
             option::of(text()),
-            option::of(text()),
+            network(),
             options()
         )
-            .prop_map(|(url, headers, headers_helper, ca, options)| {
+            .prop_map(|(url, headers, headers_helper, network, options)| {
                 ServerConfig::Ws(WsConfig {
                     url,
                     headers,
                     headers_helper,
-                    ca: ca.map(PathBuf::from),
+                    network,
                     options,
                 })
             }),

@@ -28,7 +28,8 @@
 //!
 //! Dependencies: `tracing-subscriber` prints the session's tracing on stderr when `RUST_LOG` is
 //! set (the suite saves the client's stderr with each scenario's results); `tempfile` holds an
-//! auth scenario's token store; `reqwest` sends the stateless scenarios' requests.
+//! auth scenario's token store; `http`, `bytes` and `url` are the types of the stateless scenarios'
+//! requests, which plexus-net's client sends.
 #![forbid(unsafe_code)]
 
 mod auth;

@@ -8,9 +8,12 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+use http::header::{ACCEPT, CONTENT_TYPE};
+use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use plexus::net::Credentials;
+use plexus::net::http::{BodyError, HttpClient, HttpSettings, Request, Target};
 use plexus::transport::{AuthProvider, body_excerpt};
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
 
 use crate::scenario::{CLIENT_NAME, Limits, ScenarioError, planned_calls};
@@ -23,7 +26,8 @@ const MAX_BODY: usize = 4 * 1024 * 1024;
 /// One stateless client: the endpoint, the HTTP client and the credentials.
 struct Stateless {
     url: String,
-    http: reqwest::Client,
+    http: HttpClient,
+    target: Target,
     credentials: Credentials,
     next_id: i64,
     limits: Limits,
@@ -41,16 +45,16 @@ pub async fn run_stateless(
         what: what.to_owned(),
         reason,
     };
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(limits.initialize)
-        .build()
-        .map_err(|e| exchange("setting up HTTP", e.to_string()))?;
+    let settings = HttpSettings::new(concat!("plexus-conformance/", env!("CARGO_PKG_VERSION"))).connect_timeout(limits.initialize);
+    let http = HttpClient::new(settings).map_err(|e| exchange("setting up HTTP", e.to_string()))?;
+    let parsed = url::Url::parse(url).map_err(|e| exchange("setting up HTTP", e.to_string()))?;
+    let target = http.target(&parsed).map_err(|e| exchange("setting up HTTP", e.to_string()))?;
     let credentials =
         Credentials::new(Vec::new(), auth).map_err(|e| exchange("setting up credentials", e.to_string()))?;
     let mut client = Stateless {
         url: url.to_owned(),
         http,
+        target,
         credentials,
         next_id: 1,
         limits,
@@ -150,29 +154,31 @@ impl Stateless {
                 .headers("POST", &self.url)
                 .await
                 .map_err(|e| failed(e.to_string()))?;
-            let mut request = self
-                .http
-                .post(&self.url)
-                .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
-                .header(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"))
-                .header(HeaderName::from_static("mcp-protocol-version"), STATELESS_VERSION)
-                .json(body);
-            for (name, value) in headers.iter() {
-                request = request.header(name.as_str(), value.as_str());
-            }
-            let mut response = request.send().await.map_err(|e| failed(e.to_string()))?;
-            let status = response.status().as_u16();
-            // Kept past the body only for a 401 or 403, whose challenge the credentials read.
-            let rejected_headers = matches!(status, 401 | 403).then(|| response.headers().clone());
-            let mut bytes = Vec::new();
-            while let Some(chunk) = response.chunk().await.map_err(|e| failed(e.to_string()))? {
-                if bytes.len() + chunk.len() > MAX_BODY {
+            let mut map: HeaderMap = plexus::net::headers::to_http(&headers, &[]).collect();
+            map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            map.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
+            map.insert(
+                HeaderName::from_static("mcp-protocol-version"),
+                HeaderValue::from_static(STATELESS_VERSION),
+            );
+            let request = Request {
+                method: Method::POST,
+                headers: map,
+                body: Some(Bytes::from(body.to_string())),
+            };
+            let mut response = self.http.send(&self.target, request).await.map_err(|e| failed(e.to_string()))?;
+            let status = response.status.as_u16();
+            let bytes = match response.body.read_capped(MAX_BODY).await {
+                Ok(bytes) => bytes.to_vec(),
+                Err(BodyError::TooLarge { .. }) => {
                     return Err(failed(format!("the answer is larger than {MAX_BODY} bytes")));
                 }
-                bytes.extend_from_slice(&chunk);
-            }
+                Err(BodyError::Failed(e)) => return Err(failed(e.to_string())),
+            };
+            // The headers matter only for a 401 or 403, whose challenge the credentials read.
+            let rejected_headers = matches!(status, 401 | 403).then_some(&response.headers);
             if let Some(headers) = rejected_headers {
-                let rejection = plexus::net::rejection_of(&what, &self.url, status, &headers, &bytes);
+                let rejection = plexus::net::rejection_of(&what, &self.url, status, headers, &bytes);
                 self.credentials
                     .rejected(&rejection, retries)
                     .await

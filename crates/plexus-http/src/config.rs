@@ -1,13 +1,12 @@
 //! What to connect to, and the limits and timings of the transport.
 
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use plexus_net::http::ProxyChoice;
 use plexus_net::redact::debug_remote_config;
-use plexus_net::tls::{ClientIdentity, TlsOptions};
+use plexus_net::tls::TlsOptions;
 use plexus_transport::AuthProvider;
 
 /// How long one HTTP request of a message without a timeout of its own may wait for its
@@ -207,23 +206,9 @@ impl HttpConfig {
 
     plexus_net::header_and_auth_setters!();
 
-    /// Sets the CA file trusted for this server's TLS besides the platform's roots.
-    #[must_use]
-    pub fn ca(mut self, ca: Option<PathBuf>) -> Self {
-        self.tls.ca = ca;
-        self
-    }
-
-    /// Sets the client certificate presented when the server asks for one.
-    #[must_use]
-    pub fn client_identity(mut self, identity: Option<ClientIdentity>) -> Self {
-        self.tls.client_identity = identity;
-        self
-    }
+    plexus_net::tls_and_proxy_setters!();
 
     plexus_net::setters! {
-        /// Sets which proxy this server's requests go through.
-        proxy: ProxyChoice,
         /// Sets the name that tags tracing output.
         name: impl Into<String>,
         /// Sets the timeout of messages without one of their own.

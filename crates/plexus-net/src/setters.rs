@@ -112,3 +112,56 @@ macro_rules! header_and_auth_setters {
         }
     };
 }
+
+/// Writes the setters of the network fields every remote transport's configuration has, into
+/// its `impl` block: `ca` and `client_identity` (which set a `tls: TlsOptions` field) and `proxy`
+/// (which sets a `proxy: ProxyChoice` field).
+///
+/// ```
+/// use std::path::PathBuf;
+/// use plexus_net::http::ProxyChoice;
+/// use plexus_net::tls::TlsOptions;
+///
+/// #[derive(Default)]
+/// pub struct Config {
+///     pub tls: TlsOptions,
+///     pub proxy: ProxyChoice,
+/// }
+///
+/// impl Config {
+///     plexus_net::tls_and_proxy_setters!();
+/// }
+///
+/// let config = Config::default().ca(Some(PathBuf::from("corp.pem"))).proxy(ProxyChoice::Disabled);
+/// assert_eq!(config.tls.ca, Some(PathBuf::from("corp.pem")));
+/// assert_eq!(config.proxy, ProxyChoice::Disabled);
+/// ```
+#[macro_export]
+macro_rules! tls_and_proxy_setters {
+    () => {
+        /// Trusts the CA certificates of this PEM file for the server's TLS, besides the
+        /// platform's roots and `NODE_EXTRA_CA_CERTS` (see the field `tls`).
+        #[must_use]
+        pub fn ca(mut self, ca: ::core::option::Option<::std::path::PathBuf>) -> Self {
+            self.tls.ca = ca;
+            self
+        }
+
+        /// Presents this client certificate when the server asks for one (see the field `tls`).
+        #[must_use]
+        pub fn client_identity(
+            mut self,
+            identity: ::core::option::Option<$crate::tls::ClientIdentity>,
+        ) -> Self {
+            self.tls.client_identity = identity;
+            self
+        }
+
+        /// Sets which proxy the server's requests go through (see the field `proxy`).
+        #[must_use]
+        pub fn proxy(mut self, proxy: $crate::http::ProxyChoice) -> Self {
+            self.proxy = proxy;
+            self
+        }
+    };
+}

@@ -1,11 +1,12 @@
 //! Where to connect, with which headers, and the limits and timeouts of the transport.
 
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use plexus_net::http::ProxyChoice;
 use plexus_net::redact::{debug_remote_config, redact_url};
+use plexus_net::tls::TlsOptions;
 use plexus_transport::AuthProvider;
 
 /// How long [`SseTransport::connect`](crate::SseTransport::connect) waits for the TCP and TLS
@@ -42,8 +43,8 @@ pub const MAX_EARLY_MESSAGES: usize = 64;
 pub const MAX_REDIRECTS: usize = 10;
 
 /// An idle connection is probed by TCP keepalive after this long, so that a silent event stream
-/// whose peer vanished is eventually noticed: 30 s.
-pub const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
+/// whose peer vanished is eventually noticed: 30 s (plexus-net's, for every connection).
+pub const TCP_KEEPALIVE: Duration = plexus_net::http::TCP_KEEPALIVE;
 
 /// How to reach a legacy HTTP+SSE MCP server, and the limits of its transport.
 ///
@@ -72,9 +73,12 @@ pub struct SseConfig {
     /// Supplies authentication headers and handles 401 and 403 answers (none: a 401 is
     /// [`TransportError::NeedsAuth`](plexus_transport::TransportError::NeedsAuth)).
     pub auth: Option<Arc<dyn AuthProvider>>,
-    /// A PEM file of CA certificates trusted for this server's TLS besides the platform's roots
-    /// and `NODE_EXTRA_CA_CERTS` (an entry's `ca`; see [`plexus_net::tls::server_config`]).
-    pub ca: Option<PathBuf>,
+    /// TLS for this server: a PEM file of CA certificates trusted besides the platform's roots
+    /// and `NODE_EXTRA_CA_CERTS` (an entry's `ca`), a client certificate (an entry's
+    /// `clientCert` and `clientKey`); see [`plexus_net::tls::server_config`].
+    pub tls: TlsOptions,
+    /// Which proxy this server's requests go through (default: as the environment says).
+    pub proxy: ProxyChoice,
     /// See [`DEFAULT_CONNECT_TIMEOUT`].
     pub connect_timeout: Duration,
     /// See [`DEFAULT_ENDPOINT_TIMEOUT`].
@@ -97,7 +101,8 @@ impl SseConfig {
             url,
             headers: Vec::new(),
             auth: None,
-            ca: None,
+            tls: TlsOptions::default(),
+            proxy: ProxyChoice::Environment,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             endpoint_timeout: DEFAULT_ENDPOINT_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
@@ -108,9 +113,9 @@ impl SseConfig {
 
     plexus_net::header_and_auth_setters!();
 
+    plexus_net::tls_and_proxy_setters!();
+
     plexus_net::setters! {
-        /// Sets the CA file trusted for this server's TLS besides the platform's roots.
-        ca: Option<PathBuf>,
         /// Sets the name that tags tracing output.
         name: impl Into<String>,
         /// Sets the connect timeout.
@@ -141,6 +146,8 @@ impl fmt::Debug for SseConfig {
         .field("request_timeout", &self.request_timeout)
         .field("max_event_size", &self.max_event_size)
         .field("max_concurrent_posts", &self.max_concurrent_posts)
+        .field("tls", &self.tls)
+        .field("proxy", &self.proxy)
         .finish()
     }
 }

@@ -1,20 +1,21 @@
 //! Opening the event stream and waiting for the `endpoint` event.
 
 use std::collections::VecDeque;
-use std::future::poll_fn;
 use std::sync::Arc;
 
+use http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
+use http::{HeaderValue, Method};
+use plexus_net::http::Body;
 use plexus_transport::{Message, TransportError};
-use reqwest::Url;
-use reqwest::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
+use url::Url;
 
 use crate::config::{MAX_EARLY_MESSAGES, SseConfig};
 use plexus_net::endpoint::resolve_endpoint;
 use plexus_net::redact::redact_url;
 use plexus_net::sse::Decoded;
 
-use crate::receiver::{BodyStream, Events, Shared, SseReceiver, decode_message};
-use crate::request::{Requester, error_chain, http_error, redirect_refused};
+use crate::receiver::{Events, Shared, SseReceiver, decode_message};
+use crate::request::{Failure, Requester, http_error};
 use crate::sender::SseSender;
 
 /// The halves of a connected transport.
@@ -31,35 +32,37 @@ pub(crate) async fn connect(config: SseConfig) -> Result<Connected, TransportErr
     let url = Url::parse(&config.url).map_err(|e| fail(format!("the URL is not valid: {e}")))?;
     plexus_net::require_scheme(&config.url, url.scheme(), &["http", "https"], "SSE")?;
     let requester = Arc::new(Requester::new(&config).map_err(&fail)?);
+    let stream_target = requester.target(&url).map_err(&fail)?;
     let what = format!("GET {target}");
-    let get = requester.send(
-        &what,
-        ("GET", &url),
-        |headers| {
-            requester
-                .client
-                .get(url.clone())
-                .headers(headers)
-                .header(ACCEPT, "text/event-stream")
-                .header(CACHE_CONTROL, "no-cache")
-        },
-        |e| fail(error_chain(&e)),
-    );
-    let response = tokio::time::timeout(config.connect_timeout, get).await.map_err(|_| {
-        fail(format!(
-            "the server did not answer the event stream's GET within {:?}",
-            config.connect_timeout
-        ))
-    })??;
-    let status = response.status();
+    let headers = [
+        (ACCEPT, HeaderValue::from_static("text/event-stream")),
+        (CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+    ];
+    let get = requester.send(&what, &stream_target, &Method::GET, &headers, None);
+    let (stream_url, response) = tokio::time::timeout(config.connect_timeout, get)
+        .await
+        .map_err(|_| {
+            fail(format!(
+                "the server did not answer the event stream's GET within {:?}",
+                config.connect_timeout
+            ))
+        })?
+        .map_err(|failure| match failure {
+            Failure::Exchange(e) => fail(e.reason()),
+            other => other.into_error(&target, &what),
+        })?;
+    let status = response.status;
     if status.is_redirection() {
-        return Err(redirect_refused(&target, &url, &response));
+        return Err(fail(format!(
+            "the server answered the GET with HTTP {} without a usable Location header",
+            status.as_u16()
+        )));
     }
     if !status.is_success() {
         return Err(http_error(what, response, config.connect_timeout).await);
     }
     let content_type = response
-        .headers()
+        .headers
         .get(CONTENT_TYPE)
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
         .unwrap_or_default();
@@ -70,8 +73,7 @@ pub(crate) async fn connect(config: SseConfig) -> Result<Connected, TransportErr
              newer Streamable HTTP transport needs the type `http`)"
         )));
     }
-    let stream_url = response.url().clone();
-    let mut body: BodyStream = Box::pin(response.bytes_stream());
+    let mut body = response.body;
     let mut events = Events::new(config.max_event_size);
     let mut early = VecDeque::new();
     let endpoint_data = tokio::time::timeout(
@@ -87,6 +89,7 @@ pub(crate) async fn connect(config: SseConfig) -> Result<Connected, TransportErr
     })?
     .map_err(&fail)?;
     let endpoint = resolve_endpoint(&stream_url, &endpoint_data).map_err(&fail)?;
+    let endpoint_target = requester.target(&endpoint).map_err(&fail)?;
     tracing::debug!(server = %config.name, "the event stream of {target} names the endpoint {}", redact_url(endpoint.as_str()));
     let shared = Arc::new(Shared::new(config.name, target.clone(), body));
     Ok(Connected {
@@ -94,7 +97,7 @@ pub(crate) async fn connect(config: SseConfig) -> Result<Connected, TransportErr
         sender: SseSender::new(
             Arc::clone(&shared),
             requester,
-            endpoint,
+            endpoint_target,
             config.request_timeout,
             config.max_concurrent_posts,
         ),
@@ -105,7 +108,7 @@ pub(crate) async fn connect(config: SseConfig) -> Result<Connected, TransportErr
 /// Reads events until the `endpoint` event and returns its data. `message` events before it are
 /// kept (at most [`MAX_EARLY_MESSAGES`]); other events are ignored.
 async fn wait_for_endpoint(
-    body: &mut BodyStream,
+    body: &mut Body,
     events: &mut Events,
     early: &mut VecDeque<Result<Message, TransportError>>,
 ) -> Result<Vec<u8>, String> {
@@ -128,15 +131,10 @@ async fn wait_for_endpoint(
             }
             early.push_back(kept);
         }
-        match poll_fn(|cx| body.as_mut().poll_next(cx)).await {
-            Some(Ok(chunk)) => events.feed(chunk),
-            Some(Err(e)) => {
-                return Err(format!(
-                    "the event stream failed before the endpoint event: {}",
-                    error_chain(&e)
-                ));
-            }
-            None => return Err("the server closed the event stream before sending the endpoint event".to_owned()),
+        match body.chunk().await {
+            Ok(Some(chunk)) => events.feed(chunk),
+            Err(e) => return Err(format!("the event stream failed before the endpoint event: {e}")),
+            Ok(None) => return Err("the server closed the event stream before sending the endpoint event".to_owned()),
         }
     }
 }

@@ -72,10 +72,10 @@
 //! event stream, which closes its connection, and stops the POSTs in flight; the 2024-11-05
 //! transport has no session to DELETE.
 //!
-//! Dependencies: `reqwest` (over rustls, no OpenSSL) is the HTTP client: connection pooling,
-//! TLS with the platform's trust store, per-request timeouts and the redirect policy;
-//! `futures-core` is the `Stream` trait through which the event stream's body is polled; `bytes`
-//! holds its chunks without copying; `tokio-util` provides the cancellation token that stops
+//! Dependencies: plexus-net's HTTP client (hyper underneath: pooled connections, proxies, TLS
+//! with the platform's roots and the entry's CA and client certificate, compressed bodies, the
+//! same-origin redirect rule), `http` for its header types, `url` for the endpoint; `bytes` holds
+//! the stream's chunks without copying; `tokio-util` provides the cancellation token that stops
 //! in-flight POSTs when the transport ends. The event stream is decoded by
 //! [`plexus_net::sse`], which bounds an event's size and stays linear in it (the available
 //! parsers do neither); the auth logic is [`plexus_net::Credentials`].
@@ -88,7 +88,7 @@ mod request;
 mod sender;
 
 use plexus_transport::{Transport, TransportError, TransportReceiver, TransportSender};
-use reqwest::Url;
+use url::Url;
 
 pub use config::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENDPOINT_TIMEOUT, DEFAULT_MAX_CONCURRENT_POSTS, DEFAULT_MAX_EVENT_SIZE,

@@ -2,21 +2,16 @@
 //! both halves share (the stream lives there so that closing the sender drops it).
 
 use std::collections::VecDeque;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use bytes::{Buf, Bytes};
-use futures_core::Stream;
 use plexus_jsonrpc::{FrameError, Message};
+use plexus_net::http::Body;
 use plexus_net::sse::{Decoded, Event, EventDecoder};
 use plexus_transport::{TransportError, TransportReceiver};
 use tokio_util::sync::CancellationToken;
 
-use crate::request::{error_chain, io_kind};
-
-/// The body of the event stream.
-pub(crate) type BodyStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
 /// The reason given once the client closed the transport.
 pub(crate) const CLOSED_BY_CLIENT: &str = "closed by the client";
@@ -70,7 +65,7 @@ pub(crate) struct Shared {
 
 struct StreamState {
     /// The event stream; `None` once the transport ended.
-    body: Option<BodyStream>,
+    body: Option<Body>,
     /// Why the transport ended: what later polls and sends get.
     ended: Option<TransportError>,
     /// The receiver waiting for the stream.
@@ -78,7 +73,7 @@ struct StreamState {
 }
 
 impl Shared {
-    pub(crate) fn new(name: String, target: String, body: BodyStream) -> Self {
+    pub(crate) fn new(name: String, target: String, body: Body) -> Self {
         Shared {
             name,
             target,
@@ -195,24 +190,19 @@ impl TransportReceiver for SseReceiver {
             let Some(body) = state.body.as_mut() else {
                 return Poll::Ready(Err(TransportError::closed(CLOSED_BY_CLIENT)));
             };
-            match body.as_mut().poll_next(cx) {
-                Poll::Ready(Some(Ok(chunk))) => {
+            match body.poll_chunk(cx) {
+                Poll::Ready(Ok(Some(chunk))) => {
                     drop(state);
                     self.events.feed(chunk);
                 }
-                Poll::Ready(Some(Err(e))) => {
+                Poll::Ready(Err(e)) => {
                     drop(state);
+                    let reason = format!("the event stream failed: {e}");
                     let context = format!("reading the event stream of {}", self.shared.target);
-                    let chain = error_chain(&e);
-                    let error = match io_kind(&e) {
-                        Some(kind) => TransportError::from_io(context, std::io::Error::new(kind, chain.clone())),
-                        None => TransportError::closed(format!("the event stream failed: {chain}")),
-                    };
-                    self.shared
-                        .end(TransportError::closed(format!("the event stream failed: {chain}")));
-                    return Poll::Ready(Err(error));
+                    self.shared.end(TransportError::closed(reason));
+                    return Poll::Ready(Err(TransportError::from_io(context, e)));
                 }
-                Poll::Ready(None) => {
+                Poll::Ready(Ok(None)) => {
                     drop(state);
                     let error = TransportError::closed("the server closed the event stream");
                     self.shared.end(error.clone());

@@ -4,15 +4,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use http::header::CONTENT_TYPE;
+use http::{HeaderValue, Method};
+use plexus_net::http::Target;
 use plexus_net::redact::redact_url;
 use plexus_transport::{BoxFuture, OutboundMessage, Response, TransportError, TransportSender};
-use reqwest::Url;
-use reqwest::header::CONTENT_TYPE;
 use tokio::sync::Semaphore;
+use url::Url;
 
 use crate::config::MAX_ERROR_BODY;
 use crate::receiver::{CLOSED_BY_CLIENT, Shared};
-use crate::request::{Requester, http_error, io_failure, read_body_prefix, redirect_refused};
+use crate::request::{Requester, http_error, read_body_prefix};
 
 /// The sending half of an [`SseTransport`](crate::SseTransport).
 ///
@@ -31,7 +33,7 @@ use crate::request::{Requester, http_error, io_failure, read_body_prefix, redire
 pub struct SseSender {
     shared: Arc<Shared>,
     requester: Arc<Requester>,
-    endpoint: Url,
+    endpoint: Target,
     /// `POST <endpoint>`, redacted, for errors.
     what: String,
     request_timeout: Duration,
@@ -50,12 +52,12 @@ impl SseSender {
     pub(crate) fn new(
         shared: Arc<Shared>,
         requester: Arc<Requester>,
-        endpoint: Url,
+        endpoint: Target,
         request_timeout: Duration,
         max_concurrent_posts: usize,
     ) -> Self {
         SseSender {
-            what: format!("POST {}", redact_url(endpoint.as_str())),
+            what: format!("POST {}", redact_url(endpoint.url().as_str())),
             shared,
             requester,
             endpoint,
@@ -66,7 +68,7 @@ impl SseSender {
 
     /// The endpoint messages are posted to.
     pub fn endpoint(&self) -> &Url {
-        &self.endpoint
+        self.endpoint.url()
     }
 
     fn ended_error(&self) -> TransportError {
@@ -77,32 +79,28 @@ impl SseSender {
 
     /// POSTs one message, all of it (the answer included) within `timeout`.
     async fn post(&self, body: Bytes, timeout: Duration) -> Result<(), TransportError> {
-        let response = self
-            .requester
-            .send(
-                &self.what,
-                ("POST", &self.endpoint),
-                |headers| {
-                    self.requester
-                        .client
-                        .post(self.endpoint.clone())
-                        .headers(headers)
-                        .header(CONTENT_TYPE, "application/json")
-                        .timeout(timeout)
-                        .body(body.clone())
-                },
-                |e| io_failure(self.what.clone(), &e, timeout),
-            )
-            .await?;
-        let status = response.status();
-        if status.is_success() {
-            // Reading the (normally tiny) body lets the connection go back to the pool.
-            read_body_prefix(response, MAX_ERROR_BODY).await;
-            Ok(())
-        } else if status.is_redirection() {
-            Err(redirect_refused(&self.shared.target, &self.endpoint, &response))
-        } else {
-            Err(http_error(self.what.clone(), response, timeout).await)
+        let headers = [(CONTENT_TYPE, HeaderValue::from_static("application/json"))];
+        let exchange = async {
+            let (_, mut response) = self
+                .requester
+                .send(&self.what, &self.endpoint, &Method::POST, &headers, Some(body))
+                .await
+                .map_err(|failure| failure.into_error(&self.shared.target, &self.what))?;
+            let status = response.status;
+            if status.is_success() {
+                // Reading the (normally tiny) body lets the connection go back to the pool.
+                read_body_prefix(&mut response.body, MAX_ERROR_BODY).await;
+                Ok(())
+            } else {
+                Err(http_error(self.what.clone(), response, timeout).await)
+            }
+        };
+        match tokio::time::timeout(timeout, exchange).await {
+            Ok(result) => result,
+            Err(_) => Err(TransportError::from_io(
+                self.what.clone(),
+                std::io::Error::new(std::io::ErrorKind::TimedOut, format!("no complete answer within {timeout:?}")),
+            )),
         }
     }
 }

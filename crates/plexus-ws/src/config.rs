@@ -1,10 +1,11 @@
 //! Where to connect, with which headers, and the limits and timings of the transport.
 
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use plexus_net::http::ProxyChoice;
+use plexus_net::tls::TlsOptions;
 use plexus_net::redact::{debug_remote_config, redact_url};
 use plexus_transport::AuthProvider;
 
@@ -61,9 +62,13 @@ pub struct WsConfig {
     /// Supplies authentication headers for the upgrade and handles a 401 or 403 answer to it
     /// (none: a 401 is [`TransportError::NeedsAuth`](plexus_transport::TransportError::NeedsAuth)).
     pub auth: Option<Arc<dyn AuthProvider>>,
-    /// A PEM file of CA certificates trusted for this server's TLS besides the platform's roots
-    /// and `NODE_EXTRA_CA_CERTS` (an entry's `ca`; see [`plexus_net::tls::server_config`]).
-    pub ca: Option<PathBuf>,
+    /// TLS for this server (`wss`): a PEM file of CA certificates trusted besides the platform's
+    /// roots and `NODE_EXTRA_CA_CERTS` (an entry's `ca`), a client certificate (an entry's
+    /// `clientCert` and `clientKey`); see [`plexus_net::tls::server_config`].
+    pub tls: TlsOptions,
+    /// Which proxy the connection goes through, as a `CONNECT` tunnel (default: as the
+    /// environment says).
+    pub proxy: ProxyChoice,
     /// See [`DEFAULT_CONNECT_TIMEOUT`].
     pub connect_timeout: Duration,
     /// See [`DEFAULT_MAX_MESSAGE_SIZE`]. A larger message (or frame) ends the connection, since
@@ -89,7 +94,8 @@ impl WsConfig {
             url,
             headers: Vec::new(),
             auth: None,
-            ca: None,
+            tls: TlsOptions::default(),
+            proxy: ProxyChoice::Environment,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             ping_interval: Some(DEFAULT_PING_INTERVAL),
@@ -101,9 +107,9 @@ impl WsConfig {
 
     plexus_net::header_and_auth_setters!();
 
+    plexus_net::tls_and_proxy_setters!();
+
     plexus_net::setters! {
-        /// Sets the CA file trusted for this server's TLS besides the platform's roots.
-        ca: Option<PathBuf>,
         /// Sets the name that tags tracing output.
         name: impl Into<String>,
         /// Sets the connect timeout.
@@ -130,6 +136,8 @@ impl fmt::Debug for WsConfig {
             .field("dead_peer_timeout", &self.dead_peer_timeout)
             .field("write_timeout", &self.write_timeout)
             .field("close_timeout", &self.close_timeout)
+            .field("tls", &self.tls)
+            .field("proxy", &self.proxy)
             .finish()
     }
 }

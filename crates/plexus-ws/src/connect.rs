@@ -1,20 +1,23 @@
 //! The upgrade: TCP, TLS for `wss`, the handshake with the subprotocol and the headers, and one
 //! retry after an auth challenge.
 
+use plexus_net::http::{HttpClient, HttpSettings, Target};
 use plexus_net::redact::redact_url;
-use plexus_net::tls::{Alpn, server_config};
 use plexus_net::{Credentials, rejection_of};
 use plexus_transport::{TransportError, body_excerpt};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::error::{Error as WsError, ProtocolError, SubProtocolError, UrlError};
 use tokio_tungstenite::tungstenite::handshake::client::Response;
-use tokio_tungstenite::tungstenite::http::header::{LOCATION, SEC_WEBSOCKET_PROTOCOL};
+use tokio_tungstenite::tungstenite::http::header::{LOCATION, SEC_WEBSOCKET_PROTOCOL, USER_AGENT as USER_AGENT_HEADER};
 use tokio_tungstenite::tungstenite::http::{HeaderMap, HeaderName, HeaderValue};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
-use tokio_tungstenite::{Connector, connect_async_tls_with_config};
+use tokio_tungstenite::client_async_with_config;
 use url::Url;
 
 use crate::config::{SUBPROTOCOL, WsConfig};
+
+/// The `User-Agent` of the upgrade request, unless one is configured.
+const USER_AGENT: &str = concat!("plexus-ws/", env!("CARGO_PKG_VERSION"));
 use crate::connection::Socket;
 
 /// Validates the configuration, then connects within the connect timeout.
@@ -32,7 +35,17 @@ pub(crate) async fn connect(config: &WsConfig) -> Result<Socket, TransportError>
         )));
     }
     let credentials = Credentials::new(config.headers.clone(), config.auth.clone()).map_err(|e| fail(e.to_string()))?;
-    let upgrade = upgrade(config, &url, &target, &credentials);
+    // plexus-net's connections: the proxy (a CONNECT tunnel), TLS with the platform's roots and
+    // the entry's CA and client certificate, ALPN `http/1.1` (the upgrade is HTTP/1.1).
+    let settings = HttpSettings::new(USER_AGENT)
+        .connect_timeout(config.connect_timeout)
+        .proxy(config.proxy.clone())
+        .ca(config.tls.ca.clone())
+        .client_identity(config.tls.client_identity.clone())
+        .http2(false);
+    let client = HttpClient::new(settings).map_err(|e| fail(e.to_string()))?;
+    let endpoint = client.target(&url).map_err(|e| fail(e.to_string()))?;
+    let upgrade = upgrade(config, &client, &endpoint, &target, &credentials);
     tokio::time::timeout(config.connect_timeout, upgrade)
         .await
         .map_err(|_| {
@@ -46,20 +59,17 @@ pub(crate) async fn connect(config: &WsConfig) -> Result<Socket, TransportError>
 /// The upgrade, retried once when the auth provider resolves a 401 or 403.
 async fn upgrade(
     config: &WsConfig,
-    url: &Url,
+    client: &HttpClient,
+    endpoint: &Target,
     target: &str,
     credentials: &Credentials,
 ) -> Result<Socket, TransportError> {
+    let url = endpoint.url();
     let fail = |reason: String| plexus_net::connect_error(url.as_str(), reason);
     let what = format!("the WebSocket upgrade of {target}");
     let limits = WebSocketConfig::default()
         .max_message_size(Some(config.max_message_size))
         .max_frame_size(Some(config.max_message_size));
-    let connector = if url.scheme() == "wss" {
-        Connector::Rustls(server_config(Alpn::Unspecified, &plexus_net::tls::TlsOptions { ca: config.ca.clone(), client_identity: None }).map_err(|e| fail(e.to_string()))?)
-    } else {
-        Connector::Plain
-    };
     let mut retries = 0;
     loop {
         let mut request = url
@@ -74,7 +84,11 @@ async fn upgrade(
             }
         }
         headers.insert(SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(SUBPROTOCOL));
-        match connect_async_tls_with_config(request, Some(limits), true, Some(connector.clone())).await {
+        if !headers.contains_key(USER_AGENT_HEADER) {
+            headers.insert(USER_AGENT_HEADER, HeaderValue::from_static(USER_AGENT));
+        }
+        let stream = client.open_stream(endpoint).await.map_err(|e| fail(e.reason()))?;
+        match client_async_with_config(request, stream, Some(limits)).await {
             Ok((socket, response)) => {
                 check_subprotocol(&response).map_err(&fail)?;
                 return Ok(socket);

@@ -11,17 +11,17 @@ use std::time::Duration;
 
 use futures_util::Sink;
 use plexus_transport::TransportError;
-use tokio::net::TcpStream;
+use plexus_net::http::NetStream;
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Error as WsError;
 use tokio_tungstenite::tungstenite::Message as Frame;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tokio_tungstenite::WebSocketStream;
 use tokio_util::sync::CancellationToken;
 
 /// The WebSocket over TCP (and TLS for `wss`).
-pub(crate) type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+pub(crate) type Socket = WebSocketStream<NetStream>;
 
 /// The reason given once the client closed the transport.
 pub(crate) const CLOSED_BY_CLIENT: &str = "closed by the client";

@@ -214,10 +214,7 @@ pub(crate) async fn connect_entry(
         }
         #[cfg(feature = "http")]
         ServerConfig::Http(http) => {
-            let remote = Remote {
-                headers: header_pairs(&http.headers),
-                ca: http.ca.clone(),
-            };
+            let remote = Remote::new(&http.headers, &http.network);
             let transport = http_transport(name, http.url.as_str(), remote.clone(), auth.clone(), &options, limits)
                 .map_err(failed)?;
             return match Client::connect(transport, options.clone()).await {
@@ -237,27 +234,21 @@ pub(crate) async fn connect_entry(
         }
         #[cfg(feature = "sse")]
         ServerConfig::Sse(sse) => {
-            let remote = Remote {
-                headers: header_pairs(&sse.headers),
-                ca: sse.ca.clone(),
-            };
+            let remote = Remote::new(&sse.headers, &sse.network);
             sse_transport(name, sse.url.as_str(), remote, auth, &options, limits).await
         }
         #[cfg(feature = "sse")]
         ServerConfig::SseIde(ide) => {
-            sse_transport(name, ide.url.as_str(), Remote::default(), auth, &options, limits).await
+            sse_transport(name, ide.url.as_str(), Remote::ide(), auth, &options, limits).await
         }
         #[cfg(feature = "ws")]
         ServerConfig::Ws(ws) => {
-            let remote = Remote {
-                headers: header_pairs(&ws.headers),
-                ca: ws.ca.clone(),
-            };
+            let remote = Remote::new(&ws.headers, &ws.network);
             ws_transport(name, ws.url.as_str(), remote, auth, &options, limits).await
         }
         #[cfg(feature = "ws")]
         ServerConfig::WsIde(ide) => {
-            ws_transport(name, ide.url.as_str(), Remote::default(), auth, &options, limits).await
+            ws_transport(name, ide.url.as_str(), Remote::ide(), auth, &options, limits).await
         }
         // Reachable when a feature is off.
         #[allow(unreachable_patterns)]
@@ -295,12 +286,45 @@ async fn session(transport: Box<dyn Transport>, options: ClientOptions) -> Resul
         .map(|client| Connected { client, fallback: None })
 }
 
-/// What an entry says about a remote server besides its URL: its headers and its CA file.
+/// What an entry says about a remote server besides its URL: its headers, and how it is reached
+/// (its CA file, client certificate and proxy).
 #[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
 #[derive(Debug, Clone, Default)]
 struct Remote {
     headers: Vec<(String, String)>,
-    ca: Option<std::path::PathBuf>,
+    tls: plexus_net::tls::TlsOptions,
+    proxy: plexus_net::http::ProxyChoice,
+}
+
+#[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
+impl Remote {
+    /// An entry's headers and network settings.
+    fn new(headers: &std::collections::BTreeMap<String, String>, network: &plexus_config::NetworkConfig) -> Self {
+        use plexus_net::http::ProxyChoice;
+        Remote {
+            headers: header_pairs(headers),
+            tls: plexus_net::tls::TlsOptions {
+                ca: network.ca.clone(),
+                client_identity: network.client_identity.as_ref().map(|identity| plexus_net::tls::ClientIdentity {
+                    cert: identity.cert.clone(),
+                    key: identity.key.clone(),
+                }),
+            },
+            proxy: match &network.proxy {
+                None => ProxyChoice::Environment,
+                Some(plexus_config::ProxySetting::None) => ProxyChoice::Disabled,
+                Some(plexus_config::ProxySetting::Url(url)) => ProxyChoice::Url(url.as_str().to_owned()),
+            },
+        }
+    }
+
+    /// An IDE's server, on this machine: never through a proxy, whatever the environment says.
+    fn ide() -> Self {
+        Remote {
+            proxy: plexus_net::http::ProxyChoice::Disabled,
+            ..Remote::default()
+        }
+    }
 }
 
 /// A remote transport's config (`plexus_http::HttpConfig`, `plexus_sse::SseConfig`,
@@ -309,8 +333,9 @@ struct Remote {
 #[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
 macro_rules! remote_config {
     ($config:ty, $name:expr, $url:expr, $remote:expr, $auth:expr, $options:expr) => {{
-        let Remote { headers, ca } = $remote;
-        let mut config = <$config>::new($url).name($name).ca(ca);
+        let Remote { headers, tls, proxy } = $remote;
+        let mut config = <$config>::new($url).name($name).proxy(proxy);
+        config.tls = tls;
         config.headers = headers;
         config.auth = $auth;
         config.connect_timeout = $options.initialize_timeout;

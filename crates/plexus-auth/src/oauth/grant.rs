@@ -13,12 +13,12 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use plexus_net::redact::redact_url;
 use plexus_transport::body_excerpt;
-use reqwest::header::HeaderValue;
+use http::HeaderValue;
 use serde::Deserialize;
 
 use std::sync::Arc;
 
-use reqwest::header::{AUTHORIZATION, HeaderName};
+use http::header::{AUTHORIZATION, HeaderName};
 use serde_json::{Map, Value};
 
 use super::OAuthError;

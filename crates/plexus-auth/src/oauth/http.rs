@@ -1,14 +1,17 @@
-//! The HTTP calls of OAuth (metadata, registration, token endpoint): no redirects followed (a
-//! credential must not travel to another origin), every request bounded in time and every body in
-//! size.
+//! The HTTP calls of OAuth (metadata, registration, token endpoint), through plexus-net's HTTP
+//! client (its proxies, TLS roots and compression): no redirects followed (a credential must not
+//! travel to another origin), every request bounded in time and every body in size.
 
 use std::time::Duration;
 
+use bytes::Bytes;
+use http::header::{ACCEPT, CONTENT_TYPE, LOCATION, WWW_AUTHENTICATE};
+use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use plexus_net::challenge::{WwwAuthenticate, parse_dpop_nonce};
+use plexus_net::http::{HttpClient, HttpSettings, Request};
 use plexus_net::redact::redact_url;
-use plexus_net::tls::{Alpn, ClientConfig, client_config};
+use plexus_net::tls::{Alpn, client_config};
 use plexus_transport::body_excerpt;
-use reqwest::header::{ACCEPT, HeaderName, HeaderValue};
 use serde::de::DeserializeOwned;
 
 use super::OAuthError;
@@ -47,34 +50,28 @@ impl Reply {
 /// The client of the OAuth endpoints.
 #[derive(Debug, Clone)]
 pub(crate) struct OAuthHttp {
-    client: reqwest::Client,
+    client: HttpClient,
     timeout: Duration,
 }
 
+/// `application/json`.
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+
 impl OAuthHttp {
     pub(crate) fn new(timeout: Duration) -> Result<Self, OAuthError> {
-        let tls = client_config(Alpn::Unspecified)?;
-        let client = reqwest::Client::builder()
-            // plexus-net's TLS configuration: the platform's roots and NODE_EXTRA_CA_CERTS.
-            .use_preconfigured_tls(ClientConfig::clone(&tls))
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(timeout)
-            .user_agent(concat!("plexus-auth/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| OAuthError::Settings {
-                field: "the HTTP client".to_owned(),
-                reason: e.to_string(),
-            })?;
+        // An unusable NODE_EXTRA_CA_CERTS is reported as itself, before any request.
+        client_config(Alpn::Http2OrHttp1)?;
+        let settings = HttpSettings::new(concat!("plexus-auth/", env!("CARGO_PKG_VERSION"))).connect_timeout(timeout);
+        let client = HttpClient::new(settings).map_err(|e| OAuthError::Settings {
+            field: "the HTTP client".to_owned(),
+            reason: e.to_string(),
+        })?;
         Ok(OAuthHttp { client, timeout })
     }
 
     /// GET `url` asking for JSON.
     pub(crate) async fn get(&self, what: &'static str, url: &str) -> Result<Reply, OAuthError> {
-        let request = self
-            .client
-            .get(url)
-            .header(ACCEPT, HeaderValue::from_static("application/json"));
-        self.send(what, url, request).await
+        self.send(what, url, Method::GET, HeaderMap::new(), None).await
     }
 
     /// POST a JSON body.
@@ -84,12 +81,10 @@ impl OAuthHttp {
         url: &str,
         body: &serde_json::Value,
     ) -> Result<Reply, OAuthError> {
-        let request = self
-            .client
-            .post(url)
-            .header(ACCEPT, HeaderValue::from_static("application/json"))
-            .json(body);
-        self.send(what, url, request).await
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, JSON);
+        let body = Bytes::from(serde_json::to_vec(body).unwrap_or_default());
+        self.send(what, url, Method::POST, headers, Some(body)).await
     }
 
     /// POST a form, with the `headers` given (HTTP Basic client authentication, a DPoP proof).
@@ -100,31 +95,36 @@ impl OAuthHttp {
         form: &[(&'static str, String)],
         headers: Vec<(HeaderName, HeaderValue)>,
     ) -> Result<Reply, OAuthError> {
-        let mut request = self
-            .client
-            .post(url)
-            .header(ACCEPT, HeaderValue::from_static("application/json"))
-            .form(form);
+        let mut map = HeaderMap::new();
+        map.insert(CONTENT_TYPE, HeaderValue::from_static("application/x-www-form-urlencoded"));
         for (name, value) in headers {
-            request = request.header(name, value);
+            map.insert(name, value);
         }
-        self.send(what, url, request).await
+        let encoded = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(form.iter().map(|(name, value)| (*name, value.as_str())))
+            .finish();
+        self.send(what, url, Method::POST, map, Some(Bytes::from(encoded))).await
     }
 
     /// The `WWW-Authenticate` challenges of an unauthenticated JSON-RPC `ping` to an MCP
     /// endpoint (empty when it does not answer 401, or cannot be reached).
     pub(crate) async fn probe_challenges(&self, url: &str) -> Vec<WwwAuthenticate> {
-        let request = self
-            .client
-            .post(url)
-            .header(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"))
-            .json(&serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "ping"}));
         let probe = async {
-            let response = request.send().await.ok()?;
-            (response.status() == reqwest::StatusCode::UNAUTHORIZED).then(|| {
+            let url = url::Url::parse(url).ok()?;
+            let target = self.client.target(&url).ok()?;
+            let mut headers = HeaderMap::new();
+            headers.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
+            headers.insert(CONTENT_TYPE, JSON);
+            let request = Request {
+                method: Method::POST,
+                headers,
+                body: Some(Bytes::from_static(br#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#)),
+            };
+            let response = self.client.send(&target, request).await.ok()?;
+            (response.status.as_u16() == 401).then(|| {
                 response
-                    .headers()
-                    .get_all(reqwest::header::WWW_AUTHENTICATE)
+                    .headers
+                    .get_all(WWW_AUTHENTICATE)
                     .iter()
                     .flat_map(|value| WwwAuthenticate::parse(&String::from_utf8_lossy(value.as_bytes())))
                     .collect::<Vec<_>>()
@@ -137,31 +137,42 @@ impl OAuthHttp {
             .unwrap_or_default()
     }
 
-    async fn send(&self, what: &'static str, url: &str, request: reqwest::RequestBuilder) -> Result<Reply, OAuthError> {
+    /// Sends a request asking for JSON and reads the answer whole (at most
+    /// [`MAX_RESPONSE_BYTES`]), within the timeout; no redirect is followed.
+    async fn send(
+        &self,
+        what: &'static str,
+        url: &str,
+        method: Method,
+        mut headers: HeaderMap,
+        body: Option<Bytes>,
+    ) -> Result<Reply, OAuthError> {
         let failed = |reason: String| OAuthError::Http {
             what,
             url: redact_url(url),
             reason,
         };
         let exchange = async {
-            let mut response = request.send().await.map_err(|e| failed(describe_error(&e)))?;
-            let status = response.status().as_u16();
-            let location = response
-                .headers()
-                .get(reqwest::header::LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
+            let parsed = url::Url::parse(url).map_err(|e| failed(format!("not a URL: {e}")))?;
+            let target = self.client.target(&parsed).map_err(|e| failed(e.to_string()))?;
+            headers.insert(ACCEPT, JSON);
+            let request = Request { method, headers, body };
+            let mut response = self.client.send(&target, request).await.map_err(|e| failed(e.to_string()))?;
+            let status = response.status.as_u16();
+            let location = response.header_str(LOCATION).map(str::to_owned);
             let dpop_nonce = response
-                .headers()
+                .headers
                 .get(plexus_net::challenge::DPOP_NONCE_HEADER)
                 .and_then(|v| parse_dpop_nonce(v.as_bytes()));
-            let mut body = Vec::new();
-            while let Some(chunk) = response.chunk().await.map_err(|e| failed(describe_error(&e)))? {
-                if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+            let body = match response.body.read_capped(MAX_RESPONSE_BYTES).await {
+                Ok(body) => body.to_vec(),
+                Err(plexus_net::http::BodyError::TooLarge { .. }) => {
                     return Err(failed(format!("the answer is larger than {MAX_RESPONSE_BYTES} bytes")));
                 }
-                body.extend_from_slice(&chunk);
-            }
+                Err(plexus_net::http::BodyError::Failed(e)) => {
+                    return Err(failed(format!("reading the answer failed: {e}")));
+                }
+            };
             Ok(Reply {
                 status,
                 location,
@@ -174,26 +185,4 @@ impl OAuthHttp {
             Err(_) => Err(failed(format!("no answer within {} s", self.timeout.as_secs()))),
         }
     }
-}
-
-/// A reqwest error with its causes, without the URL (the caller names it, redacted).
-pub(crate) fn describe_error(error: &reqwest::Error) -> String {
-    let mut text = if error.is_connect() {
-        "cannot connect".to_owned()
-    } else if error.is_timeout() {
-        "timed out".to_owned()
-    } else {
-        let text = error.to_string();
-        match error.url() {
-            Some(url) => text.replace(&format!(" ({url})"), "").replace(url.as_str(), "<url>"),
-            None => text,
-        }
-    };
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

@@ -221,16 +221,22 @@ impl Body {
 
     /// The next piece of the body (decoded), `None` at its end.
     pub async fn chunk(&mut self) -> io::Result<Option<Bytes>> {
-        let next = poll_fn(|cx| self.poll_chunk(cx)).await;
+        poll_fn(|cx| self.poll_chunk(cx)).await
+    }
+
+    /// [`chunk`](Self::chunk), polled: for a reader that polls the body itself (a transport's
+    /// receiver).
+    pub fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<Option<Bytes>>> {
+        let next = std::task::ready!(self.poll_next_piece(cx));
         match &next {
             Ok(Some(piece)) => self.read += piece.len() as u64,
             Ok(None) => self.done = true,
             Err(_) => {}
         }
-        next
+        Poll::Ready(next)
     }
 
-    fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<Option<Bytes>>> {
+    fn poll_next_piece(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<Option<Bytes>>> {
         if self.done {
             return Poll::Ready(Ok(None));
         }

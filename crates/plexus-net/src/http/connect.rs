@@ -16,7 +16,7 @@ use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
 use super::proxy::ProxyEndpoint;
-use super::{MAX_HEAD_SIZE, OriginKey};
+use super::{MAX_HEAD_SIZE, OriginKey, TCP_KEEPALIVE};
 use crate::tls::{Alpn, TlsOptions, server_config};
 
 /// A byte stream a boxed [`NetStream`] holds (a tunnel, TLS over a tunnel).
@@ -183,14 +183,16 @@ pub(crate) async fn open(
     })
 }
 
-/// A TCP connection to `host` (each of its addresses in turn), with `TCP_NODELAY`: requests
-/// are written whole, and waiting for more to send would only add latency.
+/// A TCP connection to `host` (each of its addresses in turn), with `TCP_NODELAY` (requests
+/// are written whole, and waiting for more to send would only add latency) and TCP keepalive
+/// after [`TCP_KEEPALIVE`] (a silent event stream whose peer vanished is noticed).
 async fn tcp(host: &str, port: u16) -> io::Result<TcpStream> {
     let tcp = match host.parse::<std::net::IpAddr>() {
         Ok(ip) => TcpStream::connect((ip, port)).await?,
         Err(_) => TcpStream::connect((host, port)).await?,
     };
     tcp.set_nodelay(true)?;
+    socket2::SockRef::from(&tcp).set_tcp_keepalive(&socket2::TcpKeepalive::new().with_time(TCP_KEEPALIVE))?;
     Ok(tcp)
 }
 

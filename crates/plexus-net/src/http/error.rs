@@ -41,6 +41,16 @@ pub enum HttpError {
 }
 
 impl HttpError {
+    /// The error's text for a connect error that already says "could not connect" (a
+    /// transport's `TransportError::Connect`): the socket error itself for a connection that
+    /// could not be opened.
+    pub fn reason(&self) -> String {
+        match self {
+            HttpError::Connect(e) => e.to_string(),
+            other => other.to_string(),
+        }
+    }
+
     /// The error as an I/O error of the same kind and text, for a transport's
     /// `TransportError::from_io` (which classifies it by kind).
     pub fn into_io(self) -> io::Error {

@@ -70,6 +70,8 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 100;
 pub const DEFAULT_MAX_IDLE_CONNECTIONS: usize = 32;
 /// The default time an idle connection is kept: 30 s.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a connection may be silent before TCP keepalive probes it: 30 s.
+pub const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
 /// The largest response head read (status line and headers): 64 KiB.
 pub const MAX_HEAD_SIZE: usize = 64 * 1024;
 /// The most headers a response may have: 100.

@@ -30,6 +30,8 @@ pub enum RedirectError {
     CrossOrigin {
         /// The redirect's status.
         status: u16,
+        /// The URL that was redirected.
+        from: Url,
         /// Where it pointed.
         to: Url,
     },
@@ -67,7 +69,11 @@ pub async fn follow_redirects(
             reason: e.to_string(),
         })?;
         if !crate::endpoint::same_origin(&next, &target.url) {
-            return Err(RedirectError::CrossOrigin { status, to: next });
+            return Err(RedirectError::CrossOrigin {
+                status,
+                from: target.url,
+                to: next,
+            });
         }
         tracing::debug!("redirected (HTTP {status}) to {}", redact_url(next.as_str()));
         // The redirect's body is not read: dropping it closes its connection unless it had

@@ -339,3 +339,47 @@ async fn a_dpop_bound_token_goes_with_a_proof_per_request_and_a_nonce_challenge_
     })
     .await;
 }
+
+#[tokio::test]
+async fn oauths_requests_go_through_the_environments_proxy() {
+    let log = plexus_testserver::EventLogFile::new("oauth-proxy");
+    let proxy = plexus_testserver::ProxyServer::from_args(&[&log.arg()]).await.unwrap();
+    // A child process, whose environment is its own: HTTP_PROXY names the proxy.
+    let mut command = std::process::Command::new(std::env::current_exe().unwrap());
+    command.args(["client_credentials_in_this_environment", "--exact", "--ignored", "--nocapture"]);
+    for variable in ["http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"] {
+        command.env_remove(variable);
+    }
+    command.env("HTTP_PROXY", proxy.url());
+    let output = tokio::task::spawn_blocking(move || command.output()).await.unwrap().unwrap();
+    assert!(
+        output.status.success() && String::from_utf8_lossy(&output.stdout).contains("1 passed"),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let targets: Vec<String> = log
+        .matching(&json!({"event": "proxy"}))
+        .iter()
+        .filter_map(|event| event["target"].as_str().map(str::to_owned))
+        .collect();
+    for path in ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-authorization-server", "/token"] {
+        assert!(
+            targets.iter().any(|target| target.ends_with(path)),
+            "OAuth's request for {path} went through the proxy: {targets:?}"
+        );
+    }
+}
+
+/// Client credentials with the environment as it is (run in a child process).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "run by oauths_requests_go_through_the_environments_proxy"]
+async fn client_credentials_in_this_environment() {
+    guarded(async {
+        let f = start(&["--oauth-client", "svc:s3cret"]).await;
+        let provider = f.headless_provider(client_credentials("svc").client_secret("s3cret"));
+        f.caller(provider).initialize().await.unwrap();
+        assert_eq!(f.requests_to(Endpoint::Token).len(), 1);
+    })
+    .await;
+}

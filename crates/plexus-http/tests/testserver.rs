@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use common::guard;
+use plexus_testserver::EventLogFile as EventLog;
 use common::mcp::{
     error_of, exchange, handshake, initialize, recv, recv_message, recv_response, request, result_of, transport,
 };
@@ -49,36 +50,6 @@ fn echoed(response: &plexus_jsonrpc::Response) -> String {
     result_of(response)["content"][0]["text"].as_str().unwrap().to_owned()
 }
 
-/// A fresh event log for the test server (`--event-log`), removed when dropped.
-struct EventLog(std::path::PathBuf);
-
-impl EventLog {
-    fn new(test: &str) -> EventLog {
-        let path = std::env::temp_dir().join(format!("plexus-http-{}-{test}.jsonl", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        EventLog(path)
-    }
-
-    fn arg(&self) -> String {
-        format!("--event-log={}", self.0.display())
-    }
-
-    /// The events logged so far that have every field of `fields` with that value.
-    fn matching(&self, fields: &serde_json::Value) -> Vec<serde_json::Value> {
-        let text = std::fs::read_to_string(&self.0).unwrap_or_default();
-        let wanted = fields.as_object().unwrap();
-        text.lines()
-            .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
-            .filter(|event| wanted.iter().all(|(k, v)| &event[k] == v))
-            .collect()
-    }
-}
-
-impl Drop for EventLog {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
 
 #[tokio::test]
 async fn a_session_with_sse_and_json_responses() {

@@ -132,3 +132,23 @@ async fn the_stream_dropped_by_the_server_ends_the_session_with_the_reason() {
         "{error:?}"
     );
 }
+
+#[tokio::test]
+async fn the_stream_and_the_posts_go_through_the_entrys_proxy() {
+    let log = plexus_testserver::EventLogFile::new("sse-proxy");
+    let proxy = plexus_testserver::ProxyServer::from_args(&["--require-auth=me:secret", &log.arg()])
+        .await
+        .unwrap();
+    let server = test_server(&[]).await;
+    let proxy_url = proxy.url().replace("http://", "http://me:secret@");
+    let config = SseConfig::new(server.url()).proxy(plexus_net::http::ProxyChoice::Url(proxy_url));
+    let client = session(config).await.unwrap();
+    let result = call(&client, "echo", json!({"text": "proxied"})).await.unwrap();
+    assert_eq!(result["content"][0]["text"], "proxied");
+    client.close().await.unwrap();
+    // Plain http: the event stream's GET and every POST in absolute form, with the credentials.
+    let gets = log.matching(&json!({"event": "proxy", "method": "GET", "target": server.url(), "authorized": true}));
+    assert_eq!(gets.len(), 1, "{gets:?}");
+    let posts = log.matching(&json!({"event": "proxy", "method": "POST", "authorized": true}));
+    assert!(posts.len() >= 3, "initialize, initialized and the call: {posts:?}");
+}

@@ -49,6 +49,11 @@ pub enum Command {
     /// `listening on ws://127.0.0.1:PORT/PATH` first.
     #[cfg(feature = "remote")]
     Ws(WsOptions),
+    /// An HTTP proxy on 127.0.0.1 (CONNECT tunnels and absolute-form forwarding, to loopback
+    /// addresses only), for the tests of clients behind one; prints
+    /// `listening on http://127.0.0.1:PORT` first.
+    #[cfg(feature = "remote")]
+    Proxy(crate::proxy::ProxyOptions),
 }
 
 /// Runs the mode that `cli` selects and returns the process's exit code.
@@ -61,6 +66,8 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Sse(options) => crate::remote::run_sse(options),
         #[cfg(feature = "remote")]
         Command::Ws(options) => crate::remote::run_ws(options),
+        #[cfg(feature = "remote")]
+        Command::Proxy(options) => crate::proxy::run_proxy(options),
     }
 }
 

@@ -66,3 +66,41 @@ impl EventLog {
         self.record(&json!({"event": "exit", "code": code}));
     }
 }
+
+/// A test's event log file (`--event-log`): a fresh path in the temporary directory, removed
+/// when dropped, and the events read back from it.
+#[derive(Debug)]
+pub struct EventLogFile(std::path::PathBuf);
+
+impl EventLogFile {
+    /// A fresh log for the test `tag` (unique within this process).
+    pub fn new(tag: &str) -> EventLogFile {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("plexus-events-{}-{n}-{tag}.jsonl", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        EventLogFile(path)
+    }
+
+    /// `--event-log=PATH`, for the server's arguments.
+    pub fn arg(&self) -> String {
+        format!("--event-log={}", self.0.display())
+    }
+
+    /// The events logged so far that have every field of `fields` (a JSON object) with that
+    /// value.
+    pub fn matching(&self, fields: &Value) -> Vec<Value> {
+        let text = std::fs::read_to_string(&self.0).unwrap_or_default();
+        let wanted = fields.as_object().cloned().unwrap_or_default();
+        text.lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|event| wanted.iter().all(|(k, v)| &event[k] == v))
+            .collect()
+    }
+}
+
+impl Drop for EventLogFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}

@@ -1,6 +1,8 @@
 //! A real MCP server with switchable faults over stdio, HTTP, SSE and WebSocket, for plexus's tests, benchmarks and demo.
 //!
-//! The binary has one subcommand per transport: `plexus-testserver stdio|http|sse|ws [OPTIONS]`.
+//! The binary has one subcommand per transport, `plexus-testserver stdio|http|sse|ws [OPTIONS]`,
+//! and `plexus-testserver proxy` (an HTTP proxy for the tests of clients behind one; see
+//! [`ProxyServer`]).
 //! The same servers run in-process: [`run_stdio`] (the `plexus demo-server` command does this),
 //! and [`RemoteServer`] for the remote modes, on a listener the caller bound. Both take the clap
 //! arguments the binary parses ([`StdioOptions`], [`HttpOptions`], [`SseOptions`], [`WsOptions`]):
@@ -128,6 +130,20 @@
 //! - `--require-header 'Name: value'` (repeatable): a request without that exact header gets 401
 //!   with `WWW-Authenticate: Bearer realm="plexus-testserver"`.
 //! - `--no-subprotocol` (ws): the upgrade succeeds without echoing `mcp`.
+//!
+//! ## Transport switches (remote modes)
+//! - `--tls-cert FILE --tls-key FILE`: TLS (the URL is `https://` or `wss://`); ALPN offers `h2`
+//!   (http, sse) and `http/1.1`, and HTTP/2 is served when the client chooses it. Each handshake is
+//!   a `tls` event with the chosen `alpn` and whether a `client_certificate` was presented.
+//! - `--client-ca FILE`: with TLS, a client must present a certificate issued by a CA of FILE.
+//! - `--gzip`: response bodies (JSON and event streams, each event flushed) are gzip-compressed
+//!   when the request's `Accept-Encoding` allows it; each one is a `compressed` event.
+//!
+//! ## The proxy (`plexus-testserver proxy [--require-auth USER:PASSWORD]`)
+//! Tunnels `CONNECT host:port` and forwards absolute-form requests, to loopback addresses only
+//! (anything else gets 403); with `--require-auth`, a request without those Basic credentials
+//! in `Proxy-Authorization` gets 407. Each request is a `proxy` event with its `method`,
+//! `target` and whether it was `authorized`.
 //! - `--crash-after N` and the `crash` tool: the process exits once the response before the crash
 //!   has been written (in-process, the server stops instead).
 //!
@@ -226,6 +242,8 @@
 #![forbid(unsafe_code)]
 
 mod catalog;
+#[cfg(feature = "remote")]
+mod certs;
 mod cli;
 mod events;
 mod faults;
@@ -233,12 +251,15 @@ mod faults;
 mod oauth;
 mod process;
 #[cfg(feature = "remote")]
+mod proxy;
+#[cfg(feature = "remote")]
 mod remote;
 mod server;
 mod stdio;
 mod tools;
 
 pub use cli::{Cli, Command, ProcessOptions, ServerOptions, StdioOptions, run};
+pub use events::EventLogFile;
 #[cfg(feature = "remote")]
 pub use oauth::{
     Advertised, AuthMethod, CimdDocumentFile, DocumentFile, Endpoint, IssuedTokens, JwtClientFile, MetadataLocation,
@@ -250,5 +271,9 @@ pub use remote::{
     EndpointOptions, HttpOptions, RejectLargeBody, RemoteError, RemoteOptions, RemoteServer, RequiredHeader,
     SessionOptions, SseOptions, WsOptions, run_http, run_sse, run_ws,
 };
+#[cfg(feature = "remote")]
+pub use certs::TestCertificates;
+#[cfg(feature = "remote")]
+pub use proxy::{ProxyOptions, ProxyServer, run_proxy};
 pub use server::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 pub use stdio::run_stdio;

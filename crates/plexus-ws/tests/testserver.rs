@@ -134,3 +134,22 @@ async fn a_server_that_goes_away_ends_the_session_with_the_reason() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn the_upgrade_goes_through_a_connect_tunnel_of_the_entrys_proxy() {
+    let log = plexus_testserver::EventLogFile::new("ws-proxy");
+    let proxy = plexus_testserver::ProxyServer::from_args(&["--require-auth=me:secret", &log.arg()])
+        .await
+        .unwrap();
+    let server = test_server(&[]).await;
+    let proxy_url = proxy.url().replace("http://", "http://me:secret@");
+    let config = WsConfig::new(server.url()).proxy(plexus_net::http::ProxyChoice::Url(proxy_url));
+    let client = session(config).await.unwrap();
+    let result = call(&client, "echo", json!({"text": "tunnelled"})).await.unwrap();
+    assert_eq!(result["content"][0]["text"], "tunnelled");
+    client.close().await.unwrap();
+    let authority = server.url().trim_start_matches("ws://").trim_end_matches("/mcp").to_owned();
+    let tunnels = log.matching(&json!({"event": "proxy", "method": "CONNECT", "target": authority}));
+    assert_eq!(tunnels.len(), 1, "{tunnels:?}");
+    assert_eq!(tunnels[0]["authorized"], true);
+}

@@ -76,6 +76,28 @@ pub(crate) fn io_source<'a>(error: &'a (dyn std::error::Error + 'static)) -> Opt
     None
 }
 
+/// A TLS alert the server sent in place of an answer (TLS 1.3 checks a client certificate after
+/// the client's side of the handshake ended, so the refusal comes with the first answer): the
+/// server refused the connection, the request never reached the application. The text says what
+/// to configure.
+pub(crate) fn tls_refusal(error: &hyper::Error) -> Option<io::Error> {
+    let io = io_source(error)?;
+    // rustls reports a received alert as an InvalidData I/O error with this text (a plain
+    // message, not a typed rustls error, on the reading side).
+    let text = io.get_ref()?.to_string();
+    let alert = text.strip_prefix("received fatal alert: ")?;
+    let hint = match alert {
+        "CertificateRequired" => "; the server requires a client certificate (an entry's clientCert and clientKey)",
+        "BadCertificate" | "UnknownCA" | "CertificateUnknown" | "CertificateExpired" | "CertificateRevoked"
+        | "AccessDenied" => "; the server did not accept the client certificate",
+        _ => "",
+    };
+    Some(io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!("TLS: the server ended the handshake ({text}){hint}"),
+    ))
+}
+
 /// An exchange that hyper failed before the response head: what the error means for the
 /// request (it was written: whether the server acted on it is unknown).
 pub(crate) fn exchange_failed(error: &hyper::Error) -> io::Error {

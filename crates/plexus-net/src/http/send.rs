@@ -198,8 +198,17 @@ async fn exchange_h2(mut sender: hyper::client::conn::http2::SendRequest<Request
         Ok(response) => Ok(response_of(response, None)),
         Err(mut e) => match e.take_message() {
             Some(request) => Err(Failed::Unsent(request)),
-            None => Err(Failed::Error(HttpError::Exchange(exchange_failed(e.error())))),
+            None => Err(Failed::Error(failure(e.error()))),
         },
+    }
+}
+
+/// What a failed exchange means: a connection the server's TLS refused, or an exchange that
+/// failed after the request was written.
+fn failure(error: &hyper::Error) -> HttpError {
+    match super::error::tls_refusal(error) {
+        Some(refused) => HttpError::Connect(refused),
+        None => HttpError::Exchange(exchange_failed(error)),
     }
 }
 
@@ -222,10 +231,10 @@ fn h1_outcome(
         }
         Driven::Ready(Err(mut e)) => match e.take_message() {
             Some(request) => Err(Failed::Unsent(request)),
-            None => Err(Failed::Error(HttpError::Exchange(exchange_failed(e.error())))),
+            None => Err(Failed::Error(failure(e.error()))),
         },
         Driven::ConnectionEnded(error) => Err(Failed::Error(HttpError::Exchange(match error {
-            Some(e) => exchange_failed(&e),
+            Some(e) => return Err(Failed::Error(failure(&e))),
             None => std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
                 format!("the server closed the connection before answering ({OUTCOME_UNKNOWN})"),

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use nix::sys::socket::{setsockopt, sockopt};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
@@ -143,22 +143,57 @@ pub(crate) async fn accept_loop(app: Arc<App>, listener: TcpListener, which: Lis
     drop(connections);
 }
 
-/// Serves HTTP/1.1 on one connection until it ends, the server stops, or a handler resets it.
+/// Serves one connection until it ends, the server stops, or a handler resets it: HTTP/1.1, or
+/// over TLS (`--tls-cert`, on the MCP endpoint's listener) HTTP/2 when the client chose it.
 async fn serve(app: Arc<App>, stream: TcpStream, which: Listener) {
     let connection = Arc::new(Connection::default());
-    let io = TokioIo::new(ResettableStream {
+    let stream = ResettableStream {
         stream,
         connection: Arc::clone(&connection),
-    });
+    };
+    let acceptor = app.tls().filter(|_| which == Listener::Mcp).cloned();
+    let Some(acceptor) = acceptor else {
+        serve_io(app, stream, connection, which, false).await;
+        return;
+    };
+    let tls = match tokio::time::timeout(HEADER_TIMEOUT, acceptor.accept(stream)).await {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(e)) => {
+            app.events()
+                .record(&serde_json::json!({"event": "tls", "error": e.to_string()}));
+            return;
+        }
+        Err(_) => return,
+    };
+    let session = tls.get_ref().1;
+    let h2 = session.alpn_protocol() == Some(b"h2");
+    app.events().record(&serde_json::json!({
+        "event": "tls",
+        "alpn": session.alpn_protocol().map(|p| String::from_utf8_lossy(p).into_owned()),
+        "client_certificate": session.peer_certificates().is_some_and(|chain| !chain.is_empty()),
+    }));
+    serve_io(app, tls, connection, which, h2).await;
+}
+
+/// Serves HTTP/1.1 (or HTTP/2 with `h2`) on `io`.
+async fn serve_io<I>(app: Arc<App>, io: I, connection: Arc<Connection>, which: Listener, h2: bool)
+where
+    I: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let io = TokioIo::new(io);
     let service = {
         let app = Arc::clone(&app);
         let connection = Arc::clone(&connection);
-        service_fn(move |request| {
+        service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
             let app = Arc::clone(&app);
             let connection = Arc::clone(&connection);
             async move {
                 http::log_request(app.events(), &request);
-                let response = app.dispatch(&connection, which, request).await;
+                let gzip = app.remote().gzip && http::accepts_gzip(request.headers());
+                let mut response = app.dispatch(&connection, which, request).await;
+                if gzip {
+                    response = http::gzip(app.events(), response);
+                }
                 if let Some(ms) = app.remote().slow_headers_ms {
                     tokio::time::sleep(Duration::from_millis(ms)).await;
                 }
@@ -166,10 +201,21 @@ async fn serve(app: Arc<App>, stream: TcpStream, which: Listener) {
             }
         })
     };
+    let mut stopping = app.stopping();
+    if h2 {
+        let serving = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+            .timer(TokioTimer::new())
+            .serve_connection(io, service);
+        tokio::select! {
+            _ = serving => {}
+            () = connection.drop_now.notified() => {}
+            () = until_stopped(&mut stopping) => {}
+        }
+        return;
+    }
     let mut builder = http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT);
     let serving = builder.serve_connection(io, service).with_upgrades();
-    let mut stopping = app.stopping();
     tokio::select! {
         _ = serving => {}
         // Dropping the connection drops the socket, with a reset if the handler marked it.

@@ -38,7 +38,7 @@ const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 const SECRET_HEADERS: [&str; 3] = ["authorization", "proxy-authorization", "cookie"];
 
 /// The body of every response: a fixed buffer, a Streamable HTTP event stream, or a legacy SSE
-/// stream.
+/// stream; any of them compressed (`--gzip`).
 pub(crate) enum Body {
     /// All of it at once (`None` once sent).
     Full(Option<Bytes>),
@@ -46,6 +46,86 @@ pub(crate) enum Body {
     Events(EventReader),
     /// Events of a legacy SSE stream.
     Channel(ChannelReader),
+    /// Another body, gzip-compressed as it goes.
+    Gzip(Box<GzipBody>),
+}
+
+/// A body compressed with gzip piece by piece: each piece is flushed (a sync flush), so that an
+/// event reaches the client when it is sent.
+pub(crate) struct GzipBody {
+    inner: Body,
+    encoder: Option<flate2::write::GzEncoder<Vec<u8>>>,
+}
+
+impl GzipBody {
+    /// The next compressed piece.
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        use std::io::Write as _;
+        loop {
+            let Some(encoder) = self.encoder.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match std::task::ready!(hyper::body::Body::poll_frame(Pin::new(&mut self.inner), cx)) {
+                Some(Ok(frame)) => {
+                    let Ok(data) = frame.into_data() else { continue };
+                    let data: Bytes = data;
+                    // Writing to a Vec cannot fail.
+                    let _ = encoder.write_all(&data).and_then(|()| encoder.flush());
+                    let out = std::mem::take(encoder.get_mut());
+                    if !out.is_empty() {
+                        return Poll::Ready(Some(Bytes::from(out)));
+                    }
+                }
+                Some(Err(never)) => match never {},
+                None => {
+                    let Some(encoder) = self.encoder.take() else {
+                        return Poll::Ready(None);
+                    };
+                    let out = encoder.finish().unwrap_or_default();
+                    return Poll::Ready((!out.is_empty()).then(|| Bytes::from(out)));
+                }
+            }
+        }
+    }
+}
+
+/// Whether a request's `Accept-Encoding` allows gzip.
+pub(crate) fn accepts_gzip(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .flat_map(|value| value.to_str().unwrap_or_default().split(','))
+        .any(|coding| {
+            let mut parts = coding.split(';');
+            let name = parts.next().unwrap_or_default().trim();
+            let refused = parts.any(|p| p.trim().replace(' ', "") == "q=0");
+            (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
+        })
+}
+
+/// `--gzip`: the response with its body compressed (not an upgrade, an empty body, or one that
+/// is already encoded), logged as a `compressed` event.
+pub(crate) fn gzip(events: &EventLog, response: Response<Body>) -> Response<Body> {
+    let compressible = response.status() != StatusCode::SWITCHING_PROTOCOLS
+        && !matches!(response.body(), Body::Full(None))
+        && !response.headers().contains_key(header::CONTENT_ENCODING);
+    if !compressible {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts
+        .headers
+        .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    events.record(&json!({"event": "compressed", "encoding": "gzip", "status": parts.status.as_u16()}));
+    let encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    Response::from_parts(
+        parts,
+        Body::Gzip(Box::new(GzipBody {
+            inner: body,
+            encoder: Some(encoder),
+        })),
+    )
 }
 
 impl hyper::body::Body for Body {
@@ -57,6 +137,7 @@ impl hyper::body::Body for Body {
             Body::Full(bytes) => Poll::Ready(bytes.take()),
             Body::Events(reader) => reader.poll_next(cx),
             Body::Channel(reader) => reader.poll_next(cx),
+            Body::Gzip(gzip) => gzip.poll_next(cx),
         };
         next.map(|bytes| bytes.map(|bytes| Ok(Frame::data(bytes))))
     }
@@ -68,7 +149,7 @@ impl hyper::body::Body for Body {
     fn size_hint(&self) -> SizeHint {
         match self {
             Body::Full(bytes) => SizeHint::with_exact(bytes.as_ref().map_or(0, |bytes| bytes.len() as u64)),
-            Body::Events(_) | Body::Channel(_) => SizeHint::default(),
+            Body::Events(_) | Body::Channel(_) | Body::Gzip(_) => SizeHint::default(),
         }
     }
 }

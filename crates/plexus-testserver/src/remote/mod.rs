@@ -11,6 +11,7 @@ mod legacy;
 mod options;
 mod stream;
 mod streamable;
+mod tls;
 mod ws;
 
 use std::io::Write as _;
@@ -138,6 +139,8 @@ pub(crate) struct App {
     /// Set once the server stops (shutdown, or a crash in-process).
     stop: watch::Sender<bool>,
     crash: CrashPolicy,
+    /// TLS for the MCP endpoint's listener (`--tls-cert`).
+    tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 impl App {
@@ -155,6 +158,11 @@ impl App {
 
     pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// TLS for the MCP endpoint's listener, when `--tls-cert` asks for it.
+    pub(crate) fn tls(&self) -> Option<&tokio_rustls::TlsAcceptor> {
+        self.tls.as_ref()
     }
 
     /// The refusal of a message whose request's token lacks a scope it needs (`--oauth-tool-scope`).
@@ -438,7 +446,9 @@ impl RemoteServer {
             crate::Command::Http(options) => RemoteServer::http(listener, options),
             crate::Command::Sse(options) => RemoteServer::sse(listener, options),
             crate::Command::Ws(options) => RemoteServer::ws(listener, options),
-            crate::Command::Stdio(_) => Err(RemoteError::Arguments(format!("{mode} is not a remote mode"))),
+            crate::Command::Stdio(_) | crate::Command::Proxy(_) => {
+                Err(RemoteError::Arguments(format!("{mode} is not a remote MCP mode")))
+            }
         }
     }
 
@@ -597,6 +607,12 @@ impl RemoteServer {
             kind,
             oauth,
         } = mode;
+        let tls = tls::acceptor(&remote, scheme != "ws")?;
+        let scheme = match (scheme, tls.is_some()) {
+            ("ws", true) => "wss",
+            (_, true) => "https",
+            (scheme, false) => scheme,
+        };
         let url = format!("{scheme}://{addr}{path}");
         let (oauth, authority_listener) = match oauth.filter(|oauth| oauth.enabled) {
             Some(options) => {
@@ -618,6 +634,7 @@ impl RemoteServer {
             ws_messages_seen: AtomicU64::new(0),
             stop: watch::Sender::new(false),
             crash,
+            tls,
         });
         if let (Some(oauth), Some(listener)) = (&app.oauth, authority_listener) {
             oauth.keep_accept_loop(spawn_authority_listener(&app, listener, 0));

@@ -2,6 +2,7 @@
 //! options it shares with stdio, and the HTTP-level faults.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
 
 use clap::builder::TypedValueParser;
@@ -66,6 +67,22 @@ pub struct RemoteOptions {
     /// the connection (an unread body makes the close a TCP reset).
     #[arg(long, value_name = "BYTES[:STATUS]")]
     pub reject_large_body: Option<RejectLargeBody>,
+    /// Serve TLS with this PEM certificate chain (and --tls-key): the URL becomes `https://`
+    /// (`wss://`). ALPN offers `h2` (not in ws mode) and `http/1.1`; HTTP/2 is served when the
+    /// client chooses it. Each handshake is logged as a `tls` event.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// With --tls-cert: require a client certificate issued by a CA of this PEM file (mutual
+    /// TLS); a client without one fails the handshake.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub client_ca: Option<PathBuf>,
+    /// Compress response bodies (JSON and event streams, each event flushed as it goes) with gzip
+    /// when the request's Accept-Encoding allows it; logged as a `compressed` event.
+    #[arg(long)]
+    pub gzip: bool,
 }
 
 impl Default for RemoteOptions {
@@ -82,6 +99,10 @@ impl Default for RemoteOptions {
             fault_times: None,
             fault_period: None,
             reject_large_body: None,
+            tls_cert: None,
+            tls_key: None,
+            client_ca: None,
+            gzip: false,
         }
     }
 }

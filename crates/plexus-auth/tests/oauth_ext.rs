@@ -345,25 +345,26 @@ async fn oauths_requests_go_through_the_environments_proxy() {
     let log = plexus_testserver::EventLogFile::new("oauth-proxy");
     let proxy = plexus_testserver::ProxyServer::from_args(&[&log.arg()]).await.unwrap();
     // A child process, whose environment is its own: HTTP_PROXY names the proxy.
-    let mut command = std::process::Command::new(std::env::current_exe().unwrap());
-    command.args(["client_credentials_in_this_environment", "--exact", "--ignored", "--nocapture"]);
-    for variable in ["http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"] {
-        command.env_remove(variable);
-    }
-    command.env("HTTP_PROXY", proxy.url());
-    let output = tokio::task::spawn_blocking(move || command.output()).await.unwrap().unwrap();
-    assert!(
-        output.status.success() && String::from_utf8_lossy(&output.stdout).contains("1 passed"),
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let proxy_url = proxy.url().to_owned();
+    tokio::task::spawn_blocking(move || {
+        plexus_testserver::child_test::run_ignored_test(
+            "client_credentials_in_this_environment",
+            &[("HTTP_PROXY", &proxy_url)],
+            &plexus_testserver::child_test::PROXY_VARIABLES,
+        );
+    })
+    .await
+    .unwrap();
     let targets: Vec<String> = log
         .matching(&json!({"event": "proxy"}))
         .iter()
         .filter_map(|event| event["target"].as_str().map(str::to_owned))
         .collect();
-    for path in ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-authorization-server", "/token"] {
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+        "/token",
+    ] {
         assert!(
             targets.iter().any(|target| target.ends_with(path)),
             "OAuth's request for {path} went through the proxy: {targets:?}"

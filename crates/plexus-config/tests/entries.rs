@@ -158,7 +158,10 @@ fn a_full_http_entry_loads_every_field_including_oauth() {
         http.headers_helper.as_deref(),
         Some("/usr/local/bin/make-headers --json")
     );
-    assert_eq!(http.network.ca.as_deref(), Some(std::path::Path::new("/etc/corp/ca.pem")));
+    assert_eq!(
+        http.network.ca.as_deref(),
+        Some(std::path::Path::new("/etc/corp/ca.pem"))
+    );
     assert_eq!(config.to_json()["ca"], "/etc/corp/ca.pem", "written back as it was");
     let oauth = http.oauth.as_ref().expect("oauth settings");
     assert_eq!(oauth.client_id.as_deref(), Some("client-1"));
@@ -608,7 +611,11 @@ fn from_json_reports_without_file_or_server_and_serde_uses_it() {
 #[test]
 fn remote_entries_take_a_client_certificate_and_a_proxy_and_write_them_back() {
     for kind in ["http", "sse", "ws"] {
-        let url = if kind == "ws" { "wss://mcp.example.com/ws" } else { "https://mcp.example.com/mcp" };
+        let url = if kind == "ws" {
+            "wss://mcp.example.com/ws"
+        } else {
+            "https://mcp.example.com/mcp"
+        };
         let entry = json!({
             "type": kind,
             "url": url,
@@ -630,7 +637,10 @@ fn remote_entries_take_a_client_certificate_and_a_proxy_and_write_them_back() {
             panic!("{kind}: a proxy URL, got {:?}", network.proxy)
         };
         assert_eq!(proxy.as_str(), "http://me:secret@proxy.corp:3128/");
-        assert!(!format!("{network:?}").contains("secret"), "Debug hides the proxy's password");
+        assert!(
+            !format!("{network:?}").contains("secret"),
+            "Debug hides the proxy's password"
+        );
         let written = config.to_json();
         assert_eq!(written["clientCert"], "/etc/me/cert.pem");
         assert_eq!(written["clientKey"], "/etc/me/key.pem");

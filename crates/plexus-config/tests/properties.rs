@@ -347,14 +347,8 @@ fn server_config() -> impl Strategy<Value = ServerConfig> {
             })),
         http().prop_map(ServerConfig::Sse),
         http().prop_map(ServerConfig::Http),
-        (
-            url(ws_schemes),
-            headers(),
-            option::of(text()),
-            network(),
-            options()
-        )
-            .prop_map(|(url, headers, headers_helper, network, options)| {
+        (url(ws_schemes), headers(), option::of(text()), network(), options()).prop_map(
+            |(url, headers, headers_helper, network, options)| {
                 ServerConfig::Ws(WsConfig {
                     url,
                     headers,
@@ -362,7 +356,8 @@ fn server_config() -> impl Strategy<Value = ServerConfig> {
                     network,
                     options,
                 })
-            }),
+            }
+        ),
         (url(http_schemes), text(), any::<bool>(), options()).prop_map(
             |(url, ide_name, ide_running_in_windows, options)| {
                 ServerConfig::SseIde(SseIdeConfig {

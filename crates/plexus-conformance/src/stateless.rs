@@ -45,10 +45,13 @@ pub async fn run_stateless(
         what: what.to_owned(),
         reason,
     };
-    let settings = HttpSettings::new(concat!("plexus-conformance/", env!("CARGO_PKG_VERSION"))).connect_timeout(limits.initialize);
+    let settings =
+        HttpSettings::new(concat!("plexus-conformance/", env!("CARGO_PKG_VERSION"))).connect_timeout(limits.initialize);
     let http = HttpClient::new(settings).map_err(|e| exchange("setting up HTTP", e.to_string()))?;
     let parsed = url::Url::parse(url).map_err(|e| exchange("setting up HTTP", e.to_string()))?;
-    let target = http.target(&parsed).map_err(|e| exchange("setting up HTTP", e.to_string()))?;
+    let target = http
+        .target(&parsed)
+        .map_err(|e| exchange("setting up HTTP", e.to_string()))?;
     let credentials =
         Credentials::new(Vec::new(), auth).map_err(|e| exchange("setting up credentials", e.to_string()))?;
     let mut client = Stateless {
@@ -166,7 +169,11 @@ impl Stateless {
                 headers: map,
                 body: Some(Bytes::from(body.to_string())),
             };
-            let mut response = self.http.send(&self.target, request).await.map_err(|e| failed(e.to_string()))?;
+            let mut response = self
+                .http
+                .send(&self.target, request)
+                .await
+                .map_err(|e| failed(e.to_string()))?;
             let status = response.status.as_u16();
             let bytes = match response.body.read_capped(MAX_BODY).await {
                 Ok(bytes) => bytes.to_vec(),

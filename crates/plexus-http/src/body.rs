@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use crate::deadline::Deadline;
 use crate::inner::Inner;
-use plexus_net::http::{Body, BodyError};
 use plexus_jsonrpc::{Message, ReplyScan, RequestId, Response};
+use plexus_net::http::{Body, BodyError};
 use plexus_transport::TransportError;
 
 /// Reads the JSON body of request `id`'s response (to a POST) and gives back the response it
@@ -45,7 +45,10 @@ pub(crate) async fn read_json_response(
                     Ok(None)
                 }
                 Err(e) => dropped(TransportError::Protocol {
-                    reason: format!("the JSON body of the response to {} is not a JSON-RPC message: {e}", what()),
+                    reason: format!(
+                        "the JSON body of the response to {} is not a JSON-RPC message: {e}",
+                        what()
+                    ),
                 }),
             };
         }

@@ -243,10 +243,13 @@ impl Inner {
         retries: u32,
         deadline: &mut Deadline,
     ) -> Result<(), TransportError> {
-        let Response { status, headers, body, .. } = response;
+        let Response {
+            status, headers, body, ..
+        } = response;
         let status = status.as_u16();
         let body = error_body(body, deadline).await;
-        let rejection = plexus_net::rejection_of(&spec.what(self), self.url.as_str(), status, &headers, body.as_bytes());
+        let rejection =
+            plexus_net::rejection_of(&spec.what(self), self.url.as_str(), status, &headers, body.as_bytes());
         let decided = deadline.run(pin!(self.credentials.rejected(&rejection, retries))).await;
         decided.unwrap_or_else(|| {
             Err(TransportError::AuthFailed {
@@ -310,7 +313,14 @@ impl Inner {
             return Ok(response);
         }
         // Rare: boxed, so that every request's future stays small.
-        let followed = Box::pin(follow_redirects(&self.client, &self.target, response, MAX_REDIRECTS, build)).await;
+        let followed = Box::pin(follow_redirects(
+            &self.client,
+            &self.target,
+            response,
+            MAX_REDIRECTS,
+            build,
+        ))
+        .await;
         followed.map(|(_, response)| response).map_err(failed)
     }
 }

@@ -9,9 +9,9 @@ use crate::deadline::{Deadline, Limit};
 use crate::inner::{Counted, Inner, closed_by_client};
 use crate::request::RequestSpec;
 use crate::stream::read_post_stream;
-use plexus_net::http::Response as HttpResponse;
 use crate::{Handle, SessionInfo};
 use plexus_jsonrpc::{RequestId, Response};
+use plexus_net::http::Response as HttpResponse;
 use plexus_transport::{BoxFuture, OutboundKind, OutboundMessage, TransportError, TransportSender};
 
 /// The method whose acceptance starts the standalone event stream.
@@ -226,4 +226,3 @@ mod tests {
         );
     }
 }
-

@@ -163,7 +163,8 @@ impl EventStream {
                     Ok(response) if is_event_stream(&response) => response.body,
                     Ok(response) => {
                         failures += 1;
-                        last_problem = format!("GET answered HTTP {} without an event stream", response.status.as_u16());
+                        last_problem =
+                            format!("GET answered HTTP {} without an event stream", response.status.as_u16());
                         continue;
                     }
                     Err(TransportError::Http { status: 405, .. }) => return Stop::Unsupported,

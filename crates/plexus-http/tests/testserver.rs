@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use clap::Parser;
 use common::guard;
-use plexus_testserver::EventLogFile as EventLog;
 use common::mcp::{
     error_of, exchange, handshake, initialize, recv, recv_message, recv_response, request, result_of, transport,
 };
 use plexus_http::{EventStreamState, ReconnectPolicy};
 use plexus_jsonrpc::{Message, Request, RequestId};
+use plexus_testserver::EventLogFile as EventLog;
 use plexus_testserver::{Cli, Command, RemoteServer};
 use plexus_transport::{ErrorClass, OutboundMessage, TransportError, TransportSender};
 use serde_json::json;
@@ -49,7 +49,6 @@ fn echo(id: i64, text: &str) -> OutboundMessage {
 fn echoed(response: &plexus_jsonrpc::Response) -> String {
     result_of(response)["content"][0]["text"].as_str().unwrap().to_owned()
 }
-
 
 #[tokio::test]
 async fn a_session_with_sse_and_json_responses() {

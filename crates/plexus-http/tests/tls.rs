@@ -154,21 +154,10 @@ fn a_session_runs_over_tls_once_the_ca_is_trusted() {
 /// Runs the ignored test `name` of this binary in a child process with `env` set (and the
 /// platform's own CA file and directory variables unset); its output when it did not pass.
 fn run_child(name: &str, env: &[(&str, &str)]) {
-    let mut command = std::process::Command::new(std::env::current_exe().unwrap());
-    command
-        .args([name, "--exact", "--ignored", "--nocapture"])
-        .env_remove("SSL_CERT_FILE")
-        .env_remove("SSL_CERT_DIR")
-        .env_remove("NODE_EXTRA_CA_CERTS");
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    let output = command.output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success() && stdout.contains("1 passed"),
-        "the child test {name} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
+    plexus_testserver::child_test::run_ignored_test(
+        name,
+        env,
+        &["SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS"],
     );
 }
 

@@ -149,10 +149,7 @@ macro_rules! tls_and_proxy_setters {
 
         /// Presents this client certificate when the server asks for one (see the field `tls`).
         #[must_use]
-        pub fn client_identity(
-            mut self,
-            identity: ::core::option::Option<$crate::tls::ClientIdentity>,
-        ) -> Self {
+        pub fn client_identity(mut self, identity: ::core::option::Option<$crate::tls::ClientIdentity>) -> Self {
             self.tls.client_identity = identity;
             self
         }

@@ -144,7 +144,9 @@ pub fn server_config(alpn: Alpn, options: &TlsOptions) -> Result<Arc<ClientConfi
 }
 
 /// The certificate chain and key of a client identity.
-fn read_identity(identity: &ClientIdentity) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsError> {
+fn read_identity(
+    identity: &ClientIdentity,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsError> {
     let fail = |what: &'static str, field: &'static str, path: &Path, reason: String| TlsError::ClientIdentity {
         what,
         field,

@@ -12,7 +12,6 @@ use plexus_net::sse::{Decoded, Event, EventDecoder};
 use plexus_transport::{TransportError, TransportReceiver};
 use tokio_util::sync::CancellationToken;
 
-
 /// The reason given once the client closed the transport.
 pub(crate) const CLOSED_BY_CLIENT: &str = "closed by the client";
 

@@ -7,7 +7,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use plexus_net::endpoint::origin;
-use plexus_net::http::{Body, HttpClient, HttpError, HttpSettings, RedirectError, Request, Response, Target, follow_redirects};
+use plexus_net::http::{
+    Body, HttpClient, HttpError, HttpSettings, RedirectError, Request, Response, Target, follow_redirects,
+};
 use plexus_net::redact::redact_url;
 use plexus_net::{Credentials, rejection_of};
 use plexus_transport::{TransportError, body_excerpt};
@@ -30,7 +32,10 @@ pub(crate) enum Failure {
     Transport(TransportError),
     /// No response came (the connection could not be opened, or failed).
     Exchange(HttpError),
-    CrossOrigin { from: Url, to: Url },
+    CrossOrigin {
+        from: Url,
+        to: Url,
+    },
 }
 
 impl From<TransportError> for Failure {

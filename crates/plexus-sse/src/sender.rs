@@ -99,7 +99,10 @@ impl SseSender {
             Ok(result) => result,
             Err(_) => Err(TransportError::from_io(
                 self.what.clone(),
-                std::io::Error::new(std::io::ErrorKind::TimedOut, format!("no complete answer within {timeout:?}")),
+                std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("no complete answer within {timeout:?}"),
+                ),
             )),
         }
     }

@@ -564,9 +564,9 @@ async fn connect_failures_name_the_url() {
     let error = connect(SseConfig::new(&closed_port)).await.unwrap_err();
     assert_eq!(error.class(), ErrorClass::Connect);
     assert!(
-        error.to_string().starts_with(&format!(
-            "could not connect to {closed_port}: Connection refused"
-        )),
+        error
+            .to_string()
+            .starts_with(&format!("could not connect to {closed_port}: Connection refused")),
         "{error}"
     );
 

@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+};
 
 /// The PEM files of a test's certificates.
 #[derive(Debug, Clone)]
@@ -36,19 +38,17 @@ impl TestCertificates {
         let issuer = Issuer::new(ca_params, ca_key);
 
         let server_key = KeyPair::generate().map_err(|e| fail("server key", e))?;
-        let mut server_params = CertificateParams::new(vec![
-            "localhost".to_owned(),
-            "127.0.0.1".to_owned(),
-            "::1".to_owned(),
-        ])
-        .map_err(|e| fail("server certificate", e))?;
+        let mut server_params =
+            CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()])
+                .map_err(|e| fail("server certificate", e))?;
         server_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         let server_cert = server_params
             .signed_by(&server_key, &issuer)
             .map_err(|e| fail("server certificate", e))?;
 
         let client_key = KeyPair::generate().map_err(|e| fail("client key", e))?;
-        let mut client_params = CertificateParams::new(Vec::<String>::new()).map_err(|e| fail("client certificate", e))?;
+        let mut client_params =
+            CertificateParams::new(Vec::<String>::new()).map_err(|e| fail("client certificate", e))?;
         client_params
             .distinguished_name
             .push(DnType::CommonName, "plexus test client");

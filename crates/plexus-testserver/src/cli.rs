@@ -67,7 +67,7 @@ pub fn run(cli: Cli) -> ExitCode {
         #[cfg(feature = "remote")]
         Command::Ws(options) => crate::remote::run_ws(options),
         #[cfg(feature = "remote")]
-        Command::Proxy(options) => crate::proxy::run_proxy(options),
+        Command::Proxy(options) => crate::proxy::run_proxy(&options),
     }
 }
 

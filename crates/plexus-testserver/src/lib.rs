@@ -244,6 +244,7 @@
 mod catalog;
 #[cfg(feature = "remote")]
 mod certs;
+pub mod child_test;
 mod cli;
 mod events;
 mod faults;
@@ -258,6 +259,8 @@ mod server;
 mod stdio;
 mod tools;
 
+#[cfg(feature = "remote")]
+pub use certs::TestCertificates;
 pub use cli::{Cli, Command, ProcessOptions, ServerOptions, StdioOptions, run};
 pub use events::EventLogFile;
 #[cfg(feature = "remote")]
@@ -267,13 +270,11 @@ pub use oauth::{
     RefreshIssuance, RefreshRotation, TokenInfo, ToolScope,
 };
 #[cfg(feature = "remote")]
+pub use proxy::{ProxyOptions, ProxyServer, run_proxy};
+#[cfg(feature = "remote")]
 pub use remote::{
     EndpointOptions, HttpOptions, RejectLargeBody, RemoteError, RemoteOptions, RemoteServer, RequiredHeader,
     SessionOptions, SseOptions, WsOptions, run_http, run_sse, run_ws,
 };
-#[cfg(feature = "remote")]
-pub use certs::TestCertificates;
-#[cfg(feature = "remote")]
-pub use proxy::{ProxyOptions, ProxyServer, run_proxy};
 pub use server::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 pub use stdio::run_stdio;

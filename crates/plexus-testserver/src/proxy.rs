@@ -73,10 +73,13 @@ impl ProxyServer {
     pub async fn from_args(args: &[&str]) -> Result<ProxyServer, String> {
         use clap::Parser as _;
         let argv = ["plexus-testserver", "proxy"].into_iter().chain(args.iter().copied());
-        let crate::Command::Proxy(options) = crate::Cli::try_parse_from(argv).map_err(|e| e.to_string())?.command else {
+        let crate::Command::Proxy(options) = crate::Cli::try_parse_from(argv).map_err(|e| e.to_string())?.command
+        else {
             return Err("not the proxy mode".to_owned());
         };
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.map_err(|e| e.to_string())?;
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .await
+            .map_err(|e| e.to_string())?;
         let events = EventLog::open(options.process.event_log.as_deref()).map_err(|e| e.to_string())?;
         Ok(ProxyServer::start(listener, &options, Arc::new(events)))
     }
@@ -84,7 +87,9 @@ impl ProxyServer {
     fn start(listener: TcpListener, options: &ProxyOptions, events: Arc<EventLog>) -> ProxyServer {
         let url = format!(
             "http://{}",
-            listener.local_addr().map_or_else(|_| "127.0.0.1:0".to_owned(), |a| a.to_string())
+            listener
+                .local_addr()
+                .map_or_else(|_| "127.0.0.1:0".to_owned(), |a| a.to_string())
         );
         let required = options.require_auth.as_ref().map(|credentials| {
             let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
@@ -194,7 +199,9 @@ fn loopback_target(request: &Request<Incoming>) -> Option<(IpAddr, u16)> {
 
 /// Copies bytes both ways between the upgraded client connection and the origin.
 async fn tunnel(request: Request<Incoming>, origin: SocketAddr) {
-    let Ok(upgraded) = hyper::upgrade::on(request).await else { return };
+    let Ok(upgraded) = hyper::upgrade::on(request).await else {
+        return;
+    };
     let Ok(Ok(mut server)) = tokio::time::timeout(TIMEOUT, TcpStream::connect(origin)).await else {
         return;
     };
@@ -230,7 +237,7 @@ async fn forward(mut request: Request<Incoming>, origin: SocketAddr) -> Result<R
 
 /// Runs `plexus-testserver proxy`: binds 127.0.0.1, prints `listening on URL`, serves until
 /// SIGINT or SIGTERM.
-pub fn run_proxy(options: ProxyOptions) -> ExitCode {
+pub fn run_proxy(options: &ProxyOptions) -> ExitCode {
     let runtime = match process::runtime(true) {
         Ok(runtime) => runtime,
         Err(code) => return code,
@@ -248,7 +255,7 @@ pub fn run_proxy(options: ProxyOptions) -> ExitCode {
                 return ExitCode::from(SETUP_FAILURE);
             }
         };
-        let server = ProxyServer::start(listener, &options, Arc::clone(&events));
+        let server = ProxyServer::start(listener, options, Arc::clone(&events));
         let mut stdout = std::io::stdout().lock();
         if let Err(e) = writeln!(stdout, "listening on {}", server.url()).and_then(|()| stdout.flush()) {
             eprintln!("plexus-testserver: cannot print the URL on stdout: {e}");

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use plexus_net::http::ProxyChoice;
-use plexus_net::tls::TlsOptions;
 use plexus_net::redact::{debug_remote_config, redact_url};
+use plexus_net::tls::TlsOptions;
 use plexus_transport::AuthProvider;
 
 /// The WebSocket subprotocol MCP uses; offered on the upgrade and required in the answer.

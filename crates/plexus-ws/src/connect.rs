@@ -5,13 +5,13 @@ use plexus_net::http::{HttpClient, HttpSettings, Target};
 use plexus_net::redact::redact_url;
 use plexus_net::{Credentials, rejection_of};
 use plexus_transport::{TransportError, body_excerpt};
+use tokio_tungstenite::client_async_with_config;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::error::{Error as WsError, ProtocolError, SubProtocolError, UrlError};
 use tokio_tungstenite::tungstenite::handshake::client::Response;
 use tokio_tungstenite::tungstenite::http::header::{LOCATION, SEC_WEBSOCKET_PROTOCOL, USER_AGENT as USER_AGENT_HEADER};
 use tokio_tungstenite::tungstenite::http::{HeaderMap, HeaderName, HeaderValue};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
-use tokio_tungstenite::client_async_with_config;
 use url::Url;
 
 use crate::config::{SUBPROTOCOL, WsConfig};

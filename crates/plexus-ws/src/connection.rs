@@ -10,14 +10,14 @@ use std::task::{Context, Poll, Waker, ready};
 use std::time::Duration;
 
 use futures_util::Sink;
-use plexus_transport::TransportError;
 use plexus_net::http::NetStream;
+use plexus_transport::TransportError;
 use tokio::time::Instant;
+use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Error as WsError;
 use tokio_tungstenite::tungstenite::Message as Frame;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::WebSocketStream;
 use tokio_util::sync::CancellationToken;
 
 /// The WebSocket over TCP (and TLS for `wss`).

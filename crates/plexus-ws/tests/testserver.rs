@@ -148,7 +148,11 @@ async fn the_upgrade_goes_through_a_connect_tunnel_of_the_entrys_proxy() {
     let result = call(&client, "echo", json!({"text": "tunnelled"})).await.unwrap();
     assert_eq!(result["content"][0]["text"], "tunnelled");
     client.close().await.unwrap();
-    let authority = server.url().trim_start_matches("ws://").trim_end_matches("/mcp").to_owned();
+    let authority = server
+        .url()
+        .trim_start_matches("ws://")
+        .trim_end_matches("/mcp")
+        .to_owned();
     let tunnels = log.matching(&json!({"event": "proxy", "method": "CONNECT", "target": authority}));
     assert_eq!(tunnels.len(), 1, "{tunnels:?}");
     assert_eq!(tunnels[0]["authorized"], true);

@@ -1,6 +1,7 @@
 //! Streamable HTTP round trips: a raw floor against plexus, in one run, against the same test
-//! server process (`plexus-testserver http --json-response`), and the memory of 100 000 requests
-//! with their per-request timers armed.
+//! server process (`plexus-testserver http --json-response`), on a multi-thread and on a
+//! current-thread runtime, and the memory of 100 000 requests with their per-request timers
+//! armed.
 //!
 //! Run through `cargo xtask bench`, which builds the test server and passes its path in
 //! `PLEXUS_TESTSERVER_BIN`; `PLEXUS_BENCH_CPU=N` pins the run as in the stdio bench. The floor is a minimal keep-alive HTTP/1.1 client on raw sockets
@@ -274,30 +275,7 @@ fn main() {
         println!(
             "http (--json-response), {pinning}: {SEQUENTIAL_CALLS} sequential tools/call echo + {THROUGHPUT_CALLS} with {IN_FLIGHT} in flight, median of {ROUNDS} rounds"
         );
-        let session = raw_session(&server.url).await;
-        let client = connect(&server.url).await;
-        let (mut floor, mut ours) = (Vec::new(), Vec::new());
-        for _ in 0..ROUNDS {
-            floor.push(floor_round(&server.url, &session).await);
-            ours.push(plexus_round(&client).await);
-        }
-        let floor_p50 = median(floor.iter().map(|r| r.p50).collect());
-        let floor_tp = median(floor.iter().map(|r| r.throughput).collect());
-        let our_p50 = median(ours.iter().map(|r| r.p50).collect());
-        let our_tp = median(ours.iter().map(|r| r.throughput).collect());
-        println!("floor (raw keep-alive HTTP)  p50 {floor_p50:>7.1} µs   {IN_FLIGHT} in flight {floor_tp:>8.0} calls/s");
-        println!(
-            "plexus (multi-thread rt)     p50 {our_p50:>7.1} µs ({:.2}× floor)   {IN_FLIGHT} in flight {our_tp:>8.0} calls/s ({:.2}× floor)",
-            our_p50 / floor_p50,
-            our_tp / floor_tp
-        );
-        println!(
-            "targets: p50 ≤ 2× floor: {:.2}× {}; throughput ≥ 0.7× floor: {:.2}× {}",
-            our_p50 / floor_p50,
-            verdict(our_p50 / floor_p50 <= 2.0),
-            our_tp / floor_tp,
-            verdict(our_tp / floor_tp >= 0.7)
-        );
+        let client = compare(&server.url, "multi-thread", 2.0).await;
 
         // Memory: 100 000 requests, each with its timer armed (the default per-request timeout).
         let arguments = echo_arguments();
@@ -313,4 +291,44 @@ fn main() {
         println!("memory over {MEMORY_CALLS} requests with timers armed: RSS {before} KiB before, then every 25 000: {}", samples.join(", "));
         client.close().await.unwrap();
     });
+    drop(runtime);
+    // The same rounds on a current-thread runtime (floor and plexus alike).
+    let current = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    current.block_on(async {
+        let client = compare(&server.url, "current-thread", 1.5).await;
+        client.close().await.unwrap();
+    });
+}
+
+/// Rounds of the floor and of plexus, alternating, on the runtime this runs on (`label`); prints
+/// their medians against the p50 target (`p50_target`× the floor). Gives plexus's client.
+async fn compare(url: &str, label: &str, p50_target: f64) -> Client {
+    let session = raw_session(url).await;
+    let client = connect(url).await;
+    let (mut floor, mut ours) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        floor.push(floor_round(url, &session).await);
+        ours.push(plexus_round(&client).await);
+    }
+    let floor_p50 = median(floor.iter().map(|r| r.p50).collect());
+    let floor_tp = median(floor.iter().map(|r| r.throughput).collect());
+    let our_p50 = median(ours.iter().map(|r| r.p50).collect());
+    let our_tp = median(ours.iter().map(|r| r.throughput).collect());
+    println!("floor ({label} rt)  p50 {floor_p50:>7.1} µs   {IN_FLIGHT} in flight {floor_tp:>8.0} calls/s");
+    println!(
+        "plexus ({label} rt) p50 {our_p50:>7.1} µs ({:.2}× floor)   {IN_FLIGHT} in flight {our_tp:>8.0} calls/s ({:.2}× floor)",
+        our_p50 / floor_p50,
+        our_tp / floor_tp
+    );
+    println!(
+        "targets ({label}): p50 ≤ {p50_target}× floor: {:.2}× {}; throughput ≥ 0.7× floor: {:.2}× {}",
+        our_p50 / floor_p50,
+        verdict(our_p50 / floor_p50 <= p50_target),
+        our_tp / floor_tp,
+        verdict(our_tp / floor_tp >= 0.7)
+    );
+    client
 }

@@ -238,18 +238,14 @@ pub(crate) async fn connect_entry(
             sse_transport(name, sse.url.as_str(), remote, auth, &options, limits).await
         }
         #[cfg(feature = "sse")]
-        ServerConfig::SseIde(ide) => {
-            sse_transport(name, ide.url.as_str(), Remote::ide(), auth, &options, limits).await
-        }
+        ServerConfig::SseIde(ide) => sse_transport(name, ide.url.as_str(), Remote::ide(), auth, &options, limits).await,
         #[cfg(feature = "ws")]
         ServerConfig::Ws(ws) => {
             let remote = Remote::new(&ws.headers, &ws.network);
             ws_transport(name, ws.url.as_str(), remote, auth, &options, limits).await
         }
         #[cfg(feature = "ws")]
-        ServerConfig::WsIde(ide) => {
-            ws_transport(name, ide.url.as_str(), Remote::ide(), auth, &options, limits).await
-        }
+        ServerConfig::WsIde(ide) => ws_transport(name, ide.url.as_str(), Remote::ide(), auth, &options, limits).await,
         // Reachable when a feature is off.
         #[allow(unreachable_patterns)]
         other => {
@@ -305,10 +301,13 @@ impl Remote {
             headers: header_pairs(headers),
             tls: plexus_net::tls::TlsOptions {
                 ca: network.ca.clone(),
-                client_identity: network.client_identity.as_ref().map(|identity| plexus_net::tls::ClientIdentity {
-                    cert: identity.cert.clone(),
-                    key: identity.key.clone(),
-                }),
+                client_identity: network
+                    .client_identity
+                    .as_ref()
+                    .map(|identity| plexus_net::tls::ClientIdentity {
+                        cert: identity.cert.clone(),
+                        key: identity.key.clone(),
+                    }),
             },
             proxy: match &network.proxy {
                 None => ProxyChoice::Environment,

@@ -11,9 +11,9 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use http::HeaderValue;
 use plexus_net::redact::redact_url;
 use plexus_transport::body_excerpt;
-use http::HeaderValue;
 use serde::Deserialize;
 
 use std::sync::Arc;

@@ -96,14 +96,18 @@ impl OAuthHttp {
         headers: Vec<(HeaderName, HeaderValue)>,
     ) -> Result<Reply, OAuthError> {
         let mut map = HeaderMap::new();
-        map.insert(CONTENT_TYPE, HeaderValue::from_static("application/x-www-form-urlencoded"));
+        map.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/x-www-form-urlencoded"),
+        );
         for (name, value) in headers {
             map.insert(name, value);
         }
         let encoded = url::form_urlencoded::Serializer::new(String::new())
             .extend_pairs(form.iter().map(|(name, value)| (*name, value.as_str())))
             .finish();
-        self.send(what, url, Method::POST, map, Some(Bytes::from(encoded))).await
+        self.send(what, url, Method::POST, map, Some(Bytes::from(encoded)))
+            .await
     }
 
     /// The `WWW-Authenticate` challenges of an unauthenticated JSON-RPC `ping` to an MCP
@@ -157,7 +161,11 @@ impl OAuthHttp {
             let target = self.client.target(&parsed).map_err(|e| failed(e.to_string()))?;
             headers.insert(ACCEPT, JSON);
             let request = Request { method, headers, body };
-            let mut response = self.client.send(&target, request).await.map_err(|e| failed(e.to_string()))?;
+            let mut response = self
+                .client
+                .send(&target, request)
+                .await
+                .map_err(|e| failed(e.to_string()))?;
             let status = response.status.as_u16();
             let location = response.header_str(LOCATION).map(str::to_owned);
             let dpop_nonce = response

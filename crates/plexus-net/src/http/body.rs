@@ -73,12 +73,9 @@ impl RawBody {
             let frame = match &mut self.lease {
                 Some(lease) => {
                     let conn = &mut lease.conn;
-                    match conn
-                        .driver
-                        .poll(cx, &mut conn.connection, &mut conn.ended, |cx| {
-                            Pin::new(&mut *incoming).poll_frame(cx)
-                        })
-                    {
+                    match conn.driver.poll(cx, &mut conn.connection, &mut conn.ended, |cx| {
+                        Pin::new(&mut *incoming).poll_frame(cx)
+                    }) {
                         Poll::Pending => return Poll::Pending,
                         Poll::Ready(Driven::Ready(frame)) => frame,
                         Poll::Ready(Driven::ConnectionEnded(error)) => {
@@ -185,9 +182,9 @@ impl Body {
             [one] if one == "gzip" || one == "x-gzip" => Source::Decoded(Box::pin(
                 async_compression::tokio::bufread::GzipDecoder::new(Reader::new(raw)),
             )),
-            [one] if one == "br" => Source::Decoded(Box::pin(
-                async_compression::tokio::bufread::BrotliDecoder::new(Reader::new(raw)),
-            )),
+            [one] if one == "br" => Source::Decoded(Box::pin(async_compression::tokio::bufread::BrotliDecoder::new(
+                Reader::new(raw),
+            ))),
             [one] if one == "deflate" => Source::Decoded(Box::pin(
                 async_compression::tokio::bufread::ZlibDecoder::new(Reader::new(raw)),
             )),
@@ -244,7 +241,9 @@ impl Body {
             Source::Identity(raw) => raw.poll_piece(cx).map(Option::transpose),
             Source::Unknown(encoding) => Poll::Ready(Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("the server compressed the body with {encoding:?}, which was not asked for and cannot be decoded"),
+                format!(
+                    "the server compressed the body with {encoding:?}, which was not asked for and cannot be decoded"
+                ),
             ))),
             Source::Decoded(reader) => {
                 let mut piece = BytesMut::zeroed(DECODED_PIECE);

@@ -218,7 +218,11 @@ async fn handshake(tcp: TcpStream, host: &str, alpn: Alpn, options: &TlsOptions)
 
 /// Asks `proxy` for a tunnel to `origin` (`CONNECT host:port`, with the proxy's credentials)
 /// and returns the tunnel once the proxy answered 2xx.
-async fn tunnel(stream: NetStream, proxy: &ProxyEndpoint, origin: &OriginKey) -> io::Result<TokioIo<hyper::upgrade::Upgraded>> {
+async fn tunnel(
+    stream: NetStream,
+    proxy: &ProxyEndpoint,
+    origin: &OriginKey,
+) -> io::Result<TokioIo<hyper::upgrade::Upgraded>> {
     let failed = |reason: String| io::Error::other(format!("the proxy {} {reason}", proxy.shown));
     let (mut sender, connection) = hyper::client::conn::http1::Builder::new()
         .max_header_size(MAX_HEAD_SIZE)
@@ -251,7 +255,12 @@ async fn tunnel(stream: NetStream, proxy: &ProxyEndpoint, origin: &OriginKey) ->
             answer.await
         }
     }
-    .map_err(|e| failed(format!("did not open a tunnel to {authority}: {}", super::error::cause(&e))))?;
+    .map_err(|e| {
+        failed(format!(
+            "did not open a tunnel to {authority}: {}",
+            super::error::cause(&e)
+        ))
+    })?;
     let status = response.status();
     if !status.is_success() {
         return Err(failed(format!(

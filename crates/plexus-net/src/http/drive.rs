@@ -57,6 +57,9 @@ impl Default for Driver {
     }
 }
 
+/// A connection that finished: closed, or failed with this error.
+pub(crate) struct Ended(pub(crate) Option<hyper::Error>);
+
 /// What [`Driver::poll`] gives: `other`'s output, or that the connection ended first.
 pub(crate) enum Driven<T> {
     Ready(T),
@@ -73,7 +76,7 @@ impl Driver {
         &self,
         cx: &mut Context<'_>,
         connection: &mut C,
-        ended: &mut Option<Option<hyper::Error>>,
+        ended: &mut Option<Ended>,
         mut other: impl FnMut(&mut Context<'_>) -> Poll<T>,
     ) -> Poll<Driven<T>>
     where
@@ -91,16 +94,16 @@ impl Driver {
             if ended.is_none()
                 && let Poll::Ready(result) = Pin::new(&mut *connection).poll(&mut filtered)
             {
-                *ended = Some(result.err());
+                *ended = Some(Ended(result.err()));
             }
             let polled = other(&mut filtered);
             let woken = self.filter.state.swap(0, Ordering::AcqRel) & WOKEN != 0;
             if let Poll::Ready(value) = polled {
                 return Poll::Ready(Driven::Ready(value));
             }
-            if let Some(end) = ended {
+            if let Some(Ended(error)) = ended {
                 // `other` was polled after the connection ended: it will not be woken again.
-                return Poll::Ready(Driven::ConnectionEnded(end.take()));
+                return Poll::Ready(Driven::ConnectionEnded(error.take()));
             }
             if !woken {
                 return Poll::Pending;

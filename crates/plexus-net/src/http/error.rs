@@ -59,7 +59,9 @@ impl HttpError {
             HttpError::ConnectTimeout(_) => io::Error::new(io::ErrorKind::TimedOut, self.to_string()),
             HttpError::Exchange(e) => e,
             HttpError::Closed => io::Error::new(io::ErrorKind::NotConnected, self.to_string()),
-            HttpError::Settings { .. } | HttpError::Url { .. } => io::Error::new(io::ErrorKind::InvalidInput, self.to_string()),
+            HttpError::Settings { .. } | HttpError::Url { .. } => {
+                io::Error::new(io::ErrorKind::InvalidInput, self.to_string())
+            }
         }
     }
 }
@@ -114,7 +116,10 @@ pub(crate) fn exchange_failed(error: &hyper::Error) -> io::Error {
         );
     }
     match io_source(error) {
-        Some(io) => io::Error::new(io.kind(), format!("{io} before the server answered ({OUTCOME_UNKNOWN})")),
+        Some(io) => io::Error::new(
+            io.kind(),
+            format!("{io} before the server answered ({OUTCOME_UNKNOWN})"),
+        ),
         None => io::Error::other(format!("{} ({OUTCOME_UNKNOWN})", cause(error))),
     }
 }

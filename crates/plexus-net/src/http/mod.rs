@@ -305,8 +305,7 @@ impl HttpClient {
         } else if tls && url.scheme() == "wss" {
             let _ = absolute_text.set_scheme("https");
         }
-        let absolute =
-            Uri::try_from(absolute_text.as_str()).map_err(|e| bad(&format!("it cannot be sent: {e}")))?;
+        let absolute = Uri::try_from(absolute_text.as_str()).map_err(|e| bad(&format!("it cannot be sent: {e}")))?;
         let host_value = match url.port() {
             Some(port) => format!("{host}:{port}"),
             None => host.to_owned(),
@@ -338,12 +337,12 @@ impl HttpClient {
 
     /// How many connections are open (busy or idle), over every origin.
     pub fn open_connections(&self) -> usize {
-        self.each_pool(|pool| pool.open_connections())
+        self.each_pool(OriginPool::open_connections)
     }
 
     /// How many open connections wait for a request, over every origin.
     pub fn idle_connections(&self) -> usize {
-        self.each_pool(|pool| pool.idle_connections())
+        self.each_pool(OriginPool::idle_connections)
     }
 
     fn each_pool(&self, count: impl Fn(&OriginPool) -> usize) -> usize {
@@ -363,4 +362,3 @@ impl HttpClient {
         target.pool.open_stream().await
     }
 }
-

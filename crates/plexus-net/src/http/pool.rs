@@ -18,7 +18,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio_util::sync::CancellationToken;
 
 use super::connect::{self, NetStream, Purpose};
-use super::drive::Driver;
+use super::drive::{Driver, Ended};
 use super::proxy::ProxyEndpoint;
 use super::{HttpError, HttpSettings, MAX_HEAD_SIZE, OriginKey};
 use crate::tls::TlsOptions;
@@ -31,7 +31,7 @@ pub(crate) struct H1Conn {
     pub(crate) sender: http1::SendRequest<RequestBody>,
     pub(crate) connection: http1::Connection<TokioIo<NetStream>, RequestBody>,
     /// The connection finished (with its error, if it failed).
-    pub(crate) ended: Option<Option<hyper::Error>>,
+    pub(crate) ended: Option<Ended>,
     pub(crate) driver: Driver,
     /// It goes to a proxy that forwards requests in absolute form.
     pub(crate) forwarded: bool,
@@ -106,7 +106,11 @@ struct IdleList {
 }
 
 impl OriginPool {
-    pub(crate) fn new(origin: OriginKey, proxy: Option<Arc<ProxyEndpoint>>, settings: &HttpSettings) -> Arc<OriginPool> {
+    pub(crate) fn new(
+        origin: OriginKey,
+        proxy: Option<Arc<ProxyEndpoint>>,
+        settings: &HttpSettings,
+    ) -> Arc<OriginPool> {
         let limits = Limits {
             max_connections: settings.max_connections.clamp(1, Semaphore::MAX_PERMITS),
             max_idle: settings.max_idle_connections,

@@ -29,7 +29,9 @@ pub(crate) struct Proxies {
 
 impl std::fmt::Debug for Proxies {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Proxies").field("enabled", &self.matcher.is_some()).finish()
+        f.debug_struct("Proxies")
+            .field("enabled", &self.matcher.is_some())
+            .finish()
     }
 }
 
@@ -76,7 +78,8 @@ impl Proxies {
         let shown = format!(
             "{}://{}",
             uri.scheme_str().unwrap_or("http"),
-            uri.authority().map_or("", |a| a.as_str().rsplit('@').next().unwrap_or_default())
+            uri.authority()
+                .map_or("", |a| a.as_str().rsplit('@').next().unwrap_or_default())
         );
         let tls = match uri.scheme_str() {
             Some("http") => false,
@@ -99,7 +102,10 @@ impl Proxies {
             value.set_sensitive(true);
             value
         });
-        tracing::debug!("connections to {scheme}://{host}:{} go through the proxy {shown}", origin.port);
+        tracing::debug!(
+            "connections to {scheme}://{host}:{} go through the proxy {shown}",
+            origin.port
+        );
         Ok(Some(Arc::new(ProxyEndpoint {
             host: proxy_host,
             port,

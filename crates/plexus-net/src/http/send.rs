@@ -74,7 +74,8 @@ impl Response {
 
 /// An exchange that failed; `Unsent` gives the request back: none of it was written.
 enum Failed {
-    Unsent(http::Request<RequestBody>),
+    /// Boxed: a rare path, and the request is large.
+    Unsent(Box<http::Request<RequestBody>>),
     Error(HttpError),
 }
 
@@ -94,7 +95,7 @@ impl HttpClient {
         };
         match outcome {
             Ok(response) => Ok(response),
-            Err(Failed::Unsent(request)) if kept_alive => Box::pin(self.resend(target, request)).await,
+            Err(Failed::Unsent(request)) if kept_alive => Box::pin(self.resend(target, *request)).await,
             Err(Failed::Unsent(_)) => Err(unsent_error()),
             Err(Failed::Error(e)) => Err(e),
         }
@@ -102,7 +103,9 @@ impl HttpClient {
 
     /// Sends again, on a new connection, a request that a kept-alive connection gave back unsent.
     async fn resend(&self, target: &Target, request: http::Request<RequestBody>) -> Result<Response, HttpError> {
-        tracing::debug!("a kept-alive connection closed before any of a request was written; sending it on a new connection");
+        tracing::debug!(
+            "a kept-alive connection closed before any of a request was written; sending it on a new connection"
+        );
         let fresh = target.pool.checkout(false).await?;
         let (parts, body) = request.into_parts();
         let request = Request {
@@ -180,7 +183,11 @@ fn unsent_error() -> HttpError {
 }
 
 /// An HTTP/1.1 exchange, the connection driven by this task.
-async fn exchange_h1(target: &Target, mut h1: Box<H1Conn>, request: http::Request<RequestBody>) -> Result<Response, Failed> {
+async fn exchange_h1(
+    target: &Target,
+    mut h1: Box<H1Conn>,
+    request: http::Request<RequestBody>,
+) -> Result<Response, Failed> {
     let mut answer = pin!(h1.sender.try_send_request(request));
     let H1Conn {
         driver,
@@ -193,11 +200,14 @@ async fn exchange_h1(target: &Target, mut h1: Box<H1Conn>, request: http::Reques
 }
 
 /// An HTTP/2 exchange (its connection runs in a task of its own).
-async fn exchange_h2(mut sender: hyper::client::conn::http2::SendRequest<RequestBody>, request: http::Request<RequestBody>) -> Result<Response, Failed> {
+async fn exchange_h2(
+    mut sender: hyper::client::conn::http2::SendRequest<RequestBody>,
+    request: http::Request<RequestBody>,
+) -> Result<Response, Failed> {
     match sender.try_send_request(request).await {
         Ok(response) => Ok(response_of(response, None)),
         Err(mut e) => match e.take_message() {
-            Some(request) => Err(Failed::Unsent(request)),
+            Some(request) => Err(Failed::Unsent(Box::new(request))),
             None => Err(Failed::Error(failure(e.error()))),
         },
     }
@@ -217,7 +227,9 @@ fn failure(error: &hyper::Error) -> HttpError {
 fn h1_outcome(
     target: &Target,
     h1: Box<H1Conn>,
-    driven: Driven<Result<http::Response<hyper::body::Incoming>, hyper::client::conn::TrySendError<http::Request<RequestBody>>>>,
+    driven: Driven<
+        Result<http::Response<hyper::body::Incoming>, hyper::client::conn::TrySendError<http::Request<RequestBody>>>,
+    >,
 ) -> Result<Response, Failed> {
     match driven {
         Driven::Ready(Ok(response)) => {
@@ -230,7 +242,7 @@ fn h1_outcome(
             Ok(response_of(response, Some(lease)))
         }
         Driven::Ready(Err(mut e)) => match e.take_message() {
-            Some(request) => Err(Failed::Unsent(request)),
+            Some(request) => Err(Failed::Unsent(Box::new(request))),
             None => Err(Failed::Error(failure(e.error()))),
         },
         Driven::ConnectionEnded(error) => Err(Failed::Error(HttpError::Exchange(match error {

@@ -36,7 +36,8 @@
 //! # Sending
 //!
 //! Every message is a POST to the endpoint with `Accept: application/json, text/event-stream`,
-//! over a pool of keep-alive HTTP/1.1 connections (TLS for `https`). For a request answered with
+//! through plexus-net's HTTP client: pooled keep-alive HTTP/1.1 connections, or one HTTP/2
+//! connection when a TLS server offers it, with the entry's proxy, CA and client certificate. For a request answered with
 //! a JSON body, [`send`](plexus_transport::TransportSender::send) reads the body and gives the
 //! response back (the caller completes its own call: no other task is involved). For one
 //! answered with an SSE stream (a priming event with an id and no data, any requests and
@@ -51,18 +52,17 @@
 //! finds them all busy waits, within its timeout, for one to come back. At most
 //! [`HttpConfig::max_idle_connections`] (32) wait for later requests, each for at most
 //! [`HttpConfig::idle_timeout`] (30 s, less when the server's `Keep-Alive` header says it closes
-//! sooner); a background task closes them as they expire. A connection is driven by the task
-//! that uses it, so a connection needs no task of its own. An idle connection that the server
+//! sooner); a background task closes them as they expire. An HTTP/1.1 connection is driven by
+//! the task that uses it, so it needs no task of its own. An idle connection that the server
 //! closed, or that waited past its idle timeout, is noticed before use and dropped.
 //!
 //! A request whose bytes may have reached the server is never sent again (the server may have
 //! acted on it: a tool must not run twice). When its connection closes or breaks before the
 //! answer, it fails with [`TransportError::Io`] (a terminal I/O error) saying that the request
 //! was sent and whether the server acted on it is unknown. Only a request of which nothing was
-//! written (its kept-alive connection failed at the first byte) goes again, once, on a new
-//! connection. When writing a request fails part way, as with a server that answers a large body
-//! with 413 or 401 and closes without reading it, the response the server sent before it stopped
-//! reading (its head within 1 s) is the answer.
+//! written (hyper gives it back: its kept-alive connection turned out closed) goes again, once,
+//! on a new connection. When the server answers before it read the whole request, as with a
+//! large body answered with 413 or 401 and a close, that answer is the answer.
 //!
 //! # The session
 //!
@@ -120,8 +120,9 @@
 //!   fails its request the same way (`DroppedReply` with [`TransportError::Protocol`]); one cut
 //!   off or late fails it with [`TransportError::Io`]. An error response's body is read up to
 //!   [`ERROR_BODY_READ_LIMIT`] (16 KiB) for [`TransportError::Http`].
-//! - A response head is at most 64 KiB with at most 100 headers; chunk-size and trailer lines
-//!   are bounded too. A response that is not HTTP/1.1 fails its request.
+//! - A response head is at most 64 KiB with at most 100 headers (hyper's parser; folded header
+//!   lines are accepted). A response that is not HTTP fails its request. A compressed body
+//!   (gzip, br, deflate) is decoded as it arrives; the size cap applies to the decoded bytes.
 //! - Redirects are followed within the endpoint's origin only (same method, body and headers).
 //!   A redirect to another origin fails with [`TransportError::Connect`]: credentials and
 //!   custom headers never reach another server.
@@ -134,9 +135,9 @@
 //! # Auth
 //!
 //! The configured headers go on every request, except those the transport writes itself
-//! (`Accept`, `Content-Type`, `Mcp-Session-Id`, `MCP-Protocol-Version`, `Last-Event-ID` and
-//! HTTP/1.1's framing and connection headers); a configured `Host` or `User-Agent` replaces the
-//! transport's. Before each request the
+//! (`Accept`, `Content-Type`, `Mcp-Session-Id`, `MCP-Protocol-Version`, `Last-Event-ID`,
+//! `Accept-Encoding` and HTTP/1.1's framing and connection headers); a configured `Host` or
+//! `User-Agent` replaces the transport's. Before each request the
 //! [`AuthProvider`](plexus_transport::AuthProvider) (if any) gives its headers for the request's
 //! method and URL (so that it can sign them: DPoP proofs); they replace configured headers of the
 //! same name. On a 401 or 403 the provider gets the parsed `WWW-Authenticate` challenges (and a
@@ -159,19 +160,13 @@
 //! [`HttpTransport::new`] needs no runtime and touches no network; sending needs a Tokio runtime
 //! with time enabled (either flavour).
 //!
-//! Dependencies: the HTTP/1.1 client is this crate's own small one (the `wire` module):
-//! `httparse` (the parser under hyper) reads response heads, `tokio-rustls` with plexus-net's one TLS
-//! configuration (rustls, the platform's verifier; ALPN `http/1.1`; no OpenSSL) carries `https`, and `url` parses and joins URLs. Not reqwest, nor hyper's client, because of
-//! what they cost: against a raw keep-alive client posting the same bodies to the same test
-//! server (one CPU, 64 requests in flight), reqwest alone costs 14–19 µs of client CPU per call
-//! (0.36–0.42× the raw client's throughput), and hyper's client connection 6–7.5 µs (0.6–0.77×,
-//! with its connection task or driven by the caller) before the MCP session does anything, which
-//! leaves the session no room under the target of 0.7×; the exchange here costs what the raw
-//! client costs (3–4 µs). `bytes` carries bodies without copies; `tokio-util` provides the
+//! Dependencies: plexus-net's HTTP client (hyper underneath) sends every request, with its
+//! settings (proxies, TLS, compression, the same-origin redirect rule); `http` names its headers;
+//! `url` parses and joins URLs; `bytes` carries bodies without copies; `tokio-util` provides the
 //! cancellation token that stops the background readers; `serde`/`serde_json` read the
 //! negotiated `protocolVersion` and the message of JSON-RPC error bodies. SSE bodies are decoded
-//! by [`plexus_net::sse`], which caps every event while it arrives; the headers and the
-//! auth logic are [`plexus_net::Credentials`].
+//! by [`plexus_net::sse`], which caps every event while it arrives; the headers and the auth logic
+//! are [`plexus_net::Credentials`].
 #![forbid(unsafe_code)]
 
 mod body;

@@ -35,8 +35,9 @@
 //!
 //! # Connecting
 //!
-//! [`WsTransport::connect`] opens TCP (and TLS for `wss`, through rustls with the platform's trust
-//! store) and sends the upgrade request with `Sec-WebSocket-Protocol: mcp`, the configured headers
+//! [`WsTransport::connect`] opens TCP (through the proxy's `CONNECT` tunnel when one applies,
+//! and TLS for `wss`, through rustls with the platform's trust store) and sends the upgrade
+//! request with `Sec-WebSocket-Protocol: mcp`, the configured headers
 //! and the [`AuthProvider`](plexus_transport::AuthProvider)'s; all of it within
 //! [`WsConfig::connect_timeout`]. The server must answer with the subprotocol `mcp`: a server that
 //! leaves it out (or picks another) is refused with a [`TransportError::Connect`] that says so. A
@@ -69,9 +70,9 @@
 //! runtime with IO and time enabled (the keepalive task is spawned there); either flavour works.
 //!
 //! Dependencies: `tokio-tungstenite` speaks the WebSocket protocol (frames, masking, fragments,
-//! limits, the handshake), with the `rustls` feature so that `wss` needs no OpenSSL (its TLS
-//! configuration is plexus-net's, the one every remote transport uses); `plexus-net` also gives
-//! the credentials and the one path a 401 or 403 takes; `futures-util` and `futures-core` are the
+//! limits, the handshake) over a connection plexus-net opens (through the proxy's `CONNECT`
+//! tunnel when one applies, TLS for `wss` with the entry's CA and client certificate, ALPN
+//! `http/1.1`); `plexus-net` also gives the credentials and the one path a 401 or 403 takes; `futures-util` and `futures-core` are the
 //! `Sink` and `Stream` traits the socket is driven through; `url` parses the URL;
 //! `tokio-util` provides the cancellation token that stops writers and the keepalive when the
 //! connection ends.

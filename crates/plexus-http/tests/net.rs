@@ -252,6 +252,17 @@ async fn plain_http_is_forwarded_in_absolute_form_and_none_means_none() {
     let forwarded = proxy_log.matching(&json!({"event": "proxy", "method": "POST", "target": server.url()}));
     assert!(!forwarded.is_empty(), "the proxy forwarded the POSTs");
     assert!(forwarded.iter().all(|f| f["authorized"] == true));
+    // Without the credentials, the proxy's refusal is said to be the proxy's.
+    let (sender, _receiver, _info) = transport(server.url(), |c| c.proxy(ProxyChoice::Url(proxy.url().to_owned())));
+    let error = guard(sender.send(common::mcp::initialize(0))).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "POST {}: could not connect: the proxy {} refused the request: HTTP 407 Proxy Authentication Required",
+            server.url(),
+            proxy.url()
+        )
+    );
     let seen = proxy_log.matching(&json!({"event": "proxy"})).len();
     session(server.url(), |c| c.proxy(ProxyChoice::Disabled)).await;
     assert_eq!(

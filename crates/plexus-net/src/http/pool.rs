@@ -134,6 +134,11 @@ impl OriginPool {
         })
     }
 
+    /// The proxy's URL as errors show it, when connections go through one.
+    pub(crate) fn proxy_shown(&self) -> Option<&str> {
+        self.proxy.as_deref().map(|proxy| proxy.shown.as_str())
+    }
+
     /// The `Proxy-Authorization` of the proxy requests are forwarded through.
     pub(crate) fn proxy_authorization(&self) -> Option<&http::HeaderValue> {
         self.proxy.as_ref()?.authorization.as_ref()

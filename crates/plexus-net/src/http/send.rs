@@ -232,6 +232,18 @@ fn h1_outcome(
     >,
 ) -> Result<Response, Failed> {
     match driven {
+        Driven::Ready(Ok(response))
+            if h1.forwarded && response.status() == http::StatusCode::PROXY_AUTHENTICATION_REQUIRED =>
+        {
+            // Only the proxy answers 407: its refusal is a connect failure, not the server's answer.
+            Err(Failed::Error(HttpError::Connect(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "the proxy {} refused the request: HTTP 407 Proxy Authentication Required",
+                    target.pool.proxy_shown().unwrap_or("in use")
+                ),
+            ))))
+        }
         Driven::Ready(Ok(response)) => {
             let keep_alive = keep_alive_timeout(response.headers());
             let lease = Lease {

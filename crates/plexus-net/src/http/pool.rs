@@ -86,6 +86,8 @@ pub(crate) struct OriginPool {
     idle: Mutex<IdleList>,
     /// The origin's HTTP/2 connection, once one was negotiated.
     h2: Mutex<Option<http2::SendRequest<RequestBody>>>,
+    /// Whether the origin ever spoke HTTP/2 (spares HTTP/1.1 requests the lock above).
+    spoke_h2: AtomicBool,
     /// Checkouts waiting at the cap for a connection to come back.
     waiting: AtomicUsize,
     returned: Notify,
@@ -126,6 +128,7 @@ impl OriginPool {
             limits,
             idle: Mutex::default(),
             h2: Mutex::new(None),
+            spoke_h2: AtomicBool::new(false),
             waiting: AtomicUsize::new(0),
             returned: Notify::new(),
             sweep: Notify::new(),
@@ -215,6 +218,9 @@ impl OriginPool {
 
     /// The origin's HTTP/2 connection, while it is open.
     fn h2_sender(&self) -> Option<http2::SendRequest<RequestBody>> {
+        if !self.spoke_h2.load(Ordering::Acquire) {
+            return None;
+        }
         let mut h2 = self.h2.lock().unwrap_or_else(PoisonError::into_inner);
         match h2.as_ref() {
             Some(sender) if !sender.is_closed() => Some(sender.clone()),
@@ -291,6 +297,7 @@ impl OriginPool {
             }
         });
         *self.h2.lock().unwrap_or_else(PoisonError::into_inner) = Some(sender.clone());
+        self.spoke_h2.store(true, Ordering::Release);
         Ok(Conn::H2(sender))
     }
 

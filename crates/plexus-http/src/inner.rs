@@ -106,8 +106,7 @@ impl Inner {
             .max_idle_connections(config.max_idle_connections)
             .idle_timeout(config.idle_timeout)
             .proxy(config.proxy)
-            .ca(config.tls.ca)
-            .client_identity(config.tls.client_identity);
+            .tls(config.tls);
         let client = HttpClient::new(settings).map_err(|e| connect_error(e.to_string()))?;
         let target = client.target(&url).map_err(|e| connect_error(e.to_string()))?;
         let cancel = CancellationToken::new();

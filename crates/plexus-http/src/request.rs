@@ -294,16 +294,7 @@ impl Inner {
             headers: self.request_headers(spec, provided),
             body: spec.body.clone(),
         };
-        let failed = |e: RedirectError| match e {
-            RedirectError::Http(e) => TransportError::from_io(spec.what(self), e.into_io()),
-            e @ RedirectError::CrossOrigin { .. } => TransportError::Connect {
-                target: self.description.clone(),
-                reason: format!("{} {e}", spec.what(self)),
-            },
-            e => TransportError::Protocol {
-                reason: format!("{} {e}", spec.what(self)),
-            },
-        };
+        let failed = |e: RedirectError| e.into_transport_error(&spec.what(self), &self.description);
         let response = self
             .client
             .send(&self.target, build())

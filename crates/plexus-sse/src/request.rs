@@ -6,11 +6,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
-use plexus_net::endpoint::origin;
 use plexus_net::http::{
     Body, HttpClient, HttpError, HttpSettings, RedirectError, Request, Response, Target, follow_redirects,
 };
-use plexus_net::redact::redact_url;
 use plexus_net::{Credentials, rejection_of};
 use plexus_transport::{TransportError, body_excerpt};
 use url::Url;
@@ -26,16 +24,13 @@ pub(crate) struct Requester {
     credentials: Credentials,
 }
 
-/// Why a request failed: the transport error, or a redirect to another origin (which the caller
-/// words).
+/// Why a request failed: the transport error, or no response (the connection could not be
+/// opened, or failed; a connect reports it in its own words), or a redirect that cannot be
+/// followed.
 pub(crate) enum Failure {
     Transport(TransportError),
-    /// No response came (the connection could not be opened, or failed).
     Exchange(HttpError),
-    CrossOrigin {
-        from: Url,
-        to: Url,
-    },
+    Redirect(RedirectError),
 }
 
 impl From<TransportError> for Failure {
@@ -45,22 +40,12 @@ impl From<TransportError> for Failure {
 }
 
 impl Failure {
-    /// The error of request `what`, a redirect to another origin being a connect error of
-    /// `target`.
+    /// The error of request `what` to the server `target` (as errors name it).
     pub(crate) fn into_error(self, target: &str, what: &str) -> TransportError {
         match self {
             Failure::Transport(error) => error,
-            Failure::Exchange(error) => TransportError::from_io(what, error.into_io()),
-            Failure::CrossOrigin { from, to } => TransportError::Connect {
-                target: target.to_owned(),
-                reason: format!(
-                    "the server redirected {} to {}, on another origin; the redirect is not followed, so that the \
-                     configured headers and credentials are not sent to {}",
-                    redact_url(from.as_str()),
-                    redact_url(to.as_str()),
-                    origin(&to)
-                ),
-            },
+            Failure::Exchange(error) => RedirectError::Http(error).into_transport_error(what, target),
+            Failure::Redirect(error) => error.into_transport_error(what, target),
         }
     }
 }
@@ -72,8 +57,7 @@ impl Requester {
         let settings = HttpSettings::new(USER_AGENT)
             .connect_timeout(config.connect_timeout)
             .proxy(config.proxy.clone())
-            .ca(config.tls.ca.clone())
-            .client_identity(config.tls.client_identity.clone());
+            .tls(config.tls.clone());
         let client = HttpClient::new(settings).map_err(|e| e.to_string())?;
         Ok(Requester { client, credentials })
     }
@@ -112,12 +96,8 @@ impl Requester {
             let (redirected, response) = follow_redirects(&self.client, target, response, MAX_REDIRECTS, build)
                 .await
                 .map_err(|e| match e {
-                    RedirectError::CrossOrigin { from, to, .. } => Failure::CrossOrigin { from, to },
                     RedirectError::Http(e) => Failure::Exchange(e),
-                    other => TransportError::Protocol {
-                        reason: format!("{what} {other}"),
-                    }
-                    .into(),
+                    other => Failure::Redirect(other),
                 })?;
             let url = redirected.map_or_else(|| target.url().clone(), |t| t.url().clone());
             let status = response.status.as_u16();

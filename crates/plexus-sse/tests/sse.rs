@@ -546,8 +546,9 @@ async fn redirects_are_followed_within_the_origin_only() {
     assert_eq!(
         error.to_string(),
         format!(
-            "could not connect to {}: the server redirected {} to http://{addr}/sse, on another origin; the \
-             redirect is not followed, so that the configured headers and credentials are not sent to http://{addr}",
+            "could not connect to {}: GET {} was redirected (HTTP 302) to http://{addr}/sse, another origin; \
+             redirects are followed only within the same origin, so that credentials and custom headers never \
+             reach another server (configure the new URL if it is right)",
             server.url("/moved"),
             server.url("/moved"),
             addr = bystander.addr

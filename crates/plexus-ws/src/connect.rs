@@ -40,8 +40,7 @@ pub(crate) async fn connect(config: &WsConfig) -> Result<Socket, TransportError>
     let settings = HttpSettings::new(USER_AGENT)
         .connect_timeout(config.connect_timeout)
         .proxy(config.proxy.clone())
-        .ca(config.tls.ca.clone())
-        .client_identity(config.tls.client_identity.clone())
+        .tls(config.tls.clone())
         .http2(false);
     let client = HttpClient::new(settings).map_err(|e| fail(e.to_string()))?;
     let endpoint = client.target(&url).map_err(|e| fail(e.to_string()))?;

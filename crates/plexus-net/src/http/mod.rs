@@ -44,14 +44,13 @@ mod redirect;
 mod send;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use http::{HeaderValue, Uri};
 use url::Url;
 
-use crate::tls::{ClientIdentity, TlsOptions};
+use crate::tls::TlsOptions;
 
 pub use body::{Body, BodyError};
 pub use connect::NetStream;
@@ -74,8 +73,6 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 pub const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
 /// The largest response head read (status line and headers): 64 KiB.
 pub const MAX_HEAD_SIZE: usize = 64 * 1024;
-/// The most headers a response may have: 100.
-pub const MAX_HEADERS: usize = 100;
 /// What every request asks for: the encodings this client decodes.
 pub const ACCEPT_ENCODING: &str = "gzip, br, deflate";
 
@@ -151,25 +148,13 @@ impl HttpSettings {
         max_idle_connections: usize,
         /// Sets how long idle connections are kept.
         idle_timeout: Duration,
-        /// Sets the proxy choice.
-        proxy: ProxyChoice,
+        /// Sets the TLS options (extra CA certificates, a client certificate).
+        tls: TlsOptions,
         /// Offers HTTP/2 to TLS servers, or not.
         http2: bool,
     }
 
-    /// Trusts the CA certificates of the PEM file `ca` too.
-    #[must_use]
-    pub fn ca(mut self, ca: Option<PathBuf>) -> Self {
-        self.tls.ca = ca;
-        self
-    }
-
-    /// Presents this client certificate (PEM chain and key) when a server asks for one.
-    #[must_use]
-    pub fn client_identity(mut self, identity: Option<ClientIdentity>) -> Self {
-        self.tls.client_identity = identity;
-        self
-    }
+    crate::tls_and_proxy_setters!();
 }
 
 /// An HTTP client: pooled connections per origin, with one set of [`HttpSettings`]. Cheap to
@@ -257,11 +242,6 @@ impl HttpClient {
         })
     }
 
-    /// The settings.
-    pub fn settings(&self) -> &HttpSettings {
-        &self.shared.settings
-    }
-
     /// Checks `url` (an `http`, `https`, `ws` or `wss` URL with a host) and finds its origin's
     /// pool, for requests to it.
     pub fn target(&self, url: &Url) -> Result<Target, HttpError> {
@@ -299,12 +279,8 @@ impl HttpClient {
             .map_err(|e| bad(&format!("its path cannot be sent: {e}")))?;
         let mut absolute_text = url.clone();
         absolute_text.set_fragment(None);
-        if !tls && url.scheme() == "ws" {
-            // Only the proxy's forward form uses it, and ws goes through a tunnel.
-            let _ = absolute_text.set_scheme("http");
-        } else if tls && url.scheme() == "wss" {
-            let _ = absolute_text.set_scheme("https");
-        }
+        // A WebSocket URL's requests (if any) are HTTP's.
+        let _ = absolute_text.set_scheme(if tls { "https" } else { "http" });
         let absolute = Uri::try_from(absolute_text.as_str()).map_err(|e| bad(&format!("it cannot be sent: {e}")))?;
         let host_value = match url.port() {
             Some(port) => format!("{host}:{port}"),

@@ -2,6 +2,7 @@
 //! server must never reach another one.
 
 use http::header::LOCATION;
+use plexus_transport::TransportError;
 use url::Url;
 
 use super::{HttpClient, HttpError, Request, Response, Target};
@@ -30,14 +31,30 @@ pub enum RedirectError {
     CrossOrigin {
         /// The redirect's status.
         status: u16,
-        /// The URL that was redirected.
-        from: Url,
         /// Where it pointed.
         to: Url,
     },
     /// Too many redirects in a row.
     #[error("was redirected more than {0} times")]
     TooMany(usize),
+}
+
+impl RedirectError {
+    /// The transport error of request `what` ("GET https://…") to the server `target` (as
+    /// errors name it): a failed exchange is an I/O error, a redirect to another origin a
+    /// connect error (the configured URL is wrong), another bad redirect a protocol error.
+    pub fn into_transport_error(self, what: &str, target: &str) -> TransportError {
+        match self {
+            RedirectError::Http(e) => TransportError::from_io(what, e.into_io()),
+            e @ RedirectError::CrossOrigin { .. } => TransportError::Connect {
+                target: target.to_owned(),
+                reason: format!("{what} {e}"),
+            },
+            e => TransportError::Protocol {
+                reason: format!("{what} {e}"),
+            },
+        }
+    }
 }
 
 /// Follows `response` (to a request to `first`) if it is a redirect (a 3xx with a `Location`;
@@ -69,11 +86,7 @@ pub async fn follow_redirects(
             reason: e.to_string(),
         })?;
         if !crate::endpoint::same_origin(&next, &target.url) {
-            return Err(RedirectError::CrossOrigin {
-                status,
-                from: target.url,
-                to: next,
-            });
+            return Err(RedirectError::CrossOrigin { status, to: next });
         }
         tracing::debug!("redirected (HTTP {status}) to {}", redact_url(next.as_str()));
         // The redirect's body is not read: dropping it closes its connection unless it had

@@ -23,7 +23,8 @@
 //! `hyper-util` (tokio adapters, the proxy matcher that reads the environment as curl does) and
 //! `http-body-util`; `http` for header maps; `tokio` and `tokio-rustls` for sockets and TLS, with
 //! `rustls` and `rustls-platform-verifier` (no OpenSSL; the platform's roots); `socket2` for TCP
-//! keepalive; `async-compression` to decode gzip, br and deflate bodies; `tokio-util` (a
+//! keepalive; `atomic-waker` for the lock-free waker of connections their caller drives;
+//! `async-compression` to decode gzip, br and deflate bodies; `tokio-util` (a
 //! cancellation token, the body reader of the decoders), `bytes`, `futures-core`, `url`,
 //! `tracing`, and `thiserror` for the error types.
 //!

@@ -160,15 +160,45 @@ mod tests {
         }
     }
 
+    /// A driver over an idle connection, polled by a task that counts its wakes.
+    struct Harness {
+        task: Arc<Counting>,
+        waker: Waker,
+        driver: Driver,
+        connection: Idle,
+        ended: Option<Ended>,
+    }
+
+    impl Harness {
+        fn new() -> Harness {
+            let (task, waker) = Counting::task();
+            Harness {
+                task,
+                waker,
+                driver: Driver::default(),
+                connection: Idle::default(),
+                ended: None,
+            }
+        }
+
+        /// One poll of the driver by the task, with `other` beside the connection.
+        fn poll<T>(&mut self, other: impl FnMut(&mut Context<'_>) -> Poll<T>) -> Poll<Driven<T>> {
+            let mut cx = Context::from_waker(&self.waker);
+            self.driver.poll(&mut cx, &mut self.connection, &mut self.ended, other)
+        }
+
+        fn task_wakes(&self) -> usize {
+            self.task.0.load(Ordering::SeqCst)
+        }
+    }
+
     #[test]
     fn a_wake_while_polling_is_one_more_poll_and_not_a_wake_of_the_task() {
-        let (task, waker) = Counting::task();
-        let mut cx = Context::from_waker(&waker);
-        let (driver, mut connection, mut ended) = (Driver::default(), Idle::default(), None);
+        let mut harness = Harness::new();
         let mut polls = 0;
         // `other` wakes itself on its first poll (as a response sent over hyper's channel does)
         // and is ready on its second.
-        let driven = driver.poll(&mut cx, &mut connection, &mut ended, |cx| {
+        let driven = harness.poll(|cx| {
             polls += 1;
             if polls == 1 {
                 cx.waker().wake_by_ref();
@@ -179,29 +209,24 @@ mod tests {
         });
         assert!(matches!(driven, Poll::Ready(Driven::Ready(7))));
         assert_eq!(polls, 2);
-        assert_eq!(task.0.load(Ordering::SeqCst), 0);
+        assert_eq!(harness.task_wakes(), 0);
     }
 
     #[test]
     fn what_is_ready_at_once_leaves_the_connection_unpolled() {
-        let (task, waker) = Counting::task();
-        let mut cx = Context::from_waker(&waker);
-        let (driver, mut connection, mut ended) = (Driver::default(), Idle::default(), None);
-        let driven = driver.poll(&mut cx, &mut connection, &mut ended, |_| Poll::Ready("frame"));
+        let mut harness = Harness::new();
+        let driven = harness.poll(|_| Poll::Ready("frame"));
         assert!(matches!(driven, Poll::Ready(Driven::Ready("frame"))));
-        assert!(connection.0.is_none(), "the connection was polled");
-        assert_eq!(task.0.load(Ordering::SeqCst), 0);
+        assert!(harness.connection.0.is_none(), "the connection was polled");
+        assert_eq!(harness.task_wakes(), 0);
     }
 
     #[test]
     fn a_wake_from_another_thread_reaches_the_task_once() {
-        let (task, waker) = Counting::task();
-        let mut cx = Context::from_waker(&waker);
-        let (driver, mut connection, mut ended) = (Driver::default(), Idle::default(), None);
-        let driven = driver.poll(&mut cx, &mut connection, &mut ended, |_| Poll::<()>::Pending);
-        assert!(driven.is_pending());
+        let mut harness = Harness::new();
+        assert!(harness.poll(|_| Poll::<()>::Pending).is_pending());
         // The socket becomes readable: the I/O driver wakes what the connection registered.
-        let registered = connection.0.take().expect("the connection was polled");
+        let registered = harness.connection.0.take().expect("the connection was polled");
         std::thread::spawn(move || {
             registered.wake_by_ref();
             registered.wake_by_ref();
@@ -209,6 +234,6 @@ mod tests {
         .join()
         .unwrap();
         // The second wake finds the task already woken (and not yet polled again).
-        assert_eq!(task.0.load(Ordering::SeqCst), 1);
+        assert_eq!(harness.task_wakes(), 1);
     }
 }

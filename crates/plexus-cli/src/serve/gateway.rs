@@ -9,9 +9,10 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use plexus::jsonrpc::{ErrorCode, ErrorObject, Message, RawValue, Request, RequestId, Response};
-use plexus::protocol::{ClientCapabilities, LoggingLevel, ProgressNotificationParams};
+use plexus::protocol::{ClientCapabilities, ContentBlock, LoggingLevel, ProgressNotificationParams};
 use plexus::tools::CallOptions;
 use plexus::{Hub, HubError};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -113,7 +114,8 @@ impl Session {
 
 /// A call running on a backend server, where that server's requests go.
 struct Running {
-    server: String,
+    /// The tool's qualified name (its server is looked up when a server asks, which is rare).
+    tool: String,
     session: Weak<Session>,
     sink: Sink,
 }
@@ -143,16 +145,47 @@ fn trim(mut line: Vec<u8>) -> Vec<u8> {
     line
 }
 
-/// A response line.
-fn response(id: RequestId, outcome: Result<Box<RawValue>, ErrorObject>) -> Vec<u8> {
+/// An error response line.
+fn error_response(id: RequestId, error: ErrorObject) -> Vec<u8> {
     let mut line = Vec::with_capacity(128);
-    Message::Response(Response { id: Some(id), outcome }).encode_line(&mut line);
+    Message::Response(Response::error(Some(id), error)).encode_line(&mut line);
     trim(line)
 }
 
-fn raw(value: &Value) -> Result<Box<RawValue>, ErrorObject> {
-    serde_json::value::to_raw_value(value)
-        .map_err(|e| ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("cannot encode the result: {e}")))
+/// The response line of a request's `result`, encoded straight from it (no value tree or raw
+/// copy in between: a tool's result is encoded once, as it goes out).
+fn success_response<R: Serialize + ?Sized>(id: &RequestId, result: &R) -> Result<Vec<u8>, ErrorObject> {
+    let mut line = Vec::with_capacity(256);
+    plexus::jsonrpc::encode_response(&mut line, id, result)
+        .map_err(|e| ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("cannot encode the result: {e}")))?;
+    Ok(trim(line))
+}
+
+/// A `tools/call` result as the gateway serves it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CallResult {
+    content: Vec<ContentBlock>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    structured_content: Option<Value>,
+    is_error: bool,
+}
+
+/// The `tools/call` params the gateway reads; the rest (`task`, other `_meta` keys) is not
+/// passed on.
+#[derive(Deserialize)]
+struct CallParams {
+    name: Option<String>,
+    arguments: Option<Value>,
+    #[serde(rename = "_meta")]
+    meta: Option<CallMeta>,
+}
+
+/// The `_meta` of `tools/call` params.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CallMeta {
+    progress_token: Option<Value>,
 }
 
 fn invalid_params(method: &str, reason: impl std::fmt::Display) -> ErrorObject {
@@ -176,8 +209,12 @@ fn params_of(request: &Request) -> Result<Map<String, Value>, ErrorObject> {
 }
 
 /// The session's text of a server's error (which names the server already).
-fn tool_failure(text: &str) -> Value {
-    json!({"content": [{"type": "text", "text": text}], "isError": true})
+fn tool_failure(text: String) -> CallResult {
+    CallResult {
+        content: vec![ContentBlock::text(text)],
+        structured_content: None,
+        is_error: true,
+    }
 }
 
 impl Gateway {
@@ -243,14 +280,15 @@ impl Gateway {
                         ErrorCode::INTERNAL_ERROR,
                         format!("{MAX_IN_FLIGHT} requests are already being answered; try again later"),
                     );
-                    let _ = sink.try_send(response(id, Err(busy)));
+                    let _ = sink.try_send(error_response(id, busy));
                     return;
                 }
                 let (gateway, session_ref) = (Arc::clone(self), Arc::clone(session));
                 let task = tokio::spawn(async move {
                     let outcome = gateway.answer(&session_ref, &request, &sink).await;
                     lock(&session_ref.in_flight).remove(&request.id);
-                    let _ = sink.send(response(request.id.clone(), outcome)).await;
+                    let line = outcome.unwrap_or_else(|error| error_response(request.id.clone(), error));
+                    let _ = sink.send(line).await;
                 });
                 in_flight.insert(id, task.abort_handle());
             }
@@ -317,18 +355,26 @@ impl Gateway {
 
     /// Waits (bounded) for the servers that were starting.
     async fn wait_ready(&self) {
+        if *self.ready.borrow() {
+            return;
+        }
         let mut ready = self.ready.clone();
         let _ = tokio::time::timeout(READY_BUDGET, ready.wait_for(|ready| *ready)).await;
     }
 
+    /// The response line to `request`, or the error to answer it with.
     async fn answer(
         self: &Arc<Self>,
         session: &Arc<Session>,
         request: &Request,
         sink: &Sink,
-    ) -> Result<Box<RawValue>, ErrorObject> {
-        let params = params_of(request)?;
+    ) -> Result<Vec<u8>, ErrorObject> {
         let method = request.method.as_ref();
+        if method == "tools/call" {
+            let result = self.call(session, request, sink).await?;
+            return success_response(&request.id, &result);
+        }
+        let params = params_of(request)?;
         let result = match method {
             "initialize" => Gateway::initialize(session, &params)?,
             "ping" => json!({}),
@@ -343,7 +389,6 @@ impl Gateway {
                 let tools: Vec<Value> = pool.entries.iter().map(|entry| tool_json(entry)).collect();
                 json!({"tools": tools})
             }
-            "tools/call" => self.call(session, params, sink).await?,
             "prompts/list" | "prompts/get" | "resources/list" | "resources/templates/list" | "resources/read" => {
                 self.wait_ready().await;
                 self.content(method, &params).await?
@@ -355,7 +400,7 @@ impl Gateway {
                 ));
             }
         };
-        raw(&result)
+        success_response(&request.id, &result)
     }
 
     /// The prompts and resources requests.
@@ -483,11 +528,16 @@ impl Gateway {
     async fn call(
         self: &Arc<Self>,
         session: &Arc<Session>,
-        mut params: Map<String, Value>,
+        request: &Request,
         sink: &Sink,
-    ) -> Result<Value, ErrorObject> {
-        // Taken, not copied: the arguments go on to the backend as they came.
-        let arguments = match params.remove("arguments") {
+    ) -> Result<CallResult, ErrorObject> {
+        let params: CallParams = match request.params.as_deref() {
+            Some(raw) => serde_json::from_str(raw.get()).map_err(|e| invalid_params("tools/call", e))?,
+            None => return Err(invalid_params("tools/call", "no name")),
+        };
+        let name = params.name.ok_or_else(|| invalid_params("tools/call", "no name"))?;
+        // Taken as they came: the arguments go on to the backend.
+        let arguments = match params.arguments {
             None | Some(Value::Null) => Map::new(),
             Some(Value::Object(arguments)) => arguments,
             Some(other) => {
@@ -500,11 +550,7 @@ impl Gateway {
                 ));
             }
         };
-        let name = params
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| invalid_params("tools/call", "no name"))?;
-        let token = params.get("_meta").and_then(|meta| meta.get("progressToken")).cloned();
+        let token = params.meta.and_then(|meta| meta.progress_token);
         let mut options = CallOptions::default();
         if let Some(token) = token.filter(|token| token.is_string() || token.is_i64() || token.is_u64()) {
             let progress_sink = sink.clone();
@@ -521,31 +567,24 @@ impl Gateway {
         }
         self.wait_ready().await;
         // The backend's own requests while this call runs come back to this client.
-        if self.hub.tool_origin(name).is_none() {
-            // Not named yet (a server joined since the last listing): name the pool's tools.
-            self.hub.tool_pool().await;
-        }
-        let server = self.hub.tool_origin(name).map(|origin| origin.server);
-        let _running = server.map(|server| self.start_running(server, session, sink));
-        match self.hub.call_with(name, arguments, &options).await {
-            Ok(processed) => {
-                let mut result = json!({"content": processed.content, "isError": processed.is_error});
-                if let Some(structured) = processed.structured_content {
-                    result["structuredContent"] = structured;
-                }
-                Ok(result)
-            }
+        let _running = self.start_running(name.clone(), session, sink);
+        match self.hub.call_with(&name, arguments, &options).await {
+            Ok(processed) => Ok(CallResult {
+                content: processed.content,
+                structured_content: processed.structured_content,
+                is_error: processed.is_error,
+            }),
             Err(HubError::UnknownTool { .. }) => {
                 Err(invalid_params("tools/call", format!("no tool is named {name:?}")))
             }
-            Err(HubError::Call(error)) => Ok(tool_failure(&error.to_string())),
-            Err(other) => Ok(tool_failure(&other.to_string())),
+            Err(HubError::Call(error)) => Ok(tool_failure(error.to_string())),
+            Err(other) => Ok(tool_failure(other.to_string())),
         }
     }
 
-    fn start_running(self: &Arc<Self>, server: String, session: &Arc<Session>, sink: &Sink) -> RunningGuard {
+    fn start_running(self: &Arc<Self>, tool: String, session: &Arc<Session>, sink: &Sink) -> RunningGuard {
         lock(&self.running).push(Running {
-            server,
+            tool,
             session: Arc::downgrade(session),
             sink: sink.clone(),
         });
@@ -563,7 +602,11 @@ impl Gateway {
             running
                 .iter()
                 .rev()
-                .find(|call| call.server == server)
+                .find(|call| {
+                    self.hub
+                        .tool_origin(&call.tool)
+                        .is_some_and(|origin| origin.server == server)
+                })
                 .and_then(|call| Some((call.session.upgrade()?, call.sink.clone())))
         };
         running.or_else(|| {

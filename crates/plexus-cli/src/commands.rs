@@ -98,9 +98,7 @@ pub(crate) fn run(cli: Cli) -> Outcome {
                     token,
                     session_idle: std::time::Duration::from_secs(session_idle),
                 };
-                configured(&ad_hoc, &mut |c| {
-                    block_on(crate::serve::serve_command(c, options.clone()))
-                })
+                configured(&ad_hoc, &mut |c| crate::serve::run(c, options.clone()))
             }
             Err(e) => crate::fail(e),
         },

@@ -158,6 +158,7 @@ async fn every_backend_over_stdio(remote: &Remote) {
         .unwrap();
     assert_eq!(sum.content[0].as_text(), Some("5"));
     assert_eq!(sum.structured_content, Some(json!({"sum": 5})));
+    an_image_comes_through_whole(&client).await;
     let (callback, mut reports) = plexus::client::progress_channel(16);
     let slow = client
         .call_tool_with(
@@ -239,6 +240,20 @@ async fn every_backend_over_stdio(remote: &Remote) {
         .unwrap();
     assert_eq!(sum.content[0].as_text(), Some("2"));
     client.close().await.unwrap();
+}
+
+/// Image content is processed off the gateway's one thread, and comes through as the demo
+/// server sent it (a 1×1 PNG needs no resizing).
+async fn an_image_comes_through_whole(gateway: &Client) {
+    let direct = connect(&ServerConfig::from_json(&demo(&[])).unwrap().0, None).await;
+    let expected = direct.call_tool("image", None).await.unwrap();
+    direct.close().await.unwrap();
+    let image = gateway.call_tool("mcp__demo__image", None).await.unwrap();
+    assert_eq!(image.content, expected.content);
+    assert!(
+        matches!(&image.content[0], plexus::protocol::ContentBlock::Image(block) if block.mime_type == "image/png"),
+        "{image:?}"
+    );
 }
 
 #[test]

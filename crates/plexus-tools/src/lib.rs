@@ -38,5 +38,5 @@ pub use entry::{MAX_DESCRIPTION_CHARS, TRUNCATION_MARKER, ToolEntry, requires_ta
 pub use naming::{
     Collision, DEFAULT_MAX_NAME_LEN, Origin, ToolIndex, normalize_name, qualified_name, qualified_name_within,
 };
-pub use result::{ProcessedResult, ResultError, ResultSettings, SavedFile, process, save_binary};
+pub use result::{ProcessedResult, ResultError, ResultSettings, SavedFile, process, processing_may_block, save_binary};
 pub use store::ResultStore;

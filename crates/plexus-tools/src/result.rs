@@ -123,6 +123,24 @@ pub enum ResultError {
     Store(#[from] StoreError),
 }
 
+/// Whether processing `result` of `tool` may block for long: it holds binary content (decoded,
+/// perhaps resized, perhaps written to a file), or text that may be over the limit (written to a
+/// file). A host on an async runtime runs such a result's [`process`] on a blocking thread; any
+/// other result is processed in a few microseconds (a structured result is measured by
+/// serializing it, which is as quick as the decoding it came out of).
+pub fn processing_may_block(result: &CallToolResult, tool: Option<&Tool>, settings: &ResultSettings) -> bool {
+    let mut text_bytes = 0usize;
+    for block in &result.content {
+        match block {
+            ContentBlock::Image(_) | ContentBlock::Audio(_) => return true,
+            ContentBlock::Resource(embedded) if matches!(embedded.resource, ResourceContents::Blob(_)) => return true,
+            // A character is at least one byte: under the limit in bytes is under it in chars.
+            other => text_bytes = text_bytes.saturating_add(other.as_text().map_or(0, str::len)),
+        }
+    }
+    text_bytes > settings.max_chars(tool)
+}
+
 /// Processes `result` of `tool` (its definition, for its size limit), saving files in `store`.
 pub fn process(
     result: CallToolResult,
@@ -332,6 +350,36 @@ mod tests {
             .write_to(&mut out, image::ImageFormat::Png)
             .unwrap();
         STANDARD.encode(out.into_inner())
+    }
+
+    #[test]
+    fn only_binary_content_or_text_that_may_be_over_the_limit_may_block() {
+        let settings = ResultSettings {
+            max_output_tokens: 10,
+            ..ResultSettings::default()
+        };
+        let limit = settings.max_chars(None);
+        let may_block = |value: Value| processing_may_block(&result(value), None, &settings);
+        let text = |len: usize| json!({"type": "text", "text": "é".repeat(len / 2)});
+        assert!(!may_block(
+            json!({"content": [text(limit)], "structuredContent": {"a": 1}})
+        ));
+        // Two bytes a character: over the limit in bytes, not in characters; still sent off.
+        assert!(may_block(json!({"content": [text(limit), text(2)]})));
+        let data = STANDARD.encode(b"x");
+        assert!(may_block(
+            json!({"content": [{"type": "image", "data": data, "mimeType": "image/png"}]})
+        ));
+        assert!(may_block(
+            json!({"content": [{"type": "audio", "data": data, "mimeType": "audio/wav"}]})
+        ));
+        assert!(may_block(json!({"content": [
+            {"type": "resource", "resource": {"uri": "file:///b", "blob": data}},
+        ]})));
+        assert!(!may_block(json!({"content": [
+            {"type": "resource", "resource": {"uri": "file:///t", "text": "t"}},
+            {"type": "resource_link", "uri": "file:///l", "name": "l"},
+        ]})));
     }
 
     #[test]

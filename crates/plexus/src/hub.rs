@@ -17,7 +17,8 @@ use plexus_pool::{Admission, Pool, PoolError, PoolEvent, PoolSettings, Readiness
 use plexus_protocol::Tool;
 use plexus_tools::{
     CallError, CallOptions, ProcessedResult, ResultError, ResultSettings, ResultStore, ServerTools, ToolEntry,
-    ToolFilter, ToolIndex, ToolPool, UrlElicitationHandler, assemble, call_tool, process, server_entries,
+    ToolFilter, ToolIndex, ToolPool, UrlElicitationHandler, assemble, call_tool, process, processing_may_block,
+    server_entries,
 };
 use serde_json::{Map, Value};
 use tokio::sync::broadcast;
@@ -206,7 +207,7 @@ pub struct Hub {
     /// Each server's entries, built once per list the pool serves (the list's `Arc` tells).
     entries: Mutex<HashMap<String, KeptEntries>>,
     results: ResultSettings,
-    store: ResultStore,
+    store: Arc<ResultStore>,
     url_elicitation: Option<Arc<dyn UrlElicitationHandler>>,
 }
 
@@ -288,7 +289,7 @@ impl Hub {
             })
             .collect();
         ResultStore::remove_old_sessions(&discovery.home, plexus_tools::store::KEEP_FOR);
-        let store = ResultStore::new(&discovery.home, &ResultStore::session_name());
+        let store = Arc::new(ResultStore::new(&discovery.home, &ResultStore::session_name()));
         pool.set_servers(specs).await;
         Ok(Hub {
             config,
@@ -453,7 +454,11 @@ impl Hub {
                 tool: origin.tool.clone(),
                 source,
             })?;
-        let tool = tools.iter().find(|tool| tool.name == origin.tool).ok_or_else(unknown)?;
+        let at = tools
+            .iter()
+            .position(|tool| tool.name == origin.tool)
+            .ok_or_else(unknown)?;
+        let tool = &tools[at];
         let result = match (&options.url_elicitation, &self.url_elicitation) {
             (None, Some(handler)) => {
                 let options = CallOptions {
@@ -464,7 +469,17 @@ impl Hub {
             }
             _ => call_tool(&self.pool, &origin.server, tool, arguments, options).await?,
         };
-        process(result, Some(tool), &self.store, &self.results).map_err(|source| HubError::Result {
+        let processed = if processing_may_block(&result, Some(tool), &self.results) {
+            // Images are decoded and resized, files written: not on the runtime's thread (which
+            // may be the only one).
+            let (store, settings, tools) = (Arc::clone(&self.store), self.results.clone(), Arc::clone(&tools));
+            tokio::task::spawn_blocking(move || process(result, tools.get(at), &store, &settings))
+                .await
+                .unwrap_or_else(|joined| std::panic::resume_unwind(joined.into_panic()))
+        } else {
+            process(result, Some(tool), &self.store, &self.results)
+        };
+        processed.map_err(|source| HubError::Result {
             name: name.to_owned(),
             source,
         })

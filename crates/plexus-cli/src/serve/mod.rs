@@ -62,8 +62,18 @@ pub(crate) fn token(file: Option<&std::path::Path>) -> Result<Option<String>, St
     Ok(Some(token))
 }
 
+/// `plexus serve`: over HTTP on worker threads (many clients), over stdio on this thread alone
+/// (see [`block_on_one_thread`](crate::block_on_one_thread)).
+pub(crate) fn run(configured: Configured, options: ServeOptions) -> Outcome {
+    if options.http.is_some() {
+        crate::block_on(serve_command(configured, options))
+    } else {
+        crate::block_on_one_thread(serve_command(configured, options))
+    }
+}
+
 /// Runs the gateway until its client goes (stdio: end of input) or the process is interrupted.
-pub(crate) async fn serve_command(configured: Configured, options: ServeOptions) -> Outcome {
+async fn serve_command(configured: Configured, options: ServeOptions) -> Outcome {
     let servers: Vec<&Server> = configured.servers.iter().collect();
     for server in &servers {
         server.report_diagnostics();
@@ -103,7 +113,8 @@ pub(crate) async fn serve_command(configured: Configured, options: ServeOptions)
     forwarder.attach(&gateway);
     let watcher = tokio::spawn(watch_servers(Arc::clone(&gateway), ready));
     let outcome = match options.http {
-        // On a worker thread: a request's task then starts on the same worker, not after a wake.
+        // In a task: on worker threads, a request's task then starts on the same worker, not
+        // after a wake.
         None => {
             let serving = Arc::clone(&gateway);
             tokio::spawn(async move { stdio::serve(&serving).await })

@@ -121,6 +121,9 @@ pub enum ResultError {
     /// A file could not be written.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Processing on a blocking thread was stopped before it ended (the runtime shut down).
+    #[error("processing the result was stopped: the program is shutting down")]
+    Stopped,
 }
 
 /// Whether processing `result` of `tool` may block for long: it holds binary content (decoded,

@@ -473,9 +473,11 @@ impl Hub {
             // Images are decoded and resized, files written: not on the runtime's thread (which
             // may be the only one).
             let (store, settings, tools) = (Arc::clone(&self.store), self.results.clone(), Arc::clone(&tools));
-            tokio::task::spawn_blocking(move || process(result, tools.get(at), &store, &settings))
-                .await
-                .unwrap_or_else(|joined| std::panic::resume_unwind(joined.into_panic()))
+            match tokio::task::spawn_blocking(move || process(result, tools.get(at), &store, &settings)).await {
+                Ok(processed) => processed,
+                Err(joined) if joined.is_panic() => std::panic::resume_unwind(joined.into_panic()),
+                Err(_) => Err(ResultError::Stopped),
+            }
         } else {
             process(result, Some(tool), &self.store, &self.results)
         };

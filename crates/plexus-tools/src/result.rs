@@ -129,8 +129,9 @@ pub enum ResultError {
 /// Whether processing `result` of `tool` may block for long: it holds binary content (decoded,
 /// perhaps resized, perhaps written to a file), or text that may be over the limit (written to a
 /// file). A host on an async runtime runs such a result's [`process`] on a blocking thread; any
-/// other result is processed in a few microseconds (a structured result is measured by
-/// serializing it, which is as quick as the decoding it came out of).
+/// other result is processed in a few microseconds. Structured content is not counted: measuring
+/// it costs about what decoding it did, and in the rare case that it tips the output over the
+/// limit, that file is written on the calling thread.
 pub fn processing_may_block(result: &CallToolResult, tool: Option<&Tool>, settings: &ResultSettings) -> bool {
     let mut text_bytes = 0usize;
     for block in &result.content {

@@ -394,7 +394,7 @@ async fn call_in(hub: &Hub, name: &str, arguments: Map<String, Value>, json: boo
         on_progress: Some(on_progress),
         ..CallOptions::default()
     };
-    let called = hub.call_with(name, arguments, &options).await;
+    let called = hub.call_with(name, &arguments, &options).await;
     drop(display);
     match called {
         Ok(processed) => {

@@ -362,7 +362,12 @@ impl RawGateway {
     }
 
     fn send(&mut self, message: &Value) {
-        writeln!(self.stdin, "{message}").unwrap();
+        self.send_line(&message.to_string());
+    }
+
+    /// Sends `line` as it is written.
+    fn send_line(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
     }
 
     /// The next message that `matches` (others are skipped), within 30 s.
@@ -425,6 +430,43 @@ fn the_clients_progress_and_cancellation_of_a_forwarded_request_reach_the_backen
     assert_eq!(answer["result"]["isError"], true, "{answer}");
     let text = answer["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("cancelled the request: the user said no"), "{text}");
+    drop(gateway.stdin);
+    assert!(gateway.child.wait().unwrap().success());
+}
+
+#[test]
+fn a_calls_arguments_reach_the_backend_as_the_client_wrote_them() {
+    let ws = workspace(&json!({"demo": demo(&[])}));
+    let mut gateway = RawGateway::start(&ws);
+    gateway.send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}));
+    gateway.next(|m| m["id"] == 0);
+    gateway.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    // Odd spacing (a tab among it), escapes and a key the tool does not know: the gateway
+    // passes the arguments on unparsed, and the backend reads them as the client meant them.
+    gateway.send_line(
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"mcp__demo__echo\",\
+         \"arguments\": {  \"text\" :\t\"a\\\"b\\nc\\u00e9\" , \"extra\": [1, {\"x\": null}]  }}}",
+    );
+    let echoed = gateway.next(|m| m["id"] == 1);
+    assert_eq!(echoed["result"]["content"][0]["text"], "a\"b\nc\u{e9}", "{echoed}");
+    // `null` is no arguments; anything else that is not an object is refused, naming what it is.
+    gateway.send_line(
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"mcp__demo__image","arguments":null}}"#,
+    );
+    let image = gateway.next(|m| m["id"] == 2);
+    assert_eq!(image["result"]["isError"], false, "{image}");
+    for (id, arguments, kind) in [(3, "[1]", "an array"), (4, r#""x""#, "a string"), (5, "7", "a number")] {
+        gateway.send_line(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"mcp__demo__echo","arguments":{arguments}}}}}"#
+        ));
+        let refused = gateway.next(|m| m["id"] == id);
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+        assert_eq!(
+            refused["error"]["message"],
+            format!("invalid tools/call params: arguments must be an object, not {kind}")
+        );
+    }
     drop(gateway.stdin);
     assert!(gateway.child.wait().unwrap().success());
 }
@@ -565,6 +607,15 @@ async fn the_gateway_serves_streamable_http_and_checks_who_asks() {
         url.trim_start_matches("http://").trim_end_matches("/mcp")
     );
     assert!(raw_post(&url, &plain).starts_with("HTTP/1.1 400"));
+    // A pretty-printed body: the line breaks in its arguments must not reach the stdio
+    // backend's stdin, where a line is a message.
+    let session = raw_session(&url, &plain);
+    let answer = raw_request(
+        &url,
+        &format!("{plain}Mcp-Session-Id: {session}\r\n"),
+        "{\n \"jsonrpc\": \"2.0\",\n \"id\": 7,\n \"method\": \"tools/call\",\n \"params\": {\n  \"name\": \"mcp__demo__echo\",\n  \"arguments\": {\n   \"text\":\r\n \"two\\nlines\"\n  }\n }\n}",
+    );
+    assert!(answer.contains(r#"{"type":"text","text":"two\nlines"}"#), "{answer}");
     let _ = child.kill();
     let _ = child.wait();
 

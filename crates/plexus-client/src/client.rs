@@ -7,11 +7,11 @@ use std::time::Duration;
 use plexus_jsonrpc::RawValue;
 use plexus_protocol::version::ProtocolVersion;
 use plexus_protocol::{
-    CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult, GetPromptRequestParams,
-    GetPromptResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel, PaginatedRequestParams, Prompt,
-    ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities,
-    SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams, methods,
+    CallToolResult, CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, Implementation,
+    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, LoggingLevel, PaginatedRequestParams, Prompt, ReadResourceRequestParams, ReadResourceResult,
+    Resource, ResourceTemplate, ServerCapabilities, SetLevelRequestParams, SubscribeRequestParams, Tool,
+    UnsubscribeRequestParams, methods,
 };
 use plexus_transport::Transport;
 use serde::Serialize;
@@ -292,10 +292,40 @@ impl Client {
         &self,
         name: &str,
         arguments: Option<serde_json::Map<String, serde_json::Value>>,
+        options: RequestOptions,
+    ) -> Result<CallToolResult, ClientError> {
+        self.call_tool_borrowed(name, arguments.as_ref(), options).await
+    }
+
+    /// Calls a tool with arguments the caller keeps: anything that serializes as a JSON object,
+    /// such as a `Map` or the [`RawValue`] text of an object as a client sent it (passed on as
+    /// it is, without a parse; a line break in its whitespace becomes a space on the wire).
+    /// Nothing checks that it is an object: the server answers a call with other arguments as
+    /// invalid.
+    pub async fn call_tool_ref<A: Serialize + ?Sized + Sync>(
+        &self,
+        name: &str,
+        arguments: &A,
+        options: RequestOptions,
+    ) -> Result<CallToolResult, ClientError> {
+        self.call_tool_borrowed(name, Some(arguments), options).await
+    }
+
+    async fn call_tool_borrowed<A: Serialize + ?Sized + Sync>(
+        &self,
+        name: &str,
+        arguments: Option<&A>,
         mut options: RequestOptions,
     ) -> Result<CallToolResult, ClientError> {
+        /// `CallToolRequestParams` with borrowed fields (what a call sends).
+        #[derive(Serialize)]
+        struct Params<'a, A: ?Sized> {
+            name: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            arguments: Option<&'a A>,
+        }
         options.timeout.get_or_insert(self.tool_timeout);
-        let params = CallToolRequestParams::new(name, arguments);
+        let params = Params { name, arguments };
         self.request(methods::TOOLS_CALL, Some(&params), &options).await
     }
 

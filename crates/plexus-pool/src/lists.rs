@@ -7,6 +7,7 @@ use plexus_protocol::{Prompt, Resource, ResourceTemplate, Tool};
 use crate::cache::Listed;
 use crate::error::PoolError;
 use crate::pool::Pool;
+use crate::slot::Slot;
 
 impl Pool {
     /// The server's tools: from the cache while fresh, else fetched (every page) over its
@@ -32,12 +33,18 @@ impl Pool {
     }
 
     async fn list<T: Listed>(&self, server: &str) -> Result<Arc<[T]>, PoolError> {
-        let shared = &self.shared;
-        let slot = shared.slot(server)?;
-        let cache = T::cache(&shared.caches);
-        if let Some(items) = cache.fresh(server, slot.generation(T::KIND)) {
+        let slot = self.shared.slot(server)?;
+        if let Some(items) = T::cache(&self.shared.caches).fresh(server, slot.generation(T::KIND)) {
             return Ok(items);
         }
+        // Boxed: the fetch's future is large and rare, and a fresh list (every tool call asks)
+        // should not carry its space.
+        Box::pin(self.fetch(server, &slot)).await
+    }
+
+    /// Fetches the list (the cache's miss), or serves the last good one when that fails.
+    async fn fetch<T: Listed>(&self, server: &str, slot: &Slot) -> Result<Arc<[T]>, PoolError> {
+        let cache = T::cache(&self.shared.caches);
         // One fetch of a list at a time: callers who waited find it fresh.
         let _turn = slot.fetching[T::KIND.index()].lock().await;
         let generation = slot.generation(T::KIND);

@@ -16,7 +16,7 @@ use plexus_jsonrpc::ErrorCode;
 use plexus_pool::{Pool, PoolError};
 use plexus_protocol::{CallToolResult, Tool};
 use plexus_transport::ErrorClass;
-use serde_json::{Map, Value};
+use serde::Serialize;
 
 use crate::elicitation::{self, MAX_URL_ELICITATION_ROUNDS, UrlElicitationError, UrlElicitationHandler};
 
@@ -111,12 +111,13 @@ impl CallError {
     }
 }
 
-/// Calls `tool` of `server` in `pool` with `arguments`.
-pub async fn call_tool(
+/// Calls `tool` of `server` in `pool` with `arguments`: anything that serializes as a JSON
+/// object (a `Map`, or the `RawValue` text of an object as a client sent it).
+pub async fn call_tool<A: Serialize + ?Sized + Sync>(
     pool: &Pool,
     server: &str,
     tool: &Tool,
-    arguments: Map<String, Value>,
+    arguments: &A,
     options: &CallOptions,
 ) -> Result<CallToolResult, CallError> {
     if crate::entry::requires_task(tool) {
@@ -151,10 +152,7 @@ pub async fn call_tool(
         }
         // Subscribed before the call: a completion may follow the -32042 answer at once.
         let mut completions = options.url_elicitation.as_ref().map(|_| client.subscribe());
-        match client
-            .call_tool_with(&tool.name, Some(arguments.clone()), request)
-            .await
-        {
+        match client.call_tool_ref(&tool.name, arguments, request).await {
             // The server ended the session before running the call: the pool drops the
             // connection, and the next `ensure_connected` opens a fresh session. Once.
             Err(error) if error.transport_class() == Some(ErrorClass::SessionExpired) && !expired_once => {
@@ -174,9 +172,16 @@ pub async fn call_tool(
                 let timeout = options
                     .url_elicitation_timeout
                     .unwrap_or(elicitation::DEFAULT_URL_ELICITATION_TIMEOUT);
-                elicitation::complete(handler.as_ref(), server, &elicitations, completions, timeout)
-                    .await
-                    .map_err(elicitation_failed)?;
+                // Boxed, as the rare path: every call's future stays small.
+                Box::pin(elicitation::complete(
+                    handler.as_ref(),
+                    server,
+                    &elicitations,
+                    completions,
+                    timeout,
+                ))
+                .await
+                .map_err(elicitation_failed)?;
                 tracing::info!(server, tool = %tool.name, round = elicitation_rounds, "URL elicitation done; calling again");
             }
             Err(source) => {

@@ -51,7 +51,7 @@ async fn progress_reaches_the_caller_and_restarts_the_timeout() {
         max_total: Some(Duration::from_secs(20)),
         ..CallOptions::default()
     };
-    let result = call_tool(&pool, "h", slow, args(json!({"ms": 1500, "steps": 5})), &options)
+    let result = call_tool(&pool, "h", slow, &args(json!({"ms": 1500, "steps": 5})), &options)
         .await
         .unwrap();
     assert!(!result.is_error());
@@ -89,7 +89,7 @@ async fn an_expired_session_is_reopened_once_and_no_call_runs_twice() {
             &pool,
             "h",
             echo,
-            args(json!({"text": format!("call {n}")})),
+            &args(json!({"text": format!("call {n}")})),
             &CallOptions::default(),
         )
         .await
@@ -109,7 +109,7 @@ async fn a_tool_that_needs_tasks_is_refused_with_a_clear_error() {
     let tool =
         serde_json::from_value(json!({"name": "batch", "inputSchema": {}, "execution": {"taskSupport": "required"}}))
             .unwrap();
-    let error = call_tool(&pool, "h", &tool, Map::new(), &CallOptions::default())
+    let error = call_tool(&pool, "h", &tool, &Map::new(), &CallOptions::default())
         .await
         .unwrap_err();
     assert!(matches!(error, CallError::TaskRequired { .. }), "{error:?}");
@@ -180,7 +180,7 @@ async fn url_elicitations_completed_by_the_server_are_retried_up_to_three_rounds
     let (server, pool, tool) = url_elicit_server(dir.path()).await;
     // The browser never answers: only notifications/elicitation/complete ends each wait.
     let browser = Browser::new(None);
-    let result = call_tool(&pool, "h", &tool, args(json!({"rounds": 3})), &with_browser(&browser))
+    let result = call_tool(&pool, "h", &tool, &args(json!({"rounds": 3})), &with_browser(&browser))
         .await
         .unwrap();
     assert_eq!(
@@ -196,7 +196,7 @@ async fn url_elicitations_completed_by_the_server_are_retried_up_to_three_rounds
 
     // A fourth round is one too many: the call is sent 4 times and then given up.
     let browser = Browser::new(None);
-    let error = call_tool(&pool, "h", &tool, args(json!({"rounds": 4})), &with_browser(&browser))
+    let error = call_tool(&pool, "h", &tool, &args(json!({"rounds": 4})), &with_browser(&browser))
         .await
         .unwrap_err();
     assert!(
@@ -225,7 +225,7 @@ async fn the_users_answer_completes_a_url_elicitation_and_a_refusal_ends_the_cal
     let (server, pool, tool) = url_elicit_server(dir.path()).await;
     let quiet = || args(json!({"rounds": 2, "notify": false}));
     let browser = Browser::new(Some(ElicitAction::Accept));
-    let result = call_tool(&pool, "h", &tool, quiet(), &with_browser(&browser))
+    let result = call_tool(&pool, "h", &tool, &quiet(), &with_browser(&browser))
         .await
         .unwrap();
     assert_eq!(
@@ -235,14 +235,14 @@ async fn the_users_answer_completes_a_url_elicitation_and_a_refusal_ends_the_cal
     assert_eq!(browser.urls().len(), 2);
 
     let browser = Browser::new(Some(ElicitAction::Decline));
-    let error = call_tool(&pool, "h", &tool, quiet(), &with_browser(&browser))
+    let error = call_tool(&pool, "h", &tool, &quiet(), &with_browser(&browser))
         .await
         .unwrap_err();
     assert_eq!(
         error.to_string(),
         "calling url-elicit of server \"h\": the user declined to open https://auth.example.test/step/1"
     );
-    let error = call_tool(&pool, "h", &tool, quiet(), &CallOptions::default())
+    let error = call_tool(&pool, "h", &tool, &quiet(), &CallOptions::default())
         .await
         .unwrap_err();
     assert_eq!(

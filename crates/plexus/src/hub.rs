@@ -413,14 +413,17 @@ impl Hub {
     /// processed (images downsampled, binary content and large output saved under
     /// `<home>/tool-results/<session>/`). A result with `isError: true` is a result.
     pub async fn call(&self, name: &str, arguments: Map<String, Value>) -> Result<ProcessedResult, HubError> {
-        self.call_with(name, arguments, &CallOptions::default()).await
+        self.call_with(name, &arguments, &CallOptions::default()).await
     }
 
-    /// [`call`](Self::call) with progress and timeout options.
-    pub async fn call_with(
+    /// [`call`](Self::call) with progress and timeout options, and borrowed arguments: anything
+    /// that serializes as a JSON object, such as a `Map` or the
+    /// [`RawValue`](serde_json::value::RawValue) text of an object as a client sent it (a
+    /// gateway passes that on without parsing it).
+    pub async fn call_with<A: serde::Serialize + ?Sized + Sync>(
         &self,
         name: &str,
-        arguments: Map<String, Value>,
+        arguments: &A,
         options: &CallOptions,
     ) -> Result<ProcessedResult, HubError> {
         let unknown = || HubError::UnknownTool { name: name.to_owned() };
@@ -433,7 +436,8 @@ impl Hub {
         let origin = match resolve() {
             Some(origin) => origin,
             None => {
-                self.tool_pool().await;
+                // Boxed, as the rare path: every call's future stays small.
+                Box::pin(self.tool_pool()).await;
                 resolve().ok_or_else(unknown)?
             }
         };
@@ -459,16 +463,18 @@ impl Hub {
             .position(|tool| tool.name == origin.tool)
             .ok_or_else(unknown)?;
         let tool = &tools[at];
-        let result = match (&options.url_elicitation, &self.url_elicitation) {
+        let with_handler;
+        let options = match (&options.url_elicitation, &self.url_elicitation) {
             (None, Some(handler)) => {
-                let options = CallOptions {
+                with_handler = CallOptions {
                     url_elicitation: Some(Arc::clone(handler)),
                     ..options.clone()
                 };
-                call_tool(&self.pool, &origin.server, tool, arguments, &options).await?
+                &with_handler
             }
-            _ => call_tool(&self.pool, &origin.server, tool, arguments, options).await?,
+            _ => options,
         };
+        let result = call_tool(&self.pool, &origin.server, tool, arguments, options).await?;
         let processed = if processing_may_block(&result, Some(tool), &self.results) {
             // Images are decoded and resized, files written: not on the runtime's thread (which
             // may be the only one).

@@ -3,6 +3,7 @@
 //! notifications and responses it takes, and the server-to-client requests of the backends,
 //! forwarded to the client whose call is running on that backend.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -171,12 +172,15 @@ struct CallResult {
     is_error: bool,
 }
 
-/// The `tools/call` params the gateway reads; the rest (`task`, other `_meta` keys) is not
-/// passed on.
+/// The `tools/call` params the gateway reads, borrowed from the request; the rest (`task`,
+/// other `_meta` keys) is not passed on.
 #[derive(Deserialize)]
-struct CallParams {
-    name: Option<String>,
-    arguments: Option<Value>,
+struct CallParams<'a> {
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    /// Passed on to the backend as the client wrote it (`null` reads as none).
+    #[serde(borrow)]
+    arguments: Option<&'a RawValue>,
     #[serde(rename = "_meta")]
     meta: Option<CallMeta>,
 }
@@ -186,6 +190,12 @@ struct CallParams {
 #[serde(rename_all = "camelCase")]
 struct CallMeta {
     progress_token: Option<Value>,
+}
+
+/// `{}`: what a call without arguments passes on (some servers check `arguments` against the
+/// tool's schema even when it is absent).
+fn no_arguments() -> &'static RawValue {
+    serde_json::from_str("{}").expect("`{}` is JSON")
 }
 
 fn invalid_params(method: &str, reason: impl std::fmt::Display) -> ErrorObject {
@@ -284,12 +294,14 @@ impl Gateway {
                     return;
                 }
                 let (gateway, session_ref) = (Arc::clone(self), Arc::clone(session));
-                let task = tokio::spawn(async move {
+                // Boxed: the answer's future (some KB) is written once, into its box; unboxed,
+                // tokio moves it by value about ten times on its way into the task and out.
+                let task = tokio::spawn(Box::pin(async move {
                     let outcome = gateway.answer(&session_ref, &request, &sink).await;
                     lock(&session_ref.in_flight).remove(&request.id);
                     let line = outcome.unwrap_or_else(|error| error_response(request.id.clone(), error));
                     let _ = sink.send(line).await;
-                });
+                }));
                 in_flight.insert(id, task.abort_handle());
             }
             Message::Notification(note) => {
@@ -385,13 +397,14 @@ impl Gateway {
             }
             "tools/list" => {
                 self.wait_ready().await;
-                let pool = self.hub.tool_pool().await;
+                // Boxed, as are the other lists: a `tools/call`'s task stays small.
+                let pool = Box::pin(self.hub.tool_pool()).await;
                 let tools: Vec<Value> = pool.entries.iter().map(|entry| tool_json(entry)).collect();
                 json!({"tools": tools})
             }
             "prompts/list" | "prompts/get" | "resources/list" | "resources/templates/list" | "resources/read" => {
                 self.wait_ready().await;
-                self.content(method, &params).await?
+                Box::pin(self.content(method, &params)).await?
             }
             other => {
                 return Err(ErrorObject::new(
@@ -536,17 +549,17 @@ impl Gateway {
             None => return Err(invalid_params("tools/call", "no name")),
         };
         let name = params.name.ok_or_else(|| invalid_params("tools/call", "no name"))?;
-        // Taken as they came: the arguments go on to the backend.
+        // Taken as they came: the arguments go on to the backend as their text, unparsed (the
+        // request's parse checked that they are JSON; a raw value starts at its first token).
         let arguments = match params.arguments {
-            None | Some(Value::Null) => Map::new(),
-            Some(Value::Object(arguments)) => arguments,
+            None => no_arguments(),
+            Some(object) if object.get().starts_with('{') => object,
             Some(other) => {
+                let kind = serde_json::from_str::<Value>(other.get())
+                    .map_or("invalid JSON", |value| plexus::jsonrpc::value_kind(&value));
                 return Err(invalid_params(
                     "tools/call",
-                    format!(
-                        "arguments must be an object, not {}",
-                        plexus::jsonrpc::value_kind(&other)
-                    ),
+                    format!("arguments must be an object, not {kind}"),
                 ));
             }
         };
@@ -567,7 +580,7 @@ impl Gateway {
         }
         self.wait_ready().await;
         // The backend's own requests while this call runs come back to this client.
-        let _running = self.start_running(name.clone(), session, sink);
+        let _running = self.start_running(name.clone().into_owned(), session, sink);
         match self.hub.call_with(&name, arguments, &options).await {
             Ok(processed) => Ok(CallResult {
                 content: processed.content,

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
 
+use foldhash::fast::RandomState;
 use lru::LruCache;
 use plexus_client::{Client, ClientError};
 use plexus_protocol::{Prompt, Resource, ResourceTemplate, Tool};
@@ -17,13 +18,16 @@ type Stamped<T> = (u64, Arc<[T]>);
 
 /// One kind's cache: server name → its list and the generation it was fetched in.
 pub(crate) struct ListCache<T> {
-    lru: Mutex<LruCache<String, Stamped<T>>>,
+    lru: Mutex<LruCache<String, Stamped<T>, RandomState>>,
 }
 
 impl<T> ListCache<T> {
     fn new(capacity: usize) -> ListCache<T> {
         ListCache {
-            lru: Mutex::new(LruCache::new(NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN))),
+            lru: Mutex::new(LruCache::with_hasher(
+                NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN),
+                RandomState::default(),
+            )),
         }
     }
 

@@ -33,7 +33,8 @@
 //! - closes everything at once on [`Pool::shutdown`].
 //!
 //! Dependencies: `async-trait` for the object-safe [`Connector`] trait, `dashmap` for the
-//! connection map, `lru` for the list caches, `getrandom` for the backoff's jitter.
+//! connection map, `lru` for the list caches, `foldhash` as the hasher of both (every tool
+//! call looks a server up in each), `getrandom` for the backoff's jitter.
 #![forbid(unsafe_code)]
 
 mod cache;

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dashmap::DashMap;
+use foldhash::fast::RandomState;
 use plexus_client::Client;
 use tokio::sync::{Semaphore, broadcast, watch};
 
@@ -55,9 +56,9 @@ pub(crate) struct Shared {
     pub(crate) connector: Arc<dyn Connector>,
     pub(crate) settings: PoolSettings,
     /// The connections, by cache key (name + canonical entry).
-    pub(crate) connections: DashMap<String, Arc<Slot>>,
+    pub(crate) connections: DashMap<String, Arc<Slot>, RandomState>,
     /// Server name → cache key, and the names in the order the host gave them.
-    names: DashMap<String, String>,
+    names: DashMap<String, String, RandomState>,
     order: Mutex<Vec<String>>,
     /// Serializes changes of the server set.
     configuring: tokio::sync::Mutex<()>,
@@ -126,8 +127,8 @@ impl Pool {
                 remote: Arc::new(Semaphore::new(settings.remote_connects.max(1))),
                 caches: Caches::new(settings.list_cache_servers),
                 settings,
-                connections: DashMap::new(),
-                names: DashMap::new(),
+                connections: DashMap::default(),
+                names: DashMap::default(),
                 order: Mutex::new(Vec::new()),
                 configuring: tokio::sync::Mutex::new(()),
                 events,

@@ -277,17 +277,19 @@ fn limit_output(
     max_chars: usize,
     settings: &ResultSettings,
 ) -> Result<(), ResultError> {
-    let structured = processed
-        .structured_content
-        .as_ref()
-        .map(|value| serde_json::to_string_pretty(value).unwrap_or_default());
+    // Counted as it is written, without keeping it: it is kept only for a result over the limit.
+    let structured_chars = processed.structured_content.as_ref().map_or(0, |value| {
+        let mut counted = CharCount(0);
+        let _ = serde_json::to_writer_pretty(&mut counted, value);
+        counted.0
+    });
     let text_chars: usize = processed
         .content
         .iter()
         .filter_map(ContentBlock::as_text)
         .map(|text| text.chars().count())
         .sum();
-    let chars = text_chars + structured.as_ref().map_or(0, |s| s.chars().count());
+    let chars = text_chars + structured_chars;
     let tokens = chars.div_ceil(CHARS_PER_TOKEN);
     if chars <= max_chars {
         if tokens > settings.warn_output_tokens {
@@ -304,11 +306,11 @@ fn limit_output(
         .filter_map(ContentBlock::as_text)
         .collect::<Vec<_>>()
         .join("\n");
-    if let Some(structured) = &structured {
+    if let Some(structured) = &processed.structured_content {
         if !whole.is_empty() {
             whole.push('\n');
         }
-        whole.push_str(structured);
+        whole.push_str(&serde_json::to_string_pretty(structured).unwrap_or_default());
     }
     let path = store.save("output", "txt", whole.as_bytes())?;
     let note = format!(
@@ -335,6 +337,21 @@ fn limit_output(
     Ok(())
 }
 
+/// Counts the characters of the UTF-8 written to it (every byte but a continuation byte starts
+/// one), keeping none of it.
+struct CharCount(usize);
+
+impl std::io::Write for CharCount {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.iter().filter(|&&byte| byte & 0xC0 != 0x80).count();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::PermissionsExt;
@@ -354,6 +371,22 @@ mod tests {
             .write_to(&mut out, image::ImageFormat::Png)
             .unwrap();
         STANDARD.encode(out.into_inner())
+    }
+
+    proptest::proptest! {
+        /// The count of the pretty-printed structured result is that of the string it would be.
+        #[test]
+        fn structured_content_is_counted_as_its_pretty_text(
+            key in ".{0,8}",
+            text in ".{0,40}",
+            n in proptest::prelude::any::<i64>(),
+        ) {
+            let value = json!({key: [text, n, {"nested": null, "ok": true}]});
+            let mut counted = CharCount(0);
+            serde_json::to_writer_pretty(&mut counted, &value).unwrap();
+            let pretty = serde_json::to_string_pretty(&value).unwrap();
+            proptest::prop_assert_eq!(counted.0, pretty.chars().count());
+        }
     }
 
     #[test]

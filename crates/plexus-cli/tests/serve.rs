@@ -471,8 +471,18 @@ fn a_calls_arguments_reach_the_backend_as_the_client_wrote_them() {
     assert!(gateway.child.wait().unwrap().success());
 }
 
+/// A `plexus serve --http` process, killed when dropped (a failing test leaves none behind).
+struct HttpGateway(std::process::Child);
+
+impl Drop for HttpGateway {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Starts `plexus serve --http` on a free port of 127.0.0.1 and returns it with its URL.
-fn http_gateway(ws: &Workspace, env: &[(&str, &str)], extra: &[&str]) -> (std::process::Child, String) {
+fn http_gateway(ws: &Workspace, env: &[(&str, &str)], extra: &[&str]) -> (HttpGateway, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -487,7 +497,7 @@ fn http_gateway(ws: &Workspace, env: &[(&str, &str)], extra: &[&str]) -> (std::p
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    let child = command.spawn().unwrap();
+    let child = HttpGateway(command.spawn().unwrap());
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while std::net::TcpStream::connect(&address).is_err() {
         assert!(std::time::Instant::now() < deadline, "the gateway did not listen");
@@ -535,7 +545,7 @@ fn raw_session(url: &str, host: &str) -> String {
 #[test]
 fn an_unused_http_session_ends_and_one_with_an_open_stream_stays() {
     let ws = workspace(&json!({"demo": demo(&[])}));
-    let (mut child, url) = http_gateway(&ws, &[], &["--session-idle", "1"]);
+    let (child, url) = http_gateway(&ws, &[], &["--session-idle", "1"]);
     let address = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
     let host = format!("Host: {address}\r\n");
     let (unused, streaming) = (raw_session(&url, &host), raw_session(&url, &host));
@@ -557,14 +567,13 @@ fn an_unused_http_session_ends_and_one_with_an_open_stream_stays() {
     assert!(gone.contains("initialize again"), "{gone}");
     assert!(ping(&streaming).starts_with("HTTP/1.1 200"), "{}", ping(&streaming));
     drop(stream);
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gateway_serves_streamable_http_and_checks_who_asks() {
     let ws = workspace(&json!({"demo": demo(&[])}));
-    let (mut child, url) = http_gateway(&ws, &[], &[]);
+    let (child, url) = http_gateway(&ws, &[], &[]);
     let config = ServerConfig::from_json(&json!({"type": "http", "url": url})).unwrap().0;
     let client = connect(&config, None).await;
     assert!(names(&client.list_tools().await.unwrap()).contains(&"mcp__demo__echo"));
@@ -616,11 +625,10 @@ async fn the_gateway_serves_streamable_http_and_checks_who_asks() {
         "{\n \"jsonrpc\": \"2.0\",\n \"id\": 7,\n \"method\": \"tools/call\",\n \"params\": {\n  \"name\": \"mcp__demo__echo\",\n  \"arguments\": {\n   \"text\":\r\n \"two\\nlines\"\n  }\n }\n}",
     );
     assert!(answer.contains(r#"{"type":"text","text":"two\nlines"}"#), "{answer}");
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
 
     // With a token, a request without it is refused.
-    let (mut child, url) = http_gateway(&ws, &[("PLEXUS_GATEWAY_TOKEN", "s3cret-token")], &[]);
+    let (child, url) = http_gateway(&ws, &[("PLEXUS_GATEWAY_TOKEN", "s3cret-token")], &[]);
     let plain = format!(
         "Host: {}\r\n",
         url.trim_start_matches("http://").trim_end_matches("/mcp")
@@ -634,8 +642,7 @@ async fn the_gateway_serves_streamable_http_and_checks_who_asks() {
     let client = connect(&config, None).await;
     assert!(!client.list_tools().await.unwrap().is_empty());
     client.close().await.unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
 }
 
 #[test]

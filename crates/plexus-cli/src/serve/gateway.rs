@@ -3,7 +3,6 @@
 //! notifications and responses it takes, and the server-to-client requests of the backends,
 //! forwarded to the client whose call is running on that backend.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -172,12 +171,11 @@ struct CallResult {
     is_error: bool,
 }
 
-/// The `tools/call` params the gateway reads, borrowed from the request; the rest (`task`,
-/// other `_meta` keys) is not passed on.
+/// The `tools/call` params the gateway reads, the arguments borrowed from the request; the rest
+/// (`task`, other `_meta` keys) is not passed on.
 #[derive(Deserialize)]
 struct CallParams<'a> {
-    #[serde(borrow)]
-    name: Option<Cow<'a, str>>,
+    name: Option<String>,
     /// Passed on to the backend as the client wrote it (`null` reads as none).
     #[serde(borrow)]
     arguments: Option<&'a RawValue>,
@@ -580,7 +578,7 @@ impl Gateway {
         }
         self.wait_ready().await;
         // The backend's own requests while this call runs come back to this client.
-        let _running = self.start_running(name.clone().into_owned(), session, sink);
+        let _running = self.start_running(name.clone(), session, sink);
         match self.hub.call_with(&name, arguments, &options).await {
             Ok(processed) => Ok(CallResult {
                 content: processed.content,

@@ -76,13 +76,22 @@ fn read_entry(value: &Value, report: &mut Report) -> Option<ServerConfig> {
 
 fn read_kind(fields: &mut Fields<'_>, report: &mut Report) -> Option<ServerKind> {
     match fields.get("type") {
+        // Cursor's style (and `plexus import`'s reading of it): a `url` alone is a remote server,
+        // WebSocket for a ws:// URL, else Streamable HTTP (which falls back to legacy SSE).
         None if fields.contains("url") => {
-            report.error(
-                Some("type"),
-                "missing; a server with a \"url\" needs a \"type\": add \"type\": \"http\" (Streamable HTTP) \
-                 or \"type\": \"sse\" (legacy HTTP+SSE)",
+            let websocket = fields
+                .peek("url")
+                .and_then(Value::as_str)
+                .is_some_and(|url| url.starts_with("ws://") || url.starts_with("wss://"));
+            let kind = if websocket { ServerKind::Ws } else { ServerKind::Http };
+            report.warn(
+                "type",
+                format!(
+                    "missing; taken as {} since the entry has a \"url\" (add \"type\": \"http\" or \"sse\" to choose)",
+                    quote(kind.as_str())
+                ),
             );
-            None
+            Some(kind)
         }
         None => Some(ServerKind::Stdio),
         Some(Value::String(type_name)) => {

@@ -55,7 +55,7 @@ impl ConfigFile {
             diagnostics: raw.diagnostics,
         };
         for (name, value) in &raw.entries {
-            let definition = read_definition(&file.path, name, value);
+            let definition = read_definition(&file.path, name, value, &raw.entries);
             file.diagnostics.extend(definition.diagnostics);
             if let Some((name, config)) = definition.server {
                 file.servers.insert(name, config);
@@ -214,23 +214,49 @@ pub(crate) struct Definition {
     pub(crate) diagnostics: Vec<Diagnostic>,
 }
 
-/// Checks the entry `value` called `name` in the file at `path`, taking its values literally.
-pub(crate) fn read_definition(path: &Path, name: &str, value: &Value) -> Definition {
+/// Checks the entry `value` called `name` in the file at `path` (whose entries are `entries`),
+/// taking its values literally. A name with characters other clients allow (spaces, dots) is
+/// read as [`ServerName::sanitize`] makes it, with a warning, unless another entry of the file
+/// has that name.
+pub(crate) fn read_definition(path: &Path, name: &str, value: &Value, entries: &BTreeMap<String, Value>) -> Definition {
     let located = |mut diagnostic: Diagnostic| {
         diagnostic.file = Some(path.to_owned());
         diagnostic.server = Some(name.to_owned());
         diagnostic
     };
+    // A name other clients accept (spaces, dots) is read as `plexus import` reads it, with a
+    // warning; only an empty one is an error.
+    let mut renamed = None;
     let server_name = match ServerName::new(name) {
         Ok(server_name) => server_name,
-        Err(error) => {
-            return Definition {
-                server: None,
-                diagnostics: vec![located(Diagnostic::new(Severity::Error, None, error.to_string()))],
-            };
-        }
+        Err(error) => match ServerName::sanitize(name) {
+            Some(sanitized) if entries.contains_key(sanitized.as_str()) => {
+                let message = format!(
+                    "{error}; it cannot be renamed to {}, which another entry of this file has",
+                    crate::json::quote(sanitized.as_str())
+                );
+                return Definition {
+                    server: None,
+                    diagnostics: vec![located(Diagnostic::new(Severity::Error, None, message))],
+                };
+            }
+            Some(sanitized) => {
+                renamed = Some(located(Diagnostic::new(
+                    Severity::Warning,
+                    None,
+                    crate::name::renamed(&sanitized),
+                )));
+                sanitized
+            }
+            None => {
+                return Definition {
+                    server: None,
+                    diagnostics: vec![located(Diagnostic::new(Severity::Error, None, error.to_string()))],
+                };
+            }
+        },
     };
-    match ServerConfig::from_json(value) {
+    let mut definition = match ServerConfig::from_json(value) {
         Ok((config, warnings)) => Definition {
             server: Some((server_name, config)),
             diagnostics: warnings.into_iter().map(located).collect(),
@@ -239,7 +265,9 @@ pub(crate) fn read_definition(path: &Path, name: &str, value: &Value) -> Definit
             server: None,
             diagnostics: diagnostics.into_iter().map(located).collect(),
         },
-    }
+    };
+    definition.diagnostics.splice(0..0, renamed);
+    definition
 }
 
 /// Reads at most `limit` bytes of the regular file at `path`, or says why not.

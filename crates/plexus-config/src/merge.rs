@@ -343,7 +343,7 @@ impl Loader<'_> {
                 }
                 for (name, value) in &raw.entries {
                     let earlier = about_entries.remove(name).unwrap_or_default();
-                    self.define(scope, path, name, value, earlier);
+                    self.define(scope, path, (name, value), &raw.entries, earlier);
                 }
                 (outcome, Ok(Some(raw.settings)))
             }
@@ -361,9 +361,19 @@ impl Loader<'_> {
         result
     }
 
-    fn define(&mut self, scope: Scope, path: &Path, name: &str, value: &Value, mut diagnostics: Vec<Diagnostic>) {
-        let (server, found) = expand_and_read(path, name, value, self.env);
+    /// Records the entry `name`: `value` of the file at `path` (whose entries are `entries`).
+    fn define(
+        &mut self,
+        scope: Scope,
+        path: &Path,
+        (name, value): (&str, &Value),
+        entries: &BTreeMap<String, Value>,
+        mut diagnostics: Vec<Diagnostic>,
+    ) {
+        let (server, found) = expand_and_read(path, name, value, entries, self.env);
         diagnostics.extend(found);
+        // A renamed entry merges under its new name (the name its tools and approvals use).
+        let name = server.as_ref().map_or(name, |(server_name, _)| server_name.as_str());
         self.definitions.push(Read {
             name: name.to_owned(),
             origin: Origin {
@@ -447,16 +457,17 @@ fn status(
     }
 }
 
-/// Expands the entry `value` called `name` in the file at `path`, then checks it. The result's
-/// diagnostics name the file and the server.
+/// Expands the entry `value` called `name` in the file at `path` (whose entries are `entries`),
+/// then checks it. The result's diagnostics name the file and the server.
 pub(crate) fn expand_and_read(
     path: &Path,
     name: &str,
     value: &Value,
+    entries: &BTreeMap<String, Value>,
     env: &Environment,
 ) -> (Option<(ServerName, ServerConfig)>, Vec<Diagnostic>) {
     let expanded = expand_entry(value, env);
-    let definition = read_definition(path, name, &expanded.value);
+    let definition = read_definition(path, name, &expanded.value, entries);
     let expansion_failed = expanded.diagnostics.iter().any(Diagnostic::is_error);
     let mut diagnostics: Vec<Diagnostic> = expanded
         .diagnostics

@@ -32,6 +32,14 @@ pub enum InvalidServerName {
     },
 }
 
+/// What a diagnostic says of a name that [`ServerName::sanitize`] changed.
+pub(crate) fn renamed(to: &ServerName) -> String {
+    format!(
+        "renamed to {} (server names use only A-Z, a-z, 0-9, \"_\" and \"-\", at most 64)",
+        crate::json::quote(to.as_str())
+    )
+}
+
 impl ServerName {
     /// The longest name allowed, in characters.
     pub const MAX_LEN: usize = 64;
@@ -59,6 +67,24 @@ impl ServerName {
             return Err(InvalidServerName::TooLong { length: name.len() });
         }
         Ok(())
+    }
+
+    /// `original` made into a valid name, as other clients' names are read (`my server.v2` →
+    /// `my_server_v2`): every character outside `A-Za-z0-9_-` becomes `_`, and it is cut to
+    /// [`MAX_LEN`](Self::MAX_LEN) characters. `None` for an empty name.
+    pub fn sanitize(original: &str) -> Option<ServerName> {
+        let name: String = original
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(Self::MAX_LEN)
+            .collect();
+        ServerName::new(name).ok()
     }
 
     /// The name as a string slice.

@@ -66,6 +66,11 @@ impl<'a> Fields<'a> {
         self.object.contains_key(key)
     }
 
+    /// The value of `key`, without marking it as read.
+    pub(crate) fn peek(&self, key: &str) -> Option<&'a Value> {
+        self.object.get(key)
+    }
+
     /// The value of `key`, marking it as read.
     pub(crate) fn get(&mut self, key: &'static str) -> Option<&'a Value> {
         self.read.push(key);

@@ -248,12 +248,20 @@ fn sse_and_http_share_their_fields_and_streamable_http_is_http() {
 }
 
 #[test]
-fn a_url_without_a_type_asks_for_one() {
+fn a_url_without_a_type_is_taken_as_cursor_takes_it() {
+    let (http, warnings) = entry_warnings(json!({ "url": "https://example.com/mcp" }));
+    assert_eq!(http.kind(), ServerKind::Http);
     assert_eq!(
-        entry_errors(json!({ "url": "https://example.com/mcp" })),
+        warnings,
         [
-            r#"field "type": missing; a server with a "url" needs a "type": add "type": "http" (Streamable HTTP) or "type": "sse" (legacy HTTP+SSE)"#
+            r#"field "type": missing; taken as "http" since the entry has a "url" (add "type": "http" or "sse" to choose)"#
         ]
+    );
+    let (ws, warnings) = entry_warnings(json!({ "url": "wss://example.com/mcp" }));
+    assert_eq!(ws.kind(), ServerKind::Ws);
+    assert_eq!(
+        warnings,
+        [r#"field "type": missing; taken as "ws" since the entry has a "url" (add "type": "http" or "sse" to choose)"#]
     );
 }
 

@@ -221,20 +221,20 @@ fn a_bad_entry_is_skipped_and_named_and_the_rest_loads() {
     );
     let file = fixture.load();
     let shown = fixture.shown();
-    assert_eq!(names(&file), ["good", "remote"]);
+    assert_eq!(names(&file), ["good", "my_server", "remote", "urlonly"]);
     assert!(file.has_errors());
     assert_eq!(
         messages(file.diagnostics()),
         [
             format!(r#"{shown}: server "bad": field "args[2]": expected a string, found 3"#),
             format!(
-                r#"{shown}: server "my server": invalid server name: the character ' ' is not allowed; use only A-Z, a-z, 0-9, "_" and "-""#
+                r#"{shown}: server "my server": renamed to "my_server" (server names use only A-Z, a-z, 0-9, "_" and "-", at most 64)"#
             ),
             format!(
                 r#"{shown}: server "remote": field "timeout": 10 ms is below the 1000 ms minimum; ignored, the default timeout applies"#
             ),
             format!(
-                r#"{shown}: server "urlonly": field "type": missing; a server with a "url" needs a "type": add "type": "http" (Streamable HTTP) or "type": "sse" (legacy HTTP+SSE)"#
+                r#"{shown}: server "urlonly": field "type": missing; taken as "http" since the entry has a "url" (add "type": "http" or "sse" to choose)"#
             ),
         ]
     );
@@ -245,7 +245,7 @@ fn a_bad_entry_is_skipped_and_named_and_the_rest_loads() {
         .collect();
     assert_eq!(
         severities,
-        [Severity::Error, Severity::Error, Severity::Warning, Severity::Error]
+        [Severity::Error, Severity::Warning, Severity::Warning, Severity::Warning]
     );
     let first = &file.diagnostics()[0];
     assert_eq!(first.file.as_deref(), Some(fixture.path.as_path()));
@@ -255,14 +255,24 @@ fn a_bad_entry_is_skipped_and_named_and_the_rest_loads() {
 }
 
 #[test]
-fn server_names_must_be_short_and_plain() {
+fn names_other_clients_allow_are_renamed_unless_the_new_name_is_taken() {
     let long = "n".repeat(65);
     let fixture = Fixture::new(
-        json!({ "mcpServers": { "": { "command": "x" }, "a.b": { "command": "x" }, long.clone(): { "command": "x" } } }).to_string(),
+        json!({ "mcpServers": {
+            "": { "command": "x" },
+            "a.b": { "command": "x" },
+            "a_b": { "command": "y" },
+            "my server": { "command": "x" },
+            long.clone(): { "command": "x" }
+        } })
+        .to_string(),
     );
     let file = fixture.load();
     let shown = fixture.shown();
-    assert!(file.servers().is_empty());
+    let sixty_four = "n".repeat(64);
+    assert_eq!(names(&file), ["a_b", "my_server", sixty_four.as_str()]);
+    // The entry that has the name keeps it.
+    assert_eq!(file.server("a_b").unwrap().to_json()["command"], "y");
     assert_eq!(
         messages(file.diagnostics()),
         [
@@ -270,16 +280,18 @@ fn server_names_must_be_short_and_plain() {
                 r#"{shown}: server "": invalid server name: it is empty; use 1 to 64 characters from A-Z, a-z, 0-9, "_" and "-""#
             ),
             format!(
-                r#"{shown}: server "a.b": invalid server name: the character '.' is not allowed; use only A-Z, a-z, 0-9, "_" and "-""#
+                r#"{shown}: server "a.b": invalid server name: the character '.' is not allowed; use only A-Z, a-z, 0-9, "_" and "-"; it cannot be renamed to "a_b", which another entry of this file has"#
             ),
             format!(
-                r#"{shown}: server "{}…": invalid server name: it has 65 characters, at most 64 are allowed"#,
-                "n".repeat(64)
+                r#"{shown}: server "my server": renamed to "my_server" (server names use only A-Z, a-z, 0-9, "_" and "-", at most 64)"#
+            ),
+            format!(
+                r#"{shown}: server "{sixty_four}…": renamed to "{sixty_four}" (server names use only A-Z, a-z, 0-9, "_" and "-", at most 64)"#
             ),
         ]
     );
     // The diagnostic keeps the whole name; only its display is shortened.
-    assert_eq!(file.diagnostics()[2].server.as_deref(), Some(long.as_str()));
+    assert_eq!(file.diagnostics()[3].server.as_deref(), Some(long.as_str()));
 }
 
 #[test]
@@ -288,7 +300,7 @@ fn a_name_with_quotes_is_escaped_in_messages() {
     assert_eq!(
         messages(file.diagnostics()),
         [
-            r#"/p/.mcp.json: server "a\"b\n": invalid server name: the character '"' is not allowed; use only A-Z, a-z, 0-9, "_" and "-""#
+            r#"/p/.mcp.json: server "a\"b\n": renamed to "a_b_" (server names use only A-Z, a-z, 0-9, "_" and "-", at most 64)"#
         ]
     );
 }

@@ -67,23 +67,6 @@ pub(super) fn input_variable(id: &str) -> String {
     variable
 }
 
-/// `original` made into a valid server name: characters outside `A-Za-z0-9_-` become `_`, and it
-/// is cut to 64 characters. `None` for an empty name.
-pub(super) fn sanitize_name(original: &str) -> Option<ServerName> {
-    let name: String = original
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(ServerName::MAX_LEN)
-        .collect();
-    ServerName::new(name).ok()
-}
-
 /// Converts the entries of one file.
 pub(super) struct Converter<'c> {
     source: ImportSource,
@@ -147,7 +130,7 @@ impl<'c> Converter<'c> {
         entry: &Value,
         notes: &mut Vec<ImportNote>,
     ) -> Option<(ServerName, Value)> {
-        let Some(name) = sanitize_name(original) else {
+        let Some(name) = ServerName::sanitize(original) else {
             notes.push(note(
                 NoteKind::Skipped,
                 original,
@@ -157,15 +140,7 @@ impl<'c> Converter<'c> {
             return None;
         };
         if name.as_str() != original {
-            notes.push(note(
-                NoteKind::Changed,
-                original,
-                None,
-                format!(
-                    "renamed to {} (server names use only A-Z, a-z, 0-9, \"_\" and \"-\", at most 64)",
-                    quote(name.as_str())
-                ),
-            ));
+            notes.push(note(NoteKind::Changed, original, None, crate::name::renamed(&name)));
         }
         let Value::Object(object) = entry else {
             notes.push(note(
@@ -410,8 +385,8 @@ mod tests {
         assert_eq!(input_variable("api-key"), "API_KEY");
         assert_eq!(input_variable("github.token2"), "GITHUB_TOKEN2");
         assert_eq!(input_variable("1st"), "_1ST");
-        assert_eq!(sanitize_name("my server.v2").unwrap().as_str(), "my_server_v2");
-        assert_eq!(sanitize_name(&"é".repeat(70)).unwrap().as_str(), "_".repeat(64));
-        assert!(sanitize_name("").is_none());
+        assert_eq!(ServerName::sanitize("my server.v2").unwrap().as_str(), "my_server_v2");
+        assert_eq!(ServerName::sanitize(&"é".repeat(70)).unwrap().as_str(), "_".repeat(64));
+        assert!(ServerName::sanitize("").is_none());
     }
 }

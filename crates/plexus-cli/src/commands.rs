@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use plexus::pool::{Pool, ServerStatus};
 use plexus::tools::naming::{PREFIX, SEPARATOR, plain_name};
-use plexus::tools::{CallError, CallOptions, UrlElicitationError};
+use plexus::tools::{CallError, CallOptions, ToolPool, UrlElicitationError};
 use plexus::{Hub, HubError};
 use serde_json::{Map, Value};
 
@@ -39,37 +39,32 @@ pub(crate) fn run(cli: Cli) -> Outcome {
     let none = AdHoc::default();
     match cli.command {
         Command::Servers { ad_hoc } => configured(&ad_hoc, &mut |c| block_on(servers_command(c, json))),
-        Command::Tools { server, ad_hoc } => {
-            configured(&ad_hoc, &mut |c| block_on(tools_command(c, server.as_deref(), json)))
-        }
+        Command::Tools { server, ad_hoc } => configured(&ad_hoc, &mut |c| match server.as_deref() {
+            // A tool's qualified name rather than a server's: that tool in full.
+            Some(name) if c.server(name).is_none() && name.starts_with(PREFIX) => {
+                block_on(crate::describe::describe_command(c, name, json))
+            }
+            only => block_on(tools_command(c, only, json)),
+        }),
+        Command::Describe { name, ad_hoc } => configured(&ad_hoc, &mut |c| {
+            block_on(crate::describe::describe_command(c, &name, json))
+        }),
         Command::Call {
             name,
             arguments,
             args,
             ad_hoc,
-        } => {
-            // Bad arguments are reported before anything is read or started.
-            let arguments = match parse_arguments(arguments.as_deref()).and_then(|map| with_args(map, &args)) {
-                Ok(arguments) => arguments,
-                Err(e) => {
-                    crate::terminal::say(format_args!("{e}"));
-                    return Outcome::Usage;
-                }
-            };
-            let mut arguments = Some(arguments);
-            configured(&ad_hoc, &mut |c| {
-                block_on(call_command(c, &name, arguments.take().unwrap_or_default(), json))
-            })
-        }
+        } => call(&name, &arguments, &args, &|job| configured(&ad_hoc, job), json),
         Command::Resources { server, ad_hoc } => configured(&ad_hoc, &mut |c| {
             block_on(content::resources_command(c, server.as_deref(), json))
         }),
         Command::Templates { server, ad_hoc } => configured(&ad_hoc, &mut |c| {
             block_on(content::templates_command(c, server.as_deref(), json))
         }),
-        Command::Read { server, uri, ad_hoc } => configured(&ad_hoc, &mut |c| {
-            block_on(content::read_command(c, &server, &uri, json))
-        }),
+        Command::Read { server, uri, ad_hoc } => match content::read_target(&server, uri.as_deref()) {
+            Ok((server, uri)) => configured(&ad_hoc, &mut |c| block_on(content::read_command(c, server, uri, json))),
+            Err(e) => crate::fail(e),
+        },
         Command::Prompts { server, ad_hoc } => configured(&ad_hoc, &mut |c| {
             block_on(content::prompts_command(c, server.as_deref(), json))
         }),
@@ -119,11 +114,32 @@ pub(crate) fn run(cli: Cli) -> Outcome {
     }
 }
 
+/// Runs a job on the configured servers (or says why they could not be loaded).
+type WithConfig<'a> = dyn Fn(&mut dyn FnMut(Configured) -> Outcome) -> Outcome + 'a;
+
+/// `plexus call`: bad arguments are reported before anything is read or started (the `--arg`
+/// values are typed by the tool's schema once its server has listed it); then `configured` runs
+/// the call on the configured servers.
+fn call(name: &str, arguments: &[String], args: &[String], configured: &WithConfig<'_>, json: bool) -> Outcome {
+    let (map, args) = match parse_arguments(name, arguments)
+        .and_then(|map| crate::arguments::split_args(args).map(|args| (map, args)))
+    {
+        Ok(given) => given,
+        Err(e) => return crate::fail(e),
+    };
+    let mut map = Some(map);
+    configured(&mut |c| block_on(call_command(c, name, map.take().unwrap_or_default(), &args, json)))
+}
+
 /// Prints the completion script of `shell` for the whole command line.
 fn completions(shell: clap_complete::Shell) -> Outcome {
     use clap::CommandFactory;
     let mut command = Cli::command();
-    clap_complete::generate(shell, &mut command, "plexus", &mut std::io::stdout());
+    // Written whole through the output's writer, which survives a closed pipe (clap_complete's own
+    // writes panic on one).
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, "plexus", &mut script);
+    crate::terminal::out!("{}", String::from_utf8_lossy(&script));
     Outcome::Ok
 }
 
@@ -136,10 +152,7 @@ pub(crate) fn select<'a>(configured: &'a Configured, only: Option<&str>) -> Resu
         Some(name) => match configured.server(name) {
             Some(server) => vec![server],
             None => {
-                crate::terminal::say(format_args!(
-                    "no server named {name:?} is configured (configured: {})",
-                    configured.names()
-                ));
+                crate::terminal::say(configured.unknown_server(name));
                 return Err(Outcome::Usage);
             }
         },
@@ -155,7 +168,7 @@ pub(crate) fn select<'a>(configured: &'a Configured, only: Option<&str>) -> Resu
         return Err(Outcome::Usage);
     }
     for server in selected.iter().filter(|server| server.is_pending()) {
-        crate::terminal::say(format_args!("{}", server.not_started()));
+        crate::terminal::note(format_args!("{}", server.not_started()));
     }
     Ok(selected)
 }
@@ -326,12 +339,31 @@ pub(crate) fn read_stdin() -> Result<String, String> {
     Ok(text)
 }
 
-/// Reads the arguments: none → `{}`, `-` → stdin, else the text; it must be a JSON object.
-fn parse_arguments(arguments: Option<&str>) -> Result<Map<String, Value>, String> {
-    let text = match arguments {
-        None => return Ok(Map::new()),
-        Some("-") => read_stdin().map_err(|e| format!("cannot read the arguments: {e}"))?,
-        Some(text) => text.to_owned(),
+/// Reads the arguments of `call NAME`: none → `{}`, `-` → stdin, else the text; it must be one
+/// JSON object. `KEY=VALUE` words get a hint to use `--arg`.
+fn parse_arguments(name: &str, given: &[String]) -> Result<Map<String, Value>, String> {
+    let looks_like_pairs = !given.is_empty()
+        && given.iter().all(|word| {
+            word.split_once('=')
+                .is_some_and(|(key, _)| !key.is_empty() && !key.contains(['{', '[', '"', ' ']))
+        });
+    if looks_like_pairs {
+        let args: Vec<String> = given.iter().map(|word| format!("-a {word}")).collect();
+        return Err(format!(
+            "the arguments are one JSON object; give them one by one with --arg (-a): plexus call {name} {}",
+            args.join(" ")
+        ));
+    }
+    let text = match given {
+        [] => return Ok(Map::new()),
+        [one] if one == "-" => read_stdin().map_err(|e| format!("cannot read the arguments: {e}"))?,
+        [one] => one.clone(),
+        _ => {
+            return Err(format!(
+                "the arguments are one JSON object (quote it), not {} words",
+                given.len()
+            ));
+        }
     };
     match serde_json::from_str::<Value>(&text) {
         Ok(Value::Object(map)) => Ok(map),
@@ -343,52 +375,105 @@ fn parse_arguments(arguments: Option<&str>) -> Result<Map<String, Value>, String
     }
 }
 
-/// Adds each `--arg KEY=VALUE` to `arguments`: VALUE as JSON when it parses, else as a string.
-fn with_args(mut arguments: Map<String, Value>, args: &[String]) -> Result<Map<String, Value>, String> {
-    for arg in args {
-        let Some((key, value)) = arg.split_once('=').filter(|(key, _)| !key.is_empty()) else {
-            return Err(format!("--arg {arg:?}: expected KEY=VALUE"));
-        };
-        let value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_owned()));
-        arguments.insert(key.to_owned(), value);
-    }
-    Ok(arguments)
-}
-
-async fn call_command(configured: Configured, name: &str, arguments: Map<String, Value>, json: bool) -> Outcome {
-    // Only the servers whose part of a name matches can hold the tool.
-    let candidates: Vec<&Server> = configured
+/// The servers a command about the tool or prompt `name` (`what`) starts: those whose part the
+/// name has ([`may_hold`]), or, when none has it, every one that may run, so that the nearest
+/// names can be suggested. Says why a candidate is not started; fails (exit 2) when none may run.
+pub(crate) fn named_candidates<'a>(
+    configured: &'a Configured,
+    name: &str,
+    what: &str,
+) -> Result<Vec<&'a Server>, Outcome> {
+    let holding: Vec<&Server> = configured
         .servers
         .iter()
         .filter(|server| may_hold(&server.name, name))
         .collect();
-    if candidates.is_empty() {
-        crate::terminal::say(format_args!(
-            "{name:?} names no tool of a configured server (tool names look like mcp__<server>__<tool>; servers: {})",
-            configured.names()
-        ));
-        return Outcome::Usage;
+    if holding.is_empty() {
+        let runnable: Vec<&Server> = configured
+            .servers
+            .iter()
+            .filter(|server| server.runnable().is_some())
+            .collect();
+        if runnable.is_empty() {
+            crate::terminal::say(format_args!(
+                "{name:?} names no {what} of a configured server ({what} names look like mcp__<server>__<{what}>; \
+                 servers: {})",
+                configured.names()
+            ));
+            return Err(Outcome::Usage);
+        }
+        return Ok(runnable);
     }
-    for server in &candidates {
+    for server in &holding {
         server.report_diagnostics();
         if server.runnable().is_none() {
             crate::terminal::say(format_args!("{}", server.not_started()));
         }
     }
-    if !candidates.iter().any(|server| server.runnable().is_some()) {
-        return Outcome::Usage;
+    if !holding.iter().any(|server| server.runnable().is_some()) {
+        return Err(Outcome::Usage);
     }
+    Ok(holding)
+}
+
+/// How a command about the tool `name`, which `pool` does not have, ends: a server that could
+/// not be used may hold it (its error says why: exit 3, or 4 for a login); else the nearest names
+/// are suggested (exit 2).
+pub(crate) fn unknown_tool(hub: &Hub, name: &str, pool: &ToolPool) -> Outcome {
+    let states = hub.pool().states();
+    let unusable = |status| states.iter().any(|(_, state)| state.status == status);
+    report_unusable(hub);
+    if unusable(ServerStatus::Failed) {
+        Outcome::Connection
+    } else if unusable(ServerStatus::NeedsAuth) {
+        Outcome::NeedsAuth
+    } else {
+        let names = pool.entries.iter().map(|entry| entry.name.as_str());
+        crate::terminal::say(format_args!(
+            "no tool is named {name:?}{} (see `plexus tools`)",
+            crate::suggest::did_you_mean(name, names)
+        ));
+        Outcome::Usage
+    }
+}
+
+async fn call_command(
+    configured: Configured,
+    name: &str,
+    arguments: Map<String, Value>,
+    args: &[(String, String)],
+    json: bool,
+) -> Outcome {
+    let candidates = match named_candidates(&configured, name, "tool") {
+        Ok(candidates) => candidates,
+        Err(outcome) => return outcome,
+    };
     let hub = match start(&configured, &candidates, View::Spinner).await {
         Ok(hub) => hub,
         Err(outcome) => return outcome,
     };
-    let outcome = call_in(&hub, name, arguments, json).await;
+    let outcome = call_in(&hub, name, arguments, args, json).await;
     close(&hub).await;
     outcome
 }
 
 /// Calls `name` through the Hub, with the server's progress shown, and prints the result.
-async fn call_in(hub: &Hub, name: &str, arguments: Map<String, Value>, json: bool) -> Outcome {
+async fn call_in(
+    hub: &Hub,
+    name: &str,
+    mut arguments: Map<String, Value>,
+    args: &[(String, String)],
+    json: bool,
+) -> Outcome {
+    let pool = hub.tool_pool().await;
+    let Some(entry) = pool.entries.iter().find(|entry| entry.name == name) else {
+        return unknown_tool(hub, name, &pool);
+    };
+    // Nothing is sent with an argument that does not fit the tool's schema.
+    if let Err(e) = crate::arguments::add_typed(&mut arguments, args, &entry.input_schema) {
+        crate::terminal::say(format_args!("{e} (see `plexus describe {name}`)"));
+        return Outcome::Usage;
+    }
     let (on_progress, display) = crate::progress::call_progress(name);
     let options = CallOptions {
         on_progress: Some(on_progress),
@@ -405,20 +490,7 @@ async fn call_in(hub: &Hub, name: &str, arguments: Map<String, Value>, json: boo
                 Outcome::Ok
             }
         }
-        Err(HubError::UnknownTool { .. }) => {
-            // A server that could not be used may hold it: its error says why.
-            let states = hub.pool().states();
-            let unusable = |status| states.iter().any(|(_, state)| state.status == status);
-            report_unusable(hub);
-            if unusable(ServerStatus::Failed) {
-                Outcome::Connection
-            } else if unusable(ServerStatus::NeedsAuth) {
-                Outcome::NeedsAuth
-            } else {
-                crate::terminal::say(format_args!("no tool is named {name:?} (see `plexus tools`)"));
-                Outcome::Usage
-            }
-        }
+        Err(HubError::UnknownTool { .. }) => unknown_tool(hub, name, &pool),
         Err(HubError::Call(error)) => {
             crate::terminal::say(format_args!("calling {name}: {}", error.reason()));
             if let CallError::UrlElicitation {
@@ -454,31 +526,26 @@ mod tests {
     }
 
     #[test]
-    fn arg_flags_add_json_values_or_strings() {
-        let args = ["n=3", "s=hello", "o={\"a\":[1]}", "e="].map(str::to_owned);
-        let map = with_args(Map::new(), &args).unwrap();
+    fn arguments_must_be_one_object() {
+        let words = |words: &[&str]| words.iter().map(|word| (*word).to_owned()).collect::<Vec<_>>();
+        assert_eq!(parse_arguments("t", &[]).unwrap(), Map::new());
+        assert_eq!(parse_arguments("t", &words(&[r#"{"a":1}"#])).unwrap()["a"], 1);
         assert_eq!(
-            Value::Object(map),
-            serde_json::json!({"n": 3, "s": "hello", "o": {"a": [1]}, "e": ""})
-        );
-        assert_eq!(
-            with_args(Map::new(), &["=1".to_owned()]).unwrap_err(),
-            "--arg \"=1\": expected KEY=VALUE"
-        );
-    }
-
-    #[test]
-    fn arguments_must_be_an_object() {
-        assert_eq!(parse_arguments(None).unwrap(), Map::new());
-        assert_eq!(parse_arguments(Some(r#"{"a":1}"#)).unwrap()["a"], 1);
-        assert_eq!(
-            parse_arguments(Some("[1]")).unwrap_err(),
+            parse_arguments("t", &words(&["[1]"])).unwrap_err(),
             "the arguments must be a JSON object, not an array"
         );
         assert!(
-            parse_arguments(Some("{"))
+            parse_arguments("t", &words(&["{"]))
                 .unwrap_err()
                 .starts_with("the arguments are not valid JSON: EOF while parsing an object")
+        );
+        assert_eq!(
+            parse_arguments("mcp__demo__add", &words(&["a=2", "b=3"])).unwrap_err(),
+            "the arguments are one JSON object; give them one by one with --arg (-a): plexus call mcp__demo__add -a a=2 -a b=3"
+        );
+        assert_eq!(
+            parse_arguments("t", &words(&["{}", "{}"])).unwrap_err(),
+            "the arguments are one JSON object (quote it), not 2 words"
         );
     }
 }

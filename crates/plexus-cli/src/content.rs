@@ -15,6 +15,7 @@ use crate::output::print_json;
 use crate::progress::View;
 use crate::sources::Configured;
 use crate::table::{self, Column};
+use crate::terminal::outln;
 use crate::{Outcome, terminal};
 
 /// Starts the servers a listing needs (every one, or `only`), or says why not.
@@ -49,10 +50,10 @@ async fn finish_listing<T>(hub: Hub, count: usize, listed: Listed<T>, shown: &Sh
         let rows: Vec<Value> = listed.entries.iter().map(shown.json).collect();
         print_json(&rows);
     } else if listed.entries.is_empty() {
-        println!("{}", shown.nothing);
+        outln!("{}", shown.nothing);
     } else {
         let rows: Vec<Vec<String>> = listed.entries.iter().map(shown.row).collect();
-        table::print(&table::render(shown.columns, &rows, terminal::width()));
+        table::print_fitted(shown.columns, &rows, Vec::new());
     }
     outcome
 }
@@ -188,8 +189,24 @@ pub(crate) async fn prompts_command(configured: Configured, only: Option<&str>, 
     }
 }
 
+/// The server and URI of `plexus read SERVER URI` or `plexus read @SERVER:URI`.
+pub(crate) fn read_target<'a>(first: &'a str, uri: Option<&'a str>) -> Result<(&'a str, &'a str), String> {
+    match (first.starts_with('@'), uri) {
+        (false, Some(uri)) => Ok((first, uri)),
+        (true, None) => plexus::parse_reference(first).ok_or_else(|| {
+            format!("{first:?} is not a resource reference (@server:uri, as `plexus resources` shows it)")
+        }),
+        (true, Some(_)) => Err(format!(
+            "give the resource as SERVER URI or as one @server:uri reference, not {first:?} and a URI"
+        )),
+        (false, None) => Err(format!(
+            "read needs the resource's URI: plexus read {first} URI (or plexus read @{first}:URI)"
+        )),
+    }
+}
+
 /// `plexus read SERVER URI`: text printed, binary content written to a file whose path is
-/// printed.
+/// printed. A URI the server does not know gets the nearest of its listed ones.
 pub(crate) async fn read_command(configured: Configured, server: &str, uri: &str, json: bool) -> Outcome {
     let (hub, _) = match started(&configured, Some(server)).await {
         Ok(started) => started,
@@ -198,6 +215,16 @@ pub(crate) async fn read_command(configured: Configured, server: &str, uri: &str
     let read = hub.read_resource(&format!("@{server}:{uri}")).await;
     let outcome = match read {
         Ok(result) => print_contents(&hub, &result.contents, json),
+        Err(e @ HubError::Server { .. }) => {
+            let listed = hub.resources().await;
+            let uris = listed
+                .entries
+                .iter()
+                .filter(|entry| entry.server == server)
+                .map(|entry| entry.resource.uri.as_str());
+            terminal::say(format_args!("{e}{}", crate::suggest::did_you_mean(uri, uris)));
+            Outcome::Connection
+        }
         Err(e) => failed(&e),
     };
     close(&hub).await;
@@ -225,7 +252,7 @@ fn print_contents(hub: &Hub, contents: &[ResourceContents], json: bool) -> Outco
                 match saved {
                     Ok(file) => {
                         if !json {
-                            println!(
+                            outln!(
                                 "[{} {mime}, {} bytes, saved to {}]",
                                 terminal::line(&blob.uri),
                                 file.bytes,
@@ -267,19 +294,10 @@ pub(crate) async fn prompt_command(
     json: bool,
 ) -> Outcome {
     // Prompts are named like tools: only the servers whose part the name has are started.
-    let candidates: Vec<&crate::sources::Server> = configured
-        .servers
-        .iter()
-        .filter(|server| crate::commands::may_hold(&server.name, name))
-        .collect();
-    if candidates.is_empty() {
-        terminal::say(format_args!(
-            "{name:?} names no prompt of a configured server (prompt names look like mcp__<server>__<prompt>; \
-             servers: {})",
-            configured.names()
-        ));
-        return Outcome::Usage;
-    }
+    let candidates = match crate::commands::named_candidates(&configured, name, "prompt") {
+        Ok(candidates) => candidates,
+        Err(outcome) => return outcome,
+    };
     let hub = match start(&configured, &candidates, View::Spinner).await {
         Ok(hub) => hub,
         Err(outcome) => return outcome,
@@ -292,7 +310,7 @@ pub(crate) async fn prompt_command(
         Ok(result) => {
             if let Some(description) = &result.description {
                 terminal::print_block(description);
-                println!();
+                outln!();
             }
             for message in &result.messages {
                 print_message(message);
@@ -301,7 +319,12 @@ pub(crate) async fn prompt_command(
         }
         Err(HubError::UnknownPrompt { .. }) => {
             report_unusable(&hub);
-            terminal::say(format_args!("no prompt is named {name:?} (see `plexus prompts`)"));
+            let listed = hub.prompts().await;
+            let names = listed.entries.iter().map(|entry| entry.name.as_str());
+            terminal::say(format_args!(
+                "no prompt is named {name:?}{} (see `plexus prompts`)",
+                crate::suggest::did_you_mean(name, names)
+            ));
             Outcome::Usage
         }
         Err(e) => failed(&e),
@@ -361,7 +384,7 @@ pub(crate) async fn ping_command(configured: Configured, only: Option<&str>, jso
     } else {
         for (server, answer) in rows {
             match answer {
-                Ok(took) => println!("{server}: {:.1} ms", took.as_secs_f64() * 1000.0),
+                Ok(took) => outln!("{server}: {:.1} ms", took.as_secs_f64() * 1000.0),
                 Err(error) => terminal::print_block(&format!("{server}: {error}")),
             }
         }

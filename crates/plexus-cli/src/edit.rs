@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::commands::read_stdin;
 use crate::new_entry::entry_from_args;
+use crate::terminal::outln;
 use crate::{AddArgs, Outcome, fail};
 
 /// `name` as a server name, or the reason it is not one.
@@ -67,7 +68,7 @@ fn write_new(sources: &ConfigSources, scope: Scope, name: &ServerName, new: NewE
         warning.server = Some(name.to_string());
         crate::terminal::say(format_args!("{warning}"));
     }
-    println!(
+    outln!(
         "added {} server {:?} to {} ({scope} scope)",
         entry_kind(&new.entry),
         name.as_str(),
@@ -75,7 +76,7 @@ fn write_new(sources: &ConfigSources, scope: Scope, name: &ServerName, new: NewE
     );
     for (other, other_path) in sources.scopes_defining(name.as_str()) {
         if other > scope {
-            println!(
+            outln!(
                 "note: the {other} scope also defines {:?} ({}), and its entry is the one used",
                 name.as_str(),
                 other_path.display()
@@ -83,7 +84,7 @@ fn write_new(sources: &ConfigSources, scope: Scope, name: &ServerName, new: NewE
         }
     }
     if scope == Scope::Project {
-        println!("project servers run once approved: plexus approve {name}");
+        outln!("project servers run once approved: plexus approve {name}");
     }
     Outcome::Ok
 }
@@ -92,9 +93,9 @@ fn write_new(sources: &ConfigSources, scope: Scope, name: &ServerName, new: NewE
 pub(crate) fn remove(sources: &ConfigSources, name: &str, scope: Option<Scope>) -> Outcome {
     match sources.remove_server(name, scope) {
         Ok((scope, path)) => {
-            println!("removed server {name:?} from {} ({scope} scope)", path.display());
+            outln!("removed server {name:?} from {} ({scope} scope)", path.display());
             for (other, other_path) in sources.scopes_defining(name) {
-                println!(
+                outln!(
                     "note: the {other} scope still defines {name:?} ({})",
                     other_path.display()
                 );
@@ -111,7 +112,7 @@ pub(crate) fn approve(sources: &ConfigSources, names: &[String], all: bool) -> O
         let merged = sources.load();
         let pending: Vec<ServerName> = merged.pending_approval().map(|server| server.name.clone()).collect();
         if pending.is_empty() {
-            println!("no project server is waiting for approval");
+            outln!("no project server is waiting for approval");
             return Outcome::Ok;
         }
         pending
@@ -124,7 +125,7 @@ pub(crate) fn approve(sources: &ConfigSources, names: &[String], all: bool) -> O
     match sources.approve(&names) {
         Ok(path) => {
             for name in &names {
-                println!(
+                outln!(
                     "approved project server {:?} (recorded in {})",
                     name.as_str(),
                     path.display()
@@ -145,7 +146,7 @@ pub(crate) fn reject(sources: &ConfigSources, names: &[String]) -> Outcome {
     match sources.reject(&names) {
         Ok(path) => {
             for name in &names {
-                println!(
+                outln!(
                     "rejected project server {:?} (recorded in {})",
                     name.as_str(),
                     path.display()

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::output::print_json;
 use crate::sources::{Configured, Server};
+use crate::terminal::out;
 use crate::{Outcome, fail};
 
 /// `plexus get --json`: the stable shape.
@@ -61,16 +62,13 @@ impl ServerDetails {
 
 pub(crate) fn get_command(configured: &Configured, name: &str, json: bool) -> Outcome {
     let Some(server) = configured.server(name) else {
-        return fail(format!(
-            "no server named {name:?} is configured (configured: {})",
-            configured.names()
-        ));
+        return fail(configured.unknown_server(name));
     };
     let details = ServerDetails::new(server);
     if json {
         print_json(&details);
     } else {
-        print!("{}", describe(&details));
+        out!("{}", describe(&details));
     }
     Outcome::Ok
 }

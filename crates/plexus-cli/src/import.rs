@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::edit::entry_kind;
 use crate::output::print_json;
+use crate::terminal::outln;
 use crate::terminal::read_answer;
 use crate::{ImportArgs, Outcome, fail};
 
@@ -85,9 +86,10 @@ pub(crate) fn import_command(sources: &ConfigSources, args: &ImportArgs, json: b
     };
     if !json {
         for input in imported.inputs.iter().filter(|input| filled.contains(&input.variable)) {
-            println!(
+            outln!(
                 "filled: input {:?}: the value given is written in place of ${{{}}}",
-                input.id, input.variable
+                input.id,
+                input.variable
             );
         }
     }
@@ -117,27 +119,27 @@ pub(crate) fn import_command(sources: &ConfigSources, args: &ImportArgs, json: b
     };
     let scope = args.scope;
     for name in &written.added {
-        println!(
+        outln!(
             "added {} server {:?} to {target} ({scope} scope)",
             kind(name),
             name.as_str()
         );
     }
     for name in &written.replaced {
-        println!(
+        outln!(
             "replaced {} server {:?} in {target} ({scope} scope)",
             kind(name),
             name.as_str()
         );
     }
     for name in &written.kept_existing {
-        println!(
+        outln!(
             "kept server {:?}: {target} already defines it (use --overwrite to replace it)",
             name.as_str()
         );
     }
     if imported.servers.is_empty() {
-        println!("no server to import from {}", imported.file.display());
+        outln!("no server to import from {}", imported.file.display());
     }
     let changed: Vec<&str> = written
         .added
@@ -146,7 +148,7 @@ pub(crate) fn import_command(sources: &ConfigSources, args: &ImportArgs, json: b
         .map(ServerName::as_str)
         .collect();
     if scope == Scope::Project && !changed.is_empty() {
-        println!(
+        outln!(
             "project servers run once approved: plexus approve {}",
             changed.join(" ")
         );

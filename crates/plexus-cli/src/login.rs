@@ -13,6 +13,7 @@ use plexus::{DefaultConnector, LoginError};
 
 use crate::connect::report_file_warnings;
 use crate::sources::Configured;
+use crate::terminal::outln;
 use crate::{Outcome, block_on, fail};
 
 /// How long a browser command may take to start before it is left to itself.
@@ -62,11 +63,11 @@ pub(crate) fn logout_command(configured: &Configured, name: &str) -> Outcome {
         report_file_warnings(connector.file_warnings());
         match result {
             Ok(true) => {
-                println!("removed the tokens of server \"{name}\" from {store}");
+                outln!("removed the tokens of server \"{name}\" from {store}");
                 Outcome::Ok
             }
             Ok(false) => {
-                println!("server \"{name}\" had no stored tokens in {store}");
+                outln!("server \"{name}\" had no stored tokens in {store}");
                 Outcome::Ok
             }
             Err(e) => login_failed(&e),
@@ -78,10 +79,7 @@ pub(crate) fn logout_command(configured: &Configured, name: &str) -> Outcome {
 /// contacted, not even for a login); else reports why not.
 fn runnable(configured: &Configured, name: &str) -> Option<plexus::config::ServerConfig> {
     let Some(server) = configured.server(name) else {
-        fail(format!(
-            "no server named {name:?} is configured (configured: {})",
-            configured.names()
-        ));
+        fail(configured.unknown_server(name));
         return None;
     };
     server.report_diagnostics();

@@ -3,9 +3,11 @@
 //! import), and log in to the servers that need it.
 #![forbid(unsafe_code)]
 
+mod arguments;
 mod commands;
 mod connect;
 mod content;
+mod describe;
 mod edit;
 mod form;
 mod get;
@@ -17,6 +19,7 @@ mod output;
 mod progress;
 mod serve;
 mod sources;
+mod suggest;
 mod table;
 mod terminal;
 
@@ -79,6 +82,9 @@ pub(crate) struct Globals {
     /// More tracing on stderr (-v info, -vv debug, -vvv trace); `RUST_LOG` overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub(crate) verbose: u8,
+    /// Only results, warnings and errors: no connect lines, progress or notes (for scripts).
+    #[arg(short, long, global = true)]
+    pub(crate) quiet: bool,
 }
 
 /// A server given on the command line, used instead of the configured ones.
@@ -105,10 +111,19 @@ pub(crate) enum Command {
         #[command(flatten)]
         ad_hoc: AdHoc,
     },
-    /// Every tool of every server, or of one server.
+    /// Every tool of every server, or of one server; or one tool in full (`tools mcp__s__t`).
     Tools {
-        /// Only this server's tools.
+        /// Only this server's tools; or a tool's qualified name: that tool, as `describe` shows it.
+        #[arg(value_name = "SERVER | TOOL")]
         server: Option<String>,
+        #[command(flatten)]
+        ad_hoc: AdHoc,
+    },
+    /// One tool in full: its description and a table of its arguments (type, required, default,
+    /// values).
+    Describe {
+        /// The tool's qualified name (`mcp__<server>__<tool>`).
+        name: String,
         #[command(flatten)]
         ad_hoc: AdHoc,
     },
@@ -116,9 +131,11 @@ pub(crate) enum Command {
     Call {
         /// The tool's qualified name.
         name: String,
-        /// The arguments as a JSON object; `-` reads them from stdin; none means `{}`.
-        arguments: Option<String>,
-        /// One argument (repeatable): VALUE is taken as JSON when it parses, else as a string.
+        /// The arguments as one JSON object; `-` reads them from stdin; none means `{}`.
+        #[arg(value_name = "ARGS_JSON")]
+        arguments: Vec<String>,
+        /// One argument (repeatable), typed by the tool's schema: `-a id=123` is a string for a
+        /// string argument, a number for a number one; arrays and objects as JSON.
         #[arg(long = "arg", short = 'a', value_name = "KEY=VALUE", conflicts_with = "arguments")]
         args: Vec<String>,
         #[command(flatten)]
@@ -140,10 +157,11 @@ pub(crate) enum Command {
     },
     /// Read a resource: its text is printed, binary content is written to a file whose path is printed.
     Read {
-        /// The server.
+        /// The server, or the resource's `@server:uri` reference (as `plexus resources` shows it).
+        #[arg(value_name = "SERVER | @SERVER:URI")]
         server: String,
-        /// The resource's URI.
-        uri: String,
+        /// The resource's URI (none with an `@server:uri` reference).
+        uri: Option<String>,
         #[command(flatten)]
         ad_hoc: AdHoc,
     },
@@ -322,7 +340,17 @@ fn main() -> ExitCode {
         return plexus_testserver::run_stdio(args);
     }
     init_tracing(cli.globals.verbose);
-    ExitCode::from(commands::run(cli) as u8)
+    if cli.globals.quiet {
+        terminal::set_quiet();
+    }
+    let outcome = commands::run(cli);
+    // Output that could not be written (other than to a reader that went away) fails the command.
+    let outcome = if terminal::stdout_failed() {
+        outcome.max(Outcome::Usage)
+    } else {
+        outcome
+    };
+    ExitCode::from(outcome as u8)
 }
 
 /// How long the stdio servers' shutdown sequences may still run when the command is done (their

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use crate::sources::Server;
 use crate::table::{self, Column};
 use crate::terminal;
+use crate::terminal::outln;
 use plexus::pool::text::without_server;
 use plexus::pool::{Pool, ServerStatus};
 
@@ -90,7 +91,7 @@ impl ServerRow {
 
 pub(crate) fn print_json<T: Serialize + ?Sized>(value: &T) {
     match serde_json::to_string_pretty(value) {
-        Ok(text) => println!("{text}"),
+        Ok(text) => outln!("{text}"),
         Err(e) => terminal::say(format!("cannot encode the output as JSON: {e}")),
     }
 }
@@ -126,7 +127,7 @@ pub(crate) fn print_servers(rows: &[ServerRow], json: bool) {
         return print_json(rows);
     }
     if rows.is_empty() {
-        println!("no servers configured");
+        outln!("no servers configured");
         return;
     }
     let table: Vec<Vec<String>> = rows
@@ -153,31 +154,12 @@ pub(crate) fn print_servers(rows: &[ServerRow], json: bool) {
             ]
         })
         .collect();
-    let rendered = table::render(&SERVER_COLUMNS, &table, terminal::width());
-    table::print(&rendered);
-    let mut details = Vec::new();
-    for ((row, cells), cut) in rows.iter().zip(&table).zip(&rendered.cut) {
-        for ((column, cell), cut) in SERVER_COLUMNS.iter().zip(cells).zip(cut) {
-            if *cut {
-                details.push(format!(
-                    "{}: {}: {}",
-                    row.name,
-                    column.header.to_lowercase(),
-                    cell.trim()
-                ));
-            }
-        }
-    }
+    let mut extra = Vec::new();
     for row in rows {
-        details.extend(row.warnings.iter().map(|w| format!("warning: {w}")));
-        details.extend(row.errors.iter().map(|e| format!("error: {e}")));
+        extra.extend(row.warnings.iter().map(|w| format!("warning: {w}")));
+        extra.extend(row.errors.iter().map(|e| format!("error: {e}")));
     }
-    if !details.is_empty() {
-        println!();
-        for line in details {
-            terminal::print_block(&line);
-        }
-    }
+    table::print_fitted(&SERVER_COLUMNS, &table, extra);
 }
 
 /// The columns of `plexus tools`.
@@ -188,34 +170,28 @@ const TOOL_COLUMNS: [Column; 4] = [
     flexible("DESCRIPTION"),
 ];
 
-/// The tools as a table that fits the terminal; each description's first line (`--json` has
-/// them whole).
+/// The tools as a table that fits the terminal, each description's first line, then whatever the
+/// table cut (`--json` has the descriptions whole).
 pub(crate) fn print_tools(entries: &[std::sync::Arc<ToolEntry>], json: bool) {
     if json {
         let plain: Vec<&ToolEntry> = entries.iter().map(|entry| &**entry).collect();
         return print_json(&plain);
     }
     if entries.is_empty() {
-        println!("no tools");
+        outln!("no tools");
         return;
     }
     let table: Vec<Vec<String>> = entries
         .iter()
         .map(|e| {
-            let mut flags = Vec::new();
-            if e.read_only {
-                flags.push("read-only");
-            }
-            if e.destructive {
-                flags.push("destructive");
-            }
-            if e.open_world {
-                flags.push("open-world");
-            }
-            vec![e.name.clone(), e.title.clone(), flags.join(","), e.description.clone()]
+            let flags = crate::describe::flags(e);
+            // The first line only: the rest is `plexus describe`'s (a cut first line is printed
+            // whole below the table).
+            let summary = e.description.trim().lines().next().unwrap_or_default();
+            vec![e.name.clone(), e.title.clone(), flags.join(","), summary.to_owned()]
         })
         .collect();
-    table::print(&table::render(&TOOL_COLUMNS, &table, terminal::width()));
+    table::print_fitted(&TOOL_COLUMNS, &table, Vec::new());
 }
 
 /// A call's result: its text, and, for a person, each image saved to a file of `store` whose path
@@ -228,7 +204,7 @@ pub(crate) fn print_call_result(result: &ProcessedResult, json: bool, store: &Re
         terminal::say(format_args!("warning: {warning}"));
     }
     if result.is_error {
-        println!("the tool reported an error:");
+        outln!("the tool reported an error:");
     }
     for block in &result.content {
         if let ContentBlock::Image(image) = block {

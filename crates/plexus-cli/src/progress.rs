@@ -39,7 +39,7 @@ impl Progress {
         view: View,
     ) -> Progress {
         let stop = std::sync::Arc::new(tokio::sync::Notify::new());
-        if servers.is_empty() {
+        if servers.is_empty() || crate::terminal::quiet() {
             return Progress { task: None, stop };
         }
         let noun = if servers.len() == 1 { "server" } else { "servers" };
@@ -226,6 +226,10 @@ impl Drop for CallProgress {
 /// unknown) on a terminal, else a line per report (at most 4 a second). The message of each
 /// report is the server's, escaped.
 pub(crate) fn call_progress(tool: &str) -> (ProgressCallback, CallProgress) {
+    if crate::terminal::quiet() {
+        let callback: ProgressCallback = Arc::new(|_: ProgressNotificationParams| {});
+        return (callback, CallProgress { bar: None });
+    }
     if !std::io::stderr().is_terminal() {
         let tool = crate::terminal::line(tool).into_owned();
         let last: Mutex<Option<Instant>> = Mutex::new(None);

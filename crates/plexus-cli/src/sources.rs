@@ -170,6 +170,17 @@ impl Configured {
         self.servers.iter().find(|server| server.name == name)
     }
 
+    /// What a command says of a server name that is not configured: the configured ones, and the
+    /// nearest of them.
+    pub(crate) fn unknown_server(&self, name: &str) -> String {
+        let names = self.servers.iter().map(|server| server.name.as_str());
+        format!(
+            "no server named {name:?} is configured (configured: {}){}",
+            self.names(),
+            crate::suggest::did_you_mean(name, names)
+        )
+    }
+
     /// The servers' names for messages: `a, b` or `none`.
     pub(crate) fn names(&self) -> String {
         if self.servers.is_empty() {
@@ -182,7 +193,8 @@ impl Configured {
 
 /// Loads every scope. File-level problems (a file that cannot be read or parsed, settings and
 /// policy problems, overridden entries' diagnostics) are printed on stderr as `plexus: ...` lines;
-/// an explicit `--config` file that cannot be loaded stops the command (exit 2). When no config
+/// a file of any scope but the managed one that exists but cannot be loaded stops the command
+/// (exit 2). When no config
 /// file exists in any scope, the servers are the built-in demo.
 pub(crate) fn load(
     discovery: &DiscoveryOptions,
@@ -206,12 +218,15 @@ pub(crate) fn load(
             return Err(Outcome::Usage);
         }
     }
-    let mut explicit_failed = false;
+    // A file that exists but cannot be loaded stops the command: going on without it would run
+    // other servers than the user wrote. (A managed file that cannot be applied already blocks
+    // every server, each row saying why.)
+    let mut failed = false;
     for (file, error) in merged.file_errors() {
         crate::terminal::say(format_args!("{error}"));
-        explicit_failed |= file.scope == Scope::Explicit;
+        failed |= file.scope != Scope::Managed;
     }
-    if explicit_failed {
+    if failed {
         return Err(Outcome::Usage);
     }
     for diagnostic in &merged.diagnostics {
@@ -222,7 +237,7 @@ pub(crate) fn load(
         .iter()
         .all(|file| matches!(file.outcome, FileOutcome::Missing));
     if no_file {
-        crate::terminal::say(format_args!(
+        crate::terminal::note(format_args!(
             "no config file found, so this is the built-in demo server; add a real one with `plexus add NAME -- \
              COMMAND [ARGS...]` or `plexus add NAME URL` (see `plexus add --help`)"
         ));

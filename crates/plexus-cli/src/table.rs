@@ -3,9 +3,8 @@
 //! its control characters escaped; the caller learns which cells were cut, so that it can print
 //! them in full below the table.
 
-use std::fmt::Write as _;
-
 use crate::terminal;
+use crate::terminal::outln;
 
 /// A column: its header, and whether it may be cut to fit the width.
 #[derive(Debug, Clone, Copy)]
@@ -56,10 +55,12 @@ pub(crate) fn render(columns: &[Column], rows: &[Vec<String>], width: Option<usi
         for (i, (cell, partial)) in cells.enumerate() {
             let (shown, shortened) = fit(cell, widths[i]);
             cut.push(partial || shortened);
-            if i + 1 == widths.len() {
-                out.push_str(&shown);
-            } else {
-                let _ = write!(out, "{shown:<w$}{:GAP$}", "", w = widths[i]);
+            out.push_str(&shown);
+            if i + 1 < widths.len() {
+                // Padded by hand: a width in a format string panics past 65 535, and a cell from
+                // a server may be longer than that.
+                let padding = widths[i].saturating_sub(shown.chars().count()) + GAP;
+                out.extend(std::iter::repeat_n(' ', padding));
             }
         }
         (out.trim_end().to_owned(), cut)
@@ -109,10 +110,45 @@ fn fit(cell: &str, width: usize) -> (String, bool) {
 }
 
 /// Prints a rendered table on stdout.
-pub(crate) fn print(rendered: &Rendered) {
+fn print(rendered: &Rendered) {
     for line in &rendered.lines {
-        println!("{line}");
+        outln!("{line}");
     }
+}
+
+/// Prints `rows` under `columns` as a table that fits the terminal, then, after a blank line,
+/// every cell the table cut in full (`KEY: column: text`, KEY being the row's first cell) and the
+/// `extra` lines.
+pub(crate) fn print_fitted(columns: &[Column], rows: &[Vec<String>], extra: Vec<String>) {
+    let rendered = render(columns, rows, terminal::width());
+    print(&rendered);
+    let mut details = cut_cells(columns, rows, &rendered);
+    details.extend(extra);
+    if !details.is_empty() {
+        outln!();
+        for line in details {
+            terminal::print_block(&line);
+        }
+    }
+}
+
+/// `KEY: column: text` for every cell of `rows` that `rendered` cut.
+fn cut_cells(columns: &[Column], rows: &[Vec<String>], rendered: &Rendered) -> Vec<String> {
+    let mut details = Vec::new();
+    for (cells, cut) in rows.iter().zip(&rendered.cut) {
+        let key = cells.first().map_or("", |key| key.trim());
+        for ((column, cell), cut) in columns.iter().zip(cells).zip(cut) {
+            if *cut {
+                details.push(format!(
+                    "{}: {}: {}",
+                    terminal::line(key),
+                    column.header.to_lowercase(),
+                    cell.trim()
+                ));
+            }
+        }
+    }
+    details
 }
 
 #[cfg(test)]
@@ -161,6 +197,33 @@ mod tests {
         let narrow = render(&COLUMNS, &rows(), Some(10));
         assert_eq!(narrow.cut[0], [false, true, true]);
         assert_eq!(narrow.lines[1], "a     /a/rather/l…  xxxxxxxxxxx…");
+    }
+
+    #[test]
+    fn a_cell_longer_than_any_format_width_is_padded() {
+        let long = "t".repeat(70_000);
+        let rows = vec![
+            vec![long.clone(), "s".into(), "e".into()],
+            vec!["n".into(), "s".into(), "e".into()],
+        ];
+        let rendered = render(&COLUMNS, &rows, None);
+        assert_eq!(rendered.lines[1], format!("{long}  s       e"));
+        assert_eq!(rendered.lines[2], format!("n{}  s       e", " ".repeat(69_999)));
+        let fitted = render(&COLUMNS, &rows, Some(80));
+        assert_eq!(fitted.lines[2].chars().count(), 70_000 + 2 + 6 + 2 + 1);
+    }
+
+    #[test]
+    fn the_cut_cells_are_named_by_their_row() {
+        let rendered = render(&COLUMNS, &rows(), Some(40));
+        assert_eq!(
+            cut_cells(&COLUMNS, &rows(), &rendered),
+            [
+                "a: source: /a/rather/long/path/.mcp.json".to_owned(),
+                format!("a: error: {}", "x".repeat(60)),
+                "bb: error: two\nlines".to_owned()
+            ]
+        );
     }
 
     #[test]

@@ -10,7 +10,8 @@
 
 use std::borrow::Cow;
 use std::fmt::{Display, Write as _};
-use std::io::{self, BufRead, IsTerminal, Read};
+use std::io::{self, BufRead, IsTerminal, Read, Write as _};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use nix::sys::termios::{LocalFlags, SetArg, Termios, tcgetattr, tcsetattr};
 
@@ -66,8 +67,86 @@ pub(crate) fn say(message: impl Display) {
 
 /// Prints `text` on stdout, escaped as a [`block`].
 pub(crate) fn print_block(text: &str) {
-    println!("{}", block(text));
+    outln!("{}", block(text));
 }
+
+/// `--quiet`: no progress (connect lines, spinners, bars) and no notes, only results, warnings
+/// and errors.
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Turns `--quiet` on for the rest of the command.
+pub(crate) fn set_quiet() {
+    QUIET.store(true, Ordering::Relaxed);
+}
+
+/// Whether `--quiet` is on.
+pub(crate) fn quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
+}
+
+/// Prints `message` like [`say`], unless `--quiet` is on: for notes a script does not need.
+pub(crate) fn note(message: impl Display) {
+    if !quiet() {
+        say(message);
+    }
+}
+
+/// What became of stdout: [`STDOUT_OPEN`], [`STDOUT_CLOSED`] or [`STDOUT_FAILED`].
+static STDOUT: AtomicU8 = AtomicU8::new(STDOUT_OPEN);
+/// Every write so far reached stdout.
+const STDOUT_OPEN: u8 = 0;
+/// Its reader went away (a closed pipe: `plexus tools | head -1`): the rest is dropped quietly.
+const STDOUT_CLOSED: u8 = 1;
+/// A write failed for another reason (a full disk), which was said on stderr.
+const STDOUT_FAILED: u8 = 2;
+
+/// Writes `text` on stdout, then a newline when `newline`. Nothing on stdout ever panics: when
+/// its reader has gone (a broken pipe) the rest of the output is dropped quietly and the command
+/// ends as it would have; any other failure is said once on stderr and the command fails (see
+/// [`stdout_failed`]). Used through [`outln!`] and [`out!`].
+pub(crate) fn write_out(text: std::fmt::Arguments<'_>, newline: bool) {
+    if STDOUT.load(Ordering::Relaxed) != STDOUT_OPEN {
+        return;
+    }
+    let mut stdout = io::stdout().lock();
+    let written = stdout
+        .write_fmt(text)
+        .and_then(|()| if newline { stdout.write_all(b"\n") } else { Ok(()) })
+        .and_then(|()| if newline { Ok(()) } else { stdout.flush() });
+    match written {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => STDOUT.store(STDOUT_CLOSED, Ordering::Relaxed),
+        Err(e) => {
+            STDOUT.store(STDOUT_FAILED, Ordering::Relaxed);
+            drop(stdout);
+            say(format_args!("cannot write the output: {e}"));
+        }
+    }
+}
+
+/// Whether writing stdout failed for another reason than its reader going away (said already).
+pub(crate) fn stdout_failed() -> bool {
+    STDOUT.load(Ordering::Relaxed) == STDOUT_FAILED
+}
+
+/// `println!` for the command's output: see [`write_out`].
+macro_rules! outln {
+    () => {
+        $crate::terminal::write_out(format_args!(""), true)
+    };
+    ($($arg:tt)*) => {
+        $crate::terminal::write_out(format_args!($($arg)*), true)
+    };
+}
+
+/// `print!` for the command's output: see [`write_out`].
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::terminal::write_out(format_args!($($arg)*), false)
+    };
+}
+
+pub(crate) use {out, outln};
 
 /// The width tables must fit in: the terminal's when stdout is one, else `$COLUMNS` when set,
 /// else none.

@@ -233,7 +233,7 @@ fn call_prints_the_result_and_sets_the_exit_code() {
 fn usage_errors_exit_2_with_the_reason() {
     let dir = workspace();
     let demo = support::DEMO_NOTICE;
-    let cases: [(&[&str], String); 4] = [
+    let cases: [(&[&str], String); 7] = [
         (
             &["call", "mcp__demo__echo", "[1]"],
             "plexus: the arguments must be a JSON object, not an array\n".to_owned(),
@@ -243,14 +243,29 @@ fn usage_errors_exit_2_with_the_reason() {
             format!("{demo}connecting 1 server…\nplexus: no tool is named \"mcp__demo__nope\" (see `plexus tools`)\n"),
         ),
         (
+            // No server has the name's part: the servers that may run are asked, to suggest one.
             &["call", "mcp__other__echo"],
             format!(
-                "{demo}plexus: \"mcp__other__echo\" names no tool of a configured server (tool names look like mcp__<server>__<tool>; servers: demo)\n"
+                "{demo}connecting 1 server…\nplexus: no tool is named \"mcp__other__echo\"; did you mean \"mcp__demo__echo\"? (see `plexus tools`)\n"
+            ),
+        ),
+        (
+            &["call", "mcp__demo__ecoh", "-a", "text=hi"],
+            format!(
+                "{demo}connecting 1 server…\nplexus: no tool is named \"mcp__demo__ecoh\"; did you mean \"mcp__demo__echo\"? (see `plexus tools`)\n"
             ),
         ),
         (
             &["tools", "elsewhere"],
             format!("{demo}plexus: no server named \"elsewhere\" is configured (configured: demo)\n"),
+        ),
+        (
+            &["tools", "dmeo"],
+            format!("{demo}plexus: no server named \"dmeo\" is configured (configured: demo); did you mean \"demo\"?\n"),
+        ),
+        (
+            &["call", "mcp__demo__add", "a=2", "b=3"],
+            "plexus: the arguments are one JSON object; give them one by one with --arg (-a): plexus call mcp__demo__add -a a=2 -a b=3\n".to_owned(),
         ),
     ];
     for (args, message) in cases {

@@ -116,6 +116,15 @@ fn prompts_are_listed_by_qualified_name_and_got_with_arguments() {
             .ends_with("plexus: no prompt is named \"mcp__demo__nope\" (see `plexus prompts`)\n"),
         "{unknown:?}"
     );
+    // A near name is suggested.
+    let typo = ws.run(&["prompt", "mcp__demo__greting", "name=Ada"]);
+    assert_eq!(typo.code, Some(2), "{typo:?}");
+    assert!(
+        typo.stderr.ends_with(
+            "plexus: no prompt is named \"mcp__demo__greting\"; did you mean \"mcp__demo__greeting\"? (see `plexus prompts`)\n"
+        ),
+        "{typo:?}"
+    );
 }
 
 #[test]

@@ -281,37 +281,48 @@ fn the_search_stops_at_the_repository_root() {
 }
 
 #[test]
-fn a_file_that_is_not_json_is_reported_with_line_and_column_and_the_rest_loads() {
+fn a_settings_file_that_is_not_json_stops_every_command_with_its_line_and_column() {
     let ws = Workspace::new();
     ws.write(
         ".mcp.json",
         "{\n  \"mcpServers\": {\n    \"p\": {\"command\": \"x\"},\n  }\n}\n",
     );
     ws.write_servers("home/settings.json", &json!({"u": demo(&[])}));
-    let out = ws.run(&["--json", "servers"]);
-    out.expect(
-        0,
+    let project_error = format!("plexus: {}:4:3: invalid JSON: trailing comma\n", ws.shown(".mcp.json"));
+    // Going on without the file would run other servers than the user wrote: nothing starts.
+    for args in [
+        &["servers"][..],
+        &["--json", "servers"],
+        &["tools"],
+        &["call", "mcp__u__echo", "-a", "text=hi"],
+        &["get", "u"],
+        &["serve"],
+    ] {
+        let out = ws.run(args);
+        assert_eq!(
+            (out.code, out.stderr.as_str(), out.stdout.as_str()),
+            (Some(2), project_error.as_str(), ""),
+            "{args:?}"
+        );
+    }
+    // The user's settings.json likewise.
+    ws.write(".mcp.json", "{}");
+    ws.write("home/settings.json", "{\"mcpServers\": {\"u\": }}");
+    ws.run(&["servers"]).expect(
+        2,
         &format!(
-            "plexus: {}:4:3: invalid JSON: trailing comma\nconnecting 1 server…\n",
-            ws.shown(".mcp.json")
+            "plexus: {}:1:22: invalid JSON: expected value\n",
+            ws.shown("home/settings.json")
         ),
     );
-    let rows = out.json();
-    assert_eq!(rows.as_array().unwrap().len(), 1);
-    assert_eq!(
-        (rows[0]["name"].clone(), rows[0]["status"].clone()),
-        (json!("u"), json!("connected"))
-    );
 
-    // A broken --config file is named by the user: it stops the command.
+    // A broken --config file is named by the user: it stops the command too.
+    ws.write_servers("home/settings.json", &json!({"u": demo(&[])}));
     let explicit = ws.write("broken.json", "[1, 2");
     let explicit = explicit.to_str().unwrap();
     ws.run(&["--config", explicit, "servers"]).expect(
         2,
-        &format!(
-            "plexus: {}:4:3: invalid JSON: trailing comma\nplexus: {explicit}:1:5: invalid JSON: EOF while parsing a list\n",
-            ws.shown(".mcp.json")
-        ),
+        &format!("plexus: {explicit}:1:5: invalid JSON: EOF while parsing a list\n"),
     );
 }
 

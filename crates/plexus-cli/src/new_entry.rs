@@ -267,13 +267,13 @@ mod tests {
         let later = entry_from_args(None, &args(&["https://${HOST}/mcp"]), &[], &[], &env).unwrap();
         assert_eq!(
             messages(&later.warnings),
-            ["not set and without a default: ${HOST}; kept as written"]
+            ["not set and without a default: ${HOST} in url; kept as written"]
         );
         let later = entry_from_args(Some(ServerKind::Http), &args(&["${BASE_URL}/mcp"]), &[], &[], &env).unwrap();
         assert_eq!(
             messages(&later.warnings),
             [
-                "not set and without a default: ${BASE_URL}; kept as written",
+                "not set and without a default: ${BASE_URL} in url; kept as written",
                 r#"field "url": cannot be checked until its variables are set (not a valid URL: relative URL without a base)"#,
             ]
         );

@@ -60,7 +60,7 @@ fn add_infers_the_transport_from_the_url_and_writes_headers() {
         out.expect(
             0,
             &format!(
-                "plexus: {}: server \"docs\": not set and without a default: ${{TOKEN}}; kept as written\n",
+                "plexus: {}: server \"docs\": not set and without a default: ${{TOKEN}} in headers.Authorization; kept as written\n",
                 ws.shown("home/settings.json")
             )
         ),

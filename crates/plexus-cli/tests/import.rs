@@ -24,7 +24,7 @@ const VSCODE: &str = r#"{
 fn vscode_notes(root: &str) -> String {
     format!(
         r#"changed: server "github": field "headers.Authorization": replaced ${{input:api-key}} with ${{API_KEY}}
-warning: server "github": not set and without a default: ${{API_KEY}}; kept as written
+warning: server "github": not set and without a default: ${{API_KEY}} in headers.Authorization; kept as written
 skipped: server "local": field "envFile": plexus does not read env files; put the variables in "env"
 changed: server "local": field "env.PORT": the number 8080 is now the string "8080"
 changed: server "local": field "args[0]": replaced ${{workspaceFolder}} with "{root}"
@@ -227,7 +227,7 @@ fn cursor_and_claude_code_files_are_converted() {
         format!(
             r#"changed: server "web": field "type": added "http" (Streamable HTTP): the entry has a URL and no type; use "sse" for a legacy HTTP+SSE server
 changed: server "web": field "headers.X-Key": replaced ${{env:WEB_KEY}} with ${{WEB_KEY}}
-warning: server "web": not set and without a default: ${{WEB_KEY}}; kept as written
+warning: server "web": not set and without a default: ${{WEB_KEY}} in headers.X-Key; kept as written
 skipped: server "tool": field "envFile": plexus does not read env files; put the variables in "env"
 changed: server "tool": field "args[0]": replaced ${{workspaceFolder}} with "{root}"
 added stdio server "tool" to {user} (user scope)

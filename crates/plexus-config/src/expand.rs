@@ -218,7 +218,12 @@ pub(crate) fn expand_entry(entry: &Value, env: &Environment) -> ExpandedEntry {
         }
     }
     if !state.missing.is_empty() {
-        let names: Vec<String> = state.missing.iter().map(|name| format!("${{{name}}}")).collect();
+        // Each variable with the fields it is in, so that the user knows where to look.
+        let names: Vec<String> = state
+            .missing
+            .iter()
+            .map(|(name, fields)| format!("${{{name}}} in {}", fields.join(" and ")))
+            .collect();
         state.diagnostics.insert(
             0,
             Diagnostic::new(
@@ -237,7 +242,8 @@ pub(crate) fn expand_entry(entry: &Value, env: &Environment) -> ExpandedEntry {
 
 struct EntryExpansion<'e> {
     env: &'e Environment,
-    missing: Vec<String>,
+    /// Each variable that is not set, with the fields that refer to it, in the order found.
+    missing: Vec<(String, Vec<String>)>,
     unresolved_fields: Vec<String>,
     diagnostics: Vec<Diagnostic>,
 }
@@ -251,8 +257,9 @@ impl EntryExpansion<'_> {
                     self.unresolved_fields.push(path.to_owned());
                 }
                 for name in expanded.missing {
-                    if !self.missing.contains(&name) {
-                        self.missing.push(name);
+                    match self.missing.iter_mut().find(|(missing, _)| *missing == name) {
+                        Some((_, fields)) => fields.push(path.to_owned()),
+                        None => self.missing.push((name, vec![path.to_owned()])),
                     }
                 }
                 *text = expanded.text;
@@ -352,6 +359,9 @@ mod tests {
         );
         assert_eq!(expanded.unresolved_fields, ["args[3]", "env.T"]);
         let messages: Vec<String> = expanded.diagnostics.iter().map(ToString::to_string).collect();
-        assert_eq!(messages, ["not set and without a default: ${X}, ${Y}; kept as written"]);
+        assert_eq!(
+            messages,
+            ["not set and without a default: ${X} in args[3], ${Y} in env.T; kept as written"]
+        );
     }
 }

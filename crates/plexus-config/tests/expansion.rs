@@ -105,7 +105,7 @@ fn unset_variables_are_kept_and_listed_in_one_warning_on_their_server() {
     assert_eq!(
         messages(&server.warnings),
         [format!(
-            r#"{}: server "x": not set and without a default: ${{BIN_DIR}}, ${{A}}, ${{B}}, ${{C}}; kept as written"#,
+            r#"{}: server "x": not set and without a default: ${{BIN_DIR}} in command, ${{A}} in args[0] and args[2], ${{B}} in args[1], ${{C}} in env.K; kept as written"#,
             ws.project_file().display()
         )]
     );

@@ -188,17 +188,17 @@ fn vscode_with_comments_inputs_and_editor_variables() {
             r#"skipped: server "perplexity": field "env.UNSET": null (unset the variable) has no plexus equivalent; left out"#.to_owned(),
             r#"changed: server "perplexity": field "args[2]": replaced ${input:region} with ${REGION:-eu}"#.to_owned(),
             r#"changed: server "perplexity": field "env.PERPLEXITY_API_KEY": replaced ${input:api-key} with ${API_KEY}"#.to_owned(),
-            r#"warning: server "perplexity": not set and without a default: ${API_KEY}; kept as written"#.to_owned(),
+            r#"warning: server "perplexity": not set and without a default: ${API_KEY} in env.PERPLEXITY_API_KEY; kept as written"#.to_owned(),
             r#"changed: server "github": field "type": added "http" (Streamable HTTP): the entry has a URL and no type; use "sse" for a legacy HTTP+SSE server"#.to_owned(),
             r#"warning: server "github": field "headers.Authorization": ${input:token} names no input declared in "inputs""#.to_owned(),
             r#"changed: server "github": field "headers.Authorization": replaced ${input:token} with ${TOKEN}"#.to_owned(),
             format!(r#"changed: server "github": field "headers.X-Root": replaced ${{workspaceFolder}} with "{project}""#),
-            r#"warning: server "github": not set and without a default: ${TOKEN}; kept as written"#.to_owned(),
+            r#"warning: server "github": not set and without a default: ${TOKEN} in headers.Authorization; kept as written"#.to_owned(),
             format!(r#"changed: server "local-tool": field "command": replaced ${{workspaceFolder}} with "{project}""#),
             r#"changed: server "local-tool": field "args[0]": replaced ${env:HOME_DIR} with ${HOME_DIR}"#.to_owned(),
             r#"warning: server "local-tool": field "args[1]": ${config:tool.path} has no plexus equivalent; kept as written, replace it by hand"#.to_owned(),
             r#"warning: server "local-tool": field "args[2]": ${command:pick} has no plexus equivalent; kept as written, replace it by hand"#.to_owned(),
-            r#"warning: server "local-tool": not set and without a default: ${HOME_DIR}, ${config:tool.path}, ${command:pick}; kept as written"#.to_owned(),
+            r#"warning: server "local-tool": not set and without a default: ${HOME_DIR} in args[0], ${config:tool.path} in args[1], ${command:pick} in args[2]; kept as written"#.to_owned(),
             r#"warning: input "region" is now the variable ${REGION}: set REGION in the environment, or give its value when asked"#.to_owned(),
             r#"warning: input "api-key" (Perplexity API key) is now the variable ${API_KEY}: set API_KEY in the environment, or give its value when asked"#.to_owned(),
             r#"warning: input "token" is now the variable ${TOKEN}: set TOKEN in the environment, or give its value when asked"#.to_owned(),
@@ -236,6 +236,20 @@ fn vscode_inputs_can_be_answered() {
         .entry;
     assert_eq!(perplexity["env"]["PERPLEXITY_API_KEY"], "pplx-123");
     assert_eq!(perplexity["args"][2], "--region=us");
+}
+
+#[test]
+fn vscode_is_looked_for_in_the_workspace_then_in_the_user_profile() {
+    let ws = Workspace::new();
+    let user_file = ws.root.path().join("user/.config/Code/User/mcp.json");
+    ws.write_json(&user_file, &json!({"servers": {"mine": {"command": "x"}}}));
+    let imported = import_servers(ImportSource::VsCode, None, &context(&ws)).unwrap();
+    assert_eq!(imported.file, user_file);
+    assert_eq!(imported.servers[0].name.as_str(), "mine");
+    // The workspace's own file wins.
+    ws.write(&ws.project.join(".vscode/mcp.json"), VSCODE_MCP_JSON);
+    let imported = import_servers(ImportSource::VsCode, None, &context(&ws)).unwrap();
+    assert_eq!(imported.file, ws.project.join(".vscode/mcp.json"));
 }
 
 #[test]
@@ -316,7 +330,7 @@ fn cursor_variables_and_oauth_client() {
             format!(r#"changed: server "notes": field "args[1]": replaced ${{workspaceFolder}} with "{project}", ${{/}} with "/""#),
             r#"changed: server "notes": field "args[2]": replaced ${workspaceFolderBasename} with "repo""#.to_owned(),
             r#"changed: server "notes": field "env.NOTES_TOKEN": replaced ${env:NOTES_TOKEN} with ${NOTES_TOKEN}"#.to_owned(),
-            r#"warning: server "notes": not set and without a default: ${NOTES_TOKEN}; kept as written"#.to_owned(),
+            r#"warning: server "notes": not set and without a default: ${NOTES_TOKEN} in env.NOTES_TOKEN; kept as written"#.to_owned(),
             r#"skipped: server "linear": field "auth": extra not used by plexus; left out"#.to_owned(),
             r#"changed: server "linear": field "auth": moved to "oauth" (CLIENT_ID as clientId, CLIENT_SECRET as clientSecret)"#.to_owned(),
             r#"changed: server "linear": field "type": added "http" (Streamable HTTP): the entry has a URL and no type; use "sse" for a legacy HTTP+SSE server"#.to_owned(),

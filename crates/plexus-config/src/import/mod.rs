@@ -76,7 +76,19 @@ impl ImportSource {
                 }
                 files
             }
-            ImportSource::VsCode => vec![project.join(".vscode/mcp.json")],
+            // The workspace's file first, then the user profile's `mcp.json` (VS Code 1.102 and
+            // later keep the user's servers there, in the workspace file's format).
+            ImportSource::VsCode => {
+                let mut files = vec![
+                    project.join(".vscode/mcp.json"),
+                    home.join(".config/Code/User/mcp.json"),
+                    home.join("Library/Application Support/Code/User/mcp.json"),
+                ];
+                if let Some(app_data) = context.env.get("APPDATA") {
+                    files.push(Path::new(&app_data).join("Code/User/mcp.json"));
+                }
+                files
+            }
             ImportSource::Cursor => vec![project.join(".cursor/mcp.json"), home.join(".cursor/mcp.json")],
             ImportSource::ClaudeCode => vec![home.join(".claude.json"), project.join(".mcp.json")],
         }

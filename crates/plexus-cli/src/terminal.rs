@@ -65,9 +65,13 @@ pub(crate) fn say(message: impl Display) {
     eprintln!("plexus: {}", block(&message.to_string()));
 }
 
-/// Prints `text` on stdout, escaped as a [`block`].
+/// Prints `text` on stdout, escaped as a [`block`], ending in one newline (its own, if it has
+/// one: a resource's text that ends a line is not followed by an empty one).
 pub(crate) fn print_block(text: &str) {
-    outln!("{}", block(text));
+    match text.strip_suffix('\n') {
+        Some(line) => outln!("{}", block(line)),
+        None => outln!("{}", block(text)),
+    }
 }
 
 /// `--quiet`: no progress (connect lines, spinners, bars) and no notes, only results, warnings

@@ -87,8 +87,10 @@ fn print_tool(entry: &ToolEntry) {
     if !flags.is_empty() {
         outln!("{}", flags.join(", "));
     }
-    if entry.task_support != "forbidden" {
-        outln!("runs as a task: {}", terminal::line(&entry.task_support));
+    match entry.task_support.as_str() {
+        "forbidden" => {}
+        "required" => outln!("runs as a task only (required), which plexus does not do yet: it cannot be called"),
+        other => outln!("runs as a task: {}", terminal::line(other)),
     }
     if !entry.description.trim().is_empty() {
         outln!();

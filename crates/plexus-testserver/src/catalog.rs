@@ -314,6 +314,20 @@ pub(crate) fn hostile_tool() -> Value {
     )
 }
 
+/// The tool of `--task-required-tool`: it must be called as a task.
+pub(crate) fn task_required_tool() -> Value {
+    let mut tool = tool(
+        "task-required",
+        "Task required",
+        "Must be called as a task (execution.taskSupport is required); this server runs no tasks, so every call \
+         is answered with -32601.",
+        no_arguments(),
+        &read_only(),
+    );
+    tool["execution"] = json!({"taskSupport": "required"});
+    tool
+}
+
 pub(crate) fn dynamic_tool(name: &str) -> Value {
     json!({
         "name": name,

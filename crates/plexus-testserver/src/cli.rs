@@ -145,6 +145,11 @@ pub struct ServerOptions {
     /// repeatable (for tests of tool naming).
     #[arg(long = "tool-named", value_name = "NAME")]
     pub named_tools: Vec<String>,
+    /// Add a tool `task-required` whose `execution` is `{"taskSupport": "required"}` (for tests
+    /// of how a client shows and passes on such a tool). This server runs no tasks, so a call
+    /// of it is answered with -32601, as the spec says for a call made without a task.
+    #[arg(long)]
+    pub task_required_tool: bool,
 }
 
 /// `METHOD=MS`.
@@ -178,6 +183,7 @@ impl Default for ServerOptions {
             hostile_text: false,
             delays: Vec::new(),
             named_tools: Vec::new(),
+            task_required_tool: false,
         }
     }
 }
@@ -238,6 +244,7 @@ mod tests {
             "--delay=initialize=20",
             "--delay=tools/list=5",
             "--tool-named=a.b",
+            "--task-required-tool",
             "--event-log=/tmp/e",
             "--ignore-signals",
             "--spawn-grandchild=/tmp/p",
@@ -268,6 +275,7 @@ mod tests {
         );
         assert!(Cli::try_parse_from(["plexus-testserver", "stdio", "--delay=tools/call=5"]).is_err());
         assert_eq!(o.server.named_tools, ["a.b"]);
+        assert!(o.server.task_required_tool);
         assert_eq!(
             (o.process.flood_stderr, o.process.exit_at_start, o.max_line_bytes),
             (Some(100), Some(9), 1000)

@@ -28,7 +28,8 @@
 //!   `elicit`, `sample`, `roots`, `url-elicit` (-32042 rounds), `log`, `error`, `fail`, and the fault tools `crash`, `hang`,
 //!   `garbage`, `oversize`, `drip`, `stderr`; `--tools N` adds generated tools for pagination,
 //!   `--tool-named NAME` (repeatable) a tool of any name that returns its arguments (for naming
-//!   tests);
+//!   tests), `--task-required-tool` a tool `task-required` whose `execution.taskSupport` is
+//!   `required` (a call of it gets -32601: this server runs no tasks);
 //! - `--delay METHOD=MS` (repeatable) answers every request of METHOD (not `tools/call`) MS
 //!   milliseconds late: a slow `initialize`, `tools/list` or `ping`;
 //! - static resources under `test://static/`, the templates `test://items/{id}` and

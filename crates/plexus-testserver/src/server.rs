@@ -91,6 +91,9 @@ impl Server {
             builtin_tools.push(catalog::hostile_tool());
         }
         builtin_tools.extend(options.named_tools.iter().map(|name| catalog::dynamic_tool(name)));
+        if options.task_required_tool {
+            builtin_tools.push(catalog::task_required_tool());
+        }
         Server {
             options,
             events,

@@ -277,6 +277,10 @@ impl Session {
                 }
                 Err(error) => Err(error),
             },
+            "task-required" if self.options().task_required_tool => Err(ErrorObject::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "task-required must be called as a task, and this server runs no tasks",
+            )),
             "drip" => match arguments(name, args).and_then(drip_args) {
                 Ok((chunk, delay)) => return self.drip(id, chunk, delay, out),
                 Err(error) => Err(error),

@@ -1,6 +1,6 @@
 //! A tool as the host's pool sees it.
 
-use plexus_protocol::{TaskSupport, Tool};
+use plexus_protocol::{TaskSupport, Tool, ToolExecution};
 use serde::Serialize;
 
 use crate::naming::qualified_name;
@@ -46,6 +46,11 @@ pub struct ToolEntry {
     pub concurrency_safe: bool,
     /// `execution.taskSupport`: `forbidden` (the default), `optional` or `required`.
     pub task_support: String,
+    /// The tool's `execution` object exactly as the server sent it (unknown fields included),
+    /// for a host that lists the tool to its own clients (a gateway); `None` when absent. Not
+    /// part of the `--json` shape, which has [`task_support`](Self::task_support).
+    #[serde(skip)]
+    pub execution: Option<ToolExecution>,
 }
 
 impl ToolEntry {
@@ -78,6 +83,7 @@ impl ToolEntry {
             idempotent: annotations.is_idempotent(),
             concurrency_safe: read_only,
             task_support: task_support.as_str().to_owned(),
+            execution: tool.execution.clone(),
         }
     }
 
@@ -136,6 +142,7 @@ mod tests {
         );
         assert_eq!(reader.title, "Reader");
         assert_eq!(reader.task_support, "forbidden");
+        assert_eq!(reader.execution, None);
     }
 
     #[test]
@@ -149,12 +156,17 @@ mod tests {
         let entry = ToolEntry::new(
             "s",
             &tool(
-                json!({"name": "t", "inputSchema": schema, "outputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}}),
+                json!({"name": "t", "inputSchema": schema, "outputSchema": {"type": "object"}, "execution": {"taskSupport": "required", "x-later": [1]}}),
             ),
         );
         assert_eq!(entry.input_schema, schema);
         assert_eq!(entry.output_schema, Some(json!({"type": "object"})));
         assert!(entry.requires_task());
+        // The execution object too, with a field this crate does not know.
+        assert_eq!(
+            serde_json::to_value(&entry.execution).unwrap(),
+            json!({"taskSupport": "required", "x-later": [1]})
+        );
     }
 
     proptest! {

@@ -652,3 +652,35 @@ fn a_non_loopback_address_needs_a_token() {
     assert_eq!(out.code, Some(2), "{out:?}");
     assert!(out.stderr.contains("is not a loopback address"), "{out:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_execution_object_passes_through_the_gateway() {
+    let ws = workspace(&json!({"demo": demo(&["--task-required-tool"])}));
+    let client = connect(&gateway_entry(&ws, &[]), None).await;
+    let tools = client.list_tools().await.unwrap();
+    let execution = |name: &str| {
+        let tool = tools
+            .iter()
+            .find(|tool| tool.name == name)
+            .unwrap_or_else(|| panic!("no {name} in {:?}", names(&tools)));
+        serde_json::to_value(&tool.execution).unwrap()
+    };
+    assert_eq!(
+        execution("mcp__demo__task-required"),
+        json!({"taskSupport": "required"})
+    );
+    // A tool without one has none.
+    assert_eq!(execution("mcp__demo__echo"), Value::Null);
+    // The gateway runs no tasks: a call made without one is refused as the spec says (-32601).
+    let error = client.call_tool("mcp__demo__task-required", None).await.unwrap_err();
+    let plexus::client::ClientError::Rpc { error, .. } = error else {
+        panic!("not a JSON-RPC error: {error}")
+    };
+    assert_eq!(error.code, plexus::jsonrpc::ErrorCode::METHOD_NOT_FOUND, "{error:?}");
+    assert_eq!(
+        error.message,
+        "calling task-required of server \"demo\": the tool must be called as a task (execution.taskSupport is \
+         \"required\"), which this client does not support"
+    );
+    client.close().await.unwrap();
+}

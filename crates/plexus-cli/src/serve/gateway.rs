@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use plexus::jsonrpc::{ErrorCode, ErrorObject, Message, RawValue, Request, RequestId, Response};
 use plexus::protocol::{ClientCapabilities, ContentBlock, LoggingLevel, ProgressNotificationParams};
-use plexus::tools::CallOptions;
+use plexus::tools::{CallError, CallOptions};
 use plexus::{Hub, HubError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -588,6 +588,11 @@ impl Gateway {
             Err(HubError::UnknownTool { .. }) => {
                 Err(invalid_params("tools/call", format!("no tool is named {name:?}")))
             }
+            // The gateway runs no tasks (it declares no `tasks` capability): a call of a tool
+            // that requires one gets what the spec has a server answer a call made without one.
+            Err(HubError::Call(error)) if matches!(*error, CallError::TaskRequired { .. }) => {
+                Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, error.to_string()))
+            }
             Err(HubError::Call(error)) => Ok(tool_failure(error.to_string())),
             Err(other) => Ok(tool_failure(other.to_string())),
         }
@@ -761,7 +766,8 @@ fn hub_error(error: HubError) -> ErrorObject {
 }
 
 /// A tool of the pool as `tools/list` serves it: the qualified name, the truncated
-/// description, the annotations with the spec's defaults applied, the schemas as sent.
+/// description, the annotations with the spec's defaults applied, the schemas and the
+/// `execution` object as sent.
 fn tool_json(entry: &plexus::tools::ToolEntry) -> Value {
     let mut tool = json!({
         "name": entry.name,
@@ -778,6 +784,9 @@ fn tool_json(entry: &plexus::tools::ToolEntry) -> Value {
     });
     if let Some(output) = &entry.output_schema {
         tool["outputSchema"] = output.clone();
+    }
+    if let Some(execution) = entry.execution.as_ref().and_then(|e| serde_json::to_value(e).ok()) {
+        tool["execution"] = execution;
     }
     tool
 }

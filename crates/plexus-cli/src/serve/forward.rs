@@ -1,11 +1,13 @@
 //! The backends' requests to the client (roots, sampling, elicitation, and the URLs of a
 //! `-32042` answer), forwarded to the gateway's client when it declared the capability, else
-//! answered as not supported.
+//! answered as not supported: they go to the client whose call runs on that backend.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock, Weak};
+use std::time::Duration;
 
 use plexus::client::{BoxFuture, ClientHandler, ServerRequestContext};
-use plexus::jsonrpc::{ErrorCode, ErrorObject, RawValue};
+use plexus::jsonrpc::{ErrorCode, ErrorObject, RawValue, RequestId};
 use plexus::protocol::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitAction, ElicitRequestParams,
     ElicitRequestUrlParams, ElicitResult, ElicitationCapability, JsonObject, ListRootsResult, RootsCapability,
@@ -14,8 +16,14 @@ use plexus::protocol::{
 use plexus::tools::UrlElicitationHandler;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
 
 use super::gateway::Gateway;
+use super::session::{Session, Sink, lock, notification, trim};
+
+/// How long a forwarded request (an elicitation a person answers) may wait for the client.
+const ASK_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Declares roots, sampling and elicitation to every backend and forwards their requests.
 #[derive(Default)]
@@ -135,6 +143,130 @@ impl UrlElicitationHandler for Forwarder {
             Ok(ElicitAction::Accept) => std::future::pending().await,
             Ok(action) => action,
             Err(_) => ElicitAction::Decline,
+        }
+    }
+}
+
+impl Gateway {
+    /// The client that hears from `server`: the one whose call runs on it (newest first), else
+    /// the newest client with its own stream open; with the stream its messages go to.
+    fn client_for(&self, server: &str) -> Option<(Arc<Session>, Sink)> {
+        let running = {
+            let running = lock(&self.running);
+            running
+                .iter()
+                .rev()
+                .find(|call| {
+                    self.hub
+                        .tool_origin(&call.tool)
+                        .is_some_and(|origin| origin.server == server)
+                })
+                .and_then(|call| Some((call.session.upgrade()?, call.sink.clone())))
+        };
+        running.or_else(|| {
+            let session = lock(&self.sessions).iter().rev().find_map(Weak::upgrade)?;
+            let sink = lock(&session.out).clone()?;
+            Some((session, sink))
+        })
+    }
+
+    /// Passes a backend's `notifications/elicitation/complete` on to the client that was shown
+    /// the URL (the one [`ask`](Self::ask) chose), if it declared URL-mode elicitation.
+    pub(crate) fn forward_completion(&self, server: &str, params: &Value) {
+        let Some((session, sink)) = self.client_for(server) else {
+            return;
+        };
+        if lock(&session.capabilities).as_ref().is_some_and(supports_url) {
+            let _ = sink.try_send(notification("notifications/elicitation/complete", Some(params)));
+        }
+    }
+
+    /// Sends `method` with `params` to the client whose call runs on `server` (else the newest
+    /// client), if it declared `capability`, and waits for its answer.
+    pub(crate) async fn ask(
+        &self,
+        server: &str,
+        method: &str,
+        capability: fn(&ClientCapabilities) -> bool,
+        params: &Value,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        let target = self.client_for(server);
+        let unsupported = || {
+            ErrorObject::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("the gateway's client does not support {method}"),
+            )
+        };
+        let Some((session, sink)) = target else {
+            return Err(unsupported());
+        };
+        if !lock(&session.capabilities).as_ref().is_some_and(capability) {
+            return Err(unsupported());
+        }
+        let number = session.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = RequestId::String(format!("plexus-{number}"));
+        // The backend's progress token becomes one of the gateway's: tokens of two backends
+        // may be the same.
+        let mut params = params.clone();
+        let progress = params.pointer_mut("/_meta/progressToken").map(|token| {
+            let ours = format!("plexus-progress-{number}");
+            let theirs = std::mem::replace(token, json!(ours));
+            lock(&session.progress).insert(ours.clone(), (server.to_owned(), theirs));
+            ours
+        });
+        let (answer, answered) = oneshot::channel();
+        lock(&session.asked).insert(id.clone(), answer);
+        // If the backend gives up first (it cancelled, or timed out), the client is told too.
+        let mut pending = Asked {
+            session: &session,
+            sink: &sink,
+            id: Some(id.clone()),
+            progress,
+        };
+        let went_away = || ErrorObject::new(ErrorCode::INTERNAL_ERROR, "the gateway's client went away");
+        let mut line = Vec::with_capacity(128);
+        let _ = plexus::jsonrpc::encode_request(&mut line, &id, method, Some(&params));
+        if sink.send(trim(line)).await.is_err() {
+            return Err(went_away());
+        }
+        let outcome = match tokio::time::timeout(ASK_TIMEOUT, answered).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(_)) => Err(went_away()),
+            Err(_) => {
+                return Err(ErrorObject::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    format!(
+                        "the gateway's client did not answer {method} within {} s",
+                        ASK_TIMEOUT.as_secs()
+                    ),
+                ));
+            }
+        };
+        pending.id = None;
+        outcome
+    }
+}
+
+/// A request sent to a client for a backend: dropping it forgets its progress token and, unless
+/// it was answered, the request too, sending the client `notifications/cancelled`.
+struct Asked<'a> {
+    session: &'a Session,
+    sink: &'a Sink,
+    id: Option<RequestId>,
+    progress: Option<String>,
+}
+
+impl Drop for Asked<'_> {
+    fn drop(&mut self) {
+        if let Some(token) = self.progress.take() {
+            lock(&self.session.progress).remove(&token);
+        }
+        let Some(id) = self.id.take() else { return };
+        if lock(&self.session.asked).remove(&id).is_some() {
+            let params = json!({"requestId": id, "reason": "the server no longer waits for the answer"});
+            let _ = self
+                .sink
+                .try_send(notification("notifications/cancelled", Some(&params)));
         }
     }
 }

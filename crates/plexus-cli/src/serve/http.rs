@@ -26,7 +26,8 @@ use hyper::{Method, Request, Response, StatusCode};
 use plexus::jsonrpc::{IdScanner, Message, RequestId};
 use tokio::sync::mpsc;
 
-use super::gateway::{Gateway, SINK_CAPACITY, Session};
+use super::gateway::Gateway;
+use super::session::{SINK_CAPACITY, Session};
 use crate::Outcome;
 
 /// The largest request body (4 MiB).

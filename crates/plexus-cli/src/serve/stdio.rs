@@ -9,7 +9,8 @@ use plexus::jsonrpc::process_stdio::{Stdin, Stdout};
 use plexus::jsonrpc::{ErrorCode, ErrorObject, FrameError, LineCodec, Message, Response};
 use tokio::sync::mpsc;
 
-use super::gateway::{Gateway, SINK_CAPACITY, Session};
+use super::gateway::Gateway;
+use super::session::{SINK_CAPACITY, Session};
 use crate::Outcome;
 
 /// Serves `gateway` on stdin and stdout until stdin ends.

@@ -1,0 +1,187 @@
+//! The gateway's tools: `tools/list` entries from the tool pool, and `tools/call` through the
+//! Hub's call chain, with the calls running on each backend kept for its requests.
+
+use std::sync::{Arc, Weak};
+
+use plexus::HubError;
+use plexus::jsonrpc::{ErrorCode, ErrorObject, RawValue, Request};
+use plexus::protocol::{ContentBlock, ProgressNotificationParams};
+use plexus::tools::{CallError, CallOptions};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::gateway::{Gateway, invalid_params};
+use super::session::{Session, Sink, lock, notification};
+
+/// A call running on a backend server, where that server's requests go.
+pub(super) struct Running {
+    /// The tool's qualified name (its server is looked up when a server asks, which is rare).
+    pub(super) tool: String,
+    /// The client that called it.
+    pub(super) session: Weak<Session>,
+    /// Where its response goes (and its server's requests).
+    pub(super) sink: Sink,
+}
+
+/// A `tools/call` result as the gateway serves it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct CallResult {
+    content: Vec<ContentBlock>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    structured_content: Option<Value>,
+    is_error: bool,
+}
+
+/// The `tools/call` params the gateway reads, the arguments borrowed from the request; the rest
+/// (`task`, other `_meta` keys) is not passed on.
+#[derive(Deserialize)]
+struct CallParams<'a> {
+    name: Option<String>,
+    /// Passed on to the backend as the client wrote it (`null` reads as none).
+    #[serde(borrow)]
+    arguments: Option<&'a RawValue>,
+    #[serde(rename = "_meta")]
+    meta: Option<CallMeta>,
+}
+
+/// The `_meta` of `tools/call` params.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CallMeta {
+    progress_token: Option<Value>,
+}
+
+/// `{}`: what a call without arguments passes on (some servers check `arguments` against the
+/// tool's schema even when it is absent).
+fn no_arguments() -> &'static RawValue {
+    serde_json::from_str("{}").expect("`{}` is JSON")
+}
+
+/// The session's text of a server's error (which names the server already).
+fn tool_failure(text: String) -> CallResult {
+    CallResult {
+        content: vec![ContentBlock::text(text)],
+        structured_content: None,
+        is_error: true,
+    }
+}
+impl Gateway {
+    /// `tools/call` through the Hub's call chain, the client's progress token honoured.
+    pub(super) async fn call(
+        self: &Arc<Self>,
+        session: &Arc<Session>,
+        request: &Request,
+        sink: &Sink,
+    ) -> Result<CallResult, ErrorObject> {
+        let params: CallParams = match request.params.as_deref() {
+            Some(raw) => serde_json::from_str(raw.get()).map_err(|e| invalid_params("tools/call", e))?,
+            None => return Err(invalid_params("tools/call", "no name")),
+        };
+        let name = params.name.ok_or_else(|| invalid_params("tools/call", "no name"))?;
+        // Taken as they came: the arguments go on to the backend as their text, unparsed (the
+        // request's parse checked that they are JSON; a raw value starts at its first token).
+        let arguments = match params.arguments {
+            None => no_arguments(),
+            Some(object) if object.get().starts_with('{') => object,
+            Some(other) => {
+                let kind = serde_json::from_str::<Value>(other.get())
+                    .map_or("invalid JSON", |value| plexus::jsonrpc::value_kind(&value));
+                return Err(invalid_params(
+                    "tools/call",
+                    format!("arguments must be an object, not {kind}"),
+                ));
+            }
+        };
+        let token = params.meta.and_then(|meta| meta.progress_token);
+        let mut options = CallOptions::default();
+        if let Some(token) = token.filter(|token| token.is_string() || token.is_i64() || token.is_u64()) {
+            let progress_sink = sink.clone();
+            options.on_progress = Some(Arc::new(move |report: ProgressNotificationParams| {
+                let mut params = json!({"progressToken": token, "progress": report.progress});
+                if let Some(total) = report.total {
+                    params["total"] = json!(total);
+                }
+                if let Some(message) = report.message {
+                    params["message"] = json!(message);
+                }
+                let _ = progress_sink.try_send(notification("notifications/progress", Some(&params)));
+            }));
+        }
+        self.wait_ready().await;
+        // The backend's own requests while this call runs come back to this client.
+        let _running = self.start_running(name.clone(), session, sink);
+        match self.hub.call_with(&name, arguments, &options).await {
+            Ok(processed) => Ok(CallResult {
+                content: processed.content,
+                structured_content: processed.structured_content,
+                is_error: processed.is_error,
+            }),
+            Err(HubError::UnknownTool { .. }) => {
+                Err(invalid_params("tools/call", format!("no tool is named {name:?}")))
+            }
+            // The gateway runs no tasks (it declares no `tasks` capability): a call of a tool
+            // that requires one gets what the spec has a server answer a call made without one.
+            Err(HubError::Call(error)) if matches!(*error, CallError::TaskRequired { .. }) => {
+                Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, error.to_string()))
+            }
+            Err(HubError::Call(error)) => Ok(tool_failure(error.to_string())),
+            Err(other) => Ok(tool_failure(other.to_string())),
+        }
+    }
+
+    fn start_running(self: &Arc<Self>, tool: String, session: &Arc<Session>, sink: &Sink) -> RunningGuard {
+        lock(&self.running).push(Running {
+            tool,
+            session: Arc::downgrade(session),
+            sink: sink.clone(),
+        });
+        RunningGuard {
+            gateway: Arc::downgrade(self),
+            sink: sink.clone(),
+        }
+    }
+}
+
+/// Takes a running call off the list when it ends.
+struct RunningGuard {
+    gateway: Weak<Gateway>,
+    sink: Sink,
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        if let Some(gateway) = self.gateway.upgrade() {
+            let mut running = lock(&gateway.running);
+            if let Some(at) = running.iter().rposition(|call| call.sink.same_channel(&self.sink)) {
+                running.remove(at);
+            }
+        }
+    }
+}
+
+/// A tool of the pool as `tools/list` serves it: the qualified name, the truncated
+/// description, the annotations with the spec's defaults applied, the schemas and the
+/// `execution` object as sent.
+pub(super) fn tool_json(entry: &plexus::tools::ToolEntry) -> Value {
+    let mut tool = json!({
+        "name": entry.name,
+        "title": entry.title,
+        "description": entry.description,
+        "inputSchema": entry.input_schema,
+        "annotations": {
+            "title": entry.title,
+            "readOnlyHint": entry.read_only,
+            "destructiveHint": entry.destructive,
+            "idempotentHint": entry.idempotent,
+            "openWorldHint": entry.open_world,
+        },
+    });
+    if let Some(output) = &entry.output_schema {
+        tool["outputSchema"] = output.clone();
+    }
+    if let Some(execution) = entry.execution.as_ref().and_then(|e| serde_json::to_value(e).ok()) {
+        tool["execution"] = execution;
+    }
+    tool
+}

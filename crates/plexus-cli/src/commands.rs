@@ -85,6 +85,7 @@ pub(crate) fn run(cli: Cli) -> Outcome {
             http,
             token_file,
             session_idle,
+            ready_grace,
             ad_hoc,
         } => match crate::serve::token(token_file.as_deref()) {
             Ok(token) => {
@@ -92,6 +93,7 @@ pub(crate) fn run(cli: Cli) -> Outcome {
                     http,
                     token,
                     session_idle: std::time::Duration::from_secs(session_idle),
+                    ready_grace: std::time::Duration::from_secs(ready_grace),
                 };
                 configured(&ad_hoc, &mut |c| crate::serve::run(c, options.clone()))
             }

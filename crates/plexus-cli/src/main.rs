@@ -204,6 +204,11 @@ pub(crate) enum Command {
         #[arg(long, value_name = "SECS", default_value_t = 1800, requires = "http",
               value_parser = clap::value_parser!(u64).range(1..=86_400))]
         session_idle: u64,
+        /// Answer `initialize` and the first lists after at most this many seconds with the
+        /// servers that are up by then; the later ones join with a list_changed notification.
+        #[arg(long, value_name = "SECS", default_value_t = 2,
+              value_parser = clap::value_parser!(u64).range(0..=300))]
+        ready_grace: u64,
         #[command(flatten)]
         ad_hoc: AdHoc,
     },

@@ -1,5 +1,6 @@
-//! How the gateway follows its backends: list changes told to the clients, each connected
-//! backend's notifications passed on, and servers that died started again.
+//! How the gateway follows its backends: the grace period for those starting with it, list
+//! changes told to the clients, each connected backend's notifications passed on, and servers
+//! that died started again.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,9 +12,16 @@ use plexus::pool::ServerStatus;
 use tokio::sync::{broadcast, watch};
 
 use super::gateway::Gateway;
+use super::session::lock;
 
 /// How long list changes are gathered before the clients are told (one notification for a burst).
 const DEBOUNCE: Duration = Duration::from_millis(50);
+
+/// A backend session whose notifications the gateway passes on, and the task that does it.
+pub(super) struct Followed {
+    client: Client,
+    task: tokio::task::AbortHandle,
+}
 
 /// What the clients were last told the lists hold.
 #[derive(Debug, Default, PartialEq)]
@@ -54,22 +62,53 @@ async fn lists(gateway: &Gateway) -> Lists {
     }
 }
 
-/// Follows the pool: tells the clients when a list changed (a server's list, or a server that
-/// joined, left, failed or reconnected with other tools), and passes each server's log messages on.
-pub(super) async fn watch_servers(gateway: Arc<Gateway>, mut ready: watch::Receiver<bool>) {
+/// Follows the pool until it closes: ends the grace period (`ready`, once the servers starting
+/// with the gateway have connected or failed, or `grace` is up), and from then on tells the
+/// clients when a list changed (a server's list, or a server that joined late, left, failed or
+/// reconnected with other tools); passes each server's notifications on, and starts again the
+/// servers that died.
+pub(super) async fn watch_servers(gateway: Arc<Gateway>, grace: Duration, ready: watch::Sender<bool>) {
     let mut events = gateway.hub().subscribe();
-    let _ = ready.wait_for(|ready| *ready).await;
-    let mut logs: HashMap<String, (Client, tokio::task::AbortHandle)> = HashMap::new();
-    follow_logs(&gateway, &mut logs);
-    let mut told = lists(&gateway).await;
-    let mut connected = connected_servers(&gateway);
+    let settled = gateway.hub().pool().settle(grace);
+    tokio::pin!(settled);
+    let mut settling = true;
+    // What the clients were told the lists hold, from the end of the grace period on.
+    let mut told: Option<Lists> = None;
+    let mut connected = Vec::new();
     let mut revived: HashMap<String, std::time::Instant> = HashMap::new();
     loop {
-        match events.recv().await {
-            Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
-            Err(broadcast::error::RecvError::Closed) => break,
+        gateway.follow_sessions();
+        if !settling && told.is_none() {
+            // Only now: every server that is up has its notifications followed before a client
+            // can call it.
+            let _ = ready.send(true);
+            told = Some(lists(&gateway).await);
+            connected = connected_servers(&gateway);
+        } else if let Some(told) = &mut told {
+            revive(&gateway, &connected, &mut revived);
+            connected = connected_servers(&gateway);
+            let now = lists(&gateway).await;
+            if now.tools != told.tools {
+                gateway.broadcast("notifications/tools/list_changed");
+            }
+            if now.prompts != told.prompts {
+                gateway.broadcast("notifications/prompts/list_changed");
+            }
+            if now.resources != told.resources {
+                gateway.broadcast("notifications/resources/list_changed");
+            }
+            *told = now;
         }
-        // A burst of events (a reconnect: connecting, connected, list changed) is one change.
+        tokio::select! {
+            event = events.recv() => if matches!(event, Err(broadcast::error::RecvError::Closed)) { break },
+            _ = &mut settled, if settling => {
+                settling = false;
+                continue;
+            }
+        }
+        // A burst of events (a reconnect: connecting, connected, list changed) is one change;
+        // a server's notifications are followed at once.
+        gateway.follow_sessions();
         let quiet = tokio::time::sleep(DEBOUNCE);
         tokio::pin!(quiet);
         loop {
@@ -78,24 +117,8 @@ pub(super) async fn watch_servers(gateway: Arc<Gateway>, mut ready: watch::Recei
                 event = events.recv() => if matches!(event, Err(broadcast::error::RecvError::Closed)) { break },
             }
         }
-        follow_logs(&gateway, &mut logs);
-        revive(&gateway, &connected, &mut revived);
-        connected = connected_servers(&gateway);
-        let now = lists(&gateway).await;
-        if now.tools != told.tools {
-            gateway.broadcast("notifications/tools/list_changed");
-        }
-        if now.prompts != told.prompts {
-            gateway.broadcast("notifications/prompts/list_changed");
-        }
-        if now.resources != told.resources {
-            gateway.broadcast("notifications/resources/list_changed");
-        }
-        told = now;
     }
-    for (_, (_, task)) in logs {
-        task.abort();
-    }
+    gateway.stop_following();
 }
 
 /// The servers connected now.
@@ -136,46 +159,68 @@ fn revive(gateway: &Arc<Gateway>, were_connected: &[String], revived: &mut HashM
     }
 }
 
-/// Keeps one watcher per connected server's session, passing on its log messages and its
-/// elicitation completions.
-fn follow_logs(gateway: &Arc<Gateway>, logs: &mut HashMap<String, (Client, tokio::task::AbortHandle)>) {
-    let pool = gateway.hub().pool();
-    for (name, state) in pool.states() {
-        let client = (state.status == ServerStatus::Connected)
-            .then(|| pool.client(&name))
-            .flatten();
-        let current = logs
-            .get(&name)
-            .is_some_and(|(watched, _)| client.as_ref().is_some_and(|client| client.is_same_session(watched)));
-        if current {
-            continue;
+impl Gateway {
+    /// Keeps one task per connected server's session that passes its notifications on: log
+    /// messages and elicitation completions.
+    pub(super) fn follow_sessions(self: &Arc<Self>) {
+        let pool = self.hub().pool();
+        let mut followed = lock(&self.followed);
+        for (name, state) in pool.states() {
+            let client = (state.status == ServerStatus::Connected)
+                .then(|| pool.client(&name))
+                .flatten();
+            let current = followed.get(&name).is_some_and(|known| {
+                client
+                    .as_ref()
+                    .is_some_and(|client| client.is_same_session(&known.client))
+            });
+            if current {
+                continue;
+            }
+            if let Some(gone) = followed.remove(&name) {
+                gone.task.abort();
+            }
+            let Some(client) = client else { continue };
+            let task = tokio::spawn(pass_on(Arc::downgrade(self), name.clone(), client.subscribe()));
+            followed.insert(
+                name,
+                Followed {
+                    client,
+                    task: task.abort_handle(),
+                },
+            );
         }
-        if let Some((_, task)) = logs.remove(&name) {
-            task.abort();
+    }
+
+    /// Stops passing the backends' notifications on.
+    fn stop_following(&self) {
+        for (_, followed) in lock(&self.followed).drain() {
+            followed.task.abort();
         }
-        let Some(client) = client else { continue };
-        let mut notifications = client.subscribe();
-        let (target, server) = (Arc::downgrade(gateway), name.clone());
-        let task = tokio::spawn(async move {
-            loop {
-                match notifications.recv().await {
-                    Ok(ServerNotification::LogMessage(params)) => match target.upgrade() {
-                        Some(gateway) => gateway.forward_log(&server, params),
-                        None => return,
-                    },
-                    Ok(ServerNotification::ElicitationComplete(params)) => match target.upgrade() {
-                        Some(gateway) => {
-                            if let Ok(params) = serde_json::to_value(&params) {
-                                gateway.forward_completion(&server, &params);
-                            }
-                        }
-                        None => return,
-                    },
-                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(broadcast::error::RecvError::Closed) => return,
+    }
+}
+
+/// Passes the notifications of `server`'s session on to the clients, while the gateway lives.
+async fn pass_on(
+    gateway: std::sync::Weak<Gateway>,
+    server: String,
+    mut notifications: broadcast::Receiver<ServerNotification>,
+) {
+    loop {
+        let notification = match notifications.recv().await {
+            Ok(notification) => notification,
+            Err(broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        let Some(gateway) = gateway.upgrade() else { return };
+        match notification {
+            ServerNotification::LogMessage(params) => gateway.forward_log(&server, params),
+            ServerNotification::ElicitationComplete(params) => {
+                if let Ok(params) = serde_json::to_value(&params) {
+                    gateway.forward_completion(&server, &params);
                 }
             }
-        });
-        logs.insert(name, (client, task.abort_handle()));
+            _ => {}
+        }
     }
 }

@@ -4,6 +4,7 @@
 //! resources ([`content`](super::content)); the backends' own requests go to the client
 //! ([`forward`](super::forward)).
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use plexus::{Hub, HubError};
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
+use super::follow::Followed;
 use super::session::{Session, Sink, error_response, lock, notification, success_response};
 use super::tools::{Running, tool_json};
 
@@ -26,8 +28,9 @@ const MAX_IN_FLIGHT: usize = 256;
 /// (progress is advisory).
 const MAX_PROGRESS_SENDS: usize = 64;
 
-/// How long list requests wait for the servers still connecting when the gateway starts.
-pub(crate) const READY_BUDGET: Duration = Duration::from_secs(60);
+/// The longest wait of a request for the end of the grace period (`--ready-grace`, which a
+/// `"required": true` server may stretch to its connect timeout).
+const READY_BUDGET: Duration = Duration::from_secs(600);
 
 /// The gateway: the Hub, its sessions, and the calls running on each backend.
 pub(crate) struct Gateway {
@@ -36,8 +39,11 @@ pub(crate) struct Gateway {
     pub(super) sessions: Mutex<Vec<Weak<Session>>>,
     /// The calls running on backends, newest last.
     pub(super) running: Mutex<Vec<Running>>,
-    /// Set once the servers that were starting have connected or failed.
+    /// Set once the grace period for the servers starting with the gateway has ended (each
+    /// had connected or failed, or the time was up).
     ready: watch::Receiver<bool>,
+    /// The backend sessions whose notifications are passed on, by server.
+    pub(super) followed: Mutex<HashMap<String, Followed>>,
     /// Bounds the clients' progress notifications being passed on to backends.
     pub(super) progress_sends: Arc<tokio::sync::Semaphore>,
 }
@@ -65,13 +71,14 @@ fn params_of(request: &Request) -> Result<Map<String, Value>, ErrorObject> {
 }
 
 impl Gateway {
-    /// A gateway over `hub`; list requests wait (at most [`READY_BUDGET`]) for `ready`.
+    /// A gateway over `hub`; the lists wait for `ready` (the end of the grace period).
     pub(crate) fn new(hub: Arc<Hub>, ready: watch::Receiver<bool>) -> Arc<Gateway> {
         Arc::new(Gateway {
             hub,
             sessions: Mutex::new(Vec::new()),
             running: Mutex::new(Vec::new()),
             ready,
+            followed: Mutex::new(HashMap::new()),
             progress_sends: Arc::new(tokio::sync::Semaphore::new(MAX_PROGRESS_SENDS)),
         })
     }
@@ -202,7 +209,7 @@ impl Gateway {
         });
     }
 
-    /// Waits (bounded) for the servers that were starting.
+    /// Waits for the end of the grace period (bounded by [`READY_BUDGET`]).
     pub(super) async fn wait_ready(&self) {
         if *self.ready.borrow() {
             return;

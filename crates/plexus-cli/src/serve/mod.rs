@@ -33,6 +33,9 @@ pub(crate) struct ServeOptions {
     pub(crate) token: Option<String>,
     /// How long an HTTP session may sit unused before it ends.
     pub(crate) session_idle: Duration,
+    /// `--ready-grace`: how long `initialize` and the first lists wait for the servers still
+    /// starting; those that start later join with a `list_changed` notification.
+    pub(crate) ready_grace: Duration,
 }
 
 /// The environment variable that may hold the HTTP clients' token.
@@ -101,14 +104,13 @@ async fn serve_command(configured: Configured, options: ServeOptions) -> Outcome
         Err(outcome) => return outcome,
     };
     let (ready_tx, ready) = watch::channel(false);
-    let settling = Arc::clone(&hub);
-    tokio::spawn(async move {
-        settling.pool().settle(gateway::READY_BUDGET).await;
-        let _ = ready_tx.send(true);
-    });
-    let gateway = Gateway::new(Arc::clone(&hub), ready.clone());
+    let gateway = Gateway::new(Arc::clone(&hub), ready);
     forwarder.attach(&gateway);
-    let watcher = tokio::spawn(follow::watch_servers(Arc::clone(&gateway), ready));
+    let watcher = tokio::spawn(follow::watch_servers(
+        Arc::clone(&gateway),
+        options.ready_grace,
+        ready_tx,
+    ));
     let anchor = tokio::spawn(anchor_timers());
     let outcome = match options.http {
         // In a task: on worker threads, a request's task then starts on the same worker, not

@@ -66,6 +66,7 @@ fn tool_failure(text: String) -> CallResult {
         is_error: true,
     }
 }
+
 impl Gateway {
     /// `tools/call` through the Hub's call chain, the client's progress token honoured.
     pub(super) async fn call(
@@ -108,10 +109,16 @@ impl Gateway {
                 let _ = progress_sink.try_send(notification("notifications/progress", Some(&params)));
             }));
         }
-        self.wait_ready().await;
         // The backend's own requests while this call runs come back to this client.
         let _running = self.start_running(name.clone(), session, sink);
-        match self.hub.call_with(&name, arguments, &options).await {
+        let mut called = self.hub.call_with(&name, arguments, &options).await;
+        // A name no tool has may be one of a server still starting: the call waits for that
+        // server alone (each within its connect timeout), not for the grace period, then is
+        // tried once more. Boxed, as the rare path.
+        if matches!(called, Err(HubError::UnknownTool { .. })) && Box::pin(self.settle_holders(&name)).await {
+            called = Box::pin(self.hub.call_with(&name, arguments, &options)).await;
+        }
+        match called {
             Ok(processed) => Ok(CallResult {
                 content: processed.content,
                 structured_content: processed.structured_content,
@@ -128,6 +135,28 @@ impl Gateway {
             Err(HubError::Call(error)) => Ok(tool_failure(error.to_string())),
             Err(other) => Ok(tool_failure(other.to_string())),
         }
+    }
+
+    /// Waits until the servers that could hold the tool `name` and are still starting have
+    /// connected or failed (each within its connect timeout); whether there were any.
+    async fn settle_holders(self: &Arc<Self>, name: &str) -> bool {
+        let pool = self.hub.pool();
+        let starting: Vec<String> = pool
+            .states()
+            .into_iter()
+            // A pending server with a reason waits for approval, not for its turn.
+            .filter(|(server, state)| {
+                state.status.is_settling() && state.reason.is_none() && crate::commands::may_hold(server, name)
+            })
+            .map(|(server, _)| server)
+            .collect();
+        for server in &starting {
+            // Joins the connect under way; a failure leaves the name unknown.
+            let _ = pool.ensure_connected(server).await;
+        }
+        // Its notifications are passed on before the call starts.
+        self.follow_sessions();
+        !starting.is_empty()
     }
 
     fn start_running(self: &Arc<Self>, tool: String, session: &Arc<Session>, sink: &Sink) -> RunningGuard {

@@ -179,8 +179,8 @@ async fn every_backend_over_stdio(remote: &Remote) {
         elicited.content[0].as_text().unwrap().contains("\"Ada\""),
         "{elicited:?}"
     );
-    // A tool the gateway does not have is a protocol error.
-    assert!(client.call_tool("mcp__gone__x", None).await.is_err());
+    // A tool of a server that could not start is a tool error that says why (as tested below).
+    assert!(client.call_tool("mcp__gone__x", None).await.unwrap().is_error());
 
     let resources = client.list_resources().await.unwrap();
     let hello = resources
@@ -683,6 +683,83 @@ async fn a_tools_execution_object_passes_through_the_gateway() {
          \"required\"), which this client does not support"
     );
     client.close().await.unwrap();
+}
+
+/// The next `count` messages that `matches`, in the order they came (others are skipped).
+fn next_messages(gateway: &RawGateway, count: usize, matches: impl Fn(&Value) -> bool) -> Vec<Value> {
+    (0..count).map(|_| gateway.next(&matches)).collect()
+}
+
+/// Initializes a raw gateway session with the capabilities of `capabilities`.
+fn raw_initialize(gateway: &mut RawGateway, capabilities: &Value) -> Value {
+    gateway.send(
+        &json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "raw", "version": "1"}}}),
+    );
+    let answer = gateway.next(|m| m["id"] == "init");
+    gateway.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    answer
+}
+
+#[test]
+fn a_backend_that_cannot_serve_is_reported_to_the_client_and_its_tools_say_why() {
+    let remote = Remote::http(&["--require-header", "X-Api-Key: sesame"]);
+    let ws = workspace(&json!({
+        "demo": demo(&[]),
+        "gone": {"command": "plexus-no-such-command"},
+        "api": {"type": "http", "url": remote.url()},
+    }));
+    let mut gateway = RawGateway::start(&ws);
+    raw_initialize(&mut gateway, &json!({}));
+    // At start: a log message for each server that could not be used, the server its logger.
+    let is_report = |m: &Value| m["method"] == "notifications/message" && m["params"]["logger"] != "demo";
+    let mut reports = next_messages(&gateway, 2, is_report);
+    reports.sort_by_key(|m| m["params"]["logger"].as_str().unwrap().to_owned());
+    let said = |m: &Value| m["params"]["data"].as_str().unwrap().to_owned();
+    let (api, gone) = (&reports[0], &reports[1]);
+    assert_eq!(
+        (&api["params"]["logger"], &api["params"]["level"]),
+        (&json!("api"), &json!("warning")),
+        "{api}"
+    );
+    assert!(
+        said(api).starts_with("server \"api\" is unavailable: the server needs authentication: "),
+        "{api}"
+    );
+    assert_eq!(
+        (&gone["params"]["logger"], &gone["params"]["level"]),
+        (&json!("gone"), &json!("error")),
+        "{gone}"
+    );
+    assert!(
+        said(gone).starts_with("server \"gone\" is unavailable: ") && said(gone).contains("plexus-no-such-command"),
+        "{gone}"
+    );
+    // A call of a tool such a server would hold gets its reason, as a tool error.
+    let call =
+        |id: u64, name: &str| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name}});
+    for (id, name, report) in [(1, "mcp__gone__anything", gone), (2, "mcp__api__search", api)] {
+        gateway.send(&call(id, name));
+        let answer = gateway.next(|m| m["id"] == id);
+        assert_eq!(
+            answer["result"],
+            json!({"content": [{"type": "text", "text": said(report)}], "isError": true})
+        );
+    }
+    // A name no server could hold is still an unknown tool.
+    gateway.send(&call(3, "mcp__nobody__x"));
+    let answer = gateway.next(|m| m["id"] == 3);
+    assert_eq!(
+        answer["error"],
+        json!({"code": -32602, "message": "invalid tools/call params: no tool is named \"mcp__nobody__x\""})
+    );
+    // Later: a backend that dies is reported too (and comes back on its own).
+    gateway.send(&call(4, "mcp__demo__crash"));
+    let died = gateway.next(|m| m["method"] == "notifications/message" && m["params"]["logger"] == "demo");
+    assert_eq!(died["params"]["level"], "error", "{died}");
+    assert!(said(&died).starts_with("server \"demo\" is unavailable: "), "{died}");
+    drop(gateway.stdin);
+    assert!(gateway.child.wait().unwrap().success());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,6 @@
 //! How the gateway follows its backends: the grace period for those starting with it, list
-//! changes told to the clients, each connected backend's notifications passed on, and servers
-//! that died started again.
+//! changes told to the clients, the backends that go down reported, each connected backend's
+//! notifications passed on, and servers that died started again.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -62,11 +62,11 @@ async fn lists(gateway: &Gateway) -> Lists {
     }
 }
 
-/// Follows the pool until it closes: ends the grace period (`ready`, once the servers starting
-/// with the gateway have connected or failed, or `grace` is up), and from then on tells the
-/// clients when a list changed (a server's list, or a server that joined late, left, failed or
-/// reconnected with other tools); passes each server's notifications on, and starts again the
-/// servers that died.
+/// Follows the pool until it closes: tells the clients of the backends that go down (from the
+/// start), ends the grace period (`ready`, once the servers starting with the gateway have
+/// connected or failed, or `grace` is up), and from then on tells them when a list changed (a
+/// server's list, or a server that joined late, left, failed or reconnected with other tools);
+/// passes each server's notifications on, and starts again the servers that died.
 pub(super) async fn watch_servers(gateway: Arc<Gateway>, grace: Duration, ready: watch::Sender<bool>) {
     let mut events = gateway.hub().subscribe();
     let settled = gateway.hub().pool().settle(grace);
@@ -77,6 +77,7 @@ pub(super) async fn watch_servers(gateway: Arc<Gateway>, grace: Duration, ready:
     let mut connected = Vec::new();
     let mut revived: HashMap<String, std::time::Instant> = HashMap::new();
     loop {
+        gateway.follow_health();
         gateway.follow_sessions();
         if !settling && told.is_none() {
             // Only now: every server that is up has its notifications followed before a client

@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
 use super::follow::Followed;
+use super::health::Health;
 use super::session::{Session, Sink, error_response, lock, notification, success_response};
 use super::tools::{Running, tool_json};
 
@@ -42,6 +43,8 @@ pub(crate) struct Gateway {
     /// Set once the grace period for the servers starting with the gateway has ended (each
     /// had connected or failed, or the time was up).
     ready: watch::Receiver<bool>,
+    /// The backends that are down.
+    pub(super) health: Health,
     /// The backend sessions whose notifications are passed on, by server.
     pub(super) followed: Mutex<HashMap<String, Followed>>,
     /// Bounds the clients' progress notifications being passed on to backends.
@@ -78,6 +81,7 @@ impl Gateway {
             sessions: Mutex::new(Vec::new()),
             running: Mutex::new(Vec::new()),
             ready,
+            health: Health::default(),
             followed: Mutex::new(HashMap::new()),
             progress_sends: Arc::new(tokio::sync::Semaphore::new(MAX_PROGRESS_SENDS)),
         })
@@ -95,10 +99,15 @@ impl Gateway {
         sessions.push(Arc::downgrade(session));
     }
 
+    /// Every client still there.
+    pub(super) fn live_sessions(&self) -> Vec<Arc<Session>> {
+        lock(&self.sessions).iter().filter_map(Weak::upgrade).collect()
+    }
+
     /// Sends `method` (a list change) to every client that has its own stream open.
     pub(crate) fn broadcast(&self, method: &str) {
         let line = notification(method, None);
-        for session in lock(&self.sessions).iter().filter_map(Weak::upgrade) {
+        for session in self.live_sessions() {
             session.notify(line.clone());
         }
     }
@@ -114,7 +123,7 @@ impl Gateway {
             return;
         };
         let line = notification("notifications/message", Some(&value));
-        for session in lock(&self.sessions).iter().filter_map(Weak::upgrade) {
+        for session in self.live_sessions() {
             let wanted = lock(&session.log_level).is_none_or(|level| params.level >= level);
             if wanted {
                 session.notify(line.clone());
@@ -154,6 +163,7 @@ impl Gateway {
                     .as_deref()
                     .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
                 match (note.method.as_ref(), params) {
+                    ("notifications/initialized", _) => self.initialized(session),
                     ("notifications/cancelled", Some(params)) => Gateway::cancelled(session, &params),
                     ("notifications/progress", Some(params)) => self.progressed(session, params),
                     _ => {}
@@ -166,6 +176,14 @@ impl Gateway {
                     let _ = waiting.send(answer.outcome);
                 }
             }
+        }
+    }
+
+    /// The client has initialized: from now on it hears of list changes, logs and the backends
+    /// that are down (those down already, at once).
+    pub(super) fn initialized(&self, session: &Session) {
+        if session.set_initialized() {
+            self.tell_down(session);
         }
     }
 
@@ -226,6 +244,10 @@ impl Gateway {
         sink: &Sink,
     ) -> Result<Vec<u8>, ErrorObject> {
         let method = request.method.as_ref();
+        if !matches!(method, "initialize" | "ping") {
+            // A client that skipped `notifications/initialized` has initialized all the same.
+            self.initialized(session);
+        }
         if method == "tools/call" {
             let result = self.call(session, request, sink).await?;
             return success_response(&request.id, &result);

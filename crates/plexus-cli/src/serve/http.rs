@@ -362,6 +362,8 @@ impl Http {
         };
         let (sink, messages) = mpsc::channel(SINK_CAPACITY);
         session.set_out(Some(sink));
+        // What it missed while it had no stream: the backends that are down.
+        self.gateway.tell_down(&session);
         events(messages, None)
     }
 

@@ -7,6 +7,7 @@ mod content;
 mod follow;
 mod forward;
 mod gateway;
+mod health;
 mod http;
 mod session;
 mod stdio;

@@ -1,7 +1,7 @@
 //! One client of the gateway, whatever carries it, and the lines that go to clients.
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use plexus::jsonrpc::{ErrorCode, ErrorObject, Message, RawValue, RequestId, Response};
@@ -42,6 +42,11 @@ pub(crate) struct Session {
     pub(super) progress: Mutex<HashMap<String, (String, Value)>>,
     /// The number of the next request sent to it.
     pub(super) next_id: AtomicU64,
+    /// Whether it has initialized (said `notifications/initialized`, or asked for more than
+    /// `initialize` and `ping`): until then it is sent no notification.
+    initialized: AtomicBool,
+    /// The backends it was told are down, with the number of that failure.
+    pub(super) told_down: Mutex<HashMap<String, u64>>,
 }
 
 impl Session {
@@ -55,7 +60,19 @@ impl Session {
             asked: Mutex::new(HashMap::new()),
             progress: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
+            initialized: AtomicBool::new(false),
+            told_down: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Whether it has initialized.
+    pub(super) fn is_initialized(&self) -> bool {
+        self.initialized.load(Ordering::Acquire)
+    }
+
+    /// Notes that it has initialized; whether it had not before.
+    pub(super) fn set_initialized(&self) -> bool {
+        !self.initialized.swap(true, Ordering::AcqRel)
     }
 
     /// Opens (or replaces) the session's own stream.
@@ -63,9 +80,12 @@ impl Session {
         *lock(&self.out) = out;
     }
 
-    /// Sends on the session's own stream, if open; a full stream drops the message (list
-    /// changes and logs are advisory).
+    /// Sends on the session's own stream, if open and the client has initialized; a full
+    /// stream drops the message (list changes and logs are advisory).
     pub(super) fn notify(&self, line: Vec<u8>) {
+        if !self.is_initialized() {
+            return;
+        }
         if let Some(sink) = lock(&self.out).as_ref() {
             let _ = sink.try_send(line);
         }
@@ -97,6 +117,7 @@ pub(super) fn notification(method: &str, params: Option<&Value>) -> Vec<u8> {
     trim(line)
 }
 
+/// `line` without its line end.
 pub(super) fn trim(mut line: Vec<u8>) -> Vec<u8> {
     if line.last() == Some(&b'\n') {
         line.pop();

@@ -124,9 +124,13 @@ impl Gateway {
                 structured_content: processed.structured_content,
                 is_error: processed.is_error,
             }),
-            Err(HubError::UnknownTool { .. }) => {
-                Err(invalid_params("tools/call", format!("no tool is named {name:?}")))
-            }
+            Err(HubError::UnknownTool { .. }) => match self.why_unavailable(&name) {
+                // A tool result rather than a JSON-RPC error: MCP clients hand a result's text to
+                // the model, which can tell the user which server is down and why (and that
+                // trying later may help), while most show a protocol error as a bare failure.
+                Some(why) => Ok(tool_failure(why)),
+                None => Err(invalid_params("tools/call", format!("no tool is named {name:?}"))),
+            },
             // The gateway runs no tasks (it declares no `tasks` capability): a call of a tool
             // that requires one gets what the spec has a server answer a call made without one.
             Err(HubError::Call(error)) if matches!(*error, CallError::TaskRequired { .. }) => {
@@ -151,7 +155,7 @@ impl Gateway {
             .map(|(server, _)| server)
             .collect();
         for server in &starting {
-            // Joins the connect under way; a failure leaves the name unknown.
+            // Joins the connect under way; its failure is the server's state, told by the caller.
             let _ = pool.ensure_connected(server).await;
         }
         // Its notifications are passed on before the call starts.

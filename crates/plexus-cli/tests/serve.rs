@@ -825,3 +825,82 @@ async fn a_slow_backend_joins_after_the_grace_period_with_list_changes() {
     );
     client.close().await.unwrap();
 }
+
+/// `completion/complete` params for `argument` = `value` of `reference`.
+fn completion(reference: &Value, argument: &str, value: &str) -> plexus::protocol::CompleteRequestParams {
+    serde_json::from_value(json!({"ref": reference, "argument": {"name": argument, "value": value}})).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completions_and_resource_subscriptions_reach_the_server_that_owns_them() {
+    let ws = workspace(&json!({"demo": demo(&[])}));
+    let client = connect(&gateway_entry(&ws, &[]), None).await;
+    // Offered because the backend offers them.
+    let capabilities = &client.server().capabilities;
+    assert_eq!(capabilities.completions, Some(JsonObject::new()));
+    assert_eq!(capabilities.resources.as_ref().and_then(|r| r.subscribe), Some(true));
+    // By the prompt's name and the template's URI as the gateway lists them.
+    let prompt = json!({"type": "ref/prompt", "name": "mcp__demo__code-review"});
+    let languages = client.complete(&completion(&prompt, "language", "r")).await.unwrap();
+    assert_eq!(languages.completion.values, ["rust"]);
+    let template = json!({"type": "ref/resource", "uri": "plexus://demo/test://items/{id}"});
+    let ids = client.complete(&completion(&template, "id", "1")).await.unwrap();
+    assert_eq!(
+        (ids.completion.values, ids.completion.total),
+        (vec!["1".to_owned(), "10".to_owned()], Some(2))
+    );
+    let unknown = json!({"type": "ref/prompt", "name": "mcp__demo__nope"});
+    let error = client.complete(&completion(&unknown, "x", "")).await.unwrap_err();
+    let plexus::client::ClientError::Rpc { error, .. } = error else {
+        panic!("not a JSON-RPC error: {error}")
+    };
+    assert_eq!(
+        (error.code, error.message.as_str()),
+        (
+            -32602,
+            "invalid completion/complete params: no prompt is named \"mcp__demo__nope\""
+        )
+    );
+
+    // A subscription reaches the backend, and its updates come back under the gateway's URI.
+    let mut notifications = client.subscribe();
+    let uri = "plexus://demo/test://static/hello.txt";
+    client.subscribe_resource(uri).await.unwrap();
+    let update = || {
+        client.call_tool(
+            "mcp__demo__update-resource",
+            args(json!({"uri": "test://static/hello.txt"})),
+        )
+    };
+    let sent = update().await.unwrap();
+    assert_eq!(
+        sent.content[0].as_text(),
+        Some("sent notifications/resources/updated for test://static/hello.txt")
+    );
+    let updated = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            if let ServerNotification::ResourceUpdated(params) = notifications.recv().await.unwrap() {
+                return params;
+            }
+        }
+    })
+    .await
+    .expect("the update came");
+    assert_eq!(updated.uri, uri);
+    // And so does the unsubscription.
+    client.unsubscribe_resource(uri).await.unwrap();
+    let sent = update().await.unwrap();
+    assert_eq!(
+        sent.content[0].as_text(),
+        Some("the client is not subscribed to test://static/hello.txt; nothing sent")
+    );
+    client.close().await.unwrap();
+
+    // Without a backend that offers them, they are not offered.
+    let ws = workspace(&json!({"gone": {"command": "plexus-no-such-command"}}));
+    let client = connect(&gateway_entry(&ws, &[]), None).await;
+    let capabilities = &client.server().capabilities;
+    assert_eq!(capabilities.completions, None);
+    assert_eq!(capabilities.resources.as_ref().map(|r| r.subscribe), Some(None));
+    client.close().await.unwrap();
+}

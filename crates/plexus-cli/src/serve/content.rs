@@ -1,7 +1,9 @@
 //! The gateway's prompts and resources: every backend's, prompts named like tools and
-//! resources by gateway URIs ([`uri`](super::uri)).
+//! resources by gateway URIs ([`uri`](super::uri)), and the completion of their arguments by
+//! the server that owns them.
 
-use plexus::jsonrpc::{ErrorCode, ErrorObject};
+use plexus::jsonrpc::ErrorObject;
+use plexus::protocol::{CompleteRequestParams, CompleteResult, CompletionReference};
 use serde_json::{Map, Value, json};
 
 use super::gateway::{Gateway, hub_error, invalid_params};
@@ -75,12 +77,7 @@ impl Gateway {
                     .get("uri")
                     .and_then(Value::as_str)
                     .ok_or_else(|| invalid_params(method, "no uri"))?;
-                let (server, original) = uri::from_gateway(given).ok_or_else(|| {
-                    ErrorObject::new(
-                        ErrorCode::RESOURCE_NOT_FOUND,
-                        format!("{given:?} is not a resource of this gateway (plexus://SERVER/URI)"),
-                    )
-                })?;
+                let (server, original) = uri::owner(given)?;
                 let result = self
                     .hub
                     .read_resource(&format!("@{server}:{original}"))
@@ -95,6 +92,61 @@ impl Gateway {
                 value
             }
             _ => unreachable!("only the content methods come here"),
+        })
+    }
+
+    /// `completion/complete`, for a prompt by its name or a resource template by its URI as the
+    /// gateway lists them, answered by the server that owns it. A server that offers no
+    /// completions has no suggestions: the gateway offers completions when one of its servers
+    /// does, so a client asks for any prompt.
+    pub(super) async fn complete(&self, params: &Map<String, Value>) -> Result<Value, ErrorObject> {
+        const METHOD: &str = "completion/complete";
+        let mut params: CompleteRequestParams =
+            serde_json::from_value(Value::Object(params.clone())).map_err(|e| invalid_params(METHOD, e))?;
+        // The client's progress token and other request metadata are its own.
+        params.meta = None;
+        let server = match &mut params.reference {
+            CompletionReference::Prompt(prompt) => {
+                let entry = self
+                    .hub
+                    .prompts()
+                    .await
+                    .entries
+                    .into_iter()
+                    .find(|entry| entry.name == prompt.name)
+                    .ok_or_else(|| invalid_params(METHOD, format!("no prompt is named {:?}", prompt.name)))?;
+                prompt.name = entry.prompt.name;
+                entry.server
+            }
+            CompletionReference::ResourceTemplate(template) => {
+                let (server, original) = uri::owner(&template.uri)?;
+                let server = server.to_owned();
+                template.uri = original.to_owned();
+                server
+            }
+            // No server could be chosen for it.
+            CompletionReference::Unknown(_) => {
+                let kind = params.reference.tag().to_owned();
+                return Err(invalid_params(
+                    METHOD,
+                    format!("a ref of type {kind:?} names nothing of the gateway"),
+                ));
+            }
+        };
+        let client = self.backend(&server).await?;
+        let result = if client.server().capabilities.completions.is_some() {
+            client
+                .complete(&params)
+                .await
+                .map_err(|e| hub_error(Gateway::server_failed(&server, e)))?
+        } else {
+            CompleteResult::default()
+        };
+        serde_json::to_value(&result).map_err(|e| {
+            ErrorObject::new(
+                plexus::jsonrpc::ErrorCode::INTERNAL_ERROR,
+                format!("cannot encode the result: {e}"),
+            )
         })
     }
 }

@@ -162,7 +162,7 @@ fn revive(gateway: &Arc<Gateway>, were_connected: &[String], revived: &mut HashM
 
 impl Gateway {
     /// Keeps one task per connected server's session that passes its notifications on: log
-    /// messages and elicitation completions.
+    /// messages, resource updates and elicitation completions.
     pub(super) fn follow_sessions(self: &Arc<Self>) {
         let pool = self.hub().pool();
         let mut followed = lock(&self.followed);
@@ -182,6 +182,8 @@ impl Gateway {
                 gone.task.abort();
             }
             let Some(client) = client else { continue };
+            // A new session of a server whose resources clients are subscribed to.
+            self.resubscribe(&name, &client);
             let task = tokio::spawn(pass_on(Arc::downgrade(self), name.clone(), client.subscribe()));
             followed.insert(
                 name,
@@ -216,6 +218,7 @@ async fn pass_on(
         let Some(gateway) = gateway.upgrade() else { return };
         match notification {
             ServerNotification::LogMessage(params) => gateway.forward_log(&server, params),
+            ServerNotification::ResourceUpdated(params) => gateway.forward_update(&server, params),
             ServerNotification::ElicitationComplete(params) => {
                 if let Ok(params) = serde_json::to_value(&params) {
                     gateway.forward_completion(&server, &params);

@@ -8,15 +8,17 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use plexus::client::ClientError;
 use plexus::jsonrpc::{ErrorCode, ErrorObject, Message, Request, RequestId};
 use plexus::protocol::ClientCapabilities;
-use plexus::{Hub, HubError};
+use plexus::{Hub, HubError, ServerFailure};
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
 use super::follow::Followed;
 use super::health::Health;
 use super::session::{Session, Sink, error_response, lock, notification, success_response};
+use super::subscriptions::Subscriptions;
 use super::tools::{Running, tool_json};
 
 /// The versions the gateway speaks to its clients, newest first.
@@ -47,6 +49,8 @@ pub(crate) struct Gateway {
     pub(super) health: Health,
     /// The backend sessions whose notifications are passed on, by server.
     pub(super) followed: Mutex<HashMap<String, Followed>>,
+    /// The clients subscribed to each backend resource.
+    pub(super) subscriptions: Subscriptions,
     /// Bounds the clients' progress notifications being passed on to backends.
     pub(super) progress_sends: Arc<tokio::sync::Semaphore>,
 }
@@ -83,6 +87,7 @@ impl Gateway {
             ready,
             health: Health::default(),
             followed: Mutex::new(HashMap::new()),
+            subscriptions: Subscriptions::default(),
             progress_sends: Arc::new(tokio::sync::Semaphore::new(MAX_PROGRESS_SENDS)),
         })
     }
@@ -227,6 +232,24 @@ impl Gateway {
         });
     }
 
+    /// The session of `server`, connected on demand.
+    pub(super) async fn backend(&self, server: &str) -> Result<plexus::Client, ErrorObject> {
+        self.hub.pool().ensure_connected(server).await.map_err(|e| {
+            hub_error(HubError::Server {
+                server: server.to_owned(),
+                source: Box::new(ServerFailure::Pool(e)),
+            })
+        })
+    }
+
+    /// `server`'s request failed with `error`.
+    pub(super) fn server_failed(server: &str, error: ClientError) -> HubError {
+        HubError::Server {
+            server: server.to_owned(),
+            source: Box::new(ServerFailure::Request(error)),
+        }
+    }
+
     /// Waits for the end of the grace period (bounded by [`READY_BUDGET`]).
     pub(super) async fn wait_ready(&self) {
         if *self.ready.borrow() {
@@ -254,7 +277,11 @@ impl Gateway {
         }
         let params = params_of(request)?;
         let result = match method {
-            "initialize" => Gateway::initialize(session, &params)?,
+            "initialize" => {
+                // What the gateway offers depends on the servers that are up by then.
+                self.wait_ready().await;
+                self.initialize(session, &params)?
+            }
             "ping" => json!({}),
             "logging/setLevel" => {
                 let level = serde_json::from_value(params["level"].clone()).map_err(|e| invalid_params(method, e))?;
@@ -272,6 +299,14 @@ impl Gateway {
                 self.wait_ready().await;
                 Box::pin(self.content(method, &params)).await?
             }
+            "completion/complete" => {
+                self.wait_ready().await;
+                Box::pin(self.complete(&params)).await?
+            }
+            "resources/subscribe" | "resources/unsubscribe" => {
+                self.wait_ready().await;
+                Box::pin(self.subscription(session, method, &params)).await?
+            }
             other => {
                 return Err(ErrorObject::new(
                     ErrorCode::METHOD_NOT_FOUND,
@@ -282,7 +317,9 @@ impl Gateway {
         success_response(&request.id, &result)
     }
 
-    fn initialize(session: &Session, params: &Map<String, Value>) -> Result<Value, ErrorObject> {
+    /// `initialize`: the version, and what the gateway offers (completions and resource
+    /// subscriptions when one of the servers up does).
+    fn initialize(&self, session: &Session, params: &Map<String, Value>) -> Result<Value, ErrorObject> {
         let requested = params
             .get("protocolVersion")
             .and_then(Value::as_str)
@@ -299,14 +336,32 @@ impl Gateway {
             .map_err(|e| invalid_params("initialize", e))?
             .unwrap_or_default();
         *lock(&session.capabilities) = Some(capabilities);
+        let pool = self.hub.pool();
+        let offered: Vec<plexus::protocol::ServerCapabilities> = pool
+            .names()
+            .iter()
+            .filter_map(|server| pool.client(server))
+            .map(|client| client.server().capabilities.clone())
+            .collect();
+        let mut resources = json!({"listChanged": true});
+        if offered
+            .iter()
+            .any(|offers| offers.resources.as_ref().is_some_and(|r| r.subscribe == Some(true)))
+        {
+            resources["subscribe"] = json!(true);
+        }
+        let mut offers = json!({
+            "tools": {"listChanged": true},
+            "prompts": {"listChanged": true},
+            "resources": resources,
+            "logging": {},
+        });
+        if offered.iter().any(|offers| offers.completions.is_some()) {
+            offers["completions"] = json!({});
+        }
         Ok(json!({
             "protocolVersion": version,
-            "capabilities": {
-                "tools": {"listChanged": true},
-                "prompts": {"listChanged": true},
-                "resources": {"listChanged": true},
-                "logging": {},
-            },
+            "capabilities": offers,
             "serverInfo": {"name": "plexus-gateway", "title": "plexus gateway", "version": env!("CARGO_PKG_VERSION")},
             "instructions": "The tools, prompts and resources of every MCP server plexus is configured with. Tools \
                 are named mcp__<server>__<tool>; resources plexus://<server>/<uri>.",
@@ -314,13 +369,17 @@ impl Gateway {
     }
 }
 
-/// A Hub error as a JSON-RPC error for the client.
+/// A Hub error as a JSON-RPC error for the client: a server's own error keeps its code.
 #[allow(clippy::needless_pass_by_value)] // taken as `map_err` hands it over.
 pub(super) fn hub_error(error: HubError) -> ErrorObject {
     let code = match &error {
         HubError::UnknownPrompt { .. } | HubError::BadReference { .. } | HubError::UnknownTool { .. } => {
             ErrorCode::INVALID_PARAMS
         }
+        HubError::Server { source, .. } => match source.as_ref() {
+            ServerFailure::Request(ClientError::Rpc { error, .. }) => error.code,
+            _ => ErrorCode::INTERNAL_ERROR,
+        },
         _ => ErrorCode::INTERNAL_ERROR,
     };
     ErrorObject::new(code, error.to_string())

@@ -1,7 +1,9 @@
 //! `plexus serve`: the Hub served as one MCP server (gateway mode), over stdio or Streamable
 //! HTTP. Its tools are the tool pool (qualified names, truncated descriptions, annotations,
-//! schemas as sent), calls go through the call chain, prompts and resources are every server's,
-//! list changes and logs are passed on, and the backends' requests go to the client.
+//! schemas and execution as sent), calls go through the call chain, prompts and resources are
+//! every server's, completions and resource subscriptions go to the server that owns them, list
+//! changes and logs are passed on, a backend that cannot serve is reported, and the backends'
+//! requests go to the client.
 
 mod content;
 mod follow;
@@ -11,6 +13,7 @@ mod health;
 mod http;
 mod session;
 mod stdio;
+mod subscriptions;
 mod tools;
 mod uri;
 

@@ -2,12 +2,25 @@
 //! server and give back the original URI exactly (server names hold only `[A-Za-z0-9_-]`, so the
 //! first `/` after the server ends it).
 
+use plexus::jsonrpc::{ErrorCode, ErrorObject};
+
 /// The scheme and separator that start every gateway URI.
 const PREFIX: &str = "plexus://";
 
 /// The gateway's URI (or URI template) for `uri` of `server`.
 pub(crate) fn to_gateway(server: &str, uri: &str) -> String {
     format!("{PREFIX}{server}/{uri}")
+}
+
+/// The server and its own URI that `given` names, or the error a client gets for a URI that is
+/// not the gateway's.
+pub(crate) fn owner(given: &str) -> Result<(&str, &str), ErrorObject> {
+    from_gateway(given).ok_or_else(|| {
+        ErrorObject::new(
+            ErrorCode::RESOURCE_NOT_FOUND,
+            format!("{given:?} is not a resource of this gateway ({PREFIX}SERVER/URI)"),
+        )
+    })
 }
 
 /// The server and its own URI that a gateway URI names; `None` for any other URI.

@@ -192,9 +192,10 @@ pub(crate) enum Command {
     /// Serve the tools, prompts and resources of every configured server as one MCP server
     /// (gateway mode): over stdio, or Streamable HTTP with --http.
     Serve {
-        /// Serve Streamable HTTP at http://ADDR/mcp (e.g. 127.0.0.1:8931) instead of stdio.
-        #[arg(long, value_name = "ADDR")]
-        http: Option<std::net::SocketAddr>,
+        /// Serve Streamable HTTP at http://HOST:PORT/mcp (e.g. localhost:8931 or 127.0.0.1:8931)
+        /// instead of stdio.
+        #[arg(long, value_name = "HOST:PORT")]
+        http: Option<crate::serve::ListenAddress>,
         /// A file whose first line is the bearer token HTTP clients must send (needed off
         /// loopback); PLEXUS_GATEWAY_TOKEN gives it too.
         #[arg(long, value_name = "FILE", requires = "http")]

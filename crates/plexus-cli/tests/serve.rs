@@ -483,12 +483,17 @@ impl Drop for HttpGateway {
 
 /// Starts `plexus serve --http` on a free port of 127.0.0.1 and returns it with its URL.
 fn http_gateway(ws: &Workspace, env: &[(&str, &str)], extra: &[&str]) -> (HttpGateway, String) {
+    http_gateway_on(ws, "127.0.0.1", env, extra)
+}
+
+/// Starts `plexus serve --http HOST:PORT` on a free port and returns it with its URL.
+fn http_gateway_on(ws: &Workspace, host: &str, env: &[(&str, &str)], extra: &[&str]) -> (HttpGateway, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let address = format!("127.0.0.1:{port}");
+    let address = format!("{host}:{port}");
     let mut arguments = vec!["serve", "--http", &address];
     arguments.extend_from_slice(extra);
     let mut command = ws.command(ws.path(), &arguments);
@@ -496,10 +501,15 @@ fn http_gateway(ws: &Workspace, env: &[(&str, &str)], extra: &[&str]) -> (HttpGa
         .envs(env.iter().copied())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let child = HttpGateway(command.spawn().unwrap());
+        .stderr(std::process::Stdio::piped());
+    let mut child = HttpGateway(command.spawn().unwrap());
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(&address).is_err() {
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            let mut stderr = String::new();
+            child.0.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+            panic!("plexus serve --http {address} ended ({status}): {stderr}");
+        }
         assert!(std::time::Instant::now() < deadline, "the gateway did not listen");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -903,4 +913,27 @@ async fn completions_and_resource_subscriptions_reach_the_server_that_owns_them(
     assert_eq!(capabilities.completions, None);
     assert_eq!(capabilities.resources.as_ref().map(|r| r.subscribe), Some(None));
     client.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_http_gateway_listens_on_a_host_name() {
+    let ws = workspace(&json!({"demo": demo(&[])}));
+    let (child, url) = http_gateway_on(&ws, "localhost", &[], &[]);
+    assert!(url.starts_with("http://localhost:"), "{url}");
+    // Its clients say `Host: localhost:PORT`, which names this machine.
+    let config = ServerConfig::from_json(&json!({"type": "http", "url": url})).unwrap().0;
+    let client = connect(&config, None).await;
+    assert!(names(&client.list_tools().await.unwrap()).contains(&"mcp__demo__echo"));
+    client.close().await.unwrap();
+    drop(child);
+    // An address without a port is refused before anything starts, saying what it takes.
+    let out = ws.run(&["serve", "--http", "localhost"]);
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(
+        out.stderr.contains(
+            "invalid value 'localhost' for '--http <HOST:PORT>': expected HOST:PORT (such as localhost:8931 or \
+             127.0.0.1:8931), not \"localhost\""
+        ),
+        "{out:?}"
+    );
 }

@@ -5,9 +5,11 @@
 //! through proxies), `DELETE` ends the session, and so does `--session-idle` time
 //! without a request, an open stream or a call running.
 //!
-//! Trust: the `Host` must be the loopback address the gateway listens on (against DNS
-//! rebinding) unless it listens elsewhere, an `Origin` must be a loopback one, and with a token
-//! every request must carry it as `Authorization: Bearer`. Session ids are 128 random bits.
+//! It listens on every address of `--http HOST:PORT` (a host name's too). Trust: while it listens
+//! on loopback addresses only, the `Host` must name this machine (`localhost`, `127.0.0.1`,
+//! `[::1]`, or the host name `--http` gave; against DNS rebinding), an `Origin` must name it too,
+//! and with a token every request must carry it as `Authorization: Bearer`. Session ids are 128
+//! random bits.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -146,7 +148,10 @@ type Refusal = Box<Response<Body>>;
 struct Http {
     gateway: Arc<Gateway>,
     token: Option<String>,
-    local: SocketAddr,
+    /// Whether every address it listens on is a loopback one (then `Host` is checked).
+    loopback: bool,
+    /// The host name of `--http`, if it gave one: a `Host` and `Origin` taken as this machine's.
+    name: Option<String>,
     sessions: Mutex<HashMap<String, Open>>,
     /// How long a session may sit unused.
     idle: Duration,
@@ -162,26 +167,51 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Serves `gateway` at `http://ADDRESS/mcp` until the process is interrupted.
-pub(crate) async fn serve(
-    gateway: &Arc<Gateway>,
-    address: SocketAddr,
-    token: Option<String>,
-    idle: Duration,
-) -> Outcome {
-    let listener = match tokio::net::TcpListener::bind(address).await {
-        Ok(listener) => listener,
-        Err(e) => {
-            crate::terminal::say(format_args!("cannot listen on {address}: {e}"));
-            return Outcome::Usage;
+/// Where the HTTP side listens.
+pub(crate) struct Listen {
+    /// Every address of `--http` (one, or those its host name resolved to).
+    pub(crate) addresses: Vec<SocketAddr>,
+    /// The host name `--http` gave, if it gave one.
+    pub(crate) name: Option<String>,
+}
+
+/// Serves `gateway` at `http://ADDRESS/mcp` on each address of `listen` until the process is
+/// interrupted (port 0 of a name: the port the first address got, on them all). An address it
+/// cannot listen on is said; none at all is a usage error.
+pub(crate) async fn serve(gateway: &Arc<Gateway>, listen: Listen, token: Option<String>, idle: Duration) -> Outcome {
+    let mut listeners = Vec::new();
+    let mut failures = Vec::new();
+    for address in &listen.addresses {
+        let mut address = *address;
+        if let Some((_, first)) = listeners.first()
+            && address.port() == 0
+        {
+            address.set_port(SocketAddr::port(first));
         }
-    };
-    let local = listener.local_addr().unwrap_or(address);
-    crate::terminal::say(format_args!("the gateway serves http://{local}/mcp"));
+        match tokio::net::TcpListener::bind(address).await {
+            Ok(listener) => {
+                let local = listener.local_addr().unwrap_or(address);
+                listeners.push((listener, local));
+            }
+            Err(e) => failures.push(format!("cannot listen on {address}: {e}")),
+        }
+    }
+    for failure in &failures {
+        crate::terminal::say(failure);
+    }
+    if listeners.is_empty() {
+        return Outcome::Usage;
+    }
+    let urls: Vec<String> = listeners
+        .iter()
+        .map(|(_, local)| format!("http://{local}/mcp"))
+        .collect();
+    crate::terminal::say(format_args!("the gateway serves {}", urls.join(" and ")));
     let state = Arc::new(Http {
         gateway: Arc::clone(gateway),
         token,
-        local,
+        loopback: listeners.iter().all(|(_, local)| local.ip().is_loopback()),
+        name: listen.name,
         sessions: Mutex::new(HashMap::new()),
         idle,
     });
@@ -189,6 +219,23 @@ pub(crate) async fn serve(
     let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
     tokio::spawn(sweep(Arc::downgrade(&state), every));
     let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let mut accepting = Vec::new();
+    for (listener, _) in listeners {
+        accepting.push(tokio::spawn(accept(
+            listener,
+            Arc::clone(&state),
+            Arc::clone(&connections),
+        )));
+    }
+    for task in accepting {
+        let _ = task.await;
+    }
+    Outcome::Ok
+}
+
+/// Takes the connections of `listener` (at most [`MAX_CONNECTIONS`] at once over every
+/// listener; more are closed at once), each served on a task of its own.
+async fn accept(listener: tokio::net::TcpListener, state: Arc<Http>, connections: Arc<tokio::sync::Semaphore>) {
     loop {
         let (stream, _) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -283,6 +330,7 @@ impl Http {
 
     /// The `Host`, `Origin` and token checks.
     fn check_origin(&self, request: &Request<Incoming>) -> Result<(), Refusal> {
+        // This machine: a loopback name, or the name `--http` gave.
         let loopback = |host: &str| {
             let host = host.rsplit_once(':').map_or(host, |(name, port)| {
                 if port.chars().all(|c| c.is_ascii_digit()) {
@@ -292,8 +340,9 @@ impl Http {
                 }
             });
             matches!(host, "localhost" | "127.0.0.1" | "[::1]")
+                || self.name.as_deref().is_some_and(|name| host.eq_ignore_ascii_case(name))
         };
-        if self.local.ip().is_loopback() {
+        if self.loopback {
             let host = request
                 .headers()
                 .get(header::HOST)

@@ -11,6 +11,7 @@ mod forward;
 mod gateway;
 mod health;
 mod http;
+mod listen;
 mod session;
 mod stdio;
 mod subscriptions;
@@ -27,12 +28,13 @@ use crate::connect::{close, launch};
 use crate::sources::{Configured, Server};
 use forward::Forwarder;
 use gateway::Gateway;
+pub(crate) use listen::ListenAddress;
 
 /// How `plexus serve` serves.
 #[derive(Debug, Clone)]
 pub(crate) struct ServeOptions {
-    /// `--http ADDR`: Streamable HTTP on ADDR instead of stdio.
-    pub(crate) http: Option<std::net::SocketAddr>,
+    /// `--http HOST:PORT`: Streamable HTTP there instead of stdio.
+    pub(crate) http: Option<ListenAddress>,
     /// The bearer token clients must send over HTTP (required off loopback).
     pub(crate) token: Option<String>,
     /// How long an HTTP session may sit unused before it ends.
@@ -85,12 +87,27 @@ async fn serve_command(configured: Configured, options: ServeOptions) -> Outcome
             crate::terminal::say(format_args!("{}", server.not_started()));
         }
     }
-    if let Some(address) = options.http
-        && !address.ip().is_loopback()
+    // Resolved before any server starts: a name that does not resolve is a usage error.
+    let listen = match &options.http {
+        None => None,
+        Some(given) => match given.resolve().await {
+            Ok(addresses) => Some((given, addresses)),
+            Err(e) => {
+                crate::terminal::say(format_args!("--http {given}: {e}"));
+                return Outcome::Usage;
+            }
+        },
+    };
+    if let Some((given, addresses)) = &listen
+        && let Some(address) = listen::off_loopback(addresses)
         && options.token.is_none()
     {
+        let which = match given.name() {
+            Some(_) => format!("--http {given} resolves to {address}, which"),
+            None => format!("--http {given}"),
+        };
         crate::terminal::say(format_args!(
-            "--http {address} is not a loopback address: give clients a token to send (--token-file FILE or \
+            "{which} is not a loopback address: give clients a token to send (--token-file FILE or \
              PLEXUS_GATEWAY_TOKEN)"
         ));
         return Outcome::Usage;
@@ -116,7 +133,7 @@ async fn serve_command(configured: Configured, options: ServeOptions) -> Outcome
         ready_tx,
     ));
     let anchor = tokio::spawn(anchor_timers());
-    let outcome = match options.http {
+    let outcome = match listen {
         // In a task: on worker threads, a request's task then starts on the same worker, not
         // after a wake.
         None => {
@@ -125,7 +142,13 @@ async fn serve_command(configured: Configured, options: ServeOptions) -> Outcome
                 .await
                 .unwrap_or(Outcome::Connection)
         }
-        Some(address) => http::serve(&gateway, address, options.token, options.session_idle).await,
+        Some((given, addresses)) => {
+            let listen = http::Listen {
+                addresses,
+                name: given.name().map(str::to_owned),
+            };
+            http::serve(&gateway, listen, options.token, options.session_idle).await
+        }
     };
     watcher.abort();
     anchor.abort();

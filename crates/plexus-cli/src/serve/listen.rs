@@ -1,0 +1,162 @@
+//! Where `plexus serve --http` listens: `HOST:PORT`, the host an IP address or a name
+//! (`localhost:8931`), a name resolved to every address it has.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// How long resolving a host name may take.
+const RESOLVE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The most addresses a name is served on.
+const MAX_ADDRESSES: usize = 8;
+
+/// `--http HOST:PORT`, as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ListenAddress {
+    /// An IP address and port (`127.0.0.1:8931`, `[::1]:8931`).
+    Socket(SocketAddr),
+    /// A host name and port (`localhost:8931`).
+    Name {
+        /// The name.
+        host: String,
+        /// The port.
+        port: u16,
+    },
+}
+
+impl FromStr for ListenAddress {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        if let Ok(address) = text.parse::<SocketAddr>() {
+            return Ok(ListenAddress::Socket(address));
+        }
+        let expected = || format!("expected HOST:PORT (such as localhost:8931 or 127.0.0.1:8931), not {text:?}");
+        let (host, port) = text.rsplit_once(':').ok_or_else(expected)?;
+        let port: u16 = port.parse().map_err(|_| expected())?;
+        // A name's characters (an IPv6 address belongs in brackets, and parsed above).
+        let name = !host.is_empty()
+            && host.len() <= 253
+            && host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_');
+        if !name {
+            return Err(expected());
+        }
+        Ok(ListenAddress::Name {
+            host: host.to_owned(),
+            port,
+        })
+    }
+}
+
+impl fmt::Display for ListenAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ListenAddress::Socket(address) => address.fmt(f),
+            ListenAddress::Name { host, port } => write!(f, "{host}:{port}"),
+        }
+    }
+}
+
+impl ListenAddress {
+    /// The host name, when it is one.
+    pub(crate) fn name(&self) -> Option<&str> {
+        match self {
+            ListenAddress::Socket(_) => None,
+            ListenAddress::Name { host, .. } => Some(host),
+        }
+    }
+
+    /// The addresses to listen on: the address, or every address of the name (at most
+    /// [`MAX_ADDRESSES`], within [`RESOLVE_TIMEOUT`]); an error names the host and why.
+    pub(crate) async fn resolve(&self) -> Result<Vec<SocketAddr>, String> {
+        let (host, port) = match self {
+            ListenAddress::Socket(address) => return Ok(vec![*address]),
+            ListenAddress::Name { host, port } => (host.as_str(), *port),
+        };
+        let found = tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host((host, port)))
+            .await
+            .map_err(|_| {
+                format!(
+                    "cannot resolve {host:?}: no answer within {} s",
+                    RESOLVE_TIMEOUT.as_secs()
+                )
+            })?
+            .map_err(|e| format!("cannot resolve {host:?}: {e}"))?;
+        let mut addresses: Vec<SocketAddr> = Vec::new();
+        for address in found {
+            if !addresses.contains(&address) && addresses.len() < MAX_ADDRESSES {
+                addresses.push(address);
+            }
+        }
+        if addresses.is_empty() {
+            return Err(format!("cannot resolve {host:?}: it has no address"));
+        }
+        Ok(addresses)
+    }
+}
+
+/// The first of `addresses` that is not a loopback address: listening there needs a token.
+pub(crate) fn off_loopback(addresses: &[SocketAddr]) -> Option<SocketAddr> {
+    addresses.iter().copied().find(|address| !address.ip().is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_and_names_parse() {
+        assert_eq!(
+            "127.0.0.1:8931".parse(),
+            Ok(ListenAddress::Socket("127.0.0.1:8931".parse().unwrap()))
+        );
+        assert_eq!("[::1]:0".parse(), Ok(ListenAddress::Socket("[::1]:0".parse().unwrap())));
+        let name: ListenAddress = "localhost:8931".parse().unwrap();
+        assert_eq!(
+            name,
+            ListenAddress::Name {
+                host: "localhost".to_owned(),
+                port: 8931
+            }
+        );
+        assert_eq!(
+            (name.to_string(), name.name()),
+            ("localhost:8931".to_owned(), Some("localhost"))
+        );
+        for bad in [
+            "localhost",
+            "localhost:",
+            ":8931",
+            "localhost:99999",
+            "::1:80",
+            "a b:80",
+            "a/b:80",
+        ] {
+            assert_eq!(
+                bad.parse::<ListenAddress>(),
+                Err(format!(
+                    "expected HOST:PORT (such as localhost:8931 or 127.0.0.1:8931), not {bad:?}"
+                )),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_loopback_addresses_go_without_a_token() {
+        let loopback: Vec<SocketAddr> = vec!["127.0.0.1:1".parse().unwrap(), "[::1]:1".parse().unwrap()];
+        assert_eq!(off_loopback(&loopback), None);
+        let mixed = [loopback[0], "192.0.2.7:1".parse().unwrap()];
+        assert_eq!(off_loopback(&mixed), Some(mixed[1]));
+    }
+
+    #[tokio::test]
+    async fn an_address_resolves_to_itself() {
+        let address: ListenAddress = "127.0.0.1:8931".parse().unwrap();
+        assert_eq!(address.resolve().await.unwrap(), ["127.0.0.1:8931".parse().unwrap()]);
+    }
+}

@@ -719,6 +719,8 @@ fn a_backend_that_cannot_serve_is_reported_to_the_client_and_its_tools_say_why()
         "gone": {"command": "plexus-no-such-command"},
         "api": {"type": "http", "url": remote.url()},
     }));
+    // A project server not approved yet.
+    ws.write_servers(ws.project_file(), &json!({"proj": demo(&[])}));
     let mut gateway = RawGateway::start(&ws);
     raw_initialize(&mut gateway, &json!({}));
     // At start: a log message for each server that could not be used, the server its logger.
@@ -756,6 +758,14 @@ fn a_backend_that_cannot_serve_is_reported_to_the_client_and_its_tools_say_why()
             json!({"content": [{"type": "text", "text": said(report)}], "isError": true})
         );
     }
+    // So is one of a server that is not started, which is not reported otherwise.
+    gateway.send(&call(5, "mcp__proj__echo"));
+    let answer = gateway.next(|m| m["id"] == 5);
+    let why = "server \"proj\" is not started: pending approval (a project server runs only once approved)";
+    assert_eq!(
+        answer["result"],
+        json!({"content": [{"type": "text", "text": why}], "isError": true})
+    );
     // A name no server could hold is still an unknown tool.
     gateway.send(&call(3, "mcp__nobody__x"));
     let answer = gateway.next(|m| m["id"] == 3);

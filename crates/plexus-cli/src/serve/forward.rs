@@ -117,6 +117,7 @@ impl ClientHandler for Forwarder {
     }
 }
 
+/// Whether a client takes form-mode elicitations.
 fn supports_form(capabilities: &ClientCapabilities) -> bool {
     capabilities
         .elicitation
@@ -124,7 +125,8 @@ fn supports_form(capabilities: &ClientCapabilities) -> bool {
         .is_some_and(ElicitationCapability::supports_form)
 }
 
-pub(crate) fn supports_url(capabilities: &ClientCapabilities) -> bool {
+/// Whether a client takes URL-mode elicitations.
+fn supports_url(capabilities: &ClientCapabilities) -> bool {
     capabilities
         .elicitation
         .as_ref()

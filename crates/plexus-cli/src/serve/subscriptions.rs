@@ -76,7 +76,7 @@ impl Subscriptions {
         let mut by_resource = lock(&self.by_resource);
         let (mut found, mut abandoned) = (Vec::<Arc<Session>>::new(), Vec::new());
         by_resource.retain(|(owner, uri), sessions| {
-            if owner != server || !updated.starts_with(uri.as_str()) {
+            if owner != server || !is_part_of(updated, uri) {
                 return true;
             }
             sessions.retain(|session| session.strong_count() > 0);
@@ -101,6 +101,13 @@ impl Subscriptions {
             .map(|((_, uri), _)| uri.clone())
             .collect()
     }
+}
+
+/// Whether `updated` is the resource `uri` or a part of it (`uri` followed by `/`, `?` or `#`).
+fn is_part_of(updated: &str, uri: &str) -> bool {
+    updated
+        .strip_prefix(uri)
+        .is_some_and(|rest| rest.is_empty() || uri.ends_with('/') || rest.starts_with(['/', '?', '#']))
 }
 
 impl Gateway {
@@ -205,6 +212,7 @@ mod tests {
         assert_eq!((found.len(), abandoned.len()), (2, 0));
         assert!(subscriptions.subscribers("t", "test://x").0.is_empty());
         assert!(subscriptions.subscribers("s", "test://y").0.is_empty());
+        assert!(subscriptions.subscribers("s", "test://xy").0.is_empty());
         assert_eq!(subscriptions.of_server("s"), ["test://x"]);
         // The server is told when no client is left.
         assert!(!subscriptions.remove("s", "test://x", &a));

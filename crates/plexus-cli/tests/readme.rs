@@ -47,7 +47,9 @@ fn matches(expected: &[String], actual: &[&str]) -> bool {
     match expected.split_first() {
         None => actual.is_empty(),
         Some((first, rest)) if first == "..." => (0..=actual.len()).any(|skip| matches(rest, &actual[skip..])),
-        Some((first, rest)) => actual.split_first().is_some_and(|(line, left)| line == first && matches(rest, left)),
+        Some((first, rest)) => actual
+            .split_first()
+            .is_some_and(|(line, left)| line == first && matches(rest, left)),
     }
 }
 

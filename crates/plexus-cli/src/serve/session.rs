@@ -99,6 +99,16 @@ impl Session {
             && lock(&self.out).as_ref().is_none_or(Sink::is_closed)
     }
 
+    /// Whether none of its requests is being answered.
+    pub(super) fn is_idle(&self) -> bool {
+        lock(&self.in_flight).is_empty()
+    }
+
+    /// The client can answer no more requests (its input ended): those waiting fail at once.
+    pub(super) fn asked_no_more(&self) {
+        lock(&self.asked).clear();
+    }
+
     /// Aborts whatever is still running for the session.
     pub(crate) fn close(&self) {
         for (_, task) in lock(&self.in_flight).drain() {

@@ -1,6 +1,7 @@
 //! The gateway over stdio: one client, newline-delimited JSON-RPC on stdin and stdout (each
 //! message at most 16 MiB); a line that is not JSON-RPC is answered with a parse error (id
-//! `null`) and the session goes on. End of input ends the gateway.
+//! `null`) and the session goes on. End of input ends the gateway, once what the client asked is
+//! answered.
 
 use std::sync::Arc;
 
@@ -65,9 +66,29 @@ pub(crate) async fn serve(gateway: &Arc<Gateway>) -> Outcome {
             }
         }
     };
+    if outcome == Outcome::Ok {
+        drain(&session, &writer).await;
+    }
     session.close();
     drop(sink);
-    // Every response in flight was aborted with the session; what is queued goes out.
+    // What is still in flight was aborted with the session; what is queued goes out.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writer).await;
     outcome
+}
+
+/// The longest the gateway answers what a client asked before it closed its input.
+const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// A client that closed its input may still read (`printf '…' | plexus serve`): what it asked
+/// is answered before the gateway ends, within [`DRAIN_LIMIT`] (a call's own timeout is 60 s by
+/// default), unless nobody reads any more (the writer stopped on a closed stdout). A backend's
+/// request to it can no longer be answered: those fail at once.
+async fn drain(session: &Session, writer: &tokio::task::JoinHandle<()>) {
+    session.asked_no_more();
+    let answered = async {
+        while !session.is_idle() && !writer.is_finished() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+    let _ = tokio::time::timeout(DRAIN_LIMIT, answered).await;
 }

@@ -12,7 +12,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use plexus_config::{ConfigFile, Diagnostic, Environment, MAX_EXPANDED_LEN, ServerConfig, check_entry, expand_vars};
+use plexus_config::{
+    ConfigFile, Diagnostic, Environment, MAX_EXPANDED_LEN, ServerConfig, ServerName, check_entry, expand_vars,
+};
 use serde_json::Value;
 
 /// The fixed environment: an ordinary value, an empty one (for `:-` defaults), and a large one so
@@ -45,8 +47,14 @@ fuzz_target!(|data: &[u8]| {
                         .iter()
                         .any(|d| d.is_error() && d.server.as_deref() == Some(name.as_str()))
                 };
+                // A name other clients allow (spaces, dots) loads under its sanitized form.
+                let loaded_as = if ServerName::validate(name).is_ok() {
+                    Some(name.clone())
+                } else {
+                    ServerName::sanitize(name).map(ServerName::into_string)
+                };
                 assert!(
-                    file.server(name).is_some() || failed(),
+                    loaded_as.is_some_and(|loaded| file.server(&loaded).is_some()) || failed(),
                     "server {name:?} vanished without an error"
                 );
             }

@@ -230,9 +230,9 @@ pub(crate) fn read_definition(path: &Path, name: &str, value: &Value, entries: &
     let server_name = match ServerName::new(name) {
         Ok(server_name) => server_name,
         Err(error) => match ServerName::sanitize(name) {
-            Some(sanitized) if entries.contains_key(sanitized.as_str()) => {
+            Some(sanitized) if taken(name, &sanitized, entries) => {
                 let message = format!(
-                    "{error}; it cannot be renamed to {}, which another entry of this file has",
+                    "{error}; it cannot be renamed to {}, which another entry of this file has or would take",
                     crate::json::quote(sanitized.as_str())
                 );
                 return Definition {
@@ -268,6 +268,14 @@ pub(crate) fn read_definition(path: &Path, name: &str, value: &Value, entries: &
     };
     definition.diagnostics.splice(0..0, renamed);
     definition
+}
+
+/// Whether another entry of `entries` than `name` has the name `sanitized`, or would be renamed
+/// to it too (`"a.b"` and `"a b"` both become `a_b`: neither may take it).
+fn taken(name: &str, sanitized: &ServerName, entries: &BTreeMap<String, Value>) -> bool {
+    entries.keys().any(|other| {
+        other != name && (other == sanitized.as_str() || ServerName::sanitize(other).as_ref() == Some(sanitized))
+    })
 }
 
 /// Reads at most `limit` bytes of the regular file at `path`, or says why not.

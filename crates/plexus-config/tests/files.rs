@@ -262,6 +262,8 @@ fn names_other_clients_allow_are_renamed_unless_the_new_name_is_taken() {
             "": { "command": "x" },
             "a.b": { "command": "x" },
             "a_b": { "command": "y" },
+            "c.d": { "command": "x" },
+            "c d": { "command": "x" },
             "my server": { "command": "x" },
             long.clone(): { "command": "x" }
         } })
@@ -280,7 +282,13 @@ fn names_other_clients_allow_are_renamed_unless_the_new_name_is_taken() {
                 r#"{shown}: server "": invalid server name: it is empty; use 1 to 64 characters from A-Z, a-z, 0-9, "_" and "-""#
             ),
             format!(
-                r#"{shown}: server "a.b": invalid server name: the character '.' is not allowed; use only A-Z, a-z, 0-9, "_" and "-"; it cannot be renamed to "a_b", which another entry of this file has"#
+                r#"{shown}: server "a.b": invalid server name: the character '.' is not allowed; use only A-Z, a-z, 0-9, "_" and "-"; it cannot be renamed to "a_b", which another entry of this file has or would take"#
+            ),
+            format!(
+                r#"{shown}: server "c d": invalid server name: the character ' ' is not allowed; use only A-Z, a-z, 0-9, "_" and "-"; it cannot be renamed to "c_d", which another entry of this file has or would take"#
+            ),
+            format!(
+                r#"{shown}: server "c.d": invalid server name: the character '.' is not allowed; use only A-Z, a-z, 0-9, "_" and "-"; it cannot be renamed to "c_d", which another entry of this file has or would take"#
             ),
             format!(
                 r#"{shown}: server "my server": renamed to "my_server" (server names use only A-Z, a-z, 0-9, "_" and "-", at most 64)"#
@@ -291,7 +299,7 @@ fn names_other_clients_allow_are_renamed_unless_the_new_name_is_taken() {
         ]
     );
     // The diagnostic keeps the whole name; only its display is shortened.
-    assert_eq!(file.diagnostics()[3].server.as_deref(), Some(long.as_str()));
+    assert_eq!(file.diagnostics()[5].server.as_deref(), Some(long.as_str()));
 }
 
 #[test]

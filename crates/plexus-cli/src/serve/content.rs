@@ -1,5 +1,5 @@
 //! The gateway's prompts and resources: every backend's, prompts named like tools and
-//! resources by gateway URIs ([`uri`](super::uri)), and the completion of their arguments by
+//! resources by gateway URIs ([`uri`]), and the completion of their arguments by
 //! the server that owns them.
 
 use plexus::jsonrpc::ErrorObject;

@@ -380,11 +380,7 @@ fn parse_arguments(name: &str, given: &[String]) -> Result<Map<String, Value>, S
 /// The servers a command about the tool or prompt `name` (`what`) starts: those whose part the
 /// name has ([`may_hold`]), or, when none has it, every one that may run, so that the nearest
 /// names can be suggested. Says why a candidate is not started; fails (exit 2) when none may run.
-pub(crate) fn named_candidates<'a>(
-    configured: &'a Configured,
-    name: &str,
-    what: &str,
-) -> Result<Vec<&'a Server>, Outcome> {
+fn named_candidates<'a>(configured: &'a Configured, name: &str, what: &str) -> Result<Vec<&'a Server>, Outcome> {
     let holding: Vec<&Server> = configured
         .servers
         .iter()
@@ -418,6 +414,13 @@ pub(crate) fn named_candidates<'a>(
     Ok(holding)
 }
 
+/// Starts a Hub over the servers that may hold the tool or prompt `name` (`what`): see
+/// [`named_candidates`].
+pub(crate) async fn start_for(configured: &Configured, name: &str, what: &str) -> Result<Hub, Outcome> {
+    let candidates = named_candidates(configured, name, what)?;
+    start(configured, &candidates, View::Spinner).await
+}
+
 /// How a command about the tool `name`, which `pool` does not have, ends: a server that could
 /// not be used may hold it (its error says why: exit 3, or 4 for a login); else the nearest names
 /// are suggested (exit 2).
@@ -446,11 +449,7 @@ async fn call_command(
     args: &[(String, String)],
     json: bool,
 ) -> Outcome {
-    let candidates = match named_candidates(&configured, name, "tool") {
-        Ok(candidates) => candidates,
-        Err(outcome) => return outcome,
-    };
-    let hub = match start(&configured, &candidates, View::Spinner).await {
+    let hub = match start_for(&configured, name, "tool").await {
         Ok(hub) => hub,
         Err(outcome) => return outcome,
     };

@@ -294,11 +294,7 @@ pub(crate) async fn prompt_command(
     json: bool,
 ) -> Outcome {
     // Prompts are named like tools: only the servers whose part the name has are started.
-    let candidates = match crate::commands::named_candidates(&configured, name, "prompt") {
-        Ok(candidates) => candidates,
-        Err(outcome) => return outcome,
-    };
-    let hub = match start(&configured, &candidates, View::Spinner).await {
+    let hub = match crate::commands::start_for(&configured, name, "prompt").await {
         Ok(hub) => hub,
         Err(outcome) => return outcome,
     };

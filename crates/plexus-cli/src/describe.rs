@@ -6,10 +6,9 @@ use plexus::tools::ToolEntry;
 
 use crate::Outcome;
 use crate::arguments::{arguments, choices_label, default_label, description, type_label};
-use crate::commands::{named_candidates, unknown_tool};
-use crate::connect::{close, start};
+use crate::commands::{start_for, unknown_tool};
+use crate::connect::close;
 use crate::output::print_json;
-use crate::progress::View;
 use crate::sources::Configured;
 use crate::table::{self, Column};
 use crate::terminal::{self, outln};
@@ -45,11 +44,7 @@ const ARGUMENT_COLUMNS: [Column; 6] = [
 /// Starts the servers that may hold the tool `name` and prints it (`--json`: its entry, as
 /// `plexus tools --json` has it).
 pub(crate) async fn describe_command(configured: Configured, name: &str, json: bool) -> Outcome {
-    let candidates = match named_candidates(&configured, name, "tool") {
-        Ok(candidates) => candidates,
-        Err(outcome) => return outcome,
-    };
-    let hub = match start(&configured, &candidates, View::Spinner).await {
+    let hub = match start_for(&configured, name, "tool").await {
         Ok(hub) => hub,
         Err(outcome) => return outcome,
     };

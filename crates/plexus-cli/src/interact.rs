@@ -173,25 +173,32 @@ fn ask_form(server: &str, form: &ElicitRequestFormParams) -> ElicitResult {
 /// Shows the URL a server wants the user at; with their consent, opens it in the browser. When
 /// `wait` is set (a call that cannot go on before), waits for them to say they are done.
 fn ask_url(server: &str, elicitation: &ElicitRequestUrlParams, wait: bool) -> ElicitAction {
+    // What is shown, checked and opened is the URL as parsed: its normal form (leading controls
+    // and spaces gone, bidi controls in the path percent-encoded, the host in punycode), never
+    // the text as the server sent it.
+    let parsed = url::Url::parse(&elicitation.url);
+    let shown = parsed.as_ref().map_or(elicitation.url.as_str(), url::Url::as_str);
     eprintln!(
         "\nserver {:?} asks you to open a page: {}\n\n    {}\n",
         terminal::line(server),
         terminal::block(&elicitation.message),
-        terminal::line(&elicitation.url)
+        terminal::line(shown)
     );
-    let parsed = url::Url::parse(&elicitation.url);
-    let safe = parsed.as_ref().is_ok_and(|url| {
+    let safe = |url: &url::Url| {
         url.scheme() == "https"
             || (url.scheme() == "http"
                 && url
                     .host_str()
                     .is_some_and(|host| host == "localhost" || host == "127.0.0.1" || host == "[::1]"))
-    });
-    if !safe {
-        terminal::say("the URL is not https (nor http on this machine); it is not opened");
-        return ElicitAction::Decline;
-    }
-    let host = parsed.as_ref().ok().and_then(url::Url::host_str).unwrap_or_default();
+    };
+    let url = match &parsed {
+        Ok(url) if safe(url) => url,
+        _ => {
+            terminal::say("the URL is not https (nor http on this machine); it is not opened");
+            return ElicitAction::Decline;
+        }
+    };
+    let host = url.host_str().unwrap_or_default();
     let question = format!(
         "open it (on {}) in the browser? [Y]es, [n]o (decline), [c]ancel: ",
         terminal::line(host)
@@ -200,7 +207,7 @@ fn ask_url(server: &str, elicitation: &ElicitRequestUrlParams, wait: bool) -> El
     if action != ElicitAction::Accept {
         return action;
     }
-    if let Err(reason) = crate::login::open_browser(&elicitation.url) {
+    if let Err(reason) = crate::login::open_browser(url.as_str()) {
         terminal::say(format_args!(
             "could not open a browser ({reason}); open the URL above yourself"
         ));

@@ -304,6 +304,37 @@ fn a_url_elicitation_is_shown_and_waited_for_on_a_terminal() {
 }
 
 #[test]
+fn the_browser_gets_the_url_that_was_checked_not_the_text_the_server_sent() {
+    let ws = with_demo();
+    let opened = ws.join("opened-url");
+    let browser = ws.write(
+        "browser.sh",
+        format!(
+            "#!/bin/sh\nprintf '%s' \"$1\" > {0}.part && mv {0}.part {0}\n",
+            opened.display()
+        ),
+    );
+    std::fs::set_permissions(&browser, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // A control character and a space before the URL, a right-to-left override in its path.
+    let sent = "\u{1} https://auth.example.test/pay\u{202e}gpj.exe";
+    let arguments = serde_json::json!({"notify": false, "url": sent}).to_string();
+    let out = ws.run_on_terminal_with_env(
+        &["call", "mcp__demo__url-elicit", &arguments],
+        b"\n\n",
+        &[("BROWSER", browser.to_str().unwrap())],
+    );
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let checked = "https://auth.example.test/pay%E2%80%AEgpj.exe";
+    assert!(out.stderr.contains(&format!("    {checked}\n")), "{out:?}");
+    // The browser starts in the background: wait for it (bounded).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !opened.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(std::fs::read_to_string(&opened).unwrap(), checked);
+}
+
+#[test]
 fn completions_are_printed_for_each_shell() {
     let ws = Workspace::new();
     for (shell, marker) in [

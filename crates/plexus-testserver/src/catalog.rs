@@ -188,10 +188,10 @@ fn client_tools() -> Vec<Value> {
             "url-elicit",
             "URL elicitation",
             "Answers -32042 (URL elicitation required) `rounds` times in a row, each time with one URL-mode \
-             elicitation and then, unless `notify` is false, notifications/elicitation/complete for it; the next \
-             call succeeds.",
+             elicitation (at `url`, as given, else https://auth.example.test/step/N) and then, unless `notify` is \
+             false, notifications/elicitation/complete for it; the next call succeeds.",
             schema(
-                &json!({"rounds": {"type": "integer", "minimum": 0, "maximum": MAX_URL_ELICIT_ROUNDS, "default": 1}, "notify": {"type": "boolean", "default": true}}),
+                &json!({"rounds": {"type": "integer", "minimum": 0, "maximum": MAX_URL_ELICIT_ROUNDS, "default": 1}, "notify": {"type": "boolean", "default": true}, "url": {"type": "string"}}),
                 &[],
             ),
             &asks_client(),

@@ -163,6 +163,8 @@ struct UrlElicitArgs {
     rounds: u32,
     #[serde(default = "yes")]
     notify: bool,
+    /// The URL sent, as given (a test of what a client does with an odd one).
+    url: Option<String>,
 }
 
 fn one() -> u32 {
@@ -353,9 +355,10 @@ impl Session {
     /// starts counting again); each -32042 is followed by its completion unless `notify` is false.
     fn url_elicit(&self, id: RequestId, args: Option<&RawValue>, out: &mut Vec<Output>) {
         let (outcome, completed) = match arguments("url-elicit", args).and_then(|args: UrlElicitArgs| {
-            at_most("url-elicit", "rounds", args.rounds, MAX_URL_ELICIT_ROUNDS).map(|rounds| (rounds, args.notify))
+            at_most("url-elicit", "rounds", args.rounds, MAX_URL_ELICIT_ROUNDS)
+                .map(|rounds| (rounds, args.notify, args.url))
         }) {
-            Ok((rounds, notify)) => self.url_elicit_round(rounds, notify),
+            Ok((rounds, notify, url)) => self.url_elicit_round(rounds, notify, url),
             Err(error) => (Err(error), None),
         };
         self.respond_to_tool_call(id, outcome, out);
@@ -368,7 +371,7 @@ impl Session {
     }
 
     /// One `url-elicit` call: its outcome, and the elicitation to report complete after it.
-    fn url_elicit_round(&self, rounds: u32, notify: bool) -> (Outcome, Option<String>) {
+    fn url_elicit_round(&self, rounds: u32, notify: bool, url: Option<String>) -> (Outcome, Option<String>) {
         let round = {
             let mut state = lock(&self.state);
             if state.url_elicitations >= rounds {
@@ -382,7 +385,7 @@ impl Session {
         let data = json!({"elicitations": [{
             "mode": "url",
             "message": format!("Open the link to finish step {round} of {rounds}"),
-            "url": format!("https://auth.example.test/step/{round}"),
+            "url": url.unwrap_or_else(|| format!("https://auth.example.test/step/{round}")),
             "elicitationId": elicitation_id,
         }]});
         let mut error = ErrorObject::new(

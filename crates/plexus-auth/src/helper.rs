@@ -198,6 +198,8 @@ pub struct HeadersHelper {
     url: String,
     command: String,
     timeout: Duration,
+    /// Variables of this process's environment the command does not get.
+    without_env: Vec<String>,
     state: Mutex<State>,
     /// How many runs succeeded: a rejection that waited while another one ran the helper again
     /// retries with those new headers instead of running it once more.
@@ -233,9 +235,18 @@ impl HeadersHelper {
             url: url.into(),
             command: command.into(),
             timeout: DEFAULT_HELPER_TIMEOUT,
+            without_env: Vec::new(),
             state: Mutex::new(State::default()),
             runs: AtomicU64::new(0),
         }
+    }
+
+    /// Keeps the variables `names` of this process's environment from the command (a host's own
+    /// secrets, which the command was not given).
+    #[must_use]
+    pub fn without_env(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> HeadersHelper {
+        self.without_env.extend(names.into_iter().map(Into::into));
+        self
     }
 
     /// Sets how long the command may run.
@@ -262,7 +273,11 @@ impl HeadersHelper {
             .arg("-c")
             .arg(&self.command)
             .env(SERVER_NAME_VAR, &self.server)
-            .env(SERVER_URL_VAR, &self.url)
+            .env(SERVER_URL_VAR, &self.url);
+        for name in &self.without_env {
+            command.env_remove(name);
+        }
+        command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -380,9 +380,14 @@ impl DefaultConnector {
 /// How much longer than its timeout a whole connect may take (when it tries two transports).
 const CONNECT_GRACE: Duration = Duration::from_millis(500);
 
-/// plexus's own secret environment variables (the session ingress token and its file): a stdio
-/// server does not inherit them unless its entry's `env` names them.
-pub const SECRET_VARIABLES: [&str; 2] = ["PLEXUS_SESSION_INGRESS_TOKEN", "PLEXUS_SESSION_INGRESS_TOKEN_FILE"];
+/// plexus's own secret environment variables (the session ingress token and its file, the
+/// gateway's token): a stdio server does not inherit them unless its entry's `env` names them,
+/// and a `headersHelper` command never does.
+pub const SECRET_VARIABLES: [&str; 3] = [
+    "PLEXUS_SESSION_INGRESS_TOKEN",
+    "PLEXUS_SESSION_INGRESS_TOKEN_FILE",
+    "PLEXUS_GATEWAY_TOKEN",
+];
 
 /// The token store's file name in the plexus home.
 #[cfg(feature = "auth")]
@@ -524,10 +529,14 @@ mod needs_auth {
 #[cfg(all(test, feature = "auth"))]
 mod tests {
     #[test]
-    fn the_secret_variables_are_the_ones_plexus_auth_reads() {
+    fn the_secret_variables_are_the_ones_plexus_auth_reads_and_the_gateways() {
         assert_eq!(
             super::SECRET_VARIABLES,
-            [plexus_auth::INGRESS_TOKEN_VAR, plexus_auth::INGRESS_TOKEN_FILE_VAR]
+            [
+                plexus_auth::INGRESS_TOKEN_VAR,
+                plexus_auth::INGRESS_TOKEN_FILE_VAR,
+                "PLEXUS_GATEWAY_TOKEN"
+            ]
         );
     }
 }

@@ -181,7 +181,9 @@ impl DefaultConnector {
             AuthPlan::StaticAuthorization => Some(Arc::new(StaticHeaders(Vec::new()))),
             #[cfg(feature = "auth")]
             AuthPlan::HeadersHelper { command, url } => Some(Arc::new(
-                plexus_auth::HeadersHelper::new(name, url, command).with_timeout(self.helper_timeout()),
+                plexus_auth::HeadersHelper::new(name, url, command)
+                    .with_timeout(self.helper_timeout())
+                    .without_env(crate::SECRET_VARIABLES),
             )),
             #[cfg(feature = "auth")]
             AuthPlan::IdeLockfile { port } => {

@@ -2,17 +2,24 @@
 //! their aspect kept and re-encoded (the `image` crate does the decoding and encoding).
 
 use std::io::Cursor;
+use std::sync::{Condvar, Mutex, PoisonError};
 
 use image::imageops::FilterType;
 use image::{DynamicImage, ImageFormat, ImageReader};
 
-/// When an image is downsampled.
+/// When an image is downsampled, and the most one may cost to do so.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ImageLimits {
     /// The longest side, in pixels: 2000.
     pub max_side: u32,
     /// The largest encoding, in bytes: 5 MB.
     pub max_bytes: usize,
+    /// The most pixels an image may declare to be decoded at all: 24 million (96 MB as RGBA).
+    /// A larger one (a small file can declare 11 000 × 11 000) is saved to a file instead,
+    /// without being decoded.
+    pub max_pixels: u64,
+    /// The most memory the decoder may allocate for one image: 128 MiB.
+    pub max_decode_bytes: u64,
 }
 
 impl Default for ImageLimits {
@@ -20,7 +27,41 @@ impl Default for ImageLimits {
         ImageLimits {
             max_side: 2000,
             max_bytes: 5 * 1024 * 1024,
+            max_pixels: 24_000_000,
+            max_decode_bytes: 128 * 1024 * 1024,
         }
+    }
+}
+
+/// How many images are decoded and resized at once in this process (each may take a few
+/// hundred MB at the limits above): the others wait their turn.
+const MAX_CONCURRENT_IMAGES: usize = 2;
+
+/// The images being decoded now, and the signal that one is done.
+static DECODING: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
+
+/// A turn to decode an image, given back when dropped.
+struct Turn;
+
+impl Turn {
+    /// Waits (this thread: image work runs on a blocking thread) until fewer than
+    /// [`MAX_CONCURRENT_IMAGES`] images are being decoded.
+    fn wait() -> Turn {
+        let (count, done) = &DECODING;
+        let mut active = count.lock().unwrap_or_else(PoisonError::into_inner);
+        while *active >= MAX_CONCURRENT_IMAGES {
+            active = done.wait(active).unwrap_or_else(PoisonError::into_inner);
+        }
+        *active += 1;
+        Turn
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let (count, done) = &DECODING;
+        *count.lock().unwrap_or_else(PoisonError::into_inner) -= 1;
+        done.notify_one();
     }
 }
 
@@ -55,7 +96,18 @@ pub fn fit_image(bytes: &[u8], mime: &str, limits: &ImageLimits) -> Result<Optio
     if width.max(height) <= limits.max_side && bytes.len() <= limits.max_bytes {
         return Ok(None);
     }
-    let image = ImageReader::with_format(Cursor::new(bytes), format)
+    if u64::from(width) * u64::from(height) > limits.max_pixels {
+        return Err(format!(
+            "the image is {width} × {height} pixels, more than the {} that are decoded to resize one",
+            limits.max_pixels
+        ));
+    }
+    let _turn = Turn::wait();
+    let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
+    let mut decoder_limits = image::Limits::default();
+    decoder_limits.max_alloc = Some(limits.max_decode_bytes);
+    reader.limits(decoder_limits);
+    let image = reader
         .decode()
         .map_err(|e| format!("the {mime} image cannot be decoded: {e}"))?;
     let mut side = limits.max_side.min(width.max(height)).max(MIN_SIDE);
@@ -114,7 +166,7 @@ mod tests {
     fn a_large_image_is_downsampled_with_its_aspect_and_a_small_one_is_left_alone() {
         let limits = ImageLimits {
             max_side: 100,
-            max_bytes: 5 * 1024 * 1024,
+            ..ImageLimits::default()
         };
         assert_eq!(fit_image(&png(80, 40), "image/png", &limits).unwrap(), None);
         let fitted = fit_image(&png(400, 200), "image/png", &limits).unwrap().unwrap();
@@ -126,8 +178,8 @@ mod tests {
     #[test]
     fn too_many_bytes_shrink_the_image_until_it_fits() {
         let limits = ImageLimits {
-            max_side: 2000,
             max_bytes: 20_000,
+            ..ImageLimits::default()
         };
         // Noise does not compress: 600 × 600 of it is far above 20 000 bytes.
         let mut seed = 1u32;
@@ -142,6 +194,39 @@ mod tests {
             .unwrap();
         let fitted = fit_image(bytes.get_ref(), "image/png", &limits).unwrap().unwrap();
         assert!(fitted.bytes.len() <= 20_000 && fitted.size.0 < 600, "{:?}", fitted.size);
+    }
+
+    #[test]
+    fn an_image_that_declares_too_many_pixels_is_not_decoded() {
+        // A 4 096 × 4 096 PNG of one colour compresses to a few kilobytes.
+        let big = {
+            let image = image::GrayImage::from_pixel(4096, 4096, image::Luma([9]));
+            let mut out = Cursor::new(Vec::new());
+            DynamicImage::ImageLuma8(image)
+                .write_to(&mut out, ImageFormat::Png)
+                .unwrap();
+            out.into_inner()
+        };
+        assert!(big.len() < 100_000, "{}", big.len());
+        let limits = ImageLimits {
+            max_pixels: 4096 * 4096 - 1,
+            ..ImageLimits::default()
+        };
+        assert_eq!(
+            fit_image(&big, "image/png", &limits).unwrap_err(),
+            "the image is 4096 × 4096 pixels, more than the 16777215 that are decoded to resize one"
+        );
+        // Within the pixel budget, the decoder's own allocation limit still holds.
+        let tight = ImageLimits {
+            max_decode_bytes: 1024 * 1024,
+            ..ImageLimits::default()
+        };
+        assert!(
+            fit_image(&big, "image/png", &tight)
+                .unwrap_err()
+                .contains("cannot be decoded"),
+            "the 16 MiB decode is refused"
+        );
     }
 
     #[test]

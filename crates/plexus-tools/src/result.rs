@@ -4,7 +4,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use plexus_protocol::{CallToolResult, ContentBlock, ResourceContents, Tool};
+use plexus_protocol::{CallToolResult, ContentBlock, ImageContent, ResourceContents, Tool};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -34,7 +34,13 @@ pub struct ResultSettings {
     pub warn_output_tokens: usize,
     /// When an image is downsampled.
     pub images: ImageLimits,
+    /// The most files one result may write ([`MAX_FILES_PER_RESULT`]); the content past it is
+    /// summarized, not saved.
+    pub max_files: usize,
 }
+
+/// The default of [`ResultSettings::max_files`]: 32 files.
+pub const MAX_FILES_PER_RESULT: usize = 32;
 
 impl Default for ResultSettings {
     fn default() -> Self {
@@ -42,6 +48,7 @@ impl Default for ResultSettings {
             max_output_tokens: DEFAULT_MAX_OUTPUT_TOKENS,
             warn_output_tokens: WARN_OUTPUT_TOKENS,
             images: ImageLimits::default(),
+            max_files: MAX_FILES_PER_RESULT,
         }
     }
 }
@@ -106,19 +113,12 @@ pub struct ProcessedResult {
     pub warnings: Vec<String>,
 }
 
-/// Why a result could not be processed.
+/// Why a result could not be processed. (A content block that cannot be handed on, such as
+/// one whose base64 does not decode or that no file may hold, is not an error of the result: it
+/// is replaced by a line that says why, with a warning, and the other blocks pass.)
 #[derive(Debug, thiserror::Error)]
 pub enum ResultError {
-    /// A content block's base64 does not decode.
-    #[error("a {what} block's data is not valid base64: {source}")]
-    Base64 {
-        /// `image`, `audio` or `resource`.
-        what: &'static str,
-        /// What base64 said.
-        #[source]
-        source: base64::DecodeError,
-    },
-    /// A file could not be written.
+    /// A file of output over the limit could not be written.
     #[error(transparent)]
     Store(#[from] StoreError),
     /// Processing on a blocking thread was stopped before it ended (the runtime shut down).
@@ -162,34 +162,18 @@ pub fn process(
     };
     for block in result.content {
         let block = match block {
-            ContentBlock::Image(mut image) => {
-                let bytes = decode("image", &image.data)?;
-                match fit_image(&bytes, &image.mime_type, &settings.images) {
-                    Ok(None) => ContentBlock::Image(image),
-                    Ok(Some(fitted)) => {
-                        image.data = STANDARD.encode(&fitted.bytes);
-                        image.mime_type = fitted.mime_type;
-                        ContentBlock::Image(image)
-                    }
-                    // Not a type models take, or not decodable: kept as a file instead.
-                    Err(why) => {
-                        processed.warnings.push(format!("an image was saved to a file: {why}"));
-                        saved(&mut processed, store, &image.mime_type, &bytes)?
-                    }
-                }
-            }
-            ContentBlock::Audio(audio) => {
-                let bytes = decode("audio", &audio.data)?;
-                saved(&mut processed, store, &audio.mime_type, &bytes)?
-            }
+            ContentBlock::Image(image) => image_block(image, &mut processed, store, settings),
+            ContentBlock::Audio(audio) => binary_block(
+                &mut processed,
+                store,
+                settings,
+                ("audio", &audio.mime_type),
+                &audio.data,
+            ),
             ContentBlock::Resource(embedded) => match &embedded.resource {
                 ResourceContents::Blob(blob) => {
-                    let bytes = decode("resource", &blob.blob)?;
-                    let mime = blob
-                        .mime_type
-                        .clone()
-                        .unwrap_or_else(|| "application/octet-stream".into());
-                    saved(&mut processed, store, &mime, &bytes)?
+                    let mime = blob.mime_type.as_deref().unwrap_or("application/octet-stream");
+                    binary_block(&mut processed, store, settings, ("resource", mime), &blob.blob)
                 }
                 ResourceContents::Text(_) => ContentBlock::Resource(embedded),
             },
@@ -201,27 +185,100 @@ pub fn process(
     Ok(processed)
 }
 
-fn decode(what: &'static str, data: &str) -> Result<Vec<u8>, ResultError> {
-    STANDARD
-        .decode(data.trim())
-        .map_err(|source| ResultError::Base64 { what, source })
+/// An image as the model should get it: as sent, downsampled, or (not a type models take, not
+/// decodable, too large to decode) saved to a file.
+fn image_block(
+    mut image: ImageContent,
+    processed: &mut ProcessedResult,
+    store: &ResultStore,
+    settings: &ResultSettings,
+) -> ContentBlock {
+    let bytes = match STANDARD.decode(image.data.trim()) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            return not_shown(
+                processed,
+                ("image", &image.mime_type),
+                &format!("its data is not valid base64: {e}"),
+            );
+        }
+    };
+    match fit_image(&bytes, &image.mime_type, &settings.images) {
+        Ok(None) => ContentBlock::Image(image),
+        Ok(Some(fitted)) => {
+            image.data = STANDARD.encode(&fitted.bytes);
+            image.mime_type = fitted.mime_type;
+            ContentBlock::Image(image)
+        }
+        Err(why) => {
+            processed.warnings.push(format!("an image was saved to a file: {why}"));
+            saved(processed, store, settings, ("image", &image.mime_type), &bytes)
+        }
+    }
 }
 
-/// Saves binary content and returns the text block that stands for it.
+/// Binary content (`what`: `audio` or `resource`, of type `mime`) decoded and saved to a file.
+fn binary_block(
+    processed: &mut ProcessedResult,
+    store: &ResultStore,
+    settings: &ResultSettings,
+    (what, mime): (&str, &str),
+    data: &str,
+) -> ContentBlock {
+    match STANDARD.decode(data.trim()) {
+        Ok(bytes) => saved(processed, store, settings, (what, mime), &bytes),
+        Err(e) => not_shown(processed, (what, mime), &format!("its data is not valid base64: {e}")),
+    }
+}
+
+/// Saves binary content and returns the text block that stands for it; past the result's file
+/// limit, or when the file cannot be written, the block says so instead.
 fn saved(
     processed: &mut ProcessedResult,
     store: &ResultStore,
-    mime: &str,
+    settings: &ResultSettings,
+    (what, mime): (&str, &str),
     bytes: &[u8],
-) -> Result<ContentBlock, ResultError> {
-    let file = save_binary(store, mime, bytes)?;
-    let text = format!(
-        "[{mime} content, {} bytes, saved to {}]",
-        bytes.len(),
-        file.path.display()
-    );
-    processed.files.push(file);
-    Ok(ContentBlock::text(text))
+) -> ContentBlock {
+    if processed.files.len() >= settings.max_files {
+        let why = format!(
+            "{} bytes, not saved: this result already saved {} files, the most one result may",
+            bytes.len(),
+            settings.max_files
+        );
+        return not_shown(processed, (what, mime), &why);
+    }
+    match save_binary(store, mime, bytes) {
+        Ok(file) => {
+            let text = format!(
+                "[{mime} content, {} bytes, saved to {}]",
+                bytes.len(),
+                file.path.display()
+            );
+            processed.files.push(file);
+            ContentBlock::text(text)
+        }
+        Err(e) => not_shown(
+            processed,
+            (what, mime),
+            &format!("{} bytes, not saved: {e}", bytes.len()),
+        ),
+    }
+}
+
+/// The line that stands for a block that cannot be handed on, and its warning; the warnings of
+/// many such blocks are counted, not repeated.
+fn not_shown(processed: &mut ProcessedResult, (what, mime): (&str, &str), why: &str) -> ContentBlock {
+    const MAX_WARNINGS: usize = 8;
+    let line = format!("[{what} content ({mime}) not shown: {why}]");
+    if processed.warnings.len() < MAX_WARNINGS {
+        processed.warnings.push(line.clone());
+    } else if processed.warnings.len() == MAX_WARNINGS {
+        processed
+            .warnings
+            .push("more content blocks were not shown (see the content)".to_owned());
+    }
+    ContentBlock::text(line)
 }
 
 /// Writes binary content of type `mime` to a new file of `store`, with the type's extension.
@@ -387,6 +444,69 @@ mod tests {
             let pretty = serde_json::to_string_pretty(&value).unwrap();
             proptest::prop_assert_eq!(counted.0, pretty.chars().count());
         }
+    }
+
+    #[test]
+    fn one_result_writes_at_most_its_files_and_the_rest_is_summarized() {
+        let home = tempfile::tempdir().unwrap();
+        let store = ResultStore::new(home.path(), "t");
+        let blocks: Vec<Value> = (0..40)
+            .map(|_| json!({"type": "audio", "mimeType": "audio/wav", "data": "AA=="}))
+            .collect();
+        let processed = process(
+            result(json!({"content": blocks})),
+            None,
+            &store,
+            &ResultSettings::default(),
+        )
+        .unwrap();
+        assert_eq!(processed.files.len(), MAX_FILES_PER_RESULT);
+        assert_eq!(std::fs::read_dir(store.dir()).unwrap().count(), MAX_FILES_PER_RESULT);
+        assert_eq!(processed.content.len(), 40);
+        let line = "[audio content (audio/wav) not shown: 1 bytes, not saved: this result already saved 32 files, \
+                    the most one result may]";
+        assert_eq!(processed.content[39].as_text(), Some(line));
+        // Eight blocks were left out: eight warnings, not one per block past that.
+        assert_eq!(processed.warnings.len(), 8);
+    }
+
+    #[test]
+    fn a_block_whose_base64_is_broken_is_reported_and_the_others_pass() {
+        let home = tempfile::tempdir().unwrap();
+        let store = ResultStore::new(home.path(), "t");
+        let content = json!({"content": [
+            {"type": "text", "text": "before"},
+            {"type": "image", "mimeType": "image/png", "data": "@@not base64@@"},
+            {"type": "audio", "mimeType": "audio/wav", "data": "AA=="}
+        ]});
+        let processed = process(result(content), None, &store, &ResultSettings::default()).unwrap();
+        assert_eq!(processed.content[0].as_text(), Some("before"));
+        let broken = processed.content[1].as_text().unwrap();
+        assert!(
+            broken.starts_with("[image content (image/png) not shown: its data is not valid base64: "),
+            "{broken}"
+        );
+        assert_eq!(processed.files.len(), 1);
+        assert_eq!(processed.warnings, [broken.to_owned()]);
+    }
+
+    #[test]
+    fn past_the_sessions_bytes_nothing_is_written() {
+        let home = tempfile::tempdir().unwrap();
+        let store = ResultStore::new(home.path(), "t").with_max_bytes(3);
+        let blocks = json!({"content": [
+            {"type": "audio", "mimeType": "audio/wav", "data": "AAAA"},
+            {"type": "audio", "mimeType": "audio/wav", "data": "AA=="}
+        ]});
+        let processed = process(result(blocks), None, &store, &ResultSettings::default()).unwrap();
+        assert_eq!(processed.files.len(), 1);
+        let refused = processed.content[1].as_text().unwrap();
+        assert!(
+            refused
+                .starts_with("[audio content (audio/wav) not shown: 1 bytes, not saved: cannot write tool output to ")
+                && refused.ends_with(": the session's files may hold at most 3 bytes]"),
+            "{refused}"
+        );
     }
 
     #[test]

@@ -22,7 +22,13 @@ pub const MAX_CLEANUP_ENTRIES: usize = 10_000;
 pub struct ResultStore {
     dir: PathBuf,
     next: AtomicU64,
+    /// The bytes written so far, against [`ResultStore::max_bytes`].
+    written: AtomicU64,
+    max_bytes: u64,
 }
+
+/// The most bytes one session's files may hold (1 GiB); a file past it is not written.
+pub const MAX_SESSION_BYTES: u64 = 1024 * 1024 * 1024;
 
 /// Why output could not be persisted.
 #[derive(Debug, thiserror::Error)]
@@ -45,7 +51,16 @@ impl ResultStore {
                 .join(RESULTS_DIR)
                 .join(if session.is_empty() { "session".into() } else { session }),
             next: AtomicU64::new(0),
+            written: AtomicU64::new(0),
+            max_bytes: MAX_SESSION_BYTES,
         }
+    }
+
+    /// The same store with another limit of bytes for the session's files.
+    #[must_use]
+    pub fn with_max_bytes(mut self, max_bytes: u64) -> ResultStore {
+        self.max_bytes = max_bytes;
+        self
     }
 
     /// A session name that no other process of this machine uses now: the time and the PID.
@@ -62,12 +77,24 @@ impl ResultStore {
     }
 
     /// Writes `bytes` to a new file `<stem>-<n>.<extension>` (mode 0600, never overwriting) in
-    /// the session's directory (created 0700), and returns its path.
+    /// the session's directory (created 0700), and returns its path. Past the session's limit of
+    /// bytes ([`MAX_SESSION_BYTES`] unless [`with_max_bytes`](Self::with_max_bytes)), nothing
+    /// is written: the error's kind is `QuotaExceeded`.
     pub fn save(&self, stem: &str, extension: &str, bytes: &[u8]) -> Result<PathBuf, StoreError> {
         let failed = |path: &Path| {
             let path = path.to_owned();
             move |source| StoreError { path, source }
         };
+        let size = bytes.len() as u64;
+        let before = self.written.fetch_add(size, Ordering::Relaxed);
+        if before.saturating_add(size) > self.max_bytes {
+            self.written.fetch_sub(size, Ordering::Relaxed);
+            let full = io::Error::new(
+                io::ErrorKind::QuotaExceeded,
+                format!("the session's files may hold at most {} bytes", self.max_bytes),
+            );
+            return Err(failed(&self.dir)(full));
+        }
         DirBuilder::new()
             .recursive(true)
             .mode(0o700)

@@ -9,7 +9,9 @@
 //! on loopback addresses only, the `Host` must name this machine (`localhost`, `127.0.0.1`,
 //! `[::1]`, or the host name `--http` gave; against DNS rebinding), an `Origin` must name it too,
 //! and with a token every request must carry it as `Authorization: Bearer`. Session ids are 128
-//! random bits.
+//! random bits. A connection that does not send a request's headers within [`HEADER_TIMEOUT`]
+//! (from when it is accepted, or from the end of its last response) is closed, so slow or idle
+//! clients cannot hold every slot.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -42,6 +44,14 @@ const MAX_SESSIONS: usize = 256;
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// The most connections at once.
 const MAX_CONNECTIONS: usize = 512;
+/// How long a connection may take to send a request's headers, counted from when it is
+/// accepted and, while it is kept alive, from the end of each response: a connection that
+/// sends nothing, or part of its headers, for this long is closed without an answer. It is
+/// also the idle keep-alive limit, since hyper times both with this one timer: a kept-alive
+/// connection with no request in flight is closed after this long (an event stream being
+/// written, or a request being answered, is not idle). Without it, 512 clients that send half
+/// their headers would hold every connection slot for as long as they liked.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -233,21 +243,21 @@ pub(crate) async fn serve(gateway: &Arc<Gateway>, listen: Listen, token: Option<
     Outcome::Ok
 }
 
-/// Takes the connections of `listener` (at most [`MAX_CONNECTIONS`] at once over every
-/// listener; more are closed at once), each served on a task of its own.
+/// Takes the connections of `listener`, each served on a task of its own: at most
+/// [`MAX_CONNECTIONS`] at once over every listener. While that many are open, a new one waits in
+/// the listen queue (rather than being reset) until one ends, which for a connection that sends
+/// no request is at most [`HEADER_TIMEOUT`].
 async fn accept(listener: tokio::net::TcpListener, state: Arc<Http>, connections: Arc<tokio::sync::Semaphore>) {
-    loop {
-        let (stream, _) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                tracing::warn!("accepting a connection: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
+    // The semaphore is never closed, so this takes connections for as long as the gateway runs.
+    while let Ok(permit) = Arc::clone(&connections).acquire_owned().await {
+        let stream = loop {
+            match listener.accept().await {
+                Ok((stream, _)) => break stream,
+                Err(e) => {
+                    tracing::warn!("accepting a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
             }
-        };
-        let Ok(permit) = Arc::clone(&connections).try_acquire_owned() else {
-            drop(stream);
-            continue;
         };
         let state = Arc::clone(&state);
         tokio::spawn(async move {
@@ -255,7 +265,10 @@ async fn accept(listener: tokio::net::TcpListener, state: Arc<Http>, connections
                 let state = Arc::clone(&state);
                 async move { Ok::<_, Infallible>(state.handle(request).await) }
             });
+            // hyper honours `header_read_timeout` only with a timer.
             let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
                 .await;
             drop(permit);

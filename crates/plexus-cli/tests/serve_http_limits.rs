@@ -1,6 +1,8 @@
-//! `plexus serve --http` against adversarial clients, over real sockets on loopback: clients
-//! that send their headers slowly, or nothing, or keep an idle connection open cannot hold the
-//! gateway's connection slots.
+//! `plexus serve --http` against adversarial and unusual clients, over real sockets on loopback:
+//! clients that send their headers slowly, or nothing, or keep an idle connection open cannot
+//! hold the gateway's connection slots; and the `Host` and `Origin` checks take a loopback
+//! address the gateway listens on as its own and names in any case, while still refusing
+//! another host (DNS rebinding).
 
 mod support;
 
@@ -167,5 +169,44 @@ fn an_idle_kept_alive_connection_is_closed_after_the_header_deadline() {
     assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer:?}");
     assert!(!answer.to_ascii_lowercase().contains("connection: close"), "{answer:?}");
     assert_closed_without_answer(stream, "the idle kept-alive connection");
+    drop(gateway);
+}
+
+#[test]
+fn a_gateway_on_another_loopback_address_takes_it_as_its_own_and_still_refuses_other_hosts() {
+    let (_ws, gateway, address) = start("127.0.0.2");
+    let port = address.rsplit_once(':').unwrap().1;
+    for headers in [
+        format!("Host: {address}\r\n"),
+        format!("Host: {address}\r\nOrigin: http://{address}\r\n"),
+        format!("Host: LOCALHOST:{port}\r\n"),
+        format!("Host: LocalHost:{port}\r\nOrigin: http://LOCALHOST:{port}\r\n"),
+        "Host: 127.0.0.2\r\n".to_owned(),
+    ] {
+        let answer = initialize(&address, &headers);
+        assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{headers:?}: {answer:?}");
+    }
+    // DNS rebinding: a Host or Origin that is not this gateway's is still refused.
+    for (headers, refusal) in [
+        (
+            format!("Host: evil.example:{port}\r\n"),
+            format!(r#"Host \"evil.example:{port}\" is not this machine"#),
+        ),
+        (
+            format!("Host: 127.0.0.3:{port}\r\n"),
+            format!(r#"Host \"127.0.0.3:{port}\" is not this machine"#),
+        ),
+        (
+            format!("Host: {address}\r\nOrigin: http://evil.example:{port}\r\n"),
+            format!(r#"Origin \"http://evil.example:{port}\" may not use the gateway"#),
+        ),
+    ] {
+        let answer = initialize(&address, &headers);
+        assert!(
+            answer.starts_with("HTTP/1.1 403 Forbidden\r\n"),
+            "{headers:?}: {answer:?}"
+        );
+        assert!(answer.contains(&refusal), "{headers:?}: {answer:?}");
+    }
     drop(gateway);
 }

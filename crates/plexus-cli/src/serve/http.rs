@@ -6,17 +6,18 @@
 //! without a request, an open stream or a call running.
 //!
 //! It listens on every address of `--http HOST:PORT` (a host name's too). Trust: while it listens
-//! on loopback addresses only, the `Host` must name this machine (`localhost`, `127.0.0.1`,
-//! `[::1]`, or the host name `--http` gave; against DNS rebinding), an `Origin` must name it too,
-//! and with a token every request must carry it as `Authorization: Bearer`. Session ids are 128
-//! random bits. A connection that does not send a request's headers within [`HEADER_TIMEOUT`]
+//! on loopback addresses only, the `Host` must name this gateway ([`names_this_gateway`]:
+//! `localhost`, `127.0.0.1`, `[::1]`, a loopback address it listens on, or the host name `--http`
+//! gave, names in any case; against DNS rebinding), an `Origin` must name it too, and with a
+//! token every request must carry it as `Authorization: Bearer`. Session ids are 128 random
+//! bits. A connection that does not send a request's headers within [`HEADER_TIMEOUT`]
 //! (from when it is accepted, or from the end of its last response) is closed, so slow or idle
 //! clients cannot hold every slot.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::fmt::Write as _;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -31,6 +32,7 @@ use plexus::jsonrpc::{IdScanner, Message, RequestId};
 use tokio::sync::mpsc;
 
 use super::gateway::Gateway;
+use super::listen::names_this_gateway;
 use super::session::{SINK_CAPACITY, Session};
 use crate::Outcome;
 
@@ -160,7 +162,9 @@ struct Http {
     token: Option<String>,
     /// Whether every address it listens on is a loopback one (then `Host` is checked).
     loopback: bool,
-    /// The host name of `--http`, if it gave one: a `Host` and `Origin` taken as this machine's.
+    /// The loopback addresses it listens on: a `Host` or `Origin` naming one names it.
+    own: Vec<IpAddr>,
+    /// The host name of `--http`, if it gave one: a `Host` and `Origin` taken as this gateway's.
     name: Option<String>,
     sessions: Mutex<HashMap<String, Open>>,
     /// How long a session may sit unused.
@@ -221,6 +225,11 @@ pub(crate) async fn serve(gateway: &Arc<Gateway>, listen: Listen, token: Option<
         gateway: Arc::clone(gateway),
         token,
         loopback: listeners.iter().all(|(_, local)| local.ip().is_loopback()),
+        own: listeners
+            .iter()
+            .map(|(_, local)| local.ip())
+            .filter(IpAddr::is_loopback)
+            .collect(),
         name: listen.name,
         sessions: Mutex::new(HashMap::new()),
         idle,
@@ -343,25 +352,14 @@ impl Http {
 
     /// The `Host`, `Origin` and token checks.
     fn check_origin(&self, request: &Request<Incoming>) -> Result<(), Refusal> {
-        // This machine: a loopback name, or the name `--http` gave.
-        let loopback = |host: &str| {
-            let host = host.rsplit_once(':').map_or(host, |(name, port)| {
-                if port.chars().all(|c| c.is_ascii_digit()) {
-                    name
-                } else {
-                    host
-                }
-            });
-            matches!(host, "localhost" | "127.0.0.1" | "[::1]")
-                || self.name.as_deref().is_some_and(|name| host.eq_ignore_ascii_case(name))
-        };
+        let ours = |authority: &str| names_this_gateway(authority, &self.own, self.name.as_deref());
         if self.loopback {
             let host = request
                 .headers()
                 .get(header::HOST)
                 .and_then(|host| host.to_str().ok())
                 .unwrap_or_default();
-            if !loopback(host) {
+            if !ours(host) {
                 return Err(refused(
                     StatusCode::FORBIDDEN,
                     format!("Host {host:?} is not this machine"),
@@ -374,7 +372,7 @@ impl Http {
                 .strip_prefix("http://")
                 .or_else(|| origin.strip_prefix("https://"))
                 .unwrap_or("");
-            if !loopback(host) {
+            if !ours(host) {
                 return Err(refused(
                     StatusCode::FORBIDDEN,
                     format!("Origin {origin:?} may not use the gateway"),

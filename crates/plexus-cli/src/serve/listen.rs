@@ -2,7 +2,7 @@
 //! (`localhost:8931`), a name resolved to every address it has.
 
 use std::fmt;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -104,6 +104,29 @@ pub(crate) fn off_loopback(addresses: &[SocketAddr]) -> Option<SocketAddr> {
     addresses.iter().copied().find(|address| !address.ip().is_loopback())
 }
 
+/// Whether `authority` (a `Host` header's `HOST[:PORT]`, or an `Origin`'s without its scheme)
+/// names the gateway that listens on the loopback addresses `own` under the host name `name`
+/// (if `--http` gave one): `localhost` or `name`, in any case; or `127.0.0.1`, `[::1]` or one of
+/// `own` (`127.0.0.2` when it listens there). Another host (`evil.example`, which DNS
+/// rebinding points at this machine) is not it.
+pub(crate) fn names_this_gateway(authority: &str, own: &[IpAddr], name: Option<&str>) -> bool {
+    let host = authority.rsplit_once(':').map_or(authority, |(host, port)| {
+        if port.chars().all(|c| c.is_ascii_digit()) {
+            host
+        } else {
+            authority
+        }
+    });
+    let address = match host.strip_prefix('[').and_then(|host| host.strip_suffix(']')) {
+        Some(v6) => v6.parse::<Ipv6Addr>().map(IpAddr::V6).ok(),
+        None => host.parse::<Ipv4Addr>().map(IpAddr::V4).ok(),
+    };
+    match address {
+        Some(address) => address == Ipv4Addr::LOCALHOST || address == Ipv6Addr::LOCALHOST || own.contains(&address),
+        None => host.eq_ignore_ascii_case("localhost") || name.is_some_and(|name| host.eq_ignore_ascii_case(name)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,6 +175,36 @@ mod tests {
         assert_eq!(off_loopback(&loopback), None);
         let mixed = [loopback[0], "192.0.2.7:1".parse().unwrap()];
         assert_eq!(off_loopback(&mixed), Some(mixed[1]));
+    }
+
+    #[test]
+    fn a_host_names_the_gateway_by_its_loopback_addresses_or_a_name_in_any_case() {
+        let own: Vec<IpAddr> = vec!["127.0.0.2".parse().unwrap(), "::1".parse().unwrap()];
+        for host in [
+            "127.0.0.2:8931",
+            "127.0.0.2",
+            "127.0.0.1:8931",
+            "[::1]:8931",
+            "[0:0:0:0:0:0:0:1]",
+            "localhost:8931",
+            "LOCALHOST",
+            "Gateway.Example:8931",
+        ] {
+            assert!(names_this_gateway(host, &own, Some("gateway.example")), "{host}");
+        }
+        for host in [
+            "",
+            "evil.example:8931",
+            "127.0.0.3:8931",
+            "127.1:8931",
+            "::1",
+            "[::2]:8931",
+            "localhost.evil.example",
+            "localhost:x",
+        ] {
+            assert!(!names_this_gateway(host, &own, Some("gateway.example")), "{host}");
+        }
+        assert!(!names_this_gateway("gateway.example", &own, None));
     }
 
     #[tokio::test]

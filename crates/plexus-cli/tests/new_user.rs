@@ -157,7 +157,11 @@ fn a_narrow_tools_table_prints_what_it_cut() {
     );
     // Wide enough: that description is not cut (only one longer than a column may be, 256).
     let wide = ws.run_with_env(&["-q", "tools"], &[("COLUMNS", "1000")]);
-    assert!(!wide.stdout.contains("mcp__demo__slow: description:"), "{}", wide.stdout);
+    assert!(
+        !wide.stdout.contains("mcp__demo__slow: description:"),
+        "{}",
+        wide.stdout
+    );
 }
 
 #[test]

@@ -36,8 +36,9 @@ use crate::stderr::StderrLog;
 /// The stack of the waiter and shutdown threads: they only wait, sleep, signal and log.
 const THREAD_STACK: usize = 256 * 1024;
 
-/// How long `close` waits for the writer to drop the server's stdin before it signals the group.
-const STDIN_CLOSE_WAIT: Duration = Duration::from_millis(20);
+/// How long `close` waits for the writer to write what is queued and drop the server's stdin
+/// before it signals the group.
+const STDIN_CLOSE_WAIT: Duration = crate::writer::FLUSH_ON_CLOSE.saturating_add(Duration::from_millis(20));
 
 /// The reason given once the client has closed the transport.
 pub(crate) const CLOSED_BY_CLIENT: &str = "the transport was closed by the client";

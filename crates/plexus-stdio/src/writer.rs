@@ -8,8 +8,10 @@ use std::pin::pin;
 use std::sync::{Arc, Mutex};
 
 use plexus_transport::{BoxFuture, OutboundMessage, Response, TransportError, TransportSender};
+use std::time::Duration;
+
 use tokio::net::unix::pipe;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 
 use crate::config::WRITE_BATCH_BYTES;
 use crate::lock;
@@ -194,15 +196,16 @@ impl TransportSender for StdioSender {
     }
 }
 
-/// Writes queued lines to the server's stdin until the transport closes or a write fails. On the
-/// way out it closes stdin (the server sees EOF) and fails the senders waiting for room.
+/// How long a closing transport keeps writing the lines still queued (a `notifications/cancelled`
+/// sent just before the close, say) before it closes stdin.
+pub(crate) const FLUSH_ON_CLOSE: Duration = Duration::from_millis(100);
+
+/// Writes queued lines to the server's stdin until the transport closes or a write fails; when
+/// it closes, what is queued goes out first (within [`FLUSH_ON_CLOSE`]). On the way out it
+/// closes stdin (the server sees EOF) and fails the senders waiting for room.
 pub(crate) async fn write_to_stdin(outbox: Arc<Outbox>, shared: Arc<Shared>) {
     let mut stop = shared.stop_writing_signal();
-    let result = tokio::select! {
-        biased;
-        _ = stop.wait_for(|stop| *stop) => Ok(()),
-        written = drain(&outbox) => written,
-    };
+    let result = drain(&outbox, &mut stop).await;
     if let Err(e) = result {
         tracing::debug!(server = %shared.name, "writing to the server's stdin failed: {e}");
         let error = shared.write_failure(e).await;
@@ -212,21 +215,37 @@ pub(crate) async fn write_to_stdin(outbox: Arc<Outbox>, shared: Arc<Shared>) {
     shared.set_stdin_closed();
 }
 
-/// The loop of [`write_to_stdin`]: waits for queued lines and writes them in batches.
-async fn drain(outbox: &Outbox) -> io::Result<()> {
+/// The loop of [`write_to_stdin`]: waits for queued lines and writes them in batches, until
+/// `stop`; a batch being written is never cut (the server would get half a line), and what is
+/// queued when `stop` comes is written too, within [`FLUSH_ON_CLOSE`].
+async fn drain(outbox: &Outbox, stop: &mut watch::Receiver<bool>) -> io::Result<()> {
     let mut batch = Vec::new();
     loop {
-        outbox.queued.notified().await;
-        while let Some(pipe) = outbox.next_batch(&mut batch) {
-            write_all(&pipe, &batch).await?;
-            if batch.capacity() > 2 * WRITE_BATCH_BYTES {
-                batch = Vec::new();
-            }
+        let stopping = tokio::select! {
+            biased;
+            _ = stop.wait_for(|stop| *stop) => true,
+            () = outbox.queued.notified() => false,
+        };
+        if stopping {
+            let flushed = tokio::time::timeout(FLUSH_ON_CLOSE, write_queued(outbox, &mut batch)).await;
+            return flushed.unwrap_or(Ok(()));
         }
+        write_queued(outbox, &mut batch).await?;
         if lock(&outbox.state).pipe.is_none() {
             return Ok(());
         }
     }
+}
+
+/// Writes every queued line, in batches.
+async fn write_queued(outbox: &Outbox, batch: &mut Vec<u8>) -> io::Result<()> {
+    while let Some(pipe) = outbox.next_batch(batch) {
+        write_all(&pipe, batch).await?;
+        if batch.capacity() > 2 * WRITE_BATCH_BYTES {
+            *batch = Vec::new();
+        }
+    }
+    Ok(())
 }
 
 async fn write_all(pipe: &pipe::Sender, mut bytes: &[u8]) -> io::Result<()> {
@@ -244,8 +263,6 @@ async fn write_all(pipe: &pipe::Sender, mut bytes: &[u8]) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use tokio::io::AsyncReadExt;
 
     use super::*;
@@ -281,9 +298,10 @@ mod tests {
     async fn lines_arrive_in_order_through_a_full_pipe() {
         let (sender, mut receiver) = pipe::pipe().unwrap();
         let outbox = Outbox::new(sender, 8);
+        let (_stop, mut never) = watch::channel(false);
         let writer = {
             let outbox = Arc::clone(&outbox);
-            tokio::spawn(async move { drain(&outbox).await })
+            tokio::spawn(async move { drain(&outbox, &mut never).await })
         };
         let line = |i: usize| format!("{i:05}{}\n", "y".repeat(4000)).into_bytes();
         let count = 100; // ~400 KB: far more than a pipe holds
@@ -318,6 +336,29 @@ mod tests {
         assert_eq!(received, expected);
         producer.await.unwrap();
         writer.abort();
+    }
+
+    /// Lines still queued when the transport closes (a cancellation just before Ctrl-C's close)
+    /// reach the server before its stdin is closed.
+    #[tokio::test]
+    async fn what_is_queued_when_the_writing_stops_is_written_first() {
+        let (sender, mut receiver) = pipe::pipe().unwrap();
+        let outbox = Outbox::new(sender, 8);
+        {
+            let mut state = lock(&outbox.state);
+            state.lines.push_back(b"{\"a\":1}\n".to_vec());
+            state.lines.push_back(b"{\"b\":2}\n".to_vec());
+        }
+        let (stop, mut stopping) = watch::channel(false);
+        stop.send_replace(true);
+        drain(&outbox, &mut stopping).await.unwrap();
+        outbox.close();
+        let mut received = Vec::new();
+        tokio::time::timeout(Duration::from_secs(30), receiver.read_to_end(&mut received))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(received, b"{\"a\":1}\n{\"b\":2}\n");
     }
 
     #[tokio::test]

@@ -163,8 +163,11 @@ fn client_tools() -> Vec<Value> {
         tool(
             "elicit",
             "Elicit",
-            "Asks the client for input (elicitation/create, form mode) and returns its answer as JSON.",
-            schema(&json!({"message": {"type": "string"}}), &["message"]),
+            "Asks the client for input (elicitation/create, form mode), after waiting `ms` milliseconds, and returns its answer as JSON.",
+            schema(
+                &json!({"message": {"type": "string"}, "ms": {"type": "integer", "minimum": 0, "maximum": MAX_SLOW_MS, "default": 0}}),
+                &["message"],
+            ),
             &asks_client(),
         ),
         tool(

@@ -175,9 +175,12 @@ fn yes() -> bool {
     true
 }
 
+/// The `elicit` tool's arguments: the question, and how long to wait before asking it.
 #[derive(Deserialize)]
-struct MessageArgs {
+struct ElicitArgs {
     message: String,
+    #[serde(default)]
+    ms: u64,
 }
 
 #[derive(Deserialize)]
@@ -437,8 +440,12 @@ impl Session {
                 Box::pin(async move { session.slow(ms, steps, token).await })
             }
             "elicit" => {
-                let MessageArgs { message } = arguments(name, args)?;
-                Box::pin(async move { session.elicit(message).await })
+                let ElicitArgs { message, ms } = arguments(name, args)?;
+                let delay = Duration::from_millis(at_most(name, "ms", ms, MAX_SLOW_MS)?);
+                Box::pin(async move {
+                    tokio::time::sleep(delay).await;
+                    session.elicit(message).await
+                })
             }
             "sample" => {
                 let SampleArgs { prompt, max_tokens } = arguments(name, args)?;

@@ -1,6 +1,7 @@
 //! The backends' requests to the client (roots, sampling, elicitation, and the URLs of a
 //! `-32042` answer), forwarded to the gateway's client when it declared the capability, else
-//! answered as not supported: they go to the client whose call runs on that backend.
+//! answered as not supported: they go to the client whose call runs on that backend, and are
+//! refused, with an error the backend sees, when that client cannot be told.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock, Weak};
@@ -150,41 +151,68 @@ impl UrlElicitationHandler for Forwarder {
 }
 
 impl Gateway {
-    /// The client that hears from `server`: the one whose call runs on it (newest first), else
-    /// the newest client with its own stream open; with the stream its messages go to.
-    fn client_for(&self, server: &str) -> Option<(Arc<Session>, Sink)> {
-        let running = {
-            let running = lock(&self.running);
-            running
-                .iter()
-                .rev()
-                .find(|call| {
-                    self.hub
-                        .tool_origin(&call.tool)
-                        .is_some_and(|origin| origin.server == server)
-                })
-                .and_then(|call| Some((call.session.upgrade()?, call.sink.clone())))
-        };
-        running.or_else(|| {
-            let session = lock(&self.sessions).iter().rev().find_map(Weak::upgrade)?;
-            let sink = lock(&session.out).clone()?;
-            Some((session, sink))
-        })
+    /// The client that hears from `server`, with the stream its messages go to: the one client
+    /// whose calls run on it (its newest call's stream), else, when no call runs there, the
+    /// gateway's only client (its own stream). Never a guess: when several clients have calls
+    /// running on `server`, or no call runs there and there is not exactly one client, the
+    /// error says why. (The client library does not tell which of the gateway's requests a
+    /// backend's request relates to, so the calls in flight are all there is to go by.)
+    fn client_for(&self, server: &str) -> Result<(Arc<Session>, Sink), String> {
+        let mut callers: Vec<(Arc<Session>, Sink)> = Vec::new();
+        for call in lock(&self.running).iter().rev() {
+            let Some(session) = call.session.upgrade() else {
+                continue;
+            };
+            let on_server = self
+                .hub
+                .tool_origin(&call.tool)
+                .is_some_and(|origin| origin.server == server);
+            if on_server && !callers.iter().any(|(known, _)| Arc::ptr_eq(known, &session)) {
+                callers.push((session, call.sink.clone()));
+            }
+        }
+        let cannot_tell = "the gateway cannot tell which of its clients this request is for";
+        if callers.len() > 1 {
+            return Err(format!(
+                "{} clients of the gateway have calls running on server {server:?}; {cannot_tell}",
+                callers.len()
+            ));
+        }
+        if let Some(caller) = callers.pop() {
+            return Ok(caller);
+        }
+        let clients: Vec<Arc<Session>> = lock(&self.sessions).iter().filter_map(Weak::upgrade).take(2).collect();
+        match <[_; 1]>::try_from(clients) {
+            Ok([only]) => {
+                let sink = lock(&only.out).clone();
+                let sink = sink.ok_or("the gateway's only client has no stream open for requests")?;
+                Ok((only, sink))
+            }
+            Err(clients) => Err(format!(
+                "no call runs on server {server:?} and the gateway has {} clients; {cannot_tell}",
+                if clients.is_empty() { "no" } else { "several" }
+            )),
+        }
     }
 
     /// Passes a backend's `notifications/elicitation/complete` on to the client that was shown
     /// the URL (the one [`ask`](Self::ask) chose), if it declared URL-mode elicitation.
     pub(crate) fn forward_completion(&self, server: &str, params: &Value) {
-        let Some((session, sink)) = self.client_for(server) else {
-            return;
+        let (session, sink) = match self.client_for(server) {
+            Ok(target) => target,
+            Err(why) => {
+                tracing::warn!("notifications/elicitation/complete from server {server:?} is dropped: {why}");
+                return;
+            }
         };
         if lock(&session.capabilities).as_ref().is_some_and(supports_url) {
             let _ = sink.try_send(notification("notifications/elicitation/complete", Some(params)));
         }
     }
 
-    /// Sends `method` with `params` to the client whose call runs on `server` (else the newest
-    /// client), if it declared `capability`, and waits for its answer.
+    /// Sends `method` with `params` to the client whose call runs on `server` (see
+    /// [`client_for`](Self::client_for)), if it declared `capability`, and waits for its
+    /// answer; when that client cannot be told, the backend gets an error that says why.
     pub(crate) async fn ask(
         &self,
         server: &str,
@@ -192,18 +220,15 @@ impl Gateway {
         capability: fn(&ClientCapabilities) -> bool,
         params: &Value,
     ) -> Result<Box<RawValue>, ErrorObject> {
-        let target = self.client_for(server);
-        let unsupported = || {
-            ErrorObject::new(
+        let (session, sink) = self.client_for(server).map_err(|why| {
+            tracing::warn!("{method} from server {server:?} is refused: {why}");
+            ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("{method} refused: {why}"))
+        })?;
+        if !lock(&session.capabilities).as_ref().is_some_and(capability) {
+            return Err(ErrorObject::new(
                 ErrorCode::METHOD_NOT_FOUND,
                 format!("the gateway's client does not support {method}"),
-            )
-        };
-        let Some((session, sink)) = target else {
-            return Err(unsupported());
-        };
-        if !lock(&session.capabilities).as_ref().is_some_and(capability) {
-            return Err(unsupported());
+            ));
         }
         let number = session.next_id.fetch_add(1, Ordering::Relaxed);
         let id = RequestId::String(format!("plexus-{number}"));

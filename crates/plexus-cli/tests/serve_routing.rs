@@ -1,0 +1,204 @@
+//! Where `plexus serve --http` sends a backend's request to a client (issue 25, point 2): two
+//! clients of one gateway, over real sockets on 127.0.0.1, whose stdio backend is the demo
+//! server. An elicitation reaches only the client whose call caused it; when the gateway cannot
+//! tell which client that is (two clients have calls running on the backend), the backend gets
+//! an error that says so, and no client is asked.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use plexus::client::{BoxFuture, ClientHandler, ServerRequestContext};
+use plexus::config::ServerConfig;
+use plexus::jsonrpc::ErrorObject;
+use plexus::protocol::{
+    CallToolResult, ClientCapabilities, ElicitRequestParams, ElicitResult, ElicitValue, ElicitationCapability,
+    JsonObject,
+};
+use plexus::{Client, ClientOptions, DefaultConnector};
+use serde_json::{Map, Value, json};
+use support::{Workspace, demo};
+
+/// The question the backend asks on behalf of client A's call.
+const QUESTION: &str = "PRIVATE question for A";
+
+/// A client that answers every form with its own `name`, recording the questions it was asked.
+struct Answerer {
+    name: &'static str,
+    asked: Mutex<Vec<String>>,
+}
+
+impl Answerer {
+    fn new(name: &'static str) -> Arc<Answerer> {
+        Arc::new(Answerer {
+            name,
+            asked: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The questions asked so far.
+    fn asked(&self) -> Vec<String> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+impl ClientHandler for Answerer {
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            elicitation: Some(ElicitationCapability {
+                form: Some(JsonObject::new()),
+                ..ElicitationCapability::default()
+            }),
+            ..ClientCapabilities::default()
+        }
+    }
+
+    fn elicit(
+        &self,
+        params: ElicitRequestParams,
+        _context: ServerRequestContext,
+    ) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
+        let question = serde_json::to_value(&params).unwrap()["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        self.asked.lock().unwrap().push(question);
+        let answer = BTreeMap::from([("name".to_owned(), ElicitValue::String(self.name.to_owned()))]);
+        Box::pin(async { Ok(ElicitResult::accept(Some(answer))) })
+    }
+}
+
+/// A `plexus serve --http` process, killed when dropped (a failing test leaves none behind).
+struct HttpGateway(std::process::Child);
+
+impl Drop for HttpGateway {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A workspace whose backends are two demo servers, `demo` and `other`, and its gateway on a
+/// free port of 127.0.0.1 with the gateway's URL.
+fn gateway() -> (Workspace, HttpGateway, String) {
+    let ws = Workspace::new();
+    ws.write_servers(ws.user_file(), &json!({"demo": demo(&[]), "other": demo(&[])}));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let address = format!("127.0.0.1:{port}");
+    let mut command = ws.command(ws.path(), &["serve", "--http", &address]);
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut child = HttpGateway(command.spawn().unwrap());
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(&address).is_err() {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            let mut stderr = String::new();
+            child.0.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+            panic!("plexus serve --http {address} ended ({status}): {stderr}");
+        }
+        assert!(std::time::Instant::now() < deadline, "the gateway did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (ws, child, format!("http://{address}/mcp"))
+}
+
+/// A client of the gateway at `url` whose requests from the gateway `handler` answers.
+async fn connect(url: &str, handler: Arc<Answerer>) -> Client {
+    let config = ServerConfig::from_json(&json!({"type": "http", "url": url})).unwrap().0;
+    let mut options = ClientOptions::new("routing").handler(handler);
+    options.request_timeout = Duration::from_secs(60);
+    options.tool_timeout = Duration::from_secs(60);
+    DefaultConnector::new()
+        .connect("gateway", &config, options)
+        .await
+        .unwrap()
+}
+
+/// Calls `tool` with `arguments` (an object) and returns its result.
+async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
+    let arguments: Option<Map<String, Value>> = arguments.as_object().cloned();
+    client
+        .call_tool(tool, arguments)
+        .await
+        .unwrap_or_else(|e| panic!("{tool}: {e}"))
+}
+
+/// The text of a result's first content block.
+fn text(result: &CallToolResult) -> &str {
+    result.content[0]
+        .as_text()
+        .unwrap_or_else(|| panic!("no text in {result:?}"))
+}
+
+/// Lets a call started just before reach the backend.
+async fn settle() {
+    tokio::time::sleep(Duration::from_millis(500)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_elicitation_reaches_only_the_client_whose_calls_run_on_its_backend() {
+    let (_ws, child, url) = gateway();
+    let (ada, bob) = (Answerer::new("Ada"), Answerer::new("Bob"));
+    let a = connect(&url, Arc::clone(&ada)).await;
+    let b = connect(&url, Arc::clone(&bob)).await;
+    // A has two calls running on `demo` (one client, so no doubt); B, the newer client, has a
+    // call running on the other backend only.
+    let question = call(&a, "mcp__demo__elicit", json!({"message": QUESTION, "ms": 1500}));
+    let own_slow = async {
+        settle().await;
+        call(&a, "mcp__demo__slow", json!({"ms": 3000, "steps": 0})).await
+    };
+    let other_slow = async {
+        settle().await;
+        call(&b, "mcp__other__slow", json!({"ms": 3000, "steps": 0})).await
+    };
+    let (answered, own_slow, other_slow) = tokio::join!(question, own_slow, other_slow);
+    assert!(answered.is_error != Some(true), "{answered:?}");
+    assert!(text(&answered).contains(r#""name":"Ada""#), "{answered:?}");
+    assert_eq!(text(&own_slow), "slow: done after 3000 ms");
+    assert_eq!(text(&other_slow), "slow: done after 3000 ms");
+    assert_eq!(ada.asked(), [QUESTION]);
+    assert!(bob.asked().is_empty(), "B was asked {:?}", bob.asked());
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+    drop(child);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_elicitation_the_gateway_cannot_place_is_refused_to_the_backend_not_guessed() {
+    let (_ws, child, url) = gateway();
+    let (ada, bob) = (Answerer::new("Ada"), Answerer::new("Bob"));
+    let a = connect(&url, Arc::clone(&ada)).await;
+    let b = connect(&url, Arc::clone(&bob)).await;
+    // When the backend asks, A's and B's calls both run on it: the stdio backend cannot say which
+    // call its request belongs to, so neither client may be asked.
+    let question = call(&a, "mcp__demo__elicit", json!({"message": QUESTION, "ms": 1500}));
+    let slow = async {
+        settle().await;
+        call(&b, "mcp__demo__slow", json!({"ms": 3000, "steps": 0})).await
+    };
+    let (refused, slow) = tokio::join!(question, slow);
+    // The backend's tool reports the gateway's error, exactly as the backend got it.
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    assert_eq!(
+        text(&refused),
+        "the client answered elicitation/create with an error: \
+         elicitation/create refused: 2 clients of the gateway have calls running on server \"demo\"; \
+         the gateway cannot tell which of its clients this request is for (internal error, code -32603)"
+    );
+    assert_eq!(text(&slow), "slow: done after 3000 ms");
+    assert!(ada.asked().is_empty(), "A was asked {:?}", ada.asked());
+    assert!(bob.asked().is_empty(), "B was asked {:?}", bob.asked());
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+    drop(child);
+}

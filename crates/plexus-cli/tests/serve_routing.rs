@@ -32,6 +32,7 @@ struct Answerer {
 }
 
 impl Answerer {
+    /// A client that answers with `name`, asked nothing yet.
     fn new(name: &'static str) -> Arc<Answerer> {
         Arc::new(Answerer {
             name,

@@ -13,11 +13,10 @@ use std::time::Duration;
 use plexus::client::{BoxFuture, ClientHandler, ServerNotification, ServerRequestContext};
 use plexus::config::ServerConfig;
 use plexus::jsonrpc::ErrorObject;
-use plexus::protocol::{
-    ClientCapabilities, ElicitRequestParams, ElicitResult, ElicitValue, ElicitationCapability, JsonObject,
-};
+use plexus::protocol::{ClientCapabilities, ElicitRequestParams, ElicitResult, ElicitValue, JsonObject};
 use plexus::{Client, ClientOptions, DefaultConnector};
 use serde_json::{Map, Value, json};
+use support::gateway::{HttpGateway, serve_http};
 use support::remote::Remote;
 use support::{PLEXUS, Workspace, demo};
 
@@ -30,14 +29,7 @@ struct Ada {
 
 impl ClientHandler for Ada {
     fn capabilities(&self) -> ClientCapabilities {
-        ClientCapabilities {
-            elicitation: Some(ElicitationCapability {
-                form: Some(JsonObject::new()),
-                url: Some(JsonObject::new()),
-                ..ElicitationCapability::default()
-            }),
-            ..ClientCapabilities::default()
-        }
+        support::elicitation_capabilities(true)
     }
 
     fn elicit(
@@ -471,16 +463,6 @@ fn a_calls_arguments_reach_the_backend_as_the_client_wrote_them() {
     assert!(gateway.child.wait().unwrap().success());
 }
 
-/// A `plexus serve --http` process, killed when dropped (a failing test leaves none behind).
-struct HttpGateway(std::process::Child);
-
-impl Drop for HttpGateway {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Starts `plexus serve --http` on a free port of 127.0.0.1 and returns it with its URL.
 fn http_gateway(ws: &Workspace, env: &[(&str, &str)], extra: &[&str]) -> (HttpGateway, String) {
     http_gateway_on(ws, "127.0.0.1", env, extra)
@@ -488,32 +470,8 @@ fn http_gateway(ws: &Workspace, env: &[(&str, &str)], extra: &[&str]) -> (HttpGa
 
 /// Starts `plexus serve --http HOST:PORT` on a free port and returns it with its URL.
 fn http_gateway_on(ws: &Workspace, host: &str, env: &[(&str, &str)], extra: &[&str]) -> (HttpGateway, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let address = format!("{host}:{port}");
-    let mut arguments = vec!["serve", "--http", &address];
-    arguments.extend_from_slice(extra);
-    let mut command = ws.command(ws.path(), &arguments);
-    command
-        .envs(env.iter().copied())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped());
-    let mut child = HttpGateway(command.spawn().unwrap());
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Some(status) = child.0.try_wait().unwrap() {
-            let mut stderr = String::new();
-            child.0.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-            panic!("plexus serve --http {address} ended ({status}): {stderr}");
-        }
-        assert!(std::time::Instant::now() < deadline, "the gateway did not listen");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (child, format!("http://{address}/mcp"))
+    let (gateway, address) = serve_http(ws, host, env, extra);
+    (gateway, format!("http://{address}/mcp"))
 }
 
 /// One raw HTTP/1.1 `ping`; the whole answer.

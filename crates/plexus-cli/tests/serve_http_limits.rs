@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::Workspace;
+use support::gateway::{HttpGateway, serve_http};
 
 /// The gateway's header deadline (`HEADER_TIMEOUT` in `src/serve/http.rs`).
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -24,47 +25,13 @@ const MARGIN: Duration = Duration::from_secs(20);
 /// An `initialize` request's body.
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
 
-/// A `plexus serve --http` process, killed when dropped (a failing test leaves none behind).
-struct Gateway(std::process::Child);
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Starts `plexus serve --http HOST:PORT` (no servers configured) on a free port of `host` and
 /// returns it with its `HOST:PORT`, once it accepts connections.
-fn start(host: &str) -> (Workspace, Gateway, String) {
+fn start(host: &str) -> (Workspace, HttpGateway, String) {
     let ws = Workspace::new();
     ws.write_servers(ws.user_file(), &json!({}));
-    let port = std::net::TcpListener::bind((host, 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let address = format!("{host}:{port}");
-    let mut command = ws.command(ws.path(), &["serve", "--http", &address]);
-    command
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped());
-    let mut child = Gateway(command.spawn().unwrap());
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(&address).is_err() {
-        if let Some(status) = child.0.try_wait().unwrap() {
-            let mut stderr = String::new();
-            child.0.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-            panic!("plexus serve --http {address} ended ({status}): {stderr}");
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the gateway did not listen on {address}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (ws, child, address)
+    let (gateway, address) = serve_http(&ws, host, &[], &[]);
+    (ws, gateway, address)
 }
 
 /// A connection to `address` whose reads give up after the header deadline plus the margin.

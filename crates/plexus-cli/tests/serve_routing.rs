@@ -7,19 +7,16 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::io::Read as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use plexus::client::{BoxFuture, ClientHandler, ServerRequestContext};
 use plexus::config::ServerConfig;
 use plexus::jsonrpc::ErrorObject;
-use plexus::protocol::{
-    CallToolResult, ClientCapabilities, ElicitRequestParams, ElicitResult, ElicitValue, ElicitationCapability,
-    JsonObject,
-};
+use plexus::protocol::{CallToolResult, ClientCapabilities, ElicitRequestParams, ElicitResult, ElicitValue};
 use plexus::{Client, ClientOptions, DefaultConnector};
 use serde_json::{Map, Value, json};
+use support::gateway::{HttpGateway, serve_http};
 use support::{Workspace, demo};
 
 /// The question the backend asks on behalf of client A's call.
@@ -48,13 +45,7 @@ impl Answerer {
 
 impl ClientHandler for Answerer {
     fn capabilities(&self) -> ClientCapabilities {
-        ClientCapabilities {
-            elicitation: Some(ElicitationCapability {
-                form: Some(JsonObject::new()),
-                ..ElicitationCapability::default()
-            }),
-            ..ClientCapabilities::default()
-        }
+        support::elicitation_capabilities(false)
     }
 
     fn elicit(
@@ -72,44 +63,13 @@ impl ClientHandler for Answerer {
     }
 }
 
-/// A `plexus serve --http` process, killed when dropped (a failing test leaves none behind).
-struct HttpGateway(std::process::Child);
-
-impl Drop for HttpGateway {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// A workspace whose backends are two demo servers, `demo` and `other`, and its gateway on a
 /// free port of 127.0.0.1 with the gateway's URL.
 fn gateway() -> (Workspace, HttpGateway, String) {
     let ws = Workspace::new();
     ws.write_servers(ws.user_file(), &json!({"demo": demo(&[]), "other": demo(&[])}));
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let address = format!("127.0.0.1:{port}");
-    let mut command = ws.command(ws.path(), &["serve", "--http", &address]);
-    command
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped());
-    let mut child = HttpGateway(command.spawn().unwrap());
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(&address).is_err() {
-        if let Some(status) = child.0.try_wait().unwrap() {
-            let mut stderr = String::new();
-            child.0.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-            panic!("plexus serve --http {address} ended ({status}): {stderr}");
-        }
-        assert!(std::time::Instant::now() < deadline, "the gateway did not listen");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (ws, child, format!("http://{address}/mcp"))
+    let (gateway, address) = serve_http(&ws, "127.0.0.1", &[], &[]);
+    (ws, gateway, format!("http://{address}/mcp"))
 }
 
 /// A client of the gateway at `url` whose requests from the gateway `handler` answers.

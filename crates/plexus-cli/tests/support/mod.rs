@@ -3,6 +3,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod gateway;
 pub mod remote;
 
 use std::io::Write;
@@ -253,4 +254,17 @@ pub fn demo_written() -> Value {
 /// The test server's version, as `serverInfo` reports it.
 pub fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
+}
+
+/// What a test client that answers form elicitations (and, with `urls`, URL ones) declares.
+pub fn elicitation_capabilities(urls: bool) -> plexus::protocol::ClientCapabilities {
+    use plexus::protocol::{ClientCapabilities, ElicitationCapability, JsonObject};
+    ClientCapabilities {
+        elicitation: Some(ElicitationCapability {
+            form: Some(JsonObject::new()),
+            url: urls.then(JsonObject::new),
+            ..ElicitationCapability::default()
+        }),
+        ..ClientCapabilities::default()
+    }
 }

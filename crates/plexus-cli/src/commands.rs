@@ -86,6 +86,7 @@ pub(crate) fn run(cli: Cli) -> Outcome {
             token_file,
             session_idle,
             ready_grace,
+            crash_pause,
             ad_hoc,
         } => match crate::serve::token(token_file.as_deref()) {
             Ok(token) => {
@@ -94,6 +95,7 @@ pub(crate) fn run(cli: Cli) -> Outcome {
                     token,
                     session_idle: std::time::Duration::from_secs(session_idle),
                     ready_grace: std::time::Duration::from_secs(ready_grace),
+                    crash_pause: std::time::Duration::from_secs(crash_pause),
                 };
                 configured(&ad_hoc, &mut |c| crate::serve::run(c, options.clone()))
             }

@@ -210,6 +210,11 @@ pub(crate) enum Command {
         #[arg(long, value_name = "SECS", default_value_t = 2,
               value_parser = clap::value_parser!(u64).range(0..=300))]
         ready_grace: u64,
+        /// A server that crashed 3 times within a minute is started again after this many
+        /// seconds (twice as long each time it does so again, up to 15 minutes).
+        #[arg(long, value_name = "SECS", default_value_t = 60,
+              value_parser = clap::value_parser!(u64).range(1..=3600))]
+        crash_pause: u64,
         #[command(flatten)]
         ad_hoc: AdHoc,
     },

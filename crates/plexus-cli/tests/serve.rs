@@ -16,7 +16,7 @@ use plexus::jsonrpc::ErrorObject;
 use plexus::protocol::{ClientCapabilities, ElicitRequestParams, ElicitResult, ElicitValue, JsonObject};
 use plexus::{Client, ClientOptions, DefaultConnector};
 use serde_json::{Map, Value, json};
-use support::gateway::{HttpGateway, serve_http};
+use support::gateway::{HttpGateway, RawGateway, serve_http};
 use support::remote::Remote;
 use support::{PLEXUS, Workspace, demo};
 
@@ -321,58 +321,6 @@ async fn a_url_elicitation_reaches_the_client_and_so_does_its_completion() {
         assert!(shown.starts_with("https://auth.example.test/step/"), "{shown}");
     }
     client.close().await.unwrap();
-}
-
-/// The gateway over stdio, driven line by line.
-struct RawGateway {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    lines: std::sync::mpsc::Receiver<Value>,
-}
-
-impl RawGateway {
-    fn start(ws: &Workspace) -> RawGateway {
-        let mut child = ws
-            .command(ws.path(), &["serve"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-        let (sender, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufRead::lines(stdout) {
-                let Ok(line) = line else { return };
-                if sender.send(serde_json::from_str(&line).unwrap()).is_err() {
-                    return;
-                }
-            }
-        });
-        let stdin = child.stdin.take().unwrap();
-        RawGateway { child, stdin, lines }
-    }
-
-    fn send(&mut self, message: &Value) {
-        self.send_line(&message.to_string());
-    }
-
-    /// Sends `line` as it is written.
-    fn send_line(&mut self, line: &str) {
-        writeln!(self.stdin, "{line}").unwrap();
-    }
-
-    /// The next message that `matches` (others are skipped), within 30 s.
-    fn next(&self, matches: impl Fn(&Value) -> bool) -> Value {
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            let message = self.lines.recv_timeout(left).expect("the gateway answered in time");
-            if matches(&message) {
-                return message;
-            }
-        }
-    }
 }
 
 #[test]

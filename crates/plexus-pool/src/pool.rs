@@ -223,6 +223,13 @@ impl Pool {
         self.shared.slot(server).ok().map(|slot| slot.live().state.clone())
     }
 
+    /// Whether the crash-loop guard stopped `server` (a stdio server that died
+    /// [`crash_limit`](crate::PoolSettings::crash_limit) times within the crash window): it is not
+    /// restarted on demand, only by [`reconnect`](Self::reconnect).
+    pub fn is_crash_stopped(&self, server: &str) -> bool {
+        self.shared.slot(server).is_ok_and(|slot| slot.live().crash_guard)
+    }
+
     /// Every server's state, in the order given.
     pub fn states(&self) -> Vec<(String, ServerState)> {
         self.shared

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use plexus::Client;
 use plexus::client::ServerNotification;
-use plexus::pool::ServerStatus;
+use plexus::pool::{PoolError, ServerStatus};
+use plexus::protocol::LoggingLevel;
 use tokio::sync::{broadcast, watch};
 
 use super::gateway::Gateway;
@@ -87,6 +88,7 @@ pub(super) async fn watch_servers(gateway: Arc<Gateway>, grace: Duration, ready:
             connected = connected_servers(&gateway);
         } else if let Some(told) = &mut told {
             revive(&gateway, &connected, &mut revived);
+            gateway.follow_crash_stops();
             connected = connected_servers(&gateway);
             let now = lists(&gateway).await;
             if now.tools != told.tools {
@@ -146,17 +148,81 @@ fn revive(gateway: &Arc<Gateway>, were_connected: &[String], revived: &mut HashM
         let failed = pool
             .state(name)
             .is_some_and(|state| state.status == ServerStatus::Failed);
-        let recently = revived.get(name).is_some_and(|at| at.elapsed() < REVIVE_EVERY);
-        if !failed || recently {
+        if !failed {
             continue;
         }
-        revived.insert(name.clone(), std::time::Instant::now());
-        let (pool, name) = (pool.clone(), name.clone());
+        // At most one start every REVIVE_EVERY: one that comes sooner waits for its turn (it is
+        // never dropped, or the server would stay off).
+        let now = std::time::Instant::now();
+        let at = revived.get(name).map_or(now, |last| (*last + REVIVE_EVERY).max(now));
+        revived.insert(name.clone(), at);
+        let (gateway, name) = (Arc::clone(gateway), name.clone());
         tokio::spawn(async move {
-            if let Err(e) = pool.ensure_connected(&name).await {
-                tracing::info!("server {name:?} could not be started again: {e}");
+            tokio::time::sleep_until(at.into()).await;
+            match gateway.hub().pool().ensure_connected(&name).await {
+                // Stopped by the crash-loop guard: `follow_crash_stops` starts it again later.
+                Ok(_) | Err(PoolError::CrashLoop { .. }) => {}
+                Err(e) => tracing::info!("server {name:?} could not be started again: {e}"),
             }
         });
+    }
+}
+
+/// The longest pause before a server that keeps crashing is started again.
+pub(super) const MAX_CRASH_PAUSE: Duration = Duration::from_secs(15 * 60);
+
+impl Gateway {
+    /// Starts [`after_crash_stop`](Self::after_crash_stop) once for each server the pool's
+    /// crash-loop guard has stopped, and forgets a server that is up again.
+    fn follow_crash_stops(self: &Arc<Self>) {
+        let pool = self.hub().pool();
+        let mut waiting = lock(&self.crash_waits);
+        for (name, _) in pool.states() {
+            if !pool.is_crash_stopped(&name) {
+                waiting.remove(&name);
+            } else if waiting.insert(name.clone()) {
+                let gateway = Arc::clone(self);
+                tokio::spawn(async move { gateway.after_crash_stop(&name).await });
+            }
+        }
+    }
+
+    /// A server the pool stopped for crashing too often: no client can ask for it (its tools
+    /// left the list), so after a pause (the first `--crash-pause`, each next one twice as long,
+    /// at most [`MAX_CRASH_PAUSE`]) the gateway starts it again, and tells the clients when.
+    async fn after_crash_stop(&self, server: &str) {
+        let settings = self.hub().pool().settings();
+        let (crashes, window) = (settings.crash_limit, settings.crash_window);
+        let round = {
+            let mut pauses = lock(&self.crash_pauses);
+            let round = pauses.entry(server.to_owned()).or_insert(0);
+            *round += 1;
+            *round - 1
+        };
+        let pause = self
+            .crash_pause
+            .saturating_mul(2u32.saturating_pow(round.min(16)))
+            .min(MAX_CRASH_PAUSE);
+        let text = format!(
+            "server {server:?} crashed {crashes} times within {} s; plexus serve starts it again in {} s",
+            window.as_secs(),
+            pause.as_secs()
+        );
+        tracing::warn!("{text}");
+        self.log_to_clients(server, LoggingLevel::Warning, &text);
+        tokio::time::sleep(pause).await;
+        if let Err(e) = self.hub().pool().reconnect(server).await {
+            tracing::info!("server {server:?} could not be started again: {e}");
+        }
+        lock(&self.crash_waits).remove(server);
+    }
+
+    /// Sends `text` to every client that wants `level`, as a log message of `server`.
+    fn log_to_clients(&self, server: &str, level: LoggingLevel, text: &str) {
+        let params = serde_json::from_value(serde_json::json!({"level": level, "data": text}));
+        if let Ok(params) = params {
+            self.forward_log(server, params);
+        }
     }
 }
 

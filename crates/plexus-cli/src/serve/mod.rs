@@ -42,6 +42,9 @@ pub(crate) struct ServeOptions {
     /// `--ready-grace`: how long `initialize` and the first lists wait for the servers still
     /// starting; those that start later join with a `list_changed` notification.
     pub(crate) ready_grace: Duration,
+    /// `--crash-pause`: how long a server the pool stopped for crashing too often stays off
+    /// before the gateway starts it again (doubled each time, up to [`follow::MAX_CRASH_PAUSE`]).
+    pub(crate) crash_pause: Duration,
 }
 
 /// The environment variable that may hold the HTTP clients' token.
@@ -125,7 +128,7 @@ async fn serve_command(configured: Configured, options: ServeOptions) -> Outcome
         Err(outcome) => return outcome,
     };
     let (ready_tx, ready) = watch::channel(false);
-    let gateway = Gateway::new(Arc::clone(&hub), ready);
+    let gateway = Gateway::new(Arc::clone(&hub), ready, options.crash_pause);
     forwarder.attach(&gateway);
     let watcher = tokio::spawn(follow::watch_servers(
         Arc::clone(&gateway),

@@ -1,9 +1,11 @@
 //! `plexus serve --http` for the tests: started on a free port, waited for, and killed when
 //! dropped (a failing test leaves none behind).
 
-use std::io::Read as _;
+use std::io::{Read as _, Write as _};
 use std::net::{IpAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
+
+use serde_json::Value;
 
 use super::Workspace;
 
@@ -45,4 +47,72 @@ pub fn serve_http(ws: &Workspace, host: &str, env: &[(&str, &str)], extra: &[&st
         std::thread::sleep(Duration::from_millis(50));
     }
     (child, address)
+}
+
+/// `plexus serve` over stdio, driven line by line.
+pub struct RawGateway {
+    /// The gateway process.
+    pub child: std::process::Child,
+    /// Its stdin.
+    pub stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<Value>,
+}
+
+impl RawGateway {
+    /// `plexus serve` of `ws`.
+    pub fn start(ws: &Workspace) -> RawGateway {
+        RawGateway::start_with(ws, &[])
+    }
+
+    /// `plexus serve` of `ws` with the `extra` arguments.
+    pub fn start_with(ws: &Workspace, extra: &[&str]) -> RawGateway {
+        let mut arguments = vec!["serve"];
+        arguments.extend_from_slice(extra);
+        let mut child = ws
+            .command(ws.path(), &arguments)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let (sender, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufRead::lines(stdout) {
+                let Ok(line) = line else { return };
+                if sender.send(serde_json::from_str(&line).unwrap()).is_err() {
+                    return;
+                }
+            }
+        });
+        let stdin = child.stdin.take().unwrap();
+        RawGateway { child, stdin, lines }
+    }
+
+    /// Sends `message` as one line.
+    pub fn send(&mut self, message: &Value) {
+        self.send_line(&message.to_string());
+    }
+
+    /// Sends `line` as it is written.
+    pub fn send_line(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+    }
+
+    /// The next message that `matches` (others are skipped), within 30 s.
+    pub fn next(&self, matches: impl Fn(&Value) -> bool) -> Value {
+        self.next_within(Duration::from_secs(30), matches)
+    }
+
+    /// The next message that `matches` (others are skipped), within `limit`.
+    pub fn next_within(&self, limit: Duration, matches: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let message = self.lines.recv_timeout(left).expect("the gateway answered in time");
+            if matches(&message) {
+                return message;
+            }
+        }
+    }
 }

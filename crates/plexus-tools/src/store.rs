@@ -95,6 +95,21 @@ impl ResultStore {
             );
             return Err(failed(&self.dir)(full));
         }
+        let written = self.write_new(stem, extension, bytes);
+        if written.is_err() {
+            // Nothing (whole) was written: the bytes do not count against the session.
+            self.written.fetch_sub(size, Ordering::Relaxed);
+        }
+        written
+    }
+
+    /// Writes `bytes` to a new file of the session's directory (see [`save`](Self::save)); a
+    /// file that could not be written whole is removed.
+    fn write_new(&self, stem: &str, extension: &str, bytes: &[u8]) -> Result<PathBuf, StoreError> {
+        let failed = |path: &Path| {
+            let path = path.to_owned();
+            move |source| StoreError { path, source }
+        };
         DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -106,7 +121,11 @@ impl ResultStore {
             let path = self.dir.join(format!("{stem}-{n}.{extension}"));
             match OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path) {
                 Ok(mut file) => {
-                    file.write_all(bytes).map_err(failed(&path))?;
+                    if let Err(e) = file.write_all(bytes) {
+                        drop(file);
+                        let _ = fs::remove_file(&path);
+                        return Err(failed(&path)(e));
+                    }
                     return Ok(path);
                 }
                 // Left by an earlier store of the same session name: take the next number.
@@ -145,6 +164,26 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
+
+    #[test]
+    fn the_sessions_bytes_are_bounded_and_a_failed_write_does_not_count() {
+        let home = tempfile::tempdir().unwrap();
+        let store = ResultStore::new(home.path(), "s").with_max_bytes(4);
+        store.save("a", "bin", b"abc").unwrap();
+        let full = store.save("b", "bin", b"de").unwrap_err();
+        assert_eq!(full.source.kind(), io::ErrorKind::QuotaExceeded);
+        // A directory that cannot be made (a file stands in its place) writes nothing...
+        let blocked = ResultStore::new(&home.path().join("file"), "s").with_max_bytes(4);
+        fs::write(home.path().join("file"), b"").unwrap();
+        assert_eq!(
+            blocked.save("a", "bin", b"abc").unwrap_err().source.kind(),
+            io::ErrorKind::NotADirectory
+        );
+        // ...and leaves its bytes to the next one.
+        fs::remove_file(home.path().join("file")).unwrap();
+        blocked.save("a", "bin", b"abcd").unwrap();
+        assert_eq!(store.save("c", "bin", b"d").unwrap().extension().unwrap(), "bin");
+    }
 
     #[test]
     fn files_are_private_unique_and_never_overwritten() {

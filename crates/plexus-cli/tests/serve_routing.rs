@@ -1,8 +1,9 @@
 //! Where `plexus serve --http` sends a backend's request to a client (issue 25, point 2): two
-//! clients of one gateway, over real sockets on 127.0.0.1, whose stdio backend is the demo
-//! server. An elicitation reaches only the client whose call caused it; when the gateway cannot
-//! tell which client that is (two clients have calls running on the backend), the backend gets
-//! an error that says so, and no client is asked.
+//! clients of one gateway, over real sockets on 127.0.0.1, whose backend is the demo server over
+//! stdio or the test server over Streamable HTTP. An elicitation reaches only the client whose
+//! call caused it. Over HTTP the backend says which call that is (it asks on the call's response
+//! stream); over stdio, when the gateway cannot tell (two clients have calls running on the
+//! backend), the backend gets an error that says so, and no client is asked.
 
 mod support;
 
@@ -17,6 +18,7 @@ use plexus::protocol::{CallToolResult, ClientCapabilities, ElicitRequestParams, 
 use plexus::{Client, ClientOptions, DefaultConnector};
 use serde_json::{Map, Value, json};
 use support::gateway::{HttpGateway, serve_http};
+use support::remote::Remote;
 use support::{Workspace, demo};
 
 /// The question the backend asks on behalf of client A's call.
@@ -161,5 +163,54 @@ async fn an_elicitation_the_gateway_cannot_place_is_refused_to_the_backend_not_g
     assert!(bob.asked().is_empty(), "B was asked {:?}", bob.asked());
     a.close().await.unwrap();
     b.close().await.unwrap();
+    drop(child);
+}
+
+#[test]
+fn over_http_an_elicitation_reaches_the_client_whose_call_caused_it_though_others_call_too() {
+    // The backend speaks Streamable HTTP: it asks on the response stream of the call it asks
+    // for, so the gateway knows whose question it is even while B's calls run there too.
+    let backend = Remote::http(&[]);
+    let ws = Workspace::new();
+    ws.write_servers(
+        ws.user_file(),
+        &json!({"remote": {"type": "http", "url": backend.url()}}),
+    );
+    let (child, address) = serve_http(&ws, "127.0.0.1", &[], &[]);
+    let url = format!("http://{address}/mcp");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (ada, bob) = (Answerer::new("Ada"), Answerer::new("Bob"));
+        let a = connect(&url, Arc::clone(&ada)).await;
+        let b = connect(&url, Arc::clone(&bob)).await;
+        // B's calls run on the same backend before, while and after the backend asks A.
+        let question = call(&a, "mcp__remote__elicit", json!({"message": QUESTION, "ms": 1500}));
+        let slow = async {
+            settle().await;
+            call(&b, "mcp__remote__slow", json!({"ms": 3000, "steps": 0})).await
+        };
+        let (answered, slow) = tokio::join!(question, slow);
+        assert!(answered.is_error != Some(true), "{answered:?}");
+        assert!(text(&answered).contains(r#""name":"Ada""#), "{answered:?}");
+        assert_eq!(text(&slow), "slow: done after 3000 ms");
+        assert_eq!(ada.asked(), [QUESTION]);
+        assert!(bob.asked().is_empty(), "B was asked {:?}", bob.asked());
+        // And the other way round: B's question goes to B while A's call runs there.
+        let question = call(&b, "mcp__remote__elicit", json!({"message": "for B", "ms": 1500}));
+        let slow = async {
+            settle().await;
+            call(&a, "mcp__remote__slow", json!({"ms": 3000, "steps": 0})).await
+        };
+        let (answered, _) = tokio::join!(question, slow);
+        assert!(text(&answered).contains(r#""name":"Bob""#), "{answered:?}");
+        assert_eq!(bob.asked(), ["for B"]);
+        assert_eq!(ada.asked(), [QUESTION]);
+        a.close().await.unwrap();
+        b.close().await.unwrap();
+    });
     drop(child);
 }

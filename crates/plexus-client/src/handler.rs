@@ -11,11 +11,31 @@ use serde::de::DeserializeOwned;
 
 /// Where a server request comes from.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ServerRequestContext {
     /// The server's name (as configured).
     pub server: String,
     /// The id of the server's request.
     pub request_id: RequestId,
+    /// The id of the client's request on whose behalf the server asks, when the transport
+    /// tells (Streamable HTTP: the server sent it on that request's response stream). `None`
+    /// over stdio, SSE and WebSocket, and for a request on the standalone stream.
+    pub related_request: Option<RequestId>,
+    /// The host's [`RequestOptions::tag`](crate::RequestOptions::tag) of that related request,
+    /// when it had one and is still pending.
+    pub tag: Option<u64>,
+}
+
+impl ServerRequestContext {
+    /// The context of request `request_id` of `server`, related to no request of the client.
+    pub fn new(server: impl Into<String>, request_id: RequestId) -> Self {
+        ServerRequestContext {
+            server: server.into(),
+            request_id,
+            related_request: None,
+            tag: None,
+        }
+    }
 }
 
 /// Answers the requests a server sends to the client.
@@ -131,10 +151,7 @@ mod tests {
     }
 
     fn context() -> ServerRequestContext {
-        ServerRequestContext {
-            server: "s".into(),
-            request_id: RequestId::Number(1),
-        }
+        ServerRequestContext::new("s", RequestId::Number(1))
     }
 
     #[tokio::test]

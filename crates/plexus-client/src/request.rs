@@ -27,6 +27,13 @@ pub struct RequestOptions {
     pub reset_timeout_on_progress: bool,
     /// …but never beyond this total (default: unbounded resets, still each bounded by `timeout`).
     pub max_total_timeout: Option<Duration>,
+    /// A number of the host's own, given back as [`ServerRequestContext::tag`] with each request
+    /// the server makes on behalf of this one, when the transport tells which request that is
+    /// (Streamable HTTP does; stdio, SSE and WebSocket cannot). A host that calls for several
+    /// users through one connection (a gateway) tells by it whose call a question belongs to.
+    ///
+    /// [`ServerRequestContext::tag`]: crate::ServerRequestContext::tag
+    pub tag: Option<u64>,
 }
 
 impl std::fmt::Debug for RequestOptions {
@@ -36,6 +43,7 @@ impl std::fmt::Debug for RequestOptions {
             .field("on_progress", &self.on_progress.is_some())
             .field("reset_timeout_on_progress", &self.reset_timeout_on_progress)
             .field("max_total_timeout", &self.max_total_timeout)
+            .field("tag", &self.tag)
             .finish()
     }
 }
@@ -171,6 +179,7 @@ async fn exchange<P: Serialize + ?Sized>(
             reply: reply_tx,
             progress: progress.clone(),
             cancellable,
+            tag: options.tag,
         },
     )?;
     let mut guard = PendingGuard {

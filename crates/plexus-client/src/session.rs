@@ -8,7 +8,9 @@ use std::time::Instant;
 
 use plexus_jsonrpc::{ErrorCode, ErrorObject, Message, Notification, RawValue, Request, RequestId, Response};
 use plexus_protocol::methods;
-use plexus_transport::{BoxFuture, OutboundKind, OutboundMessage, TransportError, TransportReceiver, TransportSender};
+use plexus_transport::{
+    BoxFuture, OutboundKind, OutboundMessage, Received, TransportError, TransportReceiver, TransportSender,
+};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::AbortHandle;
 
@@ -37,6 +39,8 @@ pub(crate) struct PendingEntry {
     pub(crate) progress: Option<Arc<ProgressState>>,
     /// The server may be told to stop working on it (every request but `initialize`).
     pub(crate) cancellable: bool,
+    /// The host's tag of the request ([`RequestOptions::tag`](crate::RequestOptions::tag)).
+    pub(crate) tag: Option<u64>,
 }
 
 /// Pending requests and the closed state live under one lock so that no request can be inserted
@@ -321,7 +325,14 @@ impl Shared {
         }
     }
 
-    fn on_request(self: &Arc<Self>, request: Request) {
+    /// The host's tag of pending request `id` (see [`RequestOptions::tag`](crate::RequestOptions::tag)).
+    fn tag_of(&self, id: &RequestId) -> Option<u64> {
+        let id = our_id(id)?;
+        lock(&self.pending).entries.get(&id).and_then(|entry| entry.tag)
+    }
+
+    fn on_request(self: &Arc<Self>, request: Request, related_request: Option<RequestId>) {
+        let tag = related_request.as_ref().and_then(|id| self.tag_of(id));
         // Register under the lock before the task can finish and remove itself.
         let mut running = lock(&self.server_requests);
         let refusal = if running.contains_key(&request.id) {
@@ -353,6 +364,8 @@ impl Shared {
             let context = ServerRequestContext {
                 server: shared.name.clone(),
                 request_id: request.id.clone(),
+                related_request,
+                tag,
             };
             let outcome =
                 crate::handler::dispatch(&*handler, request.method.as_ref(), request.params.as_deref(), context).await;
@@ -417,15 +430,20 @@ impl Drop for Shared {
 
 async fn read_loop(shared: Weak<Shared>, mut receiver: Box<dyn TransportReceiver>) {
     loop {
-        let received = receiver.recv().await;
+        let received = receiver.recv_related().await;
         let Some(shared) = shared.upgrade() else { return };
-        if let Ok(message) = &received {
-            crate::trace::received(&shared.name, message);
+        if let Ok(received) = &received {
+            crate::trace::received(&shared.name, &received.message);
         }
         match received {
-            Ok(Message::Response(response)) => shared.complete(response),
-            Ok(Message::Notification(notification)) => shared.on_notification(notification),
-            Ok(Message::Request(request)) => shared.on_request(request),
+            Ok(Received {
+                message,
+                related_request,
+            }) => match message {
+                Message::Response(response) => shared.complete(response),
+                Message::Notification(notification) => shared.on_notification(notification),
+                Message::Request(request) => shared.on_request(request, related_request),
+            },
             Err(e) if !e.is_terminal() => shared.on_dropped(e),
             Err(e) => {
                 tracing::debug!(server = %shared.name, "the transport closed: {e}");

@@ -240,10 +240,7 @@ mod tests {
 
     #[tokio::test]
     async fn accepts_forms_and_declines_urls() {
-        let context = ServerRequestContext {
-            server: "suite".to_owned(),
-            request_id: plexus::jsonrpc::RequestId::Number(1),
-        };
+        let context = ServerRequestContext::new("suite", plexus::jsonrpc::RequestId::Number(1));
         let accepted = AcceptDefaults
             .elicit(
                 serde_json::from_value(json!({

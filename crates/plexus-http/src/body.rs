@@ -10,7 +10,7 @@ use crate::deadline::Deadline;
 use crate::inner::Inner;
 use plexus_jsonrpc::{Message, ReplyScan, RequestId, Response};
 use plexus_net::http::{Body, BodyError};
-use plexus_transport::TransportError;
+use plexus_transport::{Received, TransportError};
 
 /// Reads the JSON body of request `id`'s response (to a POST) and gives back the response it
 /// holds. A body holding another message (not a response) goes to the reader.
@@ -41,7 +41,13 @@ pub(crate) async fn read_json_response(
                     Ok(Some(response))
                 }
                 Ok(other) => {
-                    inner.deliver(Ok(other)).await;
+                    let related_request = Some(id.clone());
+                    inner
+                        .deliver(Ok(Received {
+                            message: other,
+                            related_request,
+                        }))
+                        .await;
                     Ok(None)
                 }
                 Err(e) => dropped(TransportError::Protocol {

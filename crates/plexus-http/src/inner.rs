@@ -11,7 +11,7 @@ use plexus_jsonrpc::{ErrorObject, Message, RequestId, Response};
 use plexus_net::Credentials;
 use plexus_net::http::{HttpClient, HttpSettings, Target};
 use plexus_net::redact::redact_url;
-use plexus_transport::TransportError;
+use plexus_transport::{Received, TransportError};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use url::Url;
@@ -22,7 +22,7 @@ use crate::stream::PostStreams;
 use crate::{CLOSED_BY_CLIENT, EventStreamState};
 
 /// What the body readers and the event stream put in the receive queue.
-pub(crate) type Inbound = Result<Message, TransportError>;
+pub(crate) type Inbound = Result<Received, TransportError>;
 
 /// The shared state of one transport.
 pub(crate) struct Inner {
@@ -213,7 +213,11 @@ impl Inner {
     /// Puts a message (or a non-terminal error) in the receive queue, waiting for room. False when
     /// the reader is gone.
     pub(crate) async fn deliver(&self, item: Inbound) -> bool {
-        if let Ok(Message::Response(response)) = &item {
+        if let Ok(Received {
+            message: Message::Response(response),
+            ..
+        }) = &item
+        {
             self.observe(response);
         }
         self.inbox.send(item).await.is_ok()
@@ -231,7 +235,7 @@ impl Inner {
                 format!("plexus-http: {why}"),
             )),
         };
-        self.deliver(Ok(Message::Response(failure))).await
+        self.deliver(Ok(Received::unrelated(Message::Response(failure)))).await
     }
 
     // ----- the end -----

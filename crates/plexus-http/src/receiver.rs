@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use plexus_jsonrpc::Message;
-use plexus_transport::{TransportError, TransportReceiver};
+use plexus_transport::{Received, TransportError, TransportReceiver};
 use tokio::sync::mpsc;
 
 use crate::Handle;
@@ -44,7 +44,7 @@ impl HttpReceiver {
         }
     }
 
-    fn finish(&mut self, error: TransportError) -> Poll<Result<Message, TransportError>> {
+    fn finish(&mut self, error: TransportError) -> Poll<Result<Received, TransportError>> {
         let later = match &error {
             TransportError::Closed { .. } => error.clone(),
             other => TransportError::closed(other.to_string()),
@@ -57,6 +57,12 @@ impl HttpReceiver {
 
 impl TransportReceiver for HttpReceiver {
     fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Result<Message, TransportError>> {
+        self.poll_recv_related(cx).map_ok(|received| received.message)
+    }
+
+    /// Each message with the request whose `POST` carried it (the response stream's request, or
+    /// the request of a JSON body that held another message); none for the standalone stream.
+    fn poll_recv_related(&mut self, cx: &mut Context<'_>) -> Poll<Result<Received, TransportError>> {
         if let Some(finished) = &self.finished {
             return Poll::Ready(Err(finished.clone()));
         }

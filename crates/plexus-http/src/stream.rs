@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use plexus_jsonrpc::{Message, RequestId};
 use plexus_net::sse::{Decoded, EventDecoder};
-use plexus_transport::TransportError;
+use plexus_transport::{Received, TransportError};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -109,7 +109,11 @@ impl EventStream {
                             {
                                 self.answered = true;
                             }
-                            Ok(message)
+                            // What a request's response stream carries relates to that request.
+                            Ok(Received {
+                                message,
+                                related_request: self.awaiting.clone(),
+                            })
                         }
                         Err(e) => Err(TransportError::Protocol { reason: e.to_string() }),
                     },

@@ -476,3 +476,54 @@ async fn a_call_that_times_out_while_its_json_reply_is_pending_is_cancelled_on_t
     client.close().await.unwrap();
     server.shutdown().await;
 }
+
+/// Answers elicitations, keeping the context of each.
+struct Recorder(std::sync::Mutex<Vec<plexus_client::ServerRequestContext>>);
+
+impl plexus_client::ClientHandler for Recorder {
+    fn capabilities(&self) -> plexus_protocol::ClientCapabilities {
+        plexus_protocol::ClientCapabilities {
+            elicitation: Some(plexus_protocol::ElicitationCapability::default()),
+            ..plexus_protocol::ClientCapabilities::default()
+        }
+    }
+
+    fn elicit(
+        &self,
+        _params: plexus_protocol::ElicitRequestParams,
+        context: plexus_client::ServerRequestContext,
+    ) -> plexus_transport::BoxFuture<'_, Result<plexus_protocol::ElicitResult, plexus_jsonrpc::ErrorObject>> {
+        self.0.lock().unwrap().push(context);
+        Box::pin(async { Ok(plexus_protocol::ElicitResult::accept(None)) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_on_a_calls_response_stream_names_that_call_and_its_tag() {
+    // The server asks on the response stream of the call it asks for: the handler is told which
+    // request that is, and the host's tag of it.
+    let server = serve(&[]).await;
+    let transport = plexus_http::HttpTransport::new(plexus_http::HttpConfig::new(server.url())).unwrap();
+    let recorder = std::sync::Arc::new(Recorder(std::sync::Mutex::new(Vec::new())));
+    let options = plexus_client::ClientOptions::new("t").handler(recorder.clone());
+    let client = plexus_client::Client::connect(Box::new(transport), options)
+        .await
+        .unwrap();
+    let request = plexus_client::RequestOptions {
+        tag: Some(42),
+        ..plexus_client::RequestOptions::default()
+    };
+    let arguments = json!({"message": "which call?"});
+    let result = guard(client.call_tool_ref("elicit", &arguments, request))
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let contexts = recorder.0.lock().unwrap().clone();
+    assert_eq!(contexts.len(), 1, "{contexts:?}");
+    // The client numbers its requests from 1 after `initialize` (0): the call is request 1.
+    assert_eq!(contexts[0].related_request, Some(RequestId::Number(1)));
+    assert_eq!(contexts[0].tag, Some(42));
+    assert_eq!(contexts[0].server, "t");
+    client.close().await.unwrap();
+    server.shutdown().await;
+}

@@ -34,6 +34,9 @@ pub struct CallOptions {
     pub url_elicitation: Option<Arc<dyn UrlElicitationHandler>>,
     /// How long one URL elicitation may take (default 10 minutes).
     pub url_elicitation_timeout: Option<Duration>,
+    /// The host's tag of the call, given back with the requests the server makes on its behalf
+    /// (see [`RequestOptions::tag`]).
+    pub tag: Option<u64>,
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -44,6 +47,7 @@ impl std::fmt::Debug for CallOptions {
             .field("max_total", &self.max_total)
             .field("url_elicitation", &self.url_elicitation.is_some())
             .field("url_elicitation_timeout", &self.url_elicitation_timeout)
+            .field("tag", &self.tag)
             .finish()
     }
 }
@@ -142,6 +146,7 @@ pub async fn call_tool<A: Serialize + ?Sized + Sync>(
         let client = pool.ensure_connected(server).await.map_err(unavailable)?;
         let mut request = RequestOptions {
             timeout: options.timeout,
+            tag: options.tag,
             ..RequestOptions::default()
         };
         if let Some(progress) = &options.on_progress {

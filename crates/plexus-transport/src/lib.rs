@@ -82,11 +82,45 @@ pub trait TransportReceiver: Send + 'static {
     /// (garbage, too large) and the stream goes on. A terminal error says why the peer went away;
     /// every later poll returns [`TransportError::Closed`].
     fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Result<Message, TransportError>>;
+
+    /// [`poll_recv`](Self::poll_recv), with what the transport knows of the request each message
+    /// relates to. Streamable HTTP knows it: a message that arrives on the event stream of a
+    /// `POST` relates to the request that `POST` carried. Other transports cannot tell (the
+    /// default gives no relation).
+    fn poll_recv_related(&mut self, cx: &mut Context<'_>) -> Poll<Result<Received, TransportError>> {
+        self.poll_recv(cx).map_ok(Received::unrelated)
+    }
+}
+
+/// A message from the peer and the request of ours it relates to, when the transport can tell.
+#[derive(Debug)]
+pub struct Received {
+    /// The message.
+    pub message: Message,
+    /// The id of the request (sent by this side) on whose behalf the peer sent it: for
+    /// Streamable HTTP, the request whose `POST` response stream carried it.
+    pub related_request: Option<RequestId>,
+}
+
+impl Received {
+    /// A message the transport cannot relate to any request.
+    pub fn unrelated(message: Message) -> Self {
+        Received {
+            message,
+            related_request: None,
+        }
+    }
 }
 
 impl dyn TransportReceiver {
     /// Waits for the next message (see [`TransportReceiver::poll_recv`]).
     pub fn recv(&mut self) -> impl Future<Output = Result<Message, TransportError>> + Send + '_ {
         std::future::poll_fn(move |cx| self.poll_recv(cx))
+    }
+
+    /// Waits for the next message with its relation (see
+    /// [`TransportReceiver::poll_recv_related`]).
+    pub fn recv_related(&mut self) -> impl Future<Output = Result<Received, TransportError>> + Send + '_ {
+        std::future::poll_fn(move |cx| self.poll_recv_related(cx))
     }
 }

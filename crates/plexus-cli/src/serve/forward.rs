@@ -1,7 +1,13 @@
 //! The backends' requests to the client (roots, sampling, elicitation, and the URLs of a
 //! `-32042` answer), forwarded to the gateway's client when it declared the capability, else
-//! answered as not supported: they go to the client whose call runs on that backend, and are
-//! refused, with an error the backend sees, when that client cannot be told.
+//! answered as not supported: they go to the client whose call caused them, and are refused,
+//! with an error the backend sees, when that client cannot be told.
+//!
+//! Which call caused a request: over Streamable HTTP the backend sends it on that call's
+//! response stream, and the client library hands back the call's tag; the URLs of a `-32042`
+//! answer belong to the call that got it. Otherwise (stdio, SSE, WebSocket, or a request on the
+//! standalone stream) only the calls in flight tell: the one client with calls on that backend,
+//! or the gateway's only client.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock, Weak};
@@ -44,20 +50,33 @@ impl Forwarder {
         method: &str,
         capability: fn(&ClientCapabilities) -> bool,
         params: &P,
+        tag: Option<u64>,
     ) -> Result<R, ErrorObject> {
         let gateway = self.gateway.get().and_then(Weak::upgrade).ok_or_else(|| {
             ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, format!("no client to forward {method} to"))
         })?;
-        let params = serde_json::to_value(params)
-            .map_err(|e| ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("cannot encode {method}: {e}")))?;
-        let answer: Box<RawValue> = gateway.ask(server, method, capability, &params).await?;
-        serde_json::from_str(answer.get()).map_err(|e| {
-            ErrorObject::new(
-                ErrorCode::INTERNAL_ERROR,
-                format!("the gateway's client answered {method} with a malformed result: {e}"),
-            )
-        })
+        ask_as(&gateway, server, method, capability, params, tag).await
     }
+}
+
+/// [`Gateway::ask`] with typed params and result.
+async fn ask_as<P: Serialize, R: DeserializeOwned>(
+    gateway: &Gateway,
+    server: &str,
+    method: &str,
+    capability: fn(&ClientCapabilities) -> bool,
+    params: &P,
+    tag: Option<u64>,
+) -> Result<R, ErrorObject> {
+    let params = serde_json::to_value(params)
+        .map_err(|e| ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("cannot encode {method}: {e}")))?;
+    let answer: Box<RawValue> = gateway.ask(server, method, capability, &params, tag).await?;
+    serde_json::from_str(answer.get()).map_err(|e| {
+        ErrorObject::new(
+            ErrorCode::INTERNAL_ERROR,
+            format!("the gateway's client answered {method} with a malformed result: {e}"),
+        )
+    })
 }
 
 impl ClientHandler for Forwarder {
@@ -81,6 +100,7 @@ impl ClientHandler for Forwarder {
                 "roots/list",
                 |c| c.roots.is_some(),
                 &serde_json::json!({}),
+                context.tag,
             )
             .await
         })
@@ -97,6 +117,7 @@ impl ClientHandler for Forwarder {
                 "sampling/createMessage",
                 |c| c.sampling.is_some(),
                 &params,
+                context.tag,
             )
             .await
         })
@@ -112,7 +133,7 @@ impl ClientHandler for Forwarder {
                 ElicitRequestParams::Url(_) => supports_url,
                 _ => supports_form,
             };
-            self.forward(&context.server, "elicitation/create", capability, &params)
+            self.forward(&context.server, "elicitation/create", capability, &params, context.tag)
                 .await
         })
     }
@@ -134,30 +155,81 @@ fn supports_url(capabilities: &ClientCapabilities) -> bool {
         .is_some_and(ElicitationCapability::supports_url)
 }
 
+/// Asks the client (URL mode) for the URLs of a `-32042` answer. Its "accept" is consent, not
+/// completion: the call goes on when the backend reports the elicitation complete (or the wait
+/// times out).
+async fn open_url(
+    gateway: &Gateway,
+    server: &str,
+    elicitation: &ElicitRequestUrlParams,
+    tag: Option<u64>,
+) -> ElicitAction {
+    let request = ElicitRequestParams::Url(elicitation.clone());
+    let answer: Result<ElicitResult, ErrorObject> =
+        ask_as(gateway, server, "elicitation/create", supports_url, &request, tag).await;
+    match answer.map(|result| result.action) {
+        Ok(ElicitAction::Accept) => std::future::pending().await,
+        Ok(action) => action,
+        Err(_) => ElicitAction::Decline,
+    }
+}
+
 #[async_trait::async_trait]
 impl UrlElicitationHandler for Forwarder {
-    /// Asks the client (URL mode). Its "accept" is consent, not completion: the call goes on
-    /// when the backend reports the elicitation complete (or the wait times out).
+    /// For a call made without its own handler (the gateway gives each call one).
     async fn open(&self, server: &str, elicitation: &ElicitRequestUrlParams) -> ElicitAction {
-        let request = ElicitRequestParams::Url(elicitation.clone());
-        let answer: Result<ElicitResult, ErrorObject> =
-            self.forward(server, "elicitation/create", supports_url, &request).await;
-        match answer.map(|result| result.action) {
-            Ok(ElicitAction::Accept) => std::future::pending().await,
-            Ok(action) => action,
-            Err(_) => ElicitAction::Decline,
+        match self.gateway.get().and_then(Weak::upgrade) {
+            Some(gateway) => open_url(&gateway, server, elicitation, None).await,
+            None => ElicitAction::Decline,
         }
     }
 }
 
+/// The URL elicitations of one call: they go to the client that made it.
+pub(super) struct CallerUrls {
+    gateway: Weak<Gateway>,
+    tag: u64,
+}
+
+impl CallerUrls {
+    /// The handler of the call tagged `tag`.
+    pub(super) fn new(gateway: &Arc<Gateway>, tag: u64) -> Self {
+        CallerUrls {
+            gateway: Arc::downgrade(gateway),
+            tag,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl UrlElicitationHandler for CallerUrls {
+    async fn open(&self, server: &str, elicitation: &ElicitRequestUrlParams) -> ElicitAction {
+        let Some(gateway) = self.gateway.upgrade() else {
+            return ElicitAction::Cancel;
+        };
+        open_url(&gateway, server, elicitation, Some(self.tag)).await
+    }
+}
+
+/// The most URL elicitations remembered at once for passing on their completion; past it, a
+/// completion goes where [`Gateway::client_for`] says.
+const MAX_SHOWN_URLS: usize = 256;
+
 impl Gateway {
-    /// The client that hears from `server`, with the stream its messages go to: the one client
-    /// whose calls run on it (its newest call's stream), else, when no call runs there, the
-    /// gateway's only client (its own stream). Never a guess: when several clients have calls
-    /// running on `server`, or no call runs there and there is not exactly one client, the
-    /// error says why. (The client library does not tell which of the gateway's requests a
-    /// backend's request relates to, so the calls in flight are all there is to go by.)
-    fn client_for(&self, server: &str) -> Result<(Arc<Session>, Sink), String> {
+    /// The client that hears from `server`, with the stream its messages go to: the client
+    /// whose call is tagged `tag` (the call the backend's request relates to), while it runs;
+    /// else the one client whose calls run on `server` (its newest call's stream); else, when
+    /// no call runs there, the gateway's only client (its own stream). Never a guess: when
+    /// several clients have calls running on `server`, or no call runs there and there is not
+    /// exactly one client, the error says why.
+    fn client_for(&self, server: &str, tag: Option<u64>) -> Result<(Arc<Session>, Sink), String> {
+        if let Some(tag) = tag {
+            let running = lock(&self.running);
+            let call = running.iter().find(|call| call.tag == tag);
+            if let Some((session, sink)) = call.and_then(|call| Some((call.session.upgrade()?, call.sink.clone()))) {
+                return Ok((session, sink));
+            }
+        }
         let mut callers: Vec<(Arc<Session>, Sink)> = Vec::new();
         for call in lock(&self.running).iter().rev() {
             let Some(session) = call.session.upgrade() else {
@@ -198,7 +270,12 @@ impl Gateway {
     /// Passes a backend's `notifications/elicitation/complete` on to the client that was shown
     /// the URL (the one [`ask`](Self::ask) chose), if it declared URL-mode elicitation.
     pub(crate) fn forward_completion(&self, server: &str, params: &Value) {
-        let (session, sink) = match self.client_for(server) {
+        let shown = params
+            .get("elicitationId")
+            .and_then(Value::as_str)
+            .and_then(|id| lock(&self.shown_urls).remove(id))
+            .and_then(|(session, sink)| Some((session.upgrade()?, sink)));
+        let (session, sink) = match shown.map_or_else(|| self.client_for(server, None), Ok) {
             Ok(target) => target,
             Err(why) => {
                 tracing::warn!("notifications/elicitation/complete from server {server:?} is dropped: {why}");
@@ -210,7 +287,7 @@ impl Gateway {
         }
     }
 
-    /// Sends `method` with `params` to the client whose call runs on `server` (see
+    /// Sends `method` with `params` to the client whose call caused it (see
     /// [`client_for`](Self::client_for)), if it declared `capability`, and waits for its
     /// answer; when that client cannot be told, the backend gets an error that says why.
     pub(crate) async fn ask(
@@ -219,8 +296,9 @@ impl Gateway {
         method: &str,
         capability: fn(&ClientCapabilities) -> bool,
         params: &Value,
+        tag: Option<u64>,
     ) -> Result<Box<RawValue>, ErrorObject> {
-        let (session, sink) = self.client_for(server).map_err(|why| {
+        let (session, sink) = self.client_for(server, tag).map_err(|why| {
             tracing::warn!("{method} from server {server:?} is refused: {why}");
             ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("{method} refused: {why}"))
         })?;
@@ -230,6 +308,7 @@ impl Gateway {
                 format!("the gateway's client does not support {method}"),
             ));
         }
+        self.remember_url(&session, &sink, params);
         let number = session.next_id.fetch_add(1, Ordering::Relaxed);
         let id = RequestId::String(format!("plexus-{number}"));
         // The backend's progress token becomes one of the gateway's: tokens of two backends
@@ -271,6 +350,27 @@ impl Gateway {
         };
         pending.id = None;
         outcome
+    }
+}
+
+impl Gateway {
+    /// Remembers which client is shown a URL elicitation (`params` of `elicitation/create` in
+    /// URL mode), for passing on its completion (within [`MAX_SHOWN_URLS`]).
+    fn remember_url(&self, session: &Arc<Session>, sink: &Sink, params: &Value) {
+        let Some(id) = params
+            .get("elicitationId")
+            .and_then(Value::as_str)
+            .filter(|_| params.get("mode").and_then(Value::as_str) == Some("url"))
+        else {
+            return;
+        };
+        let mut shown = lock(&self.shown_urls);
+        if shown.len() >= MAX_SHOWN_URLS {
+            shown.retain(|_, (session, _)| session.strong_count() > 0);
+        }
+        if shown.len() < MAX_SHOWN_URLS {
+            shown.insert(id.to_owned(), (Arc::downgrade(session), sink.clone()));
+        }
     }
 }
 

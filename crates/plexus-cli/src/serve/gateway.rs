@@ -42,6 +42,10 @@ pub(crate) struct Gateway {
     pub(super) sessions: Mutex<Vec<Weak<Session>>>,
     /// The calls running on backends, newest last.
     pub(super) running: Mutex<Vec<Running>>,
+    /// The tag of the next call (how a backend's request names the call it belongs to).
+    pub(super) next_tag: std::sync::atomic::AtomicU64,
+    /// The clients shown each URL elicitation still open, by its `elicitationId`.
+    pub(super) shown_urls: Mutex<HashMap<String, (Weak<Session>, Sink)>>,
     /// Set once the grace period for the servers starting with the gateway has ended (each
     /// had connected or failed, or the time was up).
     ready: watch::Receiver<bool>,
@@ -90,6 +94,8 @@ impl Gateway {
             hub,
             sessions: Mutex::new(Vec::new()),
             running: Mutex::new(Vec::new()),
+            next_tag: std::sync::atomic::AtomicU64::new(1),
+            shown_urls: Mutex::new(HashMap::new()),
             ready,
             health: Health::default(),
             followed: Mutex::new(HashMap::new()),

@@ -21,6 +21,8 @@ pub(super) struct Running {
     pub(super) session: Weak<Session>,
     /// Where its response goes (and its server's requests).
     pub(super) sink: Sink,
+    /// The call's tag, which the backend's requests related to it carry back.
+    pub(super) tag: u64,
 }
 
 /// A `tools/call` result as the gateway serves it.
@@ -109,8 +111,11 @@ impl Gateway {
                 let _ = progress_sink.try_send(notification("notifications/progress", Some(&params)));
             }));
         }
-        // The backend's own requests while this call runs come back to this client.
-        let _running = self.start_running(name.clone(), session, sink);
+        // The backend's own requests while this call runs come back to this client: those the
+        // transport relates to the call by its tag, and its URL elicitations by their handler.
+        let running = self.start_running(name.clone(), session, sink);
+        options.tag = Some(running.tag);
+        options.url_elicitation = Some(Arc::new(super::forward::CallerUrls::new(self, running.tag)));
         let mut called = self.hub.call_with(&name, arguments, &options).await;
         // A name no tool has may be one of a server still starting: the call waits for that
         // server alone (each within its connect timeout), not for the grace period, then is
@@ -164,14 +169,16 @@ impl Gateway {
     }
 
     fn start_running(self: &Arc<Self>, tool: String, session: &Arc<Session>, sink: &Sink) -> RunningGuard {
+        let tag = self.next_tag.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         lock(&self.running).push(Running {
             tool,
             session: Arc::downgrade(session),
             sink: sink.clone(),
+            tag,
         });
         RunningGuard {
             gateway: Arc::downgrade(self),
-            sink: sink.clone(),
+            tag,
         }
     }
 }
@@ -179,14 +186,14 @@ impl Gateway {
 /// Takes a running call off the list when it ends.
 struct RunningGuard {
     gateway: Weak<Gateway>,
-    sink: Sink,
+    tag: u64,
 }
 
 impl Drop for RunningGuard {
     fn drop(&mut self) {
         if let Some(gateway) = self.gateway.upgrade() {
             let mut running = lock(&gateway.running);
-            if let Some(at) = running.iter().rposition(|call| call.sink.same_channel(&self.sink)) {
+            if let Some(at) = running.iter().rposition(|call| call.tag == self.tag) {
                 running.remove(at);
             }
         }

@@ -351,6 +351,11 @@ fn main() -> ExitCode {
         return plexus_testserver::run_stdio(args);
     }
     init_tracing(cli.globals.verbose);
+    // A server's daemon that left its process group becomes ours when the server exits, and is
+    // ended with the servers (Linux; elsewhere it outlives us, as before).
+    if let Err(e) = plexus::stdio::orphans::adopt_orphans() {
+        tracing::debug!("server processes that leave their process group will outlive plexus: {e}");
+    }
     if cli.globals.quiet {
         terminal::set_quiet();
     }
@@ -367,6 +372,9 @@ fn main() -> ExitCode {
 /// How long the stdio servers' shutdown sequences may still run when the command is done (their
 /// own cap is 600 ms).
 const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How long a server's orphaned descendant has between `SIGTERM` and `SIGKILL`.
+const ORPHAN_GRACE: std::time::Duration = std::time::Duration::from_millis(400);
 
 /// Runs `job` on a multi-threaded runtime. On SIGINT, SIGTERM or SIGHUP the job is abandoned:
 /// the pending requests of every live session are cancelled on their servers, every session is
@@ -417,6 +425,7 @@ fn run_on(mut builder: tokio::runtime::Builder, job: impl Future<Output = Outcom
     if !plexus::stdio::wait_for_shutdowns(SHUTDOWN_WAIT) {
         crate::terminal::say("a server's shutdown did not finish in time; its processes may still run");
     }
+    plexus::stdio::orphans::end_orphans(ORPHAN_GRACE);
     outcome
 }
 

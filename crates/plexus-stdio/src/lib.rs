@@ -68,6 +68,10 @@
 //! outlive the transport. When the server exits on its own, whatever it left in its process group
 //! gets the same sequence.
 //!
+//! A descendant that left the group (a daemon that called `setsid()`) is out of the sequence's
+//! reach. On Linux a host can opt in to ending those too: see [`orphans`] for what
+//! [`orphans::adopt_orphans`] and [`orphans::end_orphans`] promise, and what they cannot.
+//!
 //! A small thread per server owns the child and reaps it the moment it exits (the child is
 //! started with `std::process::Command`, so Tokio's reaper never sees its pid and cannot race
 //! this thread): no zombie is left behind, and an empty group is one that `killpg(pgid, 0)`
@@ -78,12 +82,14 @@
 //! [`StdioTransport::spawn`] must be called within a Tokio runtime with IO and time enabled; it
 //! starts the writer and stderr tasks there. Either runtime flavour works.
 //!
-//! Dependencies: `nix` sends signals to the process group and checks whether it is empty, without
-//! `unsafe` in this crate; `futures-core` is the `Stream` trait through which the framed stdout is
-//! polled.
+//! Dependencies: `nix` sends signals to the process group and checks whether it is empty, and
+//! makes the host a child subreaper and reaps its orphans, without `unsafe` in this crate;
+//! `futures-core` is the `Stream` trait through which the framed stdout is polled; Tokio's
+//! `signal` feature wakes [`orphans::watch_orphans`] on `SIGCHLD`.
 #![forbid(unsafe_code)]
 
 mod config;
+pub mod orphans;
 mod process;
 mod receiver;
 mod spawn;

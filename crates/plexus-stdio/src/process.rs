@@ -427,6 +427,7 @@ fn wait_for_exit(mut child: std::process::Child, shared: &Arc<Shared>) {
         Ok(status) => ExitInfo::Status(status),
         Err(e) => ExitInfo::Unavailable(e.to_string()),
     };
+    crate::orphans::server_ended(child.id());
     let reason = exit.reason();
     tracing::debug!(server = %shared.name, "{reason}");
     shared.mark_closed(TransportError::closed(reason));

@@ -56,7 +56,11 @@ pub(crate) fn spawn_child(config: &StdioConfig, target: &str) -> Result<SpawnedC
     if let Some(cwd) = &config.cwd {
         command.current_dir(cwd);
     }
-    let mut child = command.spawn().map_err(|e| connect_error(spawn_failure(config, &e)))?;
+    if let Some((name, value)) = crate::orphans::owner_variable() {
+        command.env(name, value);
+    }
+    let mut child =
+        crate::orphans::spawn_server(|| command.spawn()).map_err(|e| connect_error(spawn_failure(config, &e)))?;
     let Ok(raw_pid) = i32::try_from(child.id()) else {
         // Unreachable on Unix (pids are positive `pid_t`s); handled rather than assumed.
         let _ = child.kill();
@@ -83,6 +87,7 @@ pub(crate) fn spawn_child(config: &StdioConfig, target: &str) -> Result<SpawnedC
 pub(crate) fn kill_and_reap(mut child: std::process::Child, pgid: Pid) {
     let _ = killpg(pgid, Signal::SIGKILL);
     let _ = child.wait();
+    crate::orphans::server_ended(child.id());
 }
 
 fn check_working_directory(cwd: &Path) -> Result<(), String> {

@@ -205,6 +205,10 @@ pub struct ProcessOptions {
     /// SIGINT and SIGTERM, and write its PID to PIDFILE.
     #[arg(long, value_name = "PIDFILE")]
     pub spawn_grandchild: Option<PathBuf>,
+    /// Like --spawn-grandchild, but the grandchild leaves this process group (as a daemon that
+    /// calls setsid() does), so a signal to the server's group misses it.
+    #[arg(long, value_name = "PIDFILE")]
+    pub spawn_escapee: Option<PathBuf>,
     /// Write this many bytes of lines to stderr at start, concurrently with serving.
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(0..=crate::faults::MAX_FAULT_BYTES as u64).map(|n| n as usize))]
     pub flood_stderr: Option<usize>,

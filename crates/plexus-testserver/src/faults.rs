@@ -71,19 +71,24 @@ pub(crate) fn flood_stderr(total: usize) -> io::Result<()> {
 }
 
 /// Spawns the stray grandchild of `--spawn-grandchild`: a shell that ignores SIGINT and SIGTERM,
-/// stays in this process group and sleeps for an hour, with its stdio on /dev/null. Once it says
-/// that it ignores the signals, writes its PID (and a newline) to `pidfile` and returns it; so
-/// whoever reads the file can rely on the grandchild ignoring them.
-pub(crate) fn spawn_grandchild(pidfile: &Path) -> io::Result<u32> {
-    let mut child = Command::new("sh")
+/// stays in this process group (or, with `own_group`, for `--spawn-escapee`, leads a group of
+/// its own) and sleeps for an hour, with its stdio on /dev/null. Once it says that it ignores
+/// the signals, writes its PID (and a newline) to `pidfile` and returns it; so whoever reads the
+/// file can rely on the grandchild ignoring them.
+pub(crate) fn spawn_grandchild(pidfile: &Path, own_group: bool) -> io::Result<u32> {
+    let mut command = Command::new("sh");
+    command
         .arg("-c")
         .arg(format!(
             "trap '' INT TERM; echo ready; exec sleep {GRANDCHILD_LIFETIME_SECS} >/dev/null"
         ))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()?;
+        .stderr(Stdio::null());
+    if own_group {
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    }
+    let mut child = command.spawn()?;
     let pid = child.id();
     let ready = child.stdout.take().map(|stdout| {
         let mut line = String::new();

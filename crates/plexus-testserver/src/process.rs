@@ -56,8 +56,12 @@ pub(crate) fn start(process: &ProcessOptions) -> Result<(Arc<EventLog>, Signals)
         let signals = Signals::install()
             .map_err(|e| setup_failure(&format!("cannot install the SIGINT and SIGTERM handlers: {e}")))?;
         if let Some(pidfile) = &process.spawn_grandchild {
-            faults::spawn_grandchild(pidfile)
+            faults::spawn_grandchild(pidfile, false)
                 .map_err(|e| setup_failure(&format!("cannot spawn the grandchild: {e}")))?;
+        }
+        if let Some(pidfile) = &process.spawn_escapee {
+            faults::spawn_grandchild(pidfile, true)
+                .map_err(|e| setup_failure(&format!("cannot spawn the escaping grandchild: {e}")))?;
         }
         if let Some(bytes) = process.flood_stderr {
             faults::flood_stderr(bytes).map_err(|e| setup_failure(&format!("cannot start the stderr flood: {e}")))?;

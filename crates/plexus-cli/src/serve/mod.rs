@@ -136,6 +136,8 @@ async fn serve_command(configured: Configured, options: ServeOptions) -> Outcome
         ready_tx,
     ));
     let anchor = tokio::spawn(anchor_timers());
+    // The servers' daemons orphaned while the gateway runs are reaped as they exit.
+    let orphans = tokio::spawn(plexus::stdio::orphans::watch_orphans());
     let outcome = match listen {
         // In a task: on worker threads, a request's task then starts on the same worker, not
         // after a wake.
@@ -155,6 +157,7 @@ async fn serve_command(configured: Configured, options: ServeOptions) -> Outcome
     };
     watcher.abort();
     anchor.abort();
+    orphans.abort();
     close(&hub).await;
     outcome
 }

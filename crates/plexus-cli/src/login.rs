@@ -25,7 +25,9 @@ pub(crate) fn login_command(configured: &Configured, name: &str, timeout: Durati
         return Outcome::Usage;
     };
     block_on(async move {
-        let connector = DefaultConnector::from_env().with_login_timeout(timeout);
+        let connector = DefaultConnector::from_env()
+            .with_env(crate::secrets::environment())
+            .with_login_timeout(timeout);
         let browser = Browser {
             warnings: connector.file_warnings().clone(),
         };
@@ -54,7 +56,7 @@ pub(crate) fn logout_command(configured: &Configured, name: &str) -> Outcome {
         return Outcome::Usage;
     };
     block_on(async move {
-        let connector = DefaultConnector::from_env();
+        let connector = DefaultConnector::from_env().with_env(crate::secrets::environment());
         let store = connector
             .token_store()
             .map(|store| store.path().display().to_string())

@@ -1,7 +1,9 @@
 //! The `plexus` command: list, inspect and call the tools, resources and prompts of the MCP servers
 //! a config describes (or one given on the command line), edit that config (add, remove, approve,
 //! import), and log in to the servers that need it.
-#![forbid(unsafe_code)]
+// One `unsafe` block, in `secrets::take`: removing plexus's secret variables from the process
+// environment before any thread starts (see its comment).
+#![deny(unsafe_code)]
 
 mod arguments;
 mod commands;
@@ -17,6 +19,7 @@ mod login;
 mod new_entry;
 mod output;
 mod progress;
+mod secrets;
 mod serve;
 mod sources;
 mod suggest;
@@ -350,6 +353,8 @@ fn main() -> ExitCode {
     if let Command::DemoServer(args) = cli.command {
         return plexus_testserver::run_stdio(args);
     }
+    // First, while this is the only thread.
+    secrets::take();
     init_tracing(cli.globals.verbose);
     // A server's daemon that left its process group becomes ours when the server exits, and is
     // ended with the servers (Linux; elsewhere it outlives us, as before).

@@ -31,7 +31,8 @@ pub(crate) fn discover(globals: &Globals) -> Result<(DiscoveryOptions, ConfigSou
     }
     let options = DiscoveryOptions::from_process(globals.project.clone())
         .map_err(|e| e.to_string())?
-        .with_explicit_files(globals.config.clone(), globals.strict_config);
+        .with_explicit_files(globals.config.clone(), globals.strict_config)
+        .with_env(crate::secrets::environment());
     let sources = ConfigSources::discover(&options);
     Ok((options, sources))
 }
@@ -274,7 +275,7 @@ pub(crate) fn ad_hoc_server(args: &AdHoc) -> Result<Option<Server>, String> {
         (None, Some(url)) => ("--url", None, vec![url.clone()], args.headers.clone()),
     };
     ServerName::validate(&args.name).map_err(|e| format!("--as {:?}: {e}", args.name))?;
-    let env = plexus::config::Environment::process();
+    let env = crate::secrets::environment();
     let new = entry_from_args(kind, &target, &[], &headers, &env).map_err(|e| format!("{flag}: {e}"))?;
     if flag == "--url" && new.entry["type"] == "stdio" {
         return Err(format!(

@@ -1,4 +1,5 @@
 //! The `plexus-testserver` binary: parses the command line and runs the server.
+#![forbid(unsafe_code)]
 
 use std::process::ExitCode;
 

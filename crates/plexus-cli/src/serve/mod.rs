@@ -57,9 +57,9 @@ pub(crate) fn token(file: Option<&std::path::Path>) -> Result<Option<String>, St
             let text = std::fs::read_to_string(file).map_err(|e| format!("--token-file {}: {e}", file.display()))?;
             text.lines().next().unwrap_or_default().trim().to_owned()
         }
-        None => match std::env::var(TOKEN_VAR) {
-            Ok(token) => token.trim().to_owned(),
-            Err(_) => return Ok(None),
+        None => match crate::secrets::get(TOKEN_VAR) {
+            Some(token) => token.trim().to_owned(),
+            None => return Ok(None),
         },
     };
     if token.is_empty() {

@@ -10,15 +10,15 @@ use std::io::{Read as _, Write as _};
 use std::sync::Arc;
 use std::time::Duration;
 
+use plexus::Client;
 use plexus::client::{BoxFuture, ClientHandler, ServerNotification, ServerRequestContext};
 use plexus::config::ServerConfig;
 use plexus::jsonrpc::ErrorObject;
 use plexus::protocol::{ClientCapabilities, ElicitRequestParams, ElicitResult, ElicitValue, JsonObject};
-use plexus::{Client, ClientOptions, DefaultConnector};
 use serde_json::{Map, Value, json};
-use support::gateway::{HttpGateway, RawGateway, serve_http};
+use support::gateway::{HttpGateway, RawGateway, client_of as connect, serve_http, stdio_entry};
 use support::remote::Remote;
-use support::{PLEXUS, Workspace, demo};
+use support::{Workspace, demo};
 
 /// Answers every form with the name "Ada", and consents to every URL-mode elicitation,
 /// recording the URLs it was shown.
@@ -56,32 +56,6 @@ fn workspace(servers: &Value) -> Workspace {
     let ws = Workspace::new();
     ws.write_servers(ws.user_file(), servers);
     ws
-}
-
-/// The gateway of `ws` as a stdio server entry (its environment pointed into `ws`).
-fn gateway_entry(ws: &Workspace, extra: &[&str]) -> ServerConfig {
-    let command = ws.command(ws.path(), &[]);
-    let env: Map<String, Value> = command
-        .get_envs()
-        .filter_map(|(key, value)| Some((key.to_str()?.to_owned(), json!(value?.to_str()?))))
-        .collect();
-    let mut args = vec!["serve"];
-    args.extend_from_slice(extra);
-    let entry = json!({"command": PLEXUS, "args": args, "env": env, "cwd": ws.path()});
-    ServerConfig::from_json(&entry).unwrap().0
-}
-
-async fn connect(config: &ServerConfig, handler: Option<Arc<dyn ClientHandler>>) -> Client {
-    let mut options = ClientOptions::new("gateway");
-    options.request_timeout = Duration::from_secs(60);
-    options.tool_timeout = Duration::from_secs(60);
-    if let Some(handler) = handler {
-        options = options.handler(handler);
-    }
-    DefaultConnector::new()
-        .connect("gateway", config, options)
-        .await
-        .unwrap()
 }
 
 fn names(tools: &[plexus::protocol::Tool]) -> Vec<&str> {
@@ -132,7 +106,7 @@ async fn every_backend_over_stdio(remote: &Remote) {
         "remote": {"type": "http", "url": remote.url()},
         "gone": {"command": "plexus-no-such-command"},
     }));
-    let client = connect(&gateway_entry(&ws, &[]), Some(Arc::new(Ada::default()))).await;
+    let client = connect(&stdio_entry(&ws, &[]), Some(Arc::new(Ada::default()))).await;
     assert_eq!(client.server().server_info.name, "plexus-gateway");
     let tools = client.list_tools().await.unwrap();
     let listed = names(&tools);
@@ -255,7 +229,7 @@ fn a_call_the_client_gives_up_is_cancelled_on_the_backend() {
     let remote = Remote::http(&["--event-log", log.to_str().unwrap()]);
     let ws = workspace(&json!({"remote": {"type": "http", "url": remote.url()}}));
     runtime().block_on(async {
-        let client = connect(&gateway_entry(&ws, &[]), None).await;
+        let client = connect(&stdio_entry(&ws, &[]), None).await;
         let options = plexus::client::RequestOptions::with_timeout(Duration::from_millis(500));
         let error = client
             .call_tool_with("mcp__remote__hang", None, options)
@@ -290,7 +264,7 @@ fn a_call_the_client_gives_up_is_cancelled_on_the_backend() {
 async fn a_url_elicitation_reaches_the_client_and_so_does_its_completion() {
     let ws = workspace(&json!({"demo": demo(&[])}));
     let ada = Arc::new(Ada::default());
-    let client = connect(&gateway_entry(&ws, &[]), Some(ada.clone())).await;
+    let client = connect(&stdio_entry(&ws, &[]), Some(ada.clone())).await;
     let mut notifications = client.subscribe();
     let result = client
         .call_tool("mcp__demo__url-elicit", args(json!({"rounds": 2})))
@@ -572,7 +546,7 @@ fn a_non_loopback_address_needs_a_token() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tools_execution_object_passes_through_the_gateway() {
     let ws = workspace(&json!({"demo": demo(&["--task-required-tool"])}));
-    let client = connect(&gateway_entry(&ws, &[]), None).await;
+    let client = connect(&stdio_entry(&ws, &[]), None).await;
     let tools = client.list_tools().await.unwrap();
     let execution = |name: &str| {
         let tool = tools
@@ -688,70 +662,6 @@ fn a_backend_that_cannot_serve_is_reported_to_the_client_and_its_tools_say_why()
     assert!(gateway.child.wait().unwrap().success());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_slow_backend_joins_after_the_grace_period_with_list_changes() {
-    let ws = workspace(&json!({
-        "fast": demo(&[]),
-        "slow": demo(&["--delay", "initialize=8000"]),
-    }));
-    let client = connect(&gateway_entry(&ws, &["--ready-grace", "2"]), None).await;
-    assert!(client.server().capabilities.tools.is_some());
-    let mut notifications = client.subscribe();
-    // The first lists hold the fast server's entries, not the slow one's.
-    let slow = |name: &str| name.starts_with("mcp__slow__") || name.starts_with("plexus://slow/");
-    let tools = client.list_tools().await.unwrap();
-    assert!(names(&tools).contains(&"mcp__fast__echo"), "{:?}", names(&tools));
-    assert!(!names(&tools).into_iter().any(slow), "{:?}", names(&tools));
-    let prompts = client.list_prompts().await.unwrap();
-    assert!(prompts.iter().any(|prompt| prompt.name == "mcp__fast__greeting"));
-    assert!(!prompts.iter().any(|prompt| slow(&prompt.name)));
-    let resources = client.list_resources().await.unwrap();
-    assert!(
-        resources
-            .iter()
-            .any(|r| r.uri == "plexus://fast/test://static/hello.txt")
-    );
-    assert!(!resources.iter().any(|r| slow(&r.uri)));
-    // A call of the slow server's tool waits for that server, not longer.
-    let echoed = client
-        .call_tool("mcp__slow__echo", args(json!({"text": "late"})))
-        .await
-        .unwrap();
-    assert_eq!(echoed.content[0].as_text(), Some("late"));
-    // Its joining changed every list, and the clients were told.
-    let mut changed = std::collections::BTreeSet::new();
-    tokio::time::timeout(Duration::from_secs(30), async {
-        while changed.len() < 3 {
-            match notifications.recv().await.unwrap() {
-                ServerNotification::ToolsListChanged => changed.insert("tools"),
-                ServerNotification::PromptsListChanged => changed.insert("prompts"),
-                ServerNotification::ResourcesListChanged => changed.insert("resources"),
-                _ => false,
-            };
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("only {changed:?} changed"));
-    assert!(names(&client.list_tools().await.unwrap()).contains(&"mcp__slow__echo"));
-    assert!(
-        client
-            .list_prompts()
-            .await
-            .unwrap()
-            .iter()
-            .any(|prompt| prompt.name == "mcp__slow__greeting")
-    );
-    assert!(
-        client
-            .list_resources()
-            .await
-            .unwrap()
-            .iter()
-            .any(|r| r.uri == "plexus://slow/test://static/hello.txt")
-    );
-    client.close().await.unwrap();
-}
-
 /// `completion/complete` params for `argument` = `value` of `reference`.
 fn completion(reference: &Value, argument: &str, value: &str) -> plexus::protocol::CompleteRequestParams {
     serde_json::from_value(json!({"ref": reference, "argument": {"name": argument, "value": value}})).unwrap()
@@ -760,7 +670,7 @@ fn completion(reference: &Value, argument: &str, value: &str) -> plexus::protoco
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn completions_and_resource_subscriptions_reach_the_server_that_owns_them() {
     let ws = workspace(&json!({"demo": demo(&[])}));
-    let client = connect(&gateway_entry(&ws, &[]), None).await;
+    let client = connect(&stdio_entry(&ws, &[]), None).await;
     // Offered because the backend offers them.
     let capabilities = &client.server().capabilities;
     assert_eq!(capabilities.completions, Some(JsonObject::new()));
@@ -824,7 +734,7 @@ async fn completions_and_resource_subscriptions_reach_the_server_that_owns_them(
 
     // Without a backend that offers them, they are not offered.
     let ws = workspace(&json!({"gone": {"command": "plexus-no-such-command"}}));
-    let client = connect(&gateway_entry(&ws, &[]), None).await;
+    let client = connect(&stdio_entry(&ws, &[]), None).await;
     let capabilities = &client.server().capabilities;
     assert_eq!(capabilities.completions, None);
     assert_eq!(capabilities.resources.as_ref().map(|r| r.subscribe), Some(None));

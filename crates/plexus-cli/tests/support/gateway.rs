@@ -116,3 +116,35 @@ impl RawGateway {
         }
     }
 }
+
+/// `plexus serve` of `ws` (with the `extra` arguments) as a stdio server entry, its environment
+/// pointed into `ws`.
+pub fn stdio_entry(ws: &Workspace, extra: &[&str]) -> plexus::config::ServerConfig {
+    let command = ws.command(ws.path(), &[]);
+    let env: serde_json::Map<String, Value> = command
+        .get_envs()
+        .filter_map(|(key, value)| Some((key.to_str()?.to_owned(), serde_json::json!(value?.to_str()?))))
+        .collect();
+    let mut args = vec!["serve"];
+    args.extend_from_slice(extra);
+    let entry = serde_json::json!({"command": super::PLEXUS, "args": args, "env": env, "cwd": ws.path()});
+    plexus::config::ServerConfig::from_json(&entry).unwrap().0
+}
+
+/// A client of the gateway that `config` starts (timeouts of 60 s), whose requests from the
+/// gateway `handler` answers.
+pub async fn client_of(
+    config: &plexus::config::ServerConfig,
+    handler: Option<std::sync::Arc<dyn plexus::client::ClientHandler>>,
+) -> plexus::Client {
+    let mut options = plexus::ClientOptions::new("gateway");
+    options.request_timeout = Duration::from_secs(60);
+    options.tool_timeout = Duration::from_secs(60);
+    if let Some(handler) = handler {
+        options = options.handler(handler);
+    }
+    plexus::DefaultConnector::new()
+        .connect("gateway", config, options)
+        .await
+        .unwrap()
+}

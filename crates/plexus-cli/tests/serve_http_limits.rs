@@ -157,11 +157,11 @@ fn a_gateway_on_another_loopback_address_takes_it_as_its_own_and_still_refuses_o
     for (headers, refusal) in [
         (
             format!("Host: evil.example:{port}\r\n"),
-            format!(r#"Host \"evil.example:{port}\" is not this machine"#),
+            format!(r#"Host \"evil.example:{port}\" is not an address or name this gateway listens on"#),
         ),
         (
             format!("Host: 127.0.0.3:{port}\r\n"),
-            format!(r#"Host \"127.0.0.3:{port}\" is not this machine"#),
+            format!(r#"Host \"127.0.0.3:{port}\" is not an address or name this gateway listens on"#),
         ),
         (
             format!("Host: {address}\r\nOrigin: http://evil.example:{port}\r\n"),

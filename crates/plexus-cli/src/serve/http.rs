@@ -362,7 +362,7 @@ impl Http {
             if !ours(host) {
                 return Err(refused(
                     StatusCode::FORBIDDEN,
-                    format!("Host {host:?} is not this machine"),
+                    format!("Host {host:?} is not an address or name this gateway listens on"),
                 ));
             }
         }

@@ -15,8 +15,10 @@ use plexus::client::{BoxFuture, ClientHandler, ServerNotification, ServerRequest
 use plexus::config::ServerConfig;
 use plexus::jsonrpc::ErrorObject;
 use plexus::protocol::{ClientCapabilities, ElicitRequestParams, ElicitResult, ElicitValue, JsonObject};
-use serde_json::{Map, Value, json};
-use support::gateway::{HttpGateway, RawGateway, client_of as connect, serve_http, stdio_entry};
+use serde_json::{Value, json};
+use support::gateway::{
+    HttpGateway, RawGateway, args, client_of as connect, names, serve_http, stdio_entry, workspace,
+};
 use support::remote::Remote;
 use support::{Workspace, demo};
 
@@ -49,22 +51,6 @@ impl ClientHandler for Ada {
         };
         Box::pin(async { Ok(result) })
     }
-}
-
-/// A workspace whose user scope holds `servers`.
-fn workspace(servers: &Value) -> Workspace {
-    let ws = Workspace::new();
-    ws.write_servers(ws.user_file(), servers);
-    ws
-}
-
-fn names(tools: &[plexus::protocol::Tool]) -> Vec<&str> {
-    tools.iter().map(|tool| tool.name.as_str()).collect()
-}
-
-#[allow(clippy::needless_pass_by_value)] // called with json!(…) literals.
-fn args(value: Value) -> Option<Map<String, Value>> {
-    value.as_object().cloned()
 }
 
 /// Waits (at most 30 s) for a notification that `matches`.

@@ -7,24 +7,9 @@ mod support;
 use std::time::Duration;
 
 use plexus::client::ServerNotification;
-use serde_json::{Map, Value, json};
-use support::gateway::{client_of as connect, stdio_entry};
-use support::{Workspace, demo};
-
-fn workspace(servers: &Value) -> Workspace {
-    let ws = Workspace::new();
-    ws.write_servers(ws.user_file(), servers);
-    ws
-}
-
-fn names(tools: &[plexus::protocol::Tool]) -> Vec<&str> {
-    tools.iter().map(|tool| tool.name.as_str()).collect()
-}
-
-#[allow(clippy::needless_pass_by_value)] // called with json!(…) literals.
-fn args(value: Value) -> Option<Map<String, Value>> {
-    value.as_object().cloned()
-}
+use serde_json::json;
+use support::demo;
+use support::gateway::{args, client_of as connect, names, stdio_entry, workspace};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_backend_joins_after_the_grace_period_with_list_changes() {

@@ -148,3 +148,21 @@ pub async fn client_of(
         .await
         .unwrap()
 }
+
+/// A workspace whose user scope holds `servers`.
+pub fn workspace(servers: &Value) -> Workspace {
+    let ws = Workspace::new();
+    ws.write_servers(ws.user_file(), servers);
+    ws
+}
+
+/// The names of `tools`.
+pub fn names(tools: &[plexus::protocol::Tool]) -> Vec<&str> {
+    tools.iter().map(|tool| tool.name.as_str()).collect()
+}
+
+/// The object `value` as call arguments.
+#[allow(clippy::needless_pass_by_value)] // called with json!(…) literals.
+pub fn args(value: Value) -> Option<serde_json::Map<String, Value>> {
+    value.as_object().cloned()
+}

@@ -5,7 +5,7 @@ use std::io::Read;
 use std::time::Duration;
 
 use plexus::pool::{Pool, ServerStatus};
-use plexus::tools::naming::{PREFIX, SEPARATOR, plain_name};
+use plexus::tools::naming::PREFIX;
 use plexus::tools::{CallError, CallOptions, ToolPool, UrlElicitationError};
 use plexus::{Hub, HubError};
 use serde_json::{Map, Value};
@@ -318,21 +318,6 @@ async fn tools_command(configured: Configured, only: Option<&str>, json: bool) -
     outcome
 }
 
-/// Whether a tool of `server` may be named `name`: the name starts with the server's part
-/// (`mcp__<server>__`), or, for a long name whose head was cut to make room for its hash, the
-/// head is a start of that part. Only such servers are started for a call.
-pub(crate) fn may_hold(server: &str, name: &str) -> bool {
-    let part = plain_name(server, "");
-    if name.starts_with(&part) {
-        return true;
-    }
-    let Some((head, hash)) = name.rsplit_once(SEPARATOR) else {
-        return false;
-    };
-    let hashed = hash.len() >= 8 && hash.chars().all(|c| c.is_ascii_hexdigit());
-    hashed && head.len() > PREFIX.len() && part.starts_with(head)
-}
-
 /// Reads at most [`MAX_STDIN`] bytes of text from stdin.
 pub(crate) fn read_stdin() -> Result<String, String> {
     let mut text = String::new();
@@ -386,7 +371,7 @@ fn named_candidates<'a>(configured: &'a Configured, name: &str, what: &str) -> R
     let holding: Vec<&Server> = configured
         .servers
         .iter()
-        .filter(|server| may_hold(&server.name, name))
+        .filter(|server| plexus::tools::naming::may_belong_to(&server.name, name))
         .collect();
     if holding.is_empty() {
         let runnable: Vec<&Server> = configured
@@ -518,15 +503,6 @@ async fn call_in(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_call_starts_only_the_servers_whose_part_the_name_has() {
-        assert!(may_hold("s", "mcp__s__t"));
-        assert!(!may_hold("sx", "mcp__s__t"));
-        let long = plexus::tools::qualified_name(&"v".repeat(70), "t");
-        assert!(may_hold(&"v".repeat(70), &long), "{long}");
-        assert!(!may_hold("v", &long));
-    }
 
     #[test]
     fn arguments_must_be_one_object() {

@@ -8,56 +8,28 @@
 //! (multi-line text: messages, tool output), which keep it visible and inert; `--json` output is
 //! left to JSON's own escaping.
 
-use std::borrow::Cow;
 use std::fmt::{Display, Write as _};
 use std::io::{self, BufRead, IsTerminal, Read, Write as _};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use nix::sys::termios::{LocalFlags, SetArg, Termios, tcgetattr, tcsetattr};
 
-/// Whether `c` is shown escaped: C0 and C1 control characters, DEL, and the Unicode controls
-/// that reorder or hide text (bidirectional overrides and isolates, zero-width and line/paragraph
-/// separators), so that nothing a server writes can act on the terminal or disguise itself.
-fn is_unsafe(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}'
-        )
-}
+pub(crate) use plexus::tools::text::{escape_block as block, escape_line as line};
 
-fn escape(text: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
-    if !text.chars().any(|c| is_unsafe(c) && !keep(c)) {
-        return Cow::Borrowed(text);
+/// `error` and its causes on one line: `what failed: why: why that`.
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(source) = cause {
+        let _ = write!(text, ": {source}");
+        cause = source.source();
     }
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        match c {
-            _ if keep(c) || !is_unsafe(c) => out.push(c),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{0}'..='\u{7f}' => {
-                let _ = write!(out, "\\x{:02x}", u32::from(c));
-            }
-            _ => {
-                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
-            }
-        }
-    }
-    Cow::Owned(out)
+    text
 }
 
-/// `text` for one line of output (a table cell, a name): every control character escaped,
-/// newlines and tabs included.
-pub(crate) fn line(text: &str) -> Cow<'_, str> {
-    escape(text, |_| false)
-}
-
-/// `text` for a multi-line field (a message, a description, tool output): control characters
-/// escaped, newlines and tabs kept.
-pub(crate) fn block(text: &str) -> Cow<'_, str> {
-    escape(text, |c| c == '\n' || c == '\t')
+/// Prints `error` and its causes on stderr as a `plexus: …` line (see [`chain`]).
+pub(crate) fn say_error(error: &dyn std::error::Error) {
+    say(chain(error));
 }
 
 /// Prints `message` on stderr as a `plexus: …` line, escaped as a [`block`].
@@ -206,37 +178,5 @@ impl EchoOff {
 impl Drop for EchoOff {
     fn drop(&mut self) {
         let _ = tcsetattr(io::stdin(), SetArg::TCSANOW, &self.saved);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use proptest::prelude::*;
-
-    use super::*;
-
-    #[test]
-    fn terminal_controls_are_shown_not_obeyed() {
-        let title = "desc\u{1b}]0;pwned\u{7}\u{1b}[2J end";
-        assert_eq!(line(title), "desc\\x1b]0;pwned\\x07\\x1b[2J end");
-        assert_eq!(block("a\nb\tc\r\u{9b}31m"), "a\nb\tc\\r\\u{9b}31m");
-        assert_eq!(line("a\nb\tc"), "a\\nb\\tc");
-        assert_eq!(line("abc\u{202e}cba\u{7f}"), "abc\\u{202e}cba\\x7f");
-        assert!(matches!(block("plain text: é, 日本"), Cow::Borrowed(_)));
-    }
-
-    proptest! {
-        /// Whatever a server sends, what is written holds no control character but the kept ones,
-        /// and text without any comes out unchanged.
-        #[test]
-        fn nothing_unsafe_gets_through(text in any::<String>()) {
-            let shown = line(&text);
-            prop_assert!(!shown.chars().any(is_unsafe), "{shown:?}");
-            let shown = block(&text);
-            prop_assert!(!shown.chars().any(|c| is_unsafe(c) && c != '\n' && c != '\t'), "{shown:?}");
-            if !text.chars().any(is_unsafe) {
-                prop_assert_eq!(line(&text), text.as_str());
-            }
-        }
     }
 }

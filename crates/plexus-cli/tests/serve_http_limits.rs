@@ -14,9 +14,9 @@ use serde_json::json;
 use support::Workspace;
 use support::gateway::{HttpGateway, serve_http};
 
-/// The gateway's header deadline (`HEADER_TIMEOUT` in `src/serve/http.rs`).
+/// The gateway's header deadline (`HEADER_TIMEOUT` in plexus-gateway's `src/http.rs`).
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-/// The gateway's connection limit (`MAX_CONNECTIONS` in `src/serve/http.rs`).
+/// The gateway's connection limit (`MAX_CONNECTIONS` in plexus-gateway's `src/http.rs`).
 const MAX_CONNECTIONS: usize = 512;
 /// Slack on top of the deadline for a shared, slow machine: a wait is bounded by both, and only
 /// an outcome is asserted.

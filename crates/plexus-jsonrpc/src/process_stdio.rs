@@ -98,6 +98,11 @@ impl Stdin {
     pub async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.0.read(buf).await
     }
+
+    /// The stream itself, for a reader that takes any `AsyncRead`.
+    pub fn into_inner(self) -> Pin<Box<dyn AsyncRead + Send>> {
+        self.0
+    }
 }
 
 /// This process's standard output.
@@ -125,5 +130,10 @@ impl Stdout {
     pub async fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
         self.0.write_all(data).await?;
         self.0.flush().await
+    }
+
+    /// The stream itself, for a writer that takes any `AsyncWrite`.
+    pub fn into_inner(self) -> Pin<Box<dyn AsyncWrite + Send>> {
+        self.0
     }
 }

@@ -30,6 +30,7 @@ pub mod naming;
 pub mod permission;
 pub mod result;
 pub mod store;
+pub mod text;
 
 pub use assembly::{LeftOut, LeftOutBecause, ServerTools, ToolFilter, ToolPool, assemble, server_entries};
 pub use call::{CallError, CallOptions, call_tool};

@@ -207,6 +207,22 @@ impl ToolIndex {
     }
 }
 
+/// Whether a tool of `server` may be named `name`: the name starts with the server's part
+/// (`mcp__<server>__`), or, for a long name whose head was cut to make room for its hash, the
+/// head is a start of that part. A host starts only such servers to find a tool it does not
+/// know yet.
+pub fn may_belong_to(server: &str, name: &str) -> bool {
+    let part = plain_name(server, "");
+    if name.starts_with(&part) {
+        return true;
+    }
+    let Some((head, hash)) = name.rsplit_once(SEPARATOR) else {
+        return false;
+    };
+    let hashed = hash.len() >= 8 && hash.chars().all(|c| c.is_ascii_hexdigit());
+    hashed && head.len() > PREFIX.len() && part.starts_with(head)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,5 +337,14 @@ mod tests {
         fn allowed_names_are_unchanged(name in "[A-Za-z0-9_-]{0,40}") {
             prop_assert_eq!(normalize_name(&name), name);
         }
+    }
+
+    #[test]
+    fn a_call_starts_only_the_servers_whose_part_the_name_has() {
+        assert!(may_belong_to("s", "mcp__s__t"));
+        assert!(!may_belong_to("sx", "mcp__s__t"));
+        let long = qualified_name(&"v".repeat(70), "t");
+        assert!(may_belong_to(&"v".repeat(70), &long), "{long}");
+        assert!(!may_belong_to("v", &long));
     }
 }

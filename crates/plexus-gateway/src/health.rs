@@ -11,8 +11,8 @@ use plexus::pool::{ServerState, ServerStatus};
 use plexus::protocol::LoggingLevel;
 use serde_json::json;
 
-use super::gateway::Gateway;
-use super::session::{Session, lock, notification};
+use crate::gateway::Gateway;
+use crate::session::{Session, lock, notification};
 
 /// The most characters of one server's failure that a client is sent (its error may carry the
 /// server's stderr).
@@ -82,7 +82,7 @@ pub(super) fn unavailable(server: &str, state: &ServerState) -> Option<(LoggingL
             (None, Some(reason)) => reason.clone(),
             (None, None) => "no reason was given".to_owned(),
         };
-        let why = crate::terminal::block(&why).into_owned();
+        let why = plexus::tools::text::escape_block(&why).into_owned();
         plexus::pool::text::truncate_chars(&why, MAX_REASON_CHARS).into_owned()
     };
     let (level, what) = match state.status {
@@ -140,7 +140,7 @@ impl Gateway {
             .pool()
             .states()
             .iter()
-            .filter(|(server, _)| crate::commands::may_hold(server, name))
+            .filter(|(server, _)| plexus::tools::naming::may_belong_to(server, name))
             .filter_map(|(server, state)| unavailable(server, state).map(|(_, text)| text))
             .collect();
         (!reasons.is_empty()).then(|| reasons.join("\n"))

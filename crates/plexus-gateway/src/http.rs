@@ -31,10 +31,10 @@ use hyper::{Method, Request, Response, StatusCode};
 use plexus::jsonrpc::{IdScanner, Message, RequestId};
 use tokio::sync::mpsc;
 
-use super::gateway::Gateway;
-use super::listen::names_this_gateway;
-use super::session::{SINK_CAPACITY, Session};
-use crate::Outcome;
+use crate::GatewayError;
+use crate::gateway::Gateway;
+use crate::listen::names_this_gateway;
+use crate::session::{SINK_CAPACITY, Session};
 
 /// The largest request body (4 MiB).
 const MAX_BODY: usize = 4 * 1024 * 1024;
@@ -181,46 +181,64 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Where the HTTP side listens.
-pub(crate) struct Listen {
-    /// Every address of `--http` (one, or those its host name resolved to).
-    pub(crate) addresses: Vec<SocketAddr>,
-    /// The host name `--http` gave, if it gave one.
-    pub(crate) name: Option<String>,
+/// The sockets the gateway listens on for Streamable HTTP, bound before it serves (so that the
+/// host can say where, and a port of 0 is known).
+#[derive(Debug)]
+pub struct HttpListeners {
+    listeners: Vec<(tokio::net::TcpListener, SocketAddr)>,
+    failures: Vec<(SocketAddr, std::io::Error)>,
+    /// The host name the addresses came from, if they came from one.
+    name: Option<String>,
 }
 
-/// Serves `gateway` at `http://ADDRESS/mcp` on each address of `listen` until the process is
-/// interrupted (port 0 of a name: the port the first address got, on them all). An address it
-/// cannot listen on is said; none at all is a usage error.
-pub(crate) async fn serve(gateway: &Arc<Gateway>, listen: Listen, token: Option<String>, idle: Duration) -> Outcome {
-    let mut listeners = Vec::new();
-    let mut failures = Vec::new();
-    for address in &listen.addresses {
-        let mut address = *address;
-        if let Some((_, first)) = listeners.first()
-            && address.port() == 0
-        {
-            address.set_port(SocketAddr::port(first));
-        }
-        match tokio::net::TcpListener::bind(address).await {
-            Ok(listener) => {
-                let local = listener.local_addr().unwrap_or(address);
-                listeners.push((listener, local));
+impl HttpListeners {
+    /// Listens on each of `addresses` (one, or those a host name resolved to: then `name` is
+    /// that name, which clients may send as their `Host`). Port 0 of a name's addresses is the
+    /// port the first one got, on them all. An address it cannot listen on is kept in
+    /// [`failures`](Self::failures); none at all is an error naming the first.
+    pub async fn bind(addresses: &[SocketAddr], name: Option<String>) -> Result<HttpListeners, GatewayError> {
+        let mut listeners: Vec<(tokio::net::TcpListener, SocketAddr)> = Vec::new();
+        let mut failures = Vec::new();
+        for address in addresses {
+            let mut address = *address;
+            if let Some((_, first)) = listeners.first()
+                && address.port() == 0
+            {
+                address.set_port(SocketAddr::port(first));
             }
-            Err(e) => failures.push(format!("cannot listen on {address}: {e}")),
+            match tokio::net::TcpListener::bind(address).await {
+                Ok(listener) => {
+                    let local = listener.local_addr().unwrap_or(address);
+                    listeners.push((listener, local));
+                }
+                Err(e) => failures.push((address, e)),
+            }
         }
+        if listeners.is_empty() {
+            let (address, source) = failures.into_iter().next().ok_or(GatewayError::NoAddress)?;
+            return Err(GatewayError::Listen { address, source });
+        }
+        Ok(HttpListeners {
+            listeners,
+            failures,
+            name,
+        })
     }
-    for failure in &failures {
-        crate::terminal::say(failure);
+
+    /// The addresses it listens on (the gateway is at `http://ADDRESS/mcp`).
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.listeners.iter().map(|(_, local)| *local).collect()
     }
-    if listeners.is_empty() {
-        return Outcome::Usage;
+
+    /// The addresses it could not listen on, and why.
+    pub fn failures(&self) -> &[(SocketAddr, std::io::Error)] {
+        &self.failures
     }
-    let urls: Vec<String> = listeners
-        .iter()
-        .map(|(_, local)| format!("http://{local}/mcp"))
-        .collect();
-    crate::terminal::say(format_args!("the gateway serves {}", urls.join(" and ")));
+}
+
+/// Serves `gateway` at `http://ADDRESS/mcp` on each of `listeners` until the task is dropped.
+pub(crate) async fn serve(gateway: &Arc<Gateway>, listeners: HttpListeners, token: Option<String>, idle: Duration) {
+    let HttpListeners { listeners, name, .. } = listeners;
     let state = Arc::new(Http {
         gateway: Arc::clone(gateway),
         token,
@@ -230,7 +248,7 @@ pub(crate) async fn serve(gateway: &Arc<Gateway>, listen: Listen, token: Option<
             .map(|(_, local)| local.ip())
             .filter(IpAddr::is_loopback)
             .collect(),
-        name: listen.name,
+        name,
         sessions: Mutex::new(HashMap::new()),
         idle,
     });
@@ -246,10 +264,11 @@ pub(crate) async fn serve(gateway: &Arc<Gateway>, listen: Listen, token: Option<
             Arc::clone(&connections),
         )));
     }
+    // The accept loops end with this future: dropping it aborts them.
+    let _abort = crate::AbortOnDrop(accepting.iter().map(tokio::task::JoinHandle::abort_handle).collect());
     for task in accepting {
         let _ = task.await;
     }
-    Outcome::Ok
 }
 
 /// Takes the connections of `listener`, each served on a task of its own: at most

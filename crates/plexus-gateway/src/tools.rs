@@ -10,8 +10,8 @@ use plexus::tools::{CallError, CallOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::gateway::{Gateway, invalid_params};
-use super::session::{Session, Sink, lock, notification};
+use crate::gateway::{Gateway, invalid_params};
+use crate::session::{Session, Sink, lock, notification};
 
 /// A call running on a backend server, where that server's requests go.
 pub(super) struct Running {
@@ -115,7 +115,7 @@ impl Gateway {
         // transport relates to the call by its tag, and its URL elicitations by their handler.
         let running = self.start_running(name.clone(), session, sink);
         options.tag = Some(running.tag);
-        options.url_elicitation = Some(Arc::new(super::forward::CallerUrls::new(self, running.tag)));
+        options.url_elicitation = Some(Arc::new(crate::forward::CallerUrls::new(self, running.tag)));
         let mut called = self.hub.call_with(&name, arguments, &options).await;
         // A name no tool has may be one of a server still starting: the call waits for that
         // server alone (each within its connect timeout), not for the grace period, then is
@@ -155,7 +155,9 @@ impl Gateway {
             .into_iter()
             // A pending server with a reason waits for approval, not for its turn.
             .filter(|(server, state)| {
-                state.status.is_settling() && state.reason.is_none() && crate::commands::may_hold(server, name)
+                state.status.is_settling()
+                    && state.reason.is_none()
+                    && plexus::tools::naming::may_belong_to(server, name)
             })
             .map(|(server, _)| server)
             .collect();

@@ -10,9 +10,9 @@ use plexus::jsonrpc::{ErrorCode, ErrorObject};
 use plexus::protocol::ResourceUpdatedNotificationParams;
 use serde_json::{Map, Value, json};
 
-use super::gateway::{Gateway, hub_error, invalid_params};
-use super::session::{Session, lock, notification};
-use super::uri;
+use crate::gateway::{Gateway, hub_error, invalid_params};
+use crate::session::{Session, lock, notification};
+use crate::uri;
 
 /// The most resources subscribed to through the gateway at once, over all clients.
 const MAX_SUBSCRIPTIONS: usize = 4096;

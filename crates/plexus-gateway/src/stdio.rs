@@ -1,24 +1,28 @@
-//! The gateway over stdio: one client, newline-delimited JSON-RPC on stdin and stdout (each
-//! message at most 16 MiB); a line that is not JSON-RPC is answered with a parse error (id
-//! `null`) and the session goes on. End of input ends the gateway, once what the client asked is
-//! answered.
+//! The gateway over a byte stream (stdin and stdout, or any pair a host gives): one client,
+//! newline-delimited JSON-RPC (each message at most 16 MiB); a line that is not JSON-RPC is
+//! answered with a parse error (id `null`) and the session goes on. End of input ends the
+//! session, once what the client asked is answered.
 
+use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use plexus::jsonrpc::process_stdio::{Stdin, Stdout};
 use plexus::jsonrpc::{ErrorCode, ErrorObject, FrameError, LineCodec, Message, Response};
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
 use tokio::sync::mpsc;
 
-use super::gateway::Gateway;
-use super::session::{SINK_CAPACITY, Session};
-use crate::Outcome;
+use crate::GatewayError;
+use crate::gateway::Gateway;
+use crate::session::{SINK_CAPACITY, Session};
 
-/// Serves `gateway` on stdin and stdout until stdin ends.
-pub(crate) async fn serve(gateway: &Arc<Gateway>) -> Outcome {
+/// Serves `gateway` to the client that writes to `input` and reads `output`, until `input` ends.
+pub(crate) async fn serve(
+    gateway: &Arc<Gateway>,
+    mut input: Pin<Box<dyn AsyncRead + Send>>,
+    mut output: Pin<Box<dyn AsyncWrite + Send>>,
+) -> Result<(), GatewayError> {
     let (sink, mut lines) = mpsc::channel::<Vec<u8>>(SINK_CAPACITY);
     let writer = tokio::spawn(async move {
-        let mut stdout = Stdout::open();
         let mut batch = Vec::with_capacity(64 * 1024);
         while let Some(line) = lines.recv().await {
             // Whatever else is ready goes out in the same write.
@@ -28,7 +32,11 @@ pub(crate) async fn serve(gateway: &Arc<Gateway>) -> Outcome {
                 batch.extend_from_slice(&line);
                 batch.push(b'\n');
             }
-            if stdout.write_all(&batch).await.is_err() {
+            let written = async {
+                output.write_all(&batch).await?;
+                output.flush().await
+            };
+            if written.await.is_err() {
                 return;
             }
             batch.clear();
@@ -36,7 +44,6 @@ pub(crate) async fn serve(gateway: &Arc<Gateway>) -> Outcome {
     });
     let session = Session::new(Some(sink.clone()));
     gateway.add_session(&session);
-    let mut stdin = Stdin::open();
     let mut codec = LineCodec::new();
     let mut buffer = BytesMut::with_capacity(64 * 1024);
     let mut chunk = vec![0u8; 64 * 1024];
@@ -57,16 +64,13 @@ pub(crate) async fn serve(gateway: &Arc<Gateway>) -> Outcome {
                 }
             }
         }
-        match stdin.read(&mut chunk).await {
-            Ok(0) => break Outcome::Ok,
+        match input.read(&mut chunk).await {
+            Ok(0) => break Ok(()),
             Ok(read) => buffer.extend_from_slice(&chunk[..read]),
-            Err(e) => {
-                crate::terminal::say(format_args!("cannot read stdin: {e}"));
-                break Outcome::Connection;
-            }
+            Err(source) => break Err(GatewayError::Input { source }),
         }
     };
-    if outcome == Outcome::Ok {
+    if outcome.is_ok() {
         drain(&session, &writer).await;
     }
     session.close();

@@ -1,4 +1,4 @@
-//! Where `plexus serve --http` listens: `HOST:PORT`, the host an IP address or a name
+//! Where the gateway listens for Streamable HTTP: `HOST:PORT`, the host an IP address or a name
 //! (`localhost:8931`), a name resolved to every address it has.
 
 use std::fmt;
@@ -12,9 +12,11 @@ const RESOLVE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most addresses a name is served on.
 const MAX_ADDRESSES: usize = 8;
 
-/// `--http HOST:PORT`, as given.
+use crate::GatewayError;
+
+/// Where to listen, as given (`plexus serve --http HOST:PORT`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ListenAddress {
+pub enum ListenAddress {
     /// An IP address and port (`127.0.0.1:8931`, `[::1]:8931`).
     Socket(SocketAddr),
     /// A host name and port (`localhost:8931`).
@@ -27,13 +29,13 @@ pub(crate) enum ListenAddress {
 }
 
 impl FromStr for ListenAddress {
-    type Err = String;
+    type Err = GatewayError;
 
-    fn from_str(text: &str) -> Result<Self, String> {
+    fn from_str(text: &str) -> Result<Self, GatewayError> {
         if let Ok(address) = text.parse::<SocketAddr>() {
             return Ok(ListenAddress::Socket(address));
         }
-        let expected = || format!("expected HOST:PORT (such as localhost:8931 or 127.0.0.1:8931), not {text:?}");
+        let expected = || GatewayError::NotAnAddress { given: text.to_owned() };
         let (host, port) = text.rsplit_once(':').ok_or_else(expected)?;
         let port: u16 = port.parse().map_err(|_| expected())?;
         // A name's characters (an IPv6 address belongs in brackets, and parsed above).
@@ -63,7 +65,7 @@ impl fmt::Display for ListenAddress {
 
 impl ListenAddress {
     /// The host name, when it is one.
-    pub(crate) fn name(&self) -> Option<&str> {
+    pub fn name(&self) -> Option<&str> {
         match self {
             ListenAddress::Socket(_) => None,
             ListenAddress::Name { host, .. } => Some(host),
@@ -71,21 +73,25 @@ impl ListenAddress {
     }
 
     /// The addresses to listen on: the address, or every address of the name (at most
-    /// [`MAX_ADDRESSES`], within [`RESOLVE_TIMEOUT`]); an error names the host and why.
-    pub(crate) async fn resolve(&self) -> Result<Vec<SocketAddr>, String> {
+    /// 8, within 10 s); an error names the host and why.
+    pub async fn resolve(&self) -> Result<Vec<SocketAddr>, GatewayError> {
         let (host, port) = match self {
             ListenAddress::Socket(address) => return Ok(vec![*address]),
             ListenAddress::Name { host, port } => (host.as_str(), *port),
         };
+        let unresolved = |source| GatewayError::Resolve {
+            host: host.to_owned(),
+            source,
+        };
         let found = tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host((host, port)))
             .await
             .map_err(|_| {
-                format!(
-                    "cannot resolve {host:?}: no answer within {} s",
-                    RESOLVE_TIMEOUT.as_secs()
-                )
+                unresolved(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("no answer within {} s", RESOLVE_TIMEOUT.as_secs()),
+                ))
             })?
-            .map_err(|e| format!("cannot resolve {host:?}: {e}"))?;
+            .map_err(unresolved)?;
         let mut addresses: Vec<SocketAddr> = Vec::new();
         for address in found {
             if !addresses.contains(&address) && addresses.len() < MAX_ADDRESSES {
@@ -93,14 +99,17 @@ impl ListenAddress {
             }
         }
         if addresses.is_empty() {
-            return Err(format!("cannot resolve {host:?}: it has no address"));
+            return Err(unresolved(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "it has no address",
+            )));
         }
         Ok(addresses)
     }
 }
 
 /// The first of `addresses` that is not a loopback address: listening there needs a token.
-pub(crate) fn off_loopback(addresses: &[SocketAddr]) -> Option<SocketAddr> {
+pub fn off_loopback(addresses: &[SocketAddr]) -> Option<SocketAddr> {
     addresses.iter().copied().find(|address| !address.ip().is_loopback())
 }
 
@@ -134,10 +143,13 @@ mod tests {
     #[test]
     fn addresses_and_names_parse() {
         assert_eq!(
-            "127.0.0.1:8931".parse(),
-            Ok(ListenAddress::Socket("127.0.0.1:8931".parse().unwrap()))
+            "127.0.0.1:8931".parse::<ListenAddress>().unwrap(),
+            ListenAddress::Socket("127.0.0.1:8931".parse().unwrap())
         );
-        assert_eq!("[::1]:0".parse(), Ok(ListenAddress::Socket("[::1]:0".parse().unwrap())));
+        assert_eq!(
+            "[::1]:0".parse::<ListenAddress>().unwrap(),
+            ListenAddress::Socket("[::1]:0".parse().unwrap())
+        );
         let name: ListenAddress = "localhost:8931".parse().unwrap();
         assert_eq!(
             name,
@@ -160,10 +172,8 @@ mod tests {
             "a/b:80",
         ] {
             assert_eq!(
-                bad.parse::<ListenAddress>(),
-                Err(format!(
-                    "expected HOST:PORT (such as localhost:8931 or 127.0.0.1:8931), not {bad:?}"
-                )),
+                bad.parse::<ListenAddress>().unwrap_err().to_string(),
+                format!("expected HOST:PORT (such as localhost:8931 or 127.0.0.1:8931), not {bad:?}"),
                 "{bad}"
             );
         }

@@ -26,8 +26,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use super::gateway::Gateway;
-use super::session::{Session, Sink, lock, notification, trim};
+use crate::gateway::Gateway;
+use crate::session::{Session, Sink, lock, notification, trim};
 
 /// How long a forwarded request (an elicitation a person answers) may wait for the client.
 const ASK_TIMEOUT: Duration = Duration::from_secs(600);

@@ -15,11 +15,11 @@ use plexus::{Hub, HubError, ServerFailure};
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
-use super::follow::Followed;
-use super::health::Health;
-use super::session::{Session, Sink, error_response, lock, notification, success_response};
-use super::subscriptions::Subscriptions;
-use super::tools::{Running, tool_json};
+use crate::follow::Followed;
+use crate::health::Health;
+use crate::session::{Session, Sink, error_response, lock, notification, success_response};
+use crate::subscriptions::Subscriptions;
+use crate::tools::{Running, tool_json};
 
 /// The versions the gateway speaks to its clients, newest first.
 const VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];

@@ -12,8 +12,8 @@ use plexus::pool::{PoolError, ServerStatus};
 use plexus::protocol::LoggingLevel;
 use tokio::sync::{broadcast, watch};
 
-use super::gateway::Gateway;
-use super::session::lock;
+use crate::gateway::Gateway;
+use crate::session::lock;
 
 /// How long list changes are gathered before the clients are told (one notification for a burst).
 const DEBOUNCE: Duration = Duration::from_millis(50);

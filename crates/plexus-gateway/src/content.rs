@@ -6,8 +6,8 @@ use plexus::jsonrpc::ErrorObject;
 use plexus::protocol::{CompleteRequestParams, CompleteResult, CompletionReference};
 use serde_json::{Map, Value, json};
 
-use super::gateway::{Gateway, hub_error, invalid_params};
-use super::uri;
+use crate::gateway::{Gateway, hub_error, invalid_params};
+use crate::uri;
 
 impl Gateway {
     /// The prompts and resources requests.

@@ -3,7 +3,7 @@
 //! the server that owns them.
 
 use plexus::jsonrpc::ErrorObject;
-use plexus::protocol::{CompleteRequestParams, CompleteResult, CompletionReference};
+use plexus::protocol::{CompleteRequestParams, CompleteResult, CompletionReference, methods};
 use serde_json::{Map, Value, json};
 
 use crate::gateway::{Gateway, hub_error, invalid_params};
@@ -13,7 +13,7 @@ impl Gateway {
     /// The prompts and resources requests.
     pub(super) async fn content(&self, method: &str, params: &Map<String, Value>) -> Result<Value, ErrorObject> {
         Ok(match method {
-            "prompts/list" => {
+            methods::PROMPTS_LIST => {
                 let prompts: Vec<Value> = self
                     .hub
                     .prompts()
@@ -28,7 +28,7 @@ impl Gateway {
                     .collect();
                 json!({"prompts": prompts})
             }
-            "prompts/get" => {
+            methods::PROMPTS_GET => {
                 let name = params
                     .get("name")
                     .and_then(Value::as_str)
@@ -42,7 +42,7 @@ impl Gateway {
                 let result = self.hub.get_prompt(name, arguments).await.map_err(hub_error)?;
                 serde_json::to_value(&result).unwrap_or_default()
             }
-            "resources/list" => {
+            methods::RESOURCES_LIST => {
                 let resources: Vec<Value> = self
                     .hub
                     .resources()
@@ -57,7 +57,7 @@ impl Gateway {
                     .collect();
                 json!({"resources": resources})
             }
-            "resources/templates/list" => {
+            methods::RESOURCES_TEMPLATES_LIST => {
                 let templates: Vec<Value> = self
                     .hub
                     .resource_templates()
@@ -72,7 +72,7 @@ impl Gateway {
                     .collect();
                 json!({"resourceTemplates": templates})
             }
-            "resources/read" => {
+            methods::RESOURCES_READ => {
                 let given = params
                     .get("uri")
                     .and_then(Value::as_str)
@@ -100,7 +100,7 @@ impl Gateway {
     /// completions has no suggestions: the gateway offers completions when one of its servers
     /// does, so a client asks for any prompt.
     pub(super) async fn complete(&self, params: &Map<String, Value>) -> Result<Value, ErrorObject> {
-        const METHOD: &str = "completion/complete";
+        const METHOD: &str = methods::COMPLETION_COMPLETE;
         let mut params: CompleteRequestParams =
             serde_json::from_value(Value::Object(params.clone())).map_err(|e| invalid_params(METHOD, e))?;
         // The client's progress token and other request metadata are its own.

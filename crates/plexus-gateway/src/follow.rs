@@ -10,6 +10,7 @@ use plexus::Client;
 use plexus::client::ServerNotification;
 use plexus::pool::{PoolError, ServerStatus};
 use plexus::protocol::LoggingLevel;
+use plexus::protocol::methods;
 use tokio::sync::{broadcast, watch};
 
 use crate::gateway::Gateway;
@@ -92,13 +93,13 @@ pub(super) async fn watch_servers(gateway: Arc<Gateway>, grace: Duration, ready:
             connected = connected_servers(&gateway);
             let now = lists(&gateway).await;
             if now.tools != told.tools {
-                gateway.broadcast("notifications/tools/list_changed");
+                gateway.broadcast(methods::TOOLS_LIST_CHANGED);
             }
             if now.prompts != told.prompts {
-                gateway.broadcast("notifications/prompts/list_changed");
+                gateway.broadcast(methods::PROMPTS_LIST_CHANGED);
             }
             if now.resources != told.resources {
-                gateway.broadcast("notifications/resources/list_changed");
+                gateway.broadcast(methods::RESOURCES_LIST_CHANGED);
             }
             *told = now;
         }

@@ -18,7 +18,7 @@ use plexus::jsonrpc::{ErrorCode, ErrorObject, RawValue, RequestId};
 use plexus::protocol::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitAction, ElicitRequestParams,
     ElicitRequestUrlParams, ElicitResult, ElicitationCapability, JsonObject, ListRootsResult, RootsCapability,
-    SamplingCapability,
+    SamplingCapability, methods,
 };
 use plexus::tools::UrlElicitationHandler;
 use serde::Serialize;
@@ -97,7 +97,7 @@ impl ClientHandler for Forwarder {
         Box::pin(async move {
             self.forward(
                 &context.server,
-                "roots/list",
+                methods::ROOTS_LIST,
                 |c| c.roots.is_some(),
                 &serde_json::json!({}),
                 context.tag,
@@ -114,7 +114,7 @@ impl ClientHandler for Forwarder {
         Box::pin(async move {
             self.forward(
                 &context.server,
-                "sampling/createMessage",
+                methods::SAMPLING_CREATE_MESSAGE,
                 |c| c.sampling.is_some(),
                 &params,
                 context.tag,
@@ -133,8 +133,14 @@ impl ClientHandler for Forwarder {
                 ElicitRequestParams::Url(_) => supports_url,
                 _ => supports_form,
             };
-            self.forward(&context.server, "elicitation/create", capability, &params, context.tag)
-                .await
+            self.forward(
+                &context.server,
+                methods::ELICITATION_CREATE,
+                capability,
+                &params,
+                context.tag,
+            )
+            .await
         })
     }
 }
@@ -165,8 +171,15 @@ async fn open_url(
     tag: Option<u64>,
 ) -> ElicitAction {
     let request = ElicitRequestParams::Url(elicitation.clone());
-    let answer: Result<ElicitResult, ErrorObject> =
-        ask_as(gateway, server, "elicitation/create", supports_url, &request, tag).await;
+    let answer: Result<ElicitResult, ErrorObject> = ask_as(
+        gateway,
+        server,
+        methods::ELICITATION_CREATE,
+        supports_url,
+        &request,
+        tag,
+    )
+    .await;
     match answer.map(|result| result.action) {
         Ok(ElicitAction::Accept) => std::future::pending().await,
         Ok(action) => action,
@@ -283,7 +296,7 @@ impl Gateway {
             }
         };
         if lock(&session.capabilities).as_ref().is_some_and(supports_url) {
-            let _ = sink.try_send(notification("notifications/elicitation/complete", Some(params)));
+            let _ = sink.try_send(notification(methods::ELICITATION_COMPLETE, Some(params)));
         }
     }
 
@@ -391,9 +404,7 @@ impl Drop for Asked<'_> {
         let Some(id) = self.id.take() else { return };
         if lock(&self.session.asked).remove(&id).is_some() {
             let params = json!({"requestId": id, "reason": "the server no longer waits for the answer"});
-            let _ = self
-                .sink
-                .try_send(notification("notifications/cancelled", Some(&params)));
+            let _ = self.sink.try_send(notification(methods::CANCELLED, Some(&params)));
         }
     }
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use plexus::client::ClientError;
 use plexus::jsonrpc::{ErrorCode, ErrorObject, Message, Request, RequestId};
 use plexus::protocol::ClientCapabilities;
+use plexus::protocol::methods;
 use plexus::{Hub, HubError, ServerFailure};
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
@@ -19,10 +20,7 @@ use crate::follow::Followed;
 use crate::health::Health;
 use crate::session::{Session, Sink, error_response, lock, notification, success_response};
 use crate::subscriptions::Subscriptions;
-use crate::tools::{Running, tool_json};
-
-/// The versions the gateway speaks to its clients, newest first.
-const VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+use crate::tools::Running;
 
 /// The most requests of one client answered at once.
 const MAX_IN_FLIGHT: usize = 256;
@@ -142,7 +140,7 @@ impl Gateway {
         let Ok(value) = serde_json::to_value(&params) else {
             return;
         };
-        let line = notification("notifications/message", Some(&value));
+        let line = notification(methods::LOGGING_MESSAGE, Some(&value));
         for session in self.live_sessions() {
             let wanted = lock(&session.log_level).is_none_or(|level| params.level >= level);
             if wanted {
@@ -183,9 +181,9 @@ impl Gateway {
                     .as_deref()
                     .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
                 match (note.method.as_ref(), params) {
-                    ("notifications/initialized", _) => self.initialized(session),
-                    ("notifications/cancelled", Some(params)) => Gateway::cancelled(session, &params),
-                    ("notifications/progress", Some(params)) => self.progressed(session, params),
+                    (methods::INITIALIZED, _) => self.initialized(session),
+                    (methods::CANCELLED, Some(params)) => Gateway::cancelled(session, &params),
+                    (methods::PROGRESS, Some(params)) => self.progressed(session, params),
                     _ => {}
                 }
             }
@@ -242,7 +240,7 @@ impl Gateway {
         };
         params["progressToken"] = token;
         tokio::spawn(async move {
-            let _ = client.notify("notifications/progress", &params).await;
+            let _ = client.notify(methods::PROGRESS, &params).await;
             drop(permit);
         });
     }
@@ -282,43 +280,47 @@ impl Gateway {
         sink: &Sink,
     ) -> Result<Vec<u8>, ErrorObject> {
         let method = request.method.as_ref();
-        if !matches!(method, "initialize" | "ping") {
+        if !matches!(method, methods::INITIALIZE | methods::PING) {
             // A client that skipped `notifications/initialized` has initialized all the same.
             self.initialized(session);
         }
-        if method == "tools/call" {
+        if method == methods::TOOLS_CALL {
             let result = self.call(session, request, sink).await?;
             return success_response(&request.id, &result);
         }
         let params = params_of(request)?;
         let result = match method {
-            "initialize" => {
+            methods::INITIALIZE => {
                 // What the gateway offers depends on the servers that are up by then.
                 self.wait_ready().await;
                 self.initialize(session, &params)?
             }
-            "ping" => json!({}),
-            "logging/setLevel" => {
+            methods::PING => json!({}),
+            methods::LOGGING_SET_LEVEL => {
                 let level = serde_json::from_value(params["level"].clone()).map_err(|e| invalid_params(method, e))?;
                 *lock(&session.log_level) = Some(level);
                 json!({})
             }
-            "tools/list" => {
+            methods::TOOLS_LIST => {
                 self.wait_ready().await;
                 // Boxed, as are the other lists: a `tools/call`'s task stays small.
                 let pool = Box::pin(self.hub.tool_pool()).await;
-                let tools: Vec<Value> = pool.entries.iter().map(|entry| tool_json(entry)).collect();
+                let tools: Vec<plexus::protocol::Tool> = pool.entries.iter().map(|entry| entry.to_tool()).collect();
                 json!({"tools": tools})
             }
-            "prompts/list" | "prompts/get" | "resources/list" | "resources/templates/list" | "resources/read" => {
+            methods::PROMPTS_LIST
+            | methods::PROMPTS_GET
+            | methods::RESOURCES_LIST
+            | methods::RESOURCES_TEMPLATES_LIST
+            | methods::RESOURCES_READ => {
                 self.wait_ready().await;
                 Box::pin(self.content(method, &params)).await?
             }
-            "completion/complete" => {
+            methods::COMPLETION_COMPLETE => {
                 self.wait_ready().await;
                 Box::pin(self.complete(&params)).await?
             }
-            "resources/subscribe" | "resources/unsubscribe" => {
+            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
                 self.wait_ready().await;
                 Box::pin(self.subscription(session, method, &params)).await?
             }
@@ -339,16 +341,12 @@ impl Gateway {
             .get("protocolVersion")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let version = VERSIONS
-            .iter()
-            .find(|v| **v == requested)
-            .copied()
-            .unwrap_or(VERSIONS[0]);
+        let version = plexus::protocol::ProtocolVersion::answer(requested).as_str();
         let capabilities: ClientCapabilities = params
             .get("capabilities")
             .map(|c| serde_json::from_value(c.clone()))
             .transpose()
-            .map_err(|e| invalid_params("initialize", e))?
+            .map_err(|e| invalid_params(methods::INITIALIZE, e))?
             .unwrap_or_default();
         *lock(&session.capabilities) = Some(capabilities);
         let pool = self.hub.pool();

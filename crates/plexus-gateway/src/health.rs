@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use plexus::pool::{ServerState, ServerStatus};
 use plexus::protocol::LoggingLevel;
+use plexus::protocol::methods;
 use serde_json::json;
 
 use crate::gateway::Gateway;
@@ -126,7 +127,7 @@ impl Gateway {
             if wanted.is_none_or(|level| down.level >= level) {
                 let params = json!({"level": down.level, "logger": server, "data": down.text});
                 // A client too slow to take it misses it, as other log messages.
-                let _ = out.try_send(notification("notifications/message", Some(&params)));
+                let _ = out.try_send(notification(methods::LOGGING_MESSAGE, Some(&params)));
             }
             told.insert(server, down.failure);
         }

@@ -29,6 +29,7 @@ use hyper::body::{Frame, Incoming};
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use plexus::jsonrpc::{IdScanner, Message, RequestId};
+use plexus::protocol::methods;
 use tokio::sync::mpsc;
 
 use crate::GatewayError;
@@ -464,7 +465,7 @@ impl Http {
             Ok(message) => message,
             Err(e) => return refuse(StatusCode::BAD_REQUEST, format!("not one JSON-RPC message: {e}")),
         };
-        let initialize = matches!(&message, Message::Request(request) if request.method == "initialize");
+        let initialize = matches!(&message, Message::Request(request) if request.method == methods::INITIALIZE);
         let (id, session) = match (found, initialize) {
             (Some(Ok(found)), _) => found,
             (Some(Err(refusal)), _) => return *refusal,
@@ -480,7 +481,7 @@ impl Http {
             self.gateway.handle(&session, message, sink);
             return full(StatusCode::ACCEPTED, None, Bytes::new());
         };
-        let (request_id, streamed) = (call.id.clone(), call.method == "tools/call");
+        let (request_id, streamed) = (call.id.clone(), call.method == methods::TOOLS_CALL);
         let (sink, mut messages) = mpsc::channel(SINK_CAPACITY);
         self.gateway.handle(&session, message, sink);
         let mut response = if streamed {

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use plexus::jsonrpc::{ErrorCode, ErrorObject};
 use plexus::protocol::ResourceUpdatedNotificationParams;
+use plexus::protocol::methods;
 use serde_json::{Map, Value, json};
 
 use crate::gateway::{Gateway, hub_error, invalid_params};
@@ -123,7 +124,7 @@ impl Gateway {
             .and_then(Value::as_str)
             .ok_or_else(|| invalid_params(method, "no uri"))?;
         let (server, original) = uri::owner(given)?;
-        if method == "resources/unsubscribe" {
+        if method == methods::RESOURCES_UNSUBSCRIBE {
             if self.subscriptions.remove(server, original, session)
                 && let Some(client) = self.hub.pool().client(server)
             {
@@ -172,7 +173,7 @@ impl Gateway {
         let Ok(value) = serde_json::to_value(&params) else {
             return;
         };
-        let line = notification("notifications/resources/updated", Some(&value));
+        let line = notification(methods::RESOURCES_UPDATED, Some(&value));
         for session in sessions {
             session.notify(line.clone());
         }

@@ -5,7 +5,7 @@ use std::sync::{Arc, Weak};
 
 use plexus::HubError;
 use plexus::jsonrpc::{ErrorCode, ErrorObject, RawValue, Request};
-use plexus::protocol::{ContentBlock, ProgressNotificationParams};
+use plexus::protocol::{ContentBlock, ProgressNotificationParams, methods};
 use plexus::tools::{CallError, CallOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -78,10 +78,12 @@ impl Gateway {
         sink: &Sink,
     ) -> Result<CallResult, ErrorObject> {
         let params: CallParams = match request.params.as_deref() {
-            Some(raw) => serde_json::from_str(raw.get()).map_err(|e| invalid_params("tools/call", e))?,
-            None => return Err(invalid_params("tools/call", "no name")),
+            Some(raw) => serde_json::from_str(raw.get()).map_err(|e| invalid_params(methods::TOOLS_CALL, e))?,
+            None => return Err(invalid_params(methods::TOOLS_CALL, "no name")),
         };
-        let name = params.name.ok_or_else(|| invalid_params("tools/call", "no name"))?;
+        let name = params
+            .name
+            .ok_or_else(|| invalid_params(methods::TOOLS_CALL, "no name"))?;
         // Taken as they came: the arguments go on to the backend as their text, unparsed (the
         // request's parse checked that they are JSON; a raw value starts at its first token).
         let arguments = match params.arguments {
@@ -91,7 +93,7 @@ impl Gateway {
                 let kind = serde_json::from_str::<Value>(other.get())
                     .map_or("invalid JSON", |value| plexus::jsonrpc::value_kind(&value));
                 return Err(invalid_params(
-                    "tools/call",
+                    methods::TOOLS_CALL,
                     format!("arguments must be an object, not {kind}"),
                 ));
             }
@@ -108,7 +110,7 @@ impl Gateway {
                 if let Some(message) = report.message {
                     params["message"] = json!(message);
                 }
-                let _ = progress_sink.try_send(notification("notifications/progress", Some(&params)));
+                let _ = progress_sink.try_send(notification(methods::PROGRESS, Some(&params)));
             }));
         }
         // The backend's own requests while this call runs come back to this client: those the
@@ -134,7 +136,10 @@ impl Gateway {
                 // the model, which can tell the user which server is down and why (and that
                 // trying later may help), while most show a protocol error as a bare failure.
                 Some(why) => Ok(tool_failure(why)),
-                None => Err(invalid_params("tools/call", format!("no tool is named {name:?}"))),
+                None => Err(invalid_params(
+                    methods::TOOLS_CALL,
+                    format!("no tool is named {name:?}"),
+                )),
             },
             // The gateway runs no tasks (it declares no `tasks` capability): a call of a tool
             // that requires one gets what the spec has a server answer a call made without one.
@@ -200,30 +205,4 @@ impl Drop for RunningGuard {
             }
         }
     }
-}
-
-/// A tool of the pool as `tools/list` serves it: the qualified name, the truncated
-/// description, the annotations with the spec's defaults applied, the schemas and the
-/// `execution` object as sent.
-pub(super) fn tool_json(entry: &plexus::tools::ToolEntry) -> Value {
-    let mut tool = json!({
-        "name": entry.name,
-        "title": entry.title,
-        "description": entry.description,
-        "inputSchema": entry.input_schema,
-        "annotations": {
-            "title": entry.title,
-            "readOnlyHint": entry.read_only,
-            "destructiveHint": entry.destructive,
-            "idempotentHint": entry.idempotent,
-            "openWorldHint": entry.open_world,
-        },
-    });
-    if let Some(output) = &entry.output_schema {
-        tool["outputSchema"] = output.clone();
-    }
-    if let Some(execution) = entry.execution.as_ref().and_then(|e| serde_json::to_value(e).ok()) {
-        tool["execution"] = execution;
-    }
-    tool
 }

@@ -52,6 +52,16 @@ impl ProtocolVersion {
         Self::negotiate_among(&Self::SUPPORTED, server_version)
     }
 
+    /// What a server answers a client's `initialize` with: the version the client asked for
+    /// when it is supported, else the newest (the client then decides whether it can go on).
+    pub fn answer(requested: &str) -> ProtocolVersion {
+        requested
+            .parse::<ProtocolVersion>()
+            .ok()
+            .filter(|version| Self::SUPPORTED.contains(version))
+            .unwrap_or(Self::LATEST)
+    }
+
     /// [`ProtocolVersion::negotiate`] for a client that supports only `supported` (e.g. pinned by
     /// configuration).
     pub fn negotiate_among(

@@ -195,3 +195,13 @@ proptest! {
         prop_assert_eq!(serde_json::to_value(&block).unwrap(), value);
     }
 }
+
+#[test]
+fn a_server_answers_the_version_asked_for_when_it_speaks_it_else_the_newest() {
+    for version in ProtocolVersion::SUPPORTED {
+        assert_eq!(ProtocolVersion::answer(version.as_str()), version);
+    }
+    for other in ["2099-01-01", "", "2025-11-25 ", "DRAFT-2026-v1"] {
+        assert_eq!(ProtocolVersion::answer(other), ProtocolVersion::LATEST, "{other:?}");
+    }
+}

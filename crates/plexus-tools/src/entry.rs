@@ -1,6 +1,6 @@
 //! A tool as the host's pool sees it.
 
-use plexus_protocol::{TaskSupport, Tool, ToolExecution};
+use plexus_protocol::{TaskSupport, Tool, ToolAnnotations, ToolExecution};
 use serde::Serialize;
 
 use crate::naming::qualified_name;
@@ -54,6 +54,30 @@ pub struct ToolEntry {
 }
 
 impl ToolEntry {
+    /// The tool as a host lists it to its own clients (a gateway's `tools/list`): the qualified
+    /// name, the title, the truncated description, the annotations with the spec's defaults
+    /// applied, the schemas and the `execution` object as the server sent them.
+    pub fn to_tool(&self) -> Tool {
+        let object = |schema: &serde_json::Value| schema.as_object().cloned().unwrap_or_default();
+        Tool {
+            name: self.name.clone(),
+            title: Some(self.title.clone()),
+            description: Some(self.description.clone()),
+            input_schema: object(&self.input_schema),
+            output_schema: self.output_schema.as_ref().map(object),
+            annotations: Some(ToolAnnotations {
+                title: Some(self.title.clone()),
+                read_only_hint: Some(self.read_only),
+                destructive_hint: Some(self.destructive),
+                idempotent_hint: Some(self.idempotent),
+                open_world_hint: Some(self.open_world),
+                ..ToolAnnotations::default()
+            }),
+            execution: self.execution.clone(),
+            ..Tool::default()
+        }
+    }
+
     /// The entry for `tool` of `server`, under its default name ([`qualified_name`]).
     pub fn new(server: &str, tool: &Tool) -> Self {
         ToolEntry::named(qualified_name(server, &tool.name), server, tool)
@@ -143,6 +167,28 @@ mod tests {
         assert_eq!(reader.title, "Reader");
         assert_eq!(reader.task_support, "forbidden");
         assert_eq!(reader.execution, None);
+    }
+
+    #[test]
+    fn a_listed_tool_has_its_qualified_name_and_every_hint_spelled_out() {
+        let entry = ToolEntry::new(
+            "s",
+            &tool(json!({
+                "name": "t", "description": "Does t.", "inputSchema": {"type": "object"},
+                "outputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true},
+                "execution": {"taskSupport": "optional", "future": 1}, "_meta": {"private": true}
+            })),
+        );
+        assert_eq!(
+            serde_json::to_value(entry.to_tool()).unwrap(),
+            json!({
+                "name": "mcp__s__t", "title": "t", "description": "Does t.",
+                "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"},
+                "annotations": {"title": "t", "readOnlyHint": true, "destructiveHint": false,
+                    "idempotentHint": false, "openWorldHint": true},
+                "execution": {"taskSupport": "optional", "future": 1}
+            })
+        );
     }
 
     #[test]

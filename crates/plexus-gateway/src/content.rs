@@ -78,11 +78,7 @@ impl Gateway {
                     .and_then(Value::as_str)
                     .ok_or_else(|| invalid_params(method, "no uri"))?;
                 let (server, original) = uri::owner(given)?;
-                let result = self
-                    .hub
-                    .read_resource(&format!("@{server}:{original}"))
-                    .await
-                    .map_err(hub_error)?;
+                let result = self.hub.read_resource_of(server, original).await.map_err(hub_error)?;
                 let mut value = serde_json::to_value(&result).unwrap_or_default();
                 for content in value["contents"].as_array_mut().into_iter().flatten() {
                     if let Some(inner) = content["uri"].as_str().map(str::to_owned) {

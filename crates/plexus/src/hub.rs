@@ -20,7 +20,6 @@ use plexus_tools::{
     ToolFilter, ToolIndex, ToolPool, UrlElicitationHandler, assemble, call_tool, process, processing_may_block,
     server_entries,
 };
-use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 
 use crate::DefaultConnector;
@@ -159,6 +158,10 @@ pub enum HubError {
         #[source]
         source: Box<ServerFailure>,
     },
+    /// Waiting for the servers failed (a required server could not connect, or the pool is
+    /// closed).
+    #[error(transparent)]
+    Pool(#[from] PoolError),
     /// The result could not be processed.
     #[error("the result of {name} could not be processed: {source}")]
     Result {
@@ -328,8 +331,8 @@ impl Hub {
     }
 
     /// Waits for the servers (see [`Pool::wait_ready`]).
-    pub async fn wait_ready(&self, budget: Duration) -> Result<Readiness, PoolError> {
-        self.pool.wait_ready(budget).await
+    pub async fn wait_ready(&self, budget: Duration) -> Result<Readiness, HubError> {
+        Ok(self.pool.wait_ready(budget).await?)
     }
 
     /// The pool's events: states, late joins, list changes (rebuild the tool pool on these).
@@ -412,7 +415,10 @@ impl Hub {
     /// reconnected) through the pool, an expired session is reopened once, and the result is
     /// processed (images downsampled, binary content and large output saved under
     /// `<home>/tool-results/<session>/`). A result with `isError: true` is a result.
-    pub async fn call(&self, name: &str, arguments: Map<String, Value>) -> Result<ProcessedResult, HubError> {
+    ///
+    /// `arguments` is anything that serializes as a JSON object: a `json!({...})` value, a
+    /// `Map`, a struct of the host's own.
+    pub async fn call(&self, name: &str, arguments: impl serde::Serialize + Sync) -> Result<ProcessedResult, HubError> {
         self.call_with(name, &arguments, &CallOptions::default()).await
     }
 

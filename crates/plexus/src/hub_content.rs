@@ -156,6 +156,11 @@ impl Hub {
                 reference: reference.to_owned(),
             });
         };
+        self.read_resource_of(server, uri).await
+    }
+
+    /// Reads resource `uri` of `server` (connected on demand).
+    pub async fn read_resource_of(&self, server: &str, uri: &str) -> Result<ReadResourceResult, HubError> {
         let client = self.connected(server).await?;
         client.read_resource(uri).await.map_err(|source| HubError::Server {
             server: server.to_owned(),

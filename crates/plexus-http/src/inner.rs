@@ -16,10 +16,11 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
+use crate::EventStreamState;
 use crate::config::{HttpConfig, ReconnectPolicy};
 use crate::request::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID, RequestTemplates, USER_AGENT, header_pairs};
 use crate::stream::PostStreams;
-use crate::{CLOSED_BY_CLIENT, EventStreamState};
+use plexus_transport::CLOSED_BY_CLIENT;
 
 /// What the body readers and the event stream put in the receive queue.
 pub(crate) type Inbound = Result<Received, TransportError>;

@@ -193,9 +193,6 @@ pub use sender::HttpSender;
 
 use crate::inner::Inner;
 
-/// The reason of the [`TransportError::Closed`] after [`close`](TransportSender::close).
-pub const CLOSED_BY_CLIENT: &str = "the transport was closed by the client";
-
 /// The reason of the [`TransportError::Closed`] after both halves were dropped.
 const DROPPED: &str = "the transport was dropped";
 

@@ -9,11 +9,8 @@ use bytes::{Buf, Bytes};
 use plexus_jsonrpc::{FrameError, Message};
 use plexus_net::http::Body;
 use plexus_net::sse::{Decoded, Event, EventDecoder};
-use plexus_transport::{TransportError, TransportReceiver};
+use plexus_transport::{CLOSED_BY_CLIENT, TransportError, TransportReceiver};
 use tokio_util::sync::CancellationToken;
-
-/// The reason given once the client closed the transport.
-pub(crate) const CLOSED_BY_CLIENT: &str = "closed by the client";
 
 /// The event stream's decoder and what is left of the body's last chunk.
 #[derive(Debug)]

@@ -13,8 +13,9 @@ use tokio::sync::Semaphore;
 use url::Url;
 
 use crate::config::MAX_ERROR_BODY;
-use crate::receiver::{CLOSED_BY_CLIENT, Shared};
+use crate::receiver::Shared;
 use crate::request::{Requester, http_error, read_body_prefix};
+use plexus_transport::CLOSED_BY_CLIENT;
 
 /// The sending half of an [`SseTransport`](crate::SseTransport).
 ///

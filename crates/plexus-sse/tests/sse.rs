@@ -285,7 +285,7 @@ async fn close_drops_the_stream_and_later_sends_fail() {
     let reading = tokio::spawn(async move { recv(&mut *receiver).await });
     sender.close().await.unwrap();
     server.stream_ended().await;
-    let expected = "the connection is closed: closed by the client";
+    let expected = "the connection is closed: the transport was closed by the client";
     assert_eq!(reading.await.unwrap().unwrap_err().to_string(), expected);
     assert!(sender.is_closed());
     assert_eq!(sender.send(request(1, "ping")).await.unwrap_err().to_string(), expected);

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use plexus_transport::TransportError;
+use plexus_transport::{CLOSED_BY_CLIENT, TransportError};
 use tokio::sync::watch;
 
 use crate::config::ShutdownTimings;
@@ -39,9 +39,6 @@ const THREAD_STACK: usize = 256 * 1024;
 /// How long `close` waits for the writer to write what is queued and drop the server's stdin
 /// before it signals the group.
 const STDIN_CLOSE_WAIT: Duration = crate::writer::FLUSH_ON_CLOSE.saturating_add(Duration::from_millis(20));
-
-/// The reason given once the client has closed the transport.
-pub(crate) const CLOSED_BY_CLIENT: &str = "the transport was closed by the client";
 
 /// How the server's leader process ended.
 #[derive(Debug, Clone)]

@@ -7,6 +7,10 @@ use plexus_jsonrpc::{FrameError, ReplyScan, RequestId};
 
 use crate::AuthFailure;
 
+/// The reason of the [`TransportError::Closed`] a transport gives once its client closed it, the
+/// same for every transport.
+pub const CLOSED_BY_CLIENT: &str = "the transport was closed by the client";
+
 /// The environment variable with which plexus's connector sets every transport's message size
 /// limit (bytes); the errors about a message over the limit name it.
 pub const MAX_MESSAGE_SIZE_VAR: &str = "PLEXUS_MAX_MESSAGE_SIZE";

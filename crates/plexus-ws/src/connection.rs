@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use futures_util::Sink;
 use plexus_net::http::NetStream;
-use plexus_transport::TransportError;
+use plexus_transport::{CLOSED_BY_CLIENT, TransportError};
 use tokio::time::Instant;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Error as WsError;
@@ -22,9 +22,6 @@ use tokio_util::sync::CancellationToken;
 
 /// The WebSocket over TCP (and TLS for `wss`).
 pub(crate) type Socket = WebSocketStream<NetStream>;
-
-/// The reason given once the client closed the transport.
-pub(crate) const CLOSED_BY_CLIENT: &str = "closed by the client";
 
 /// The timings the connection needs after connect.
 #[derive(Debug, Clone, Copy)]

@@ -13,7 +13,8 @@ use tokio_tungstenite::tungstenite::error::{CapacityError, Error as WsError, Pro
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
-use crate::connection::{CLOSED_BY_CLIENT, ConnState, DropGuard, Shared, close_reason};
+use crate::connection::{ConnState, DropGuard, Shared, close_reason};
+use plexus_transport::CLOSED_BY_CLIENT;
 
 /// The receiving half of a [`WsTransport`](crate::WsTransport).
 ///
@@ -29,7 +30,7 @@ use crate::connection::{CLOSED_BY_CLIENT, ConnState, DropGuard, Shared, close_re
 /// closed (code 1009) and the next poll yields `Closed`.
 ///
 /// When the connection ends, the receiver yields [`TransportError::Closed`] with the reason (the
-/// server's close code and reason, "closed by the client", a broken protocol) or
+/// server's close code and reason, "the transport was closed by the client", a broken protocol) or
 /// [`TransportError::Io`] (a failed socket, a dead peer), and every later poll yields it again.
 pub struct WsReceiver {
     shared: Arc<Shared>,

@@ -438,7 +438,7 @@ async fn close_performs_the_close_handshake() {
     };
     assert_eq!(frame.code, CloseCode::Normal);
     assert!(end.is_none(), "{end:?}");
-    let expected = "the connection is closed: closed by the client";
+    let expected = "the connection is closed: the transport was closed by the client";
     assert_eq!(recv(&mut *receiver).await.unwrap_err().to_string(), expected);
     assert_eq!(sender.send(request(1, "ping")).await.unwrap_err().to_string(), expected);
     sender.close().await.unwrap(); // twice is harmless

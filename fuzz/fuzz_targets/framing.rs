@@ -91,5 +91,6 @@ fn record(item: Result<Message, FrameError>, seen: &mut Vec<Seen>) {
         Err(FrameError::Decode(e) | FrameError::InvalidReply { error: e, .. }) => {
             seen.push(Seen::DecodeError(e.to_string()));
         }
+        Err(other) => panic!("the codec reported a frame error it does not document: {other}"),
     }
 }

@@ -73,6 +73,7 @@ const REAP_GRACE: Duration = Duration::from_secs(2);
 /// Why the headers helper gave no headers. Every message names the server; none shows what the
 /// helper printed on standard output (it is a credential), only the end of its standard error.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HelperError {
     /// The command is empty or blank.
     #[error("server \"{server}\": the headersHelper command is empty")]

@@ -50,6 +50,7 @@ pub const MAX_LOCKFILE_SIZE: u64 = 64 * 1024;
 
 /// Why there is no IDE token. Each message names the file (or what is missing).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum IdeError {
     /// No lock directory was given and neither `PLEXUS_IDE_LOCK_DIR` nor `HOME` is set.
     #[error("cannot find the IDE lock directory: set {IDE_LOCK_DIR_VAR} (or HOME)")]

@@ -58,6 +58,7 @@ impl fmt::Display for IngressOrigin {
 
 /// Why the configured session ingress token cannot be used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum IngressError {
     /// The token file cannot be read.
     #[error("cannot read the session ingress token file {} ({INGRESS_TOKEN_FILE_VAR}): {source}", .path.display())]

@@ -228,6 +228,7 @@ struct StoreFile {
 
 /// Why the store could not be read or written.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// A file system operation failed.
     #[error("token store {}: {what}: {source}", .path.display())]

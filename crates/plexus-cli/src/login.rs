@@ -96,7 +96,7 @@ fn login_failed(error: &LoginError) -> Outcome {
     crate::terminal::say(format_args!("{error}"));
     match error {
         LoginError::NotOAuth { .. } | LoginError::NoHome { .. } => Outcome::Usage,
-        LoginError::OAuth { .. } => Outcome::Connection,
+        _ => Outcome::Connection,
     }
 }
 

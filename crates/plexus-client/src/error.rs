@@ -9,6 +9,7 @@ use plexus_transport::{ErrorClass, TransportError};
 /// Why a request or the session failed. Cloneable, so that one transport failure reaches every
 /// waiting caller.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClientError {
     /// The transport failed or closed (for a child process, with its exit status and stderr tail).
     #[error(transparent)]

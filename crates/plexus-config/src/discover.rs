@@ -48,6 +48,7 @@ pub struct DiscoveryOptions {
 
 /// Why the process's own locations could not be found.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DiscoveryError {
     /// Neither `PLEXUS_HOME` nor `HOME` is set.
     #[error("cannot find the plexus home: set PLEXUS_HOME (or HOME)")]

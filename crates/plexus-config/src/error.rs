@@ -9,6 +9,7 @@ use std::path::PathBuf;
 /// [`Diagnostic`](crate::Diagnostic)s on the loaded [`ConfigFile`](crate::ConfigFile), and the other
 /// entries still load.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The file could not be opened or read.
     #[error("cannot read {}: {source}", path.display())]

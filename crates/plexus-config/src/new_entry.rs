@@ -9,6 +9,7 @@ use crate::{Environment, ServerConfig};
 
 /// Why a new entry could not be made.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum EntryError {
     /// The JSON given to `add-json` does not parse.
     #[error("invalid JSON at line {line}, column {column}: {message}")]

@@ -134,6 +134,7 @@ impl Default for Limits {
 
 /// Why a scenario run failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ScenarioError {
     /// The server URL is not a usable Streamable HTTP endpoint.
     #[error("the server URL {url:?} is not usable: {reason}")]

@@ -180,7 +180,7 @@ impl Stateless {
                 Err(BodyError::TooLarge { .. }) => {
                     return Err(failed(format!("the answer is larger than {MAX_BODY} bytes")));
                 }
-                Err(BodyError::Failed(e)) => return Err(failed(e.to_string())),
+                Err(e) => return Err(failed(e.to_string())),
             };
             // The headers matter only for a 401 or 403, whose challenge the credentials read.
             let rejected_headers = matches!(status, 401 | 403).then_some(&response.headers);

@@ -62,6 +62,7 @@ pub(crate) async fn read_json_response(
         // Cut short by the deadline while it was counted past the cap.
         None if body.bytes_read() > limit as u64 => return dropped(too_large(body.bytes_read())),
         Some(Err(BodyError::Failed(e))) => io::Error::new(e.kind(), format!("reading the response body failed: {e}")),
+        Some(Err(other)) => io::Error::other(format!("reading the response body failed: {other}")),
         None => io::Error::new(
             io::ErrorKind::TimedOut,
             format!("the response body did not arrive within {}", deadline.limit()),

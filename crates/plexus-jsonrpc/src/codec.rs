@@ -12,6 +12,7 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 16 * 1024 * 1024;
 
 /// Why one frame (line) could not be delivered. The stream continues with the next line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum FrameError {
     /// A line longer than the limit; it was skipped up to its newline without being buffered,
     /// and scanned on the way for its `id` (see [`IdScanner`]).

@@ -84,6 +84,7 @@ pub enum Message {
 /// Why a line or frame is not a valid JSON-RPC 2.0 message. Each case is distinct so that a caller
 /// can report exactly what the peer sent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DecodeError {
     /// The bytes are not valid UTF-8.
     #[error("the message is not valid UTF-8 (invalid byte at offset {offset})")]

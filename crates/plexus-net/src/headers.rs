@@ -21,6 +21,7 @@ pub const MAX_HEADER_NAME_LEN: usize = (1 << 16) - 1;
 /// A header that cannot be sent; the error names the header, never its value (which is often a
 /// credential).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum HeaderError {
     /// The name is empty, too long, or has a character outside the RFC 9110 token characters.
     #[error("the header name {name:?} is not a valid HTTP header name")]

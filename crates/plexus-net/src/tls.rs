@@ -37,6 +37,7 @@ pub enum Alpn {
 
 /// TLS could not be set up.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum TlsError {
     /// The platform's roots or the verifier could not be loaded.
     #[error("could not set up TLS: {reason}")]

@@ -90,6 +90,7 @@ pub struct Connection {
 
 /// Why a server could not be connected, classified for the pool's decisions.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum ConnectFailure {
     /// The server needs a login: it is not tried again for `retry_in` (else the pool's
     /// [`needs_auth_retry`](crate::PoolSettings::needs_auth_retry)), or until

@@ -9,6 +9,7 @@ use crate::state::{ListKind, ServerStatus};
 
 /// Why the pool could not give what was asked.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum PoolError {
     /// No server of that name is in the pool.
     #[error("no server named {server:?} is configured{}", known_names(.known))]

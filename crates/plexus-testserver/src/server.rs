@@ -209,9 +209,7 @@ pub(crate) fn frame_error_line(error: &FrameError) -> Vec<u8> {
         FrameError::Decode(
             plexus_jsonrpc::DecodeError::InvalidJson { .. } | plexus_jsonrpc::DecodeError::InvalidUtf8 { .. },
         ) => ErrorCode::PARSE_ERROR,
-        FrameError::TooLarge { .. } | FrameError::Decode(_) | FrameError::InvalidReply { .. } => {
-            ErrorCode::INVALID_REQUEST
-        }
+        _ => ErrorCode::INVALID_REQUEST,
     };
     let mut line = Vec::with_capacity(160);
     Message::Response(Response::error(None, ErrorObject::new(code, error.to_string()))).encode_line(&mut line);

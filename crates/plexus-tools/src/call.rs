@@ -54,6 +54,7 @@ impl std::fmt::Debug for CallOptions {
 
 /// Why a call did not give a result (a result with `isError: true` is a result, not this).
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum CallError {
     /// The server could not be reached.
     #[error("calling {tool} of server \"{server}\": {source}")]

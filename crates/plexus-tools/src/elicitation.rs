@@ -35,6 +35,7 @@ pub trait UrlElicitationHandler: Send + Sync + 'static {
 
 /// Why the URL elicitations a server asked for did not all complete.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum UrlElicitationError {
     /// No handler was given, so nobody can be sent to the URLs.
     #[error("the server needs the user to open {}, and no handler for URL elicitations is set", urls.join(", "))]

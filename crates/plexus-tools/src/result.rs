@@ -117,6 +117,7 @@ pub struct ProcessedResult {
 /// one whose base64 does not decode or that no file may hold, is not an error of the result: it
 /// is replaced by a line that says why, with a warning, and the other blocks pass.)
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ResultError {
     /// A file of output over the limit could not be written.
     #[error(transparent)]

@@ -36,6 +36,7 @@ pub trait AuthProvider: Send + Sync + 'static {
 
 /// A provider could not produce headers.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum AuthFailure {
     /// The server needs a login the user has not done (or that expired).
     #[error("needs authentication: {reason}")]

@@ -45,6 +45,7 @@ pub enum ErrorClass {
 
 /// An error of a transport. Cloneable: one failure is delivered to every waiting caller.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum TransportError {
     /// The transport could not be established.
     #[error("could not connect to {target}: {reason}")]
@@ -159,6 +160,9 @@ impl From<FrameError> for TransportError {
                 reason: error.to_string(),
             }
             .about_reply(reply),
+            other => TransportError::Protocol {
+                reason: other.to_string(),
+            },
         }
     }
 }

@@ -19,6 +19,7 @@ pub(crate) type Auth = Option<Arc<dyn AuthProvider>>;
 
 /// Why a configured server could not be connected.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConnectError {
     /// The entry is disabled in its config.
     #[error("server \"{server}\" is disabled in its configuration")]

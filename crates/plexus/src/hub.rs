@@ -122,6 +122,7 @@ impl HubOptions {
 
 /// Why the Hub could not do what was asked.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HubError {
     /// The plexus home or the working directory cannot be found.
     #[error(transparent)]
@@ -175,6 +176,7 @@ pub enum HubError {
 
 /// Why a server's request failed: it could not be reached, or it answered with an error.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ServerFailure {
     /// The pool could not give a connection.
     #[error(transparent)]

@@ -12,6 +12,7 @@ use crate::entry_auth::{self, AuthPlan};
 
 /// Why a login or logout could not run.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LoginError {
     /// The entry does not authenticate with OAuth.
     #[error("server \"{server}\": {kind} servers {why}, not with an OAuth login")]

@@ -177,7 +177,7 @@ impl OAuthHttp {
                 Err(plexus_net::http::BodyError::TooLarge { .. }) => {
                     return Err(failed(format!("the answer is larger than {MAX_RESPONSE_BYTES} bytes")));
                 }
-                Err(plexus_net::http::BodyError::Failed(e)) => {
+                Err(e) => {
                     return Err(failed(format!("reading the answer failed: {e}")));
                 }
             };

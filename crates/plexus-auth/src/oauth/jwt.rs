@@ -28,6 +28,7 @@ pub const ALGORITHM: &str = "ES256";
 
 /// Why a key could not be read or a JWT not signed. Messages never contain key material.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum JwtError {
     /// The key is not an unencrypted EC P-256 private key in PEM or DER.
     #[error("the private key is unusable: {reason}")]

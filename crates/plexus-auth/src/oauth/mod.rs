@@ -80,6 +80,7 @@ use crate::store::StoreError;
 /// Why an OAuth step failed. Messages name the server, URL or field concerned and never contain a
 /// token or a secret.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum OAuthError {
     /// A setting is unusable.
     #[error("OAuth setting {field}: {reason}")]

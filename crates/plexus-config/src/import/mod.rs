@@ -132,6 +132,7 @@ pub struct ImportContext {
 
 /// Why nothing could be imported.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ImportError {
     /// No file was given and none of the default files exists.
     #[error("no {from} config found; looked at {}; name the file to import", list(tried))]

@@ -18,6 +18,7 @@ use span::Target;
 
 /// Why a file could not be edited. Nothing is written when an edit fails.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum WriteError {
     /// The existing file cannot be read or is not a valid config file; plexus does not rewrite a
     /// file it cannot read.

@@ -21,16 +21,19 @@ use super::pool::{H1Conn, OriginPool};
 const DECODED_PIECE: usize = 32 * 1024;
 
 /// Why a body could not be read whole.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BodyError {
     /// It is larger than the cap: `size` is its declared length (then none of it is read), or
     /// the bytes that arrived (decoded), read past the cap without being kept, until it ended or
     /// broke.
+    #[error("the body is larger than allowed ({size} bytes)")]
     TooLarge {
         /// Its size, declared or counted.
         size: u64,
     },
     /// The connection failed, or the body is not well framed or not well compressed.
+    #[error(transparent)]
     Failed(io::Error),
 }
 

@@ -9,6 +9,7 @@ pub(crate) const OUTCOME_UNKNOWN: &str = "the request was sent; whether the serv
 /// An HTTP exchange that failed before a response head arrived (or a client that could not be
 /// made).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HttpError {
     /// The client's settings are unusable.
     #[error("{reason}")]

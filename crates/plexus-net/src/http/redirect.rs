@@ -10,6 +10,7 @@ use crate::redact::redact_url;
 
 /// Why following redirects failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RedirectError {
     /// An exchange failed.
     #[error(transparent)]

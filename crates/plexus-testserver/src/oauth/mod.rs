@@ -55,6 +55,7 @@ const MAX_AUTHORITIES: usize = 16;
 
 /// Why an [`OAuthHandle`] call failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum OAuthError {
     /// The server has stopped.
     #[error("the server has stopped")]

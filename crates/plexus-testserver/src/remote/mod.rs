@@ -53,6 +53,7 @@ const CRASH_DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
 /// Why an in-process remote server could not start.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RemoteError {
     /// The event log (`--event-log`) cannot be opened.
     #[error("cannot open the event log {path}: {source}")]

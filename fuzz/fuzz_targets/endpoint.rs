@@ -14,6 +14,9 @@ fuzz_target!(|data: &[u8]| {
     let stream = Url::parse("http://127.0.0.1:9/mcp/sse?key=1").expect("a valid URL");
     match resolve_endpoint(&stream, data) {
         Ok(endpoint) => assert!(same_origin(&endpoint, &stream), "{endpoint}"),
-        Err(reason) => assert!(reason.chars().count() < 3 * MAX_QUOTED + 200, "{reason}"),
+        Err(error) => {
+            let reason = error.to_string();
+            assert!(reason.chars().count() < 3 * MAX_QUOTED + 200, "{reason}");
+        }
     }
 });

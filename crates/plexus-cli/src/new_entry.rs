@@ -179,7 +179,7 @@ fn split_env(arg: &str) -> Result<(&str, &str), ArgsError> {
     let (name, value) = arg
         .split_once('=')
         .ok_or_else(|| bad("expected KEY=VALUE".to_owned()))?;
-    env_name(name).map_err(bad)?;
+    env_name(name).map_err(|e| bad(e.to_string()))?;
     Ok((name, value))
 }
 
@@ -192,8 +192,8 @@ fn split_header(arg: &str) -> Result<(&str, &str), ArgsError> {
         .split_once(':')
         .ok_or_else(|| bad("expected 'Name: value'".to_owned()))?;
     let (name, value) = (name.trim(), value.trim());
-    header_name(name).map_err(bad)?;
-    header_value(value).map_err(bad)?;
+    header_name(name).map_err(|e| bad(e.to_string()))?;
+    header_value(value).map_err(|e| bad(e.to_string()))?;
     Ok((name, value))
 }
 

@@ -8,7 +8,7 @@
 //! (multi-line text: messages, tool output), which keep it visible and inert; `--json` output is
 //! left to JSON's own escaping.
 
-use std::fmt::{Display, Write as _};
+use std::fmt::Display;
 use std::io::{self, BufRead, IsTerminal, Read, Write as _};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
@@ -16,16 +16,7 @@ use nix::sys::termios::{LocalFlags, SetArg, Termios, tcgetattr, tcsetattr};
 
 pub(crate) use plexus::tools::text::{escape_block as block, escape_line as line};
 
-/// `error` and its causes on one line: `what failed: why: why that`.
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(source) = cause {
-        let _ = write!(text, ": {source}");
-        cause = source.source();
-    }
-    text
-}
+pub(crate) use plexus::transport::error_chain as chain;
 
 /// Prints `error` and its causes on stderr as a `plexus: …` line (see [`chain`]).
 pub(crate) fn say_error(error: &dyn std::error::Error) {

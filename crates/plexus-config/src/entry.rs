@@ -11,8 +11,8 @@ use crate::server::{
     ServerConfig, ServerOptions, SseIdeConfig, StdioConfig, WsConfig, WsIdeConfig,
 };
 use crate::values::{
-    ANY_STRING, Fields, Report, Schemes, boolean, env_name, header_name, header_value, no_nul, non_empty, port, scopes,
-    secure_url, string_list, string_map, timeout, url,
+    ANY_STRING, Fields, Report, Schemes, boolean, checked_env_name, checked_header_name, checked_header_value, no_nul,
+    non_empty, port, scopes, secure_url, string_list, string_map, timeout, url,
 };
 
 impl ServerConfig {
@@ -128,7 +128,7 @@ fn unknown_type_message(type_name: &str) -> String {
 fn read_stdio(fields: &mut Fields<'_>, report: &mut Report) -> Option<StdioConfig> {
     let command = fields.required("command", ServerKind::Stdio, report, non_empty(no_nul));
     let args = fields.optional("args", report, string_list(no_nul));
-    let env = fields.optional("env", report, string_map(env_name, no_nul));
+    let env = fields.optional("env", report, string_map(checked_env_name, no_nul));
     let cwd = fields.optional("cwd", report, non_empty(no_nul));
     Some(StdioConfig {
         command: command?,
@@ -141,7 +141,7 @@ fn read_stdio(fields: &mut Fields<'_>, report: &mut Report) -> Option<StdioConfi
 
 fn read_http(fields: &mut Fields<'_>, kind: ServerKind, report: &mut Report) -> Option<HttpConfig> {
     let url = fields.required("url", kind, report, url(Schemes::Http));
-    let headers = fields.optional("headers", report, string_map(header_name, header_value));
+    let headers = fields.optional("headers", report, string_map(checked_header_name, checked_header_value));
     let headers_helper = fields.optional("headersHelper", report, non_empty(ANY_STRING));
     let network = read_network(fields, report);
     let oauth = fields.optional("oauth", report, read_oauth);
@@ -275,7 +275,7 @@ fn grant_type(value: &Value, path: &str, report: &mut Report) -> Option<OAuthGra
 
 fn read_ws(fields: &mut Fields<'_>, report: &mut Report) -> Option<WsConfig> {
     let url = fields.required("url", ServerKind::Ws, report, url(Schemes::WebSocket));
-    let headers = fields.optional("headers", report, string_map(header_name, header_value));
+    let headers = fields.optional("headers", report, string_map(checked_header_name, checked_header_value));
     let headers_helper = fields.optional("headersHelper", report, non_empty(ANY_STRING));
     let network = read_network(fields, report);
     Some(WsConfig {
@@ -302,7 +302,7 @@ fn read_sse_ide(fields: &mut Fields<'_>, report: &mut Report) -> Option<SseIdeCo
 fn read_ws_ide(fields: &mut Fields<'_>, report: &mut Report) -> Option<WsIdeConfig> {
     let url = fields.required("url", ServerKind::WsIde, report, url(Schemes::WebSocket));
     let ide_name = fields.required("ideName", ServerKind::WsIde, report, non_empty(ANY_STRING));
-    let auth_token = fields.optional("authToken", report, non_empty(header_value));
+    let auth_token = fields.optional("authToken", report, non_empty(checked_header_value));
     let ide_running_in_windows = fields.optional("ideRunningInWindows", report, boolean);
     Some(WsIdeConfig {
         url: url?,

@@ -144,7 +144,7 @@ pub use server::{
     ServerConfig, ServerOptions, SseIdeConfig, StdioConfig, WsConfig, WsIdeConfig,
 };
 pub use url::Url;
-pub use values::{env_name, header_name, header_value};
+pub use values::{ValueError, env_name, header_name, header_value};
 pub use write::{SettingsEdit, WriteError};
 
 /// The shortest per-server `timeout` honoured; smaller values are ignored with a warning.

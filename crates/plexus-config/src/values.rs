@@ -139,39 +139,79 @@ pub(crate) fn no_nul(text: &str) -> Result<(), String> {
     }
 }
 
-/// Checks the name of an environment variable (an entry's `env` key); the error says what is
-/// wrong with it.
-pub fn env_name(name: &str) -> Result<(), String> {
+/// What is wrong with an environment variable's name or a header's name or value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ValueError {
+    /// An environment variable's name is empty.
+    #[error("an environment variable name must not be empty")]
+    EmptyEnvName,
+    /// An environment variable's name holds `=`.
+    #[error("an environment variable name must not contain \"=\"")]
+    EqualsInEnvName,
+    /// The text holds a NUL character.
+    #[error("must not contain a NUL character")]
+    Nul,
+    /// A header's name is empty.
+    #[error("a header name must not be empty")]
+    EmptyHeaderName,
+    /// A header's name holds a character a token cannot.
+    #[error("a header name cannot contain {0:?}")]
+    HeaderNameCharacter(char),
+    /// A header's value holds a control character.
+    #[error("a header value cannot contain the control character {0:?}")]
+    HeaderValueControl(char),
+}
+
+/// Checks the name of an environment variable (an entry's `env` key).
+pub fn env_name(name: &str) -> Result<(), ValueError> {
     if name.is_empty() {
-        Err("an environment variable name must not be empty".to_owned())
+        Err(ValueError::EmptyEnvName)
     } else if name.contains('=') {
-        Err("an environment variable name must not contain \"=\"".to_owned())
+        Err(ValueError::EqualsInEnvName)
+    } else if name.contains('\0') {
+        Err(ValueError::Nul)
     } else {
-        no_nul(name)
+        Ok(())
     }
 }
 
 /// Checks the name of an HTTP header (an entry's `headers` key): an RFC 9110 token.
-pub fn header_name(name: &str) -> Result<(), String> {
+pub fn header_name(name: &str) -> Result<(), ValueError> {
     const SEPARATORS: &str = "!#$%&'*+-.^_`|~";
     if name.is_empty() {
-        return Err("a header name must not be empty".to_owned());
+        return Err(ValueError::EmptyHeaderName);
     }
     match name
         .chars()
         .find(|&c| !(c.is_ascii_alphanumeric() || SEPARATORS.contains(c)))
     {
-        Some(c) => Err(format!("a header name cannot contain {c:?}")),
+        Some(c) => Err(ValueError::HeaderNameCharacter(c)),
         None => Ok(()),
     }
 }
 
 /// Checks the value of an HTTP header: no control characters but tab.
-pub fn header_value(value: &str) -> Result<(), String> {
+pub fn header_value(value: &str) -> Result<(), ValueError> {
     match value.chars().find(|&c| c.is_control() && c != '\t') {
-        Some(c) => Err(format!("a header value cannot contain the control character {c:?}")),
+        Some(c) => Err(ValueError::HeaderValueControl(c)),
         None => Ok(()),
     }
+}
+
+/// [`env_name`] as a [`Check`].
+pub(crate) fn checked_env_name(name: &str) -> Result<(), String> {
+    env_name(name).map_err(|e| e.to_string())
+}
+
+/// [`header_name`] as a [`Check`].
+pub(crate) fn checked_header_name(name: &str) -> Result<(), String> {
+    header_name(name).map_err(|e| e.to_string())
+}
+
+/// [`header_value`] as a [`Check`].
+pub(crate) fn checked_header_value(value: &str) -> Result<(), String> {
+    header_value(value).map_err(|e| e.to_string())
 }
 
 /// The string at `path`, or an error.
@@ -505,13 +545,19 @@ mod tests {
     #[test]
     fn header_names_and_values_follow_http_rules() {
         assert_eq!(header_name("X-Api-Key"), Ok(()));
-        assert_eq!(header_name("X Api"), Err("a header name cannot contain ' '".to_owned()));
-        assert_eq!(header_name(""), Err("a header name must not be empty".to_owned()));
+        assert_eq!(header_name("X Api"), Err(ValueError::HeaderNameCharacter(' ')));
+        assert_eq!(
+            header_name("X Api").unwrap_err().to_string(),
+            "a header name cannot contain ' '"
+        );
+        assert_eq!(header_name(""), Err(ValueError::EmptyHeaderName));
         assert_eq!(header_value("Bearer a\tb"), Ok(()));
         assert_eq!(
-            header_value("a\r\nb"),
-            Err("a header value cannot contain the control character '\\r'".to_owned())
+            header_value("a\r\nb").unwrap_err().to_string(),
+            "a header value cannot contain the control character '\\r'"
         );
+        assert_eq!(env_name("A=B"), Err(ValueError::EqualsInEnvName));
+        assert_eq!(env_name("A\0"), Err(ValueError::Nul));
     }
 
     #[test]

@@ -42,28 +42,57 @@ pub fn same_origin(a: &Url, b: &Url) -> bool {
 /// assert_eq!(endpoint.as_str(), "http://127.0.0.1:9/messages?sessionId=7");
 /// assert!(resolve_endpoint(&stream, b"http://elsewhere.example/messages").is_err());
 /// ```
-pub fn resolve_endpoint(stream_url: &Url, data: &[u8]) -> Result<Url, String> {
+pub fn resolve_endpoint(stream_url: &Url, data: &[u8]) -> Result<Url, EndpointError> {
     let text = String::from_utf8_lossy(data);
     let text = text.trim();
     if text.is_empty() {
-        return Err("the server's endpoint event is empty".to_owned());
+        return Err(EndpointError::Empty);
     }
-    let endpoint = stream_url
-        .join(text)
+    let endpoint = stream_url.join(text).map_err(|source| EndpointError::NotAUrl {
         // Escaped (no control characters reach a terminal), and cut again: escaping lengthens it.
-        .map_err(|e| {
-            let escaped = format!("{:?}", quoted(text));
-            format!("the server's endpoint event {} is not a URL: {e}", quoted(&escaped))
-        })?;
+        event: quoted(&format!("{:?}", quoted(text))),
+        source,
+    })?;
     if !same_origin(&endpoint, stream_url) {
-        return Err(format!(
-            "the server's endpoint {} is on {}, another origin than its event stream ({}); no message is sent there",
-            quoted(&redact_url(endpoint.as_str())),
-            quoted(&origin(&endpoint)),
-            origin(stream_url)
-        ));
+        return Err(EndpointError::OtherOrigin {
+            endpoint: quoted(&redact_url(endpoint.as_str())),
+            origin: quoted(&origin(&endpoint)),
+            stream_origin: origin(stream_url),
+        });
     }
     Ok(endpoint)
+}
+
+/// Why the data of an `endpoint` event names no endpoint a transport may use. The server's text
+/// in it is cut to [`MAX_QUOTED`] characters.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EndpointError {
+    /// The event holds nothing.
+    #[error("the server's endpoint event is empty")]
+    Empty,
+    /// The event is not a URL, relative or absolute.
+    #[error("the server's endpoint event {event} is not a URL")]
+    NotAUrl {
+        /// The event's data, quoted and escaped.
+        event: String,
+        /// Why it does not parse.
+        #[source]
+        source: url::ParseError,
+    },
+    /// The endpoint is on another origin than the event stream.
+    #[error(
+        "the server's endpoint {endpoint} is on {origin}, another origin than its event stream ({stream_origin}); \
+         no message is sent there"
+    )]
+    OtherOrigin {
+        /// The endpoint (redacted and quoted).
+        endpoint: String,
+        /// Its origin.
+        origin: String,
+        /// The event stream's origin.
+        stream_origin: String,
+    },
 }
 
 #[cfg(test)]
@@ -100,17 +129,19 @@ mod tests {
     fn endpoints_elsewhere_are_refused() {
         let sse = Url::parse("http://127.0.0.1:9/sse").unwrap();
         assert_eq!(
-            resolve_endpoint(&sse, b"https://evil.example/messages?sessionId=1").unwrap_err(),
+            resolve_endpoint(&sse, b"https://evil.example/messages?sessionId=1")
+                .unwrap_err()
+                .to_string(),
             "the server's endpoint https://evil.example/messages?… is on https://evil.example, another origin than \
              its event stream (http://127.0.0.1:9); no message is sent there"
         );
         assert_eq!(
-            resolve_endpoint(&sse, b"//127.0.0.1:10/m").unwrap_err(),
+            resolve_endpoint(&sse, b"//127.0.0.1:10/m").unwrap_err().to_string(),
             "the server's endpoint http://127.0.0.1:10/m is on http://127.0.0.1:10, another origin than its event \
              stream (http://127.0.0.1:9); no message is sent there"
         );
         assert_eq!(
-            resolve_endpoint(&sse, b"  ").unwrap_err(),
+            resolve_endpoint(&sse, b"  ").unwrap_err().to_string(),
             "the server's endpoint event is empty"
         );
         // A server's long endpoint is quoted in part, whichever way it fails.
@@ -118,7 +149,7 @@ mod tests {
             format!("a:{}", "\u{fffd}".repeat(5000)),
             format!("https://{}.example/m", "x".repeat(5000)),
         ] {
-            let error = resolve_endpoint(&sse, long.as_bytes()).unwrap_err();
+            let error = resolve_endpoint(&sse, long.as_bytes()).unwrap_err().to_string();
             assert!(
                 error.chars().count() < 3 * MAX_QUOTED + 200,
                 "{} characters",

@@ -10,7 +10,7 @@ use plexus_transport::{Message, TransportError};
 use url::Url;
 
 use crate::config::{MAX_EARLY_MESSAGES, SseConfig};
-use plexus_net::endpoint::resolve_endpoint;
+use plexus_net::endpoint::{EndpointError, resolve_endpoint};
 use plexus_net::redact::redact_url;
 use plexus_net::sse::Decoded;
 
@@ -88,7 +88,10 @@ pub(crate) async fn connect(config: SseConfig) -> Result<Connected, TransportErr
         ))
     })?
     .map_err(&fail)?;
-    let endpoint = resolve_endpoint(&stream_url, &endpoint_data).map_err(&fail)?;
+    let endpoint = resolve_endpoint(&stream_url, &endpoint_data).map_err(|e| match &e {
+        EndpointError::NotAUrl { source, .. } => fail(format!("{e}: {source}")),
+        _ => fail(e.to_string()),
+    })?;
     let endpoint_target = requester.target(&endpoint).map_err(&fail)?;
     tracing::debug!(server = %config.name, "the event stream of {target} names the endpoint {}", redact_url(endpoint.as_str()));
     let shared = Arc::new(Shared::new(config.name, target.clone(), body));

@@ -79,37 +79,93 @@ pub struct Fitted {
 /// The smallest side a downsampling goes to before it gives up.
 const MIN_SIDE: u32 = 16;
 
+/// Why an image could not be fitted within its limits.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ImageError {
+    /// Its MIME type is not one models take.
+    #[error("{mime} is not a type models take (PNG, JPEG, GIF, WebP)")]
+    Unsupported {
+        /// The MIME type.
+        mime: String,
+    },
+    /// Its header cannot be read.
+    #[error("the {mime} data is not a readable image")]
+    Unreadable {
+        /// The MIME type.
+        mime: String,
+        /// Why.
+        #[source]
+        source: image::ImageError,
+    },
+    /// It has more pixels than are decoded to resize one.
+    #[error("the image is {width} × {height} pixels, more than the {max} that are decoded to resize one")]
+    TooManyPixels {
+        /// Its width.
+        width: u32,
+        /// Its height.
+        height: u32,
+        /// The most pixels decoded ([`ImageLimits::max_pixels`]).
+        max: u64,
+    },
+    /// Its data cannot be decoded.
+    #[error("the {mime} image cannot be decoded")]
+    Undecodable {
+        /// The MIME type.
+        mime: String,
+        /// Why.
+        #[source]
+        source: image::ImageError,
+    },
+    /// Encoding the smaller image failed.
+    #[error("re-encoding the image failed")]
+    Encode(#[source] image::ImageError),
+    /// Even the smallest size tried is over the byte limit.
+    #[error("the image stays above {max_bytes} bytes even at {side} px")]
+    StaysTooLarge {
+        /// The byte limit.
+        max_bytes: usize,
+        /// The smallest side tried.
+        side: u32,
+    },
+}
+
 /// `None` when the image of MIME type `mime` is within `limits`; else the image downsampled
-/// until it is. An error (in words) for a type models do not take or data that is no image.
-pub fn fit_image(bytes: &[u8], mime: &str, limits: &ImageLimits) -> Result<Option<Fitted>, String> {
+/// until it is. An error for a type models do not take or data that is no image.
+pub fn fit_image(bytes: &[u8], mime: &str, limits: &ImageLimits) -> Result<Option<Fitted>, ImageError> {
     let essence = mime.split(';').next().unwrap_or(mime).trim().to_ascii_lowercase();
     let format = match essence.as_str() {
         "image/png" => ImageFormat::Png,
         "image/jpeg" | "image/jpg" => ImageFormat::Jpeg,
         "image/gif" => ImageFormat::Gif,
         "image/webp" => ImageFormat::WebP,
-        _ => return Err(format!("{mime} is not a type models take (PNG, JPEG, GIF, WebP)")),
+        _ => return Err(ImageError::Unsupported { mime: mime.to_owned() }),
     };
     let (width, height) = ImageReader::with_format(Cursor::new(bytes), format)
         .into_dimensions()
-        .map_err(|e| format!("the {mime} data is not a readable image: {e}"))?;
+        .map_err(|source| ImageError::Unreadable {
+            mime: mime.to_owned(),
+            source,
+        })?;
     if width.max(height) <= limits.max_side && bytes.len() <= limits.max_bytes {
         return Ok(None);
     }
     if u64::from(width) * u64::from(height) > limits.max_pixels {
-        return Err(format!(
-            "the image is {width} × {height} pixels, more than the {} that are decoded to resize one",
-            limits.max_pixels
-        ));
+        return Err(ImageError::TooManyPixels {
+            width,
+            height,
+            max: limits.max_pixels,
+        });
     }
     let _turn = Turn::wait();
     let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
     let mut decoder_limits = image::Limits::default();
     decoder_limits.max_alloc = Some(limits.max_decode_bytes);
     reader.limits(decoder_limits);
-    let image = reader
-        .decode()
-        .map_err(|e| format!("the {mime} image cannot be decoded: {e}"))?;
+    let image = reader.decode().map_err(|source| ImageError::Undecodable {
+        mime: mime.to_owned(),
+        source,
+    })?;
     let mut side = limits.max_side.min(width.max(height)).max(MIN_SIDE);
     loop {
         let resized = if width.max(height) > side {
@@ -117,8 +173,7 @@ pub fn fit_image(bytes: &[u8], mime: &str, limits: &ImageLimits) -> Result<Optio
         } else {
             image.clone()
         };
-        let (encoded, mime_type) =
-            encode(&resized, format).map_err(|e| format!("re-encoding the image failed: {e}"))?;
+        let (encoded, mime_type) = encode(&resized, format).map_err(ImageError::Encode)?;
         if encoded.len() <= limits.max_bytes {
             return Ok(Some(Fitted {
                 bytes: encoded,
@@ -127,10 +182,10 @@ pub fn fit_image(bytes: &[u8], mime: &str, limits: &ImageLimits) -> Result<Optio
             }));
         }
         if side <= MIN_SIDE {
-            return Err(format!(
-                "the image stays above {} bytes even at {side} px",
-                limits.max_bytes
-            ));
+            return Err(ImageError::StaysTooLarge {
+                max_bytes: limits.max_bytes,
+                side,
+            });
         }
         side = (side * 3 / 4).max(MIN_SIDE);
     }
@@ -213,7 +268,7 @@ mod tests {
             ..ImageLimits::default()
         };
         assert_eq!(
-            fit_image(&big, "image/png", &limits).unwrap_err(),
+            fit_image(&big, "image/png", &limits).unwrap_err().to_string(),
             "the image is 4096 × 4096 pixels, more than the 16777215 that are decoded to resize one"
         );
         // Within the pixel budget, the decoder's own allocation limit still holds.
@@ -222,9 +277,10 @@ mod tests {
             ..ImageLimits::default()
         };
         assert!(
-            fit_image(&big, "image/png", &tight)
-                .unwrap_err()
-                .contains("cannot be decoded"),
+            matches!(
+                fit_image(&big, "image/png", &tight),
+                Err(ImageError::Undecodable { .. })
+            ),
             "the 16 MiB decode is refused"
         );
     }
@@ -235,11 +291,13 @@ mod tests {
         assert!(
             fit_image(b"<svg/>", "image/svg+xml", &limits)
                 .unwrap_err()
+                .to_string()
                 .contains("not a type models take")
         );
         assert!(
             fit_image(b"not a png", "image/png", &limits)
                 .unwrap_err()
+                .to_string()
                 .contains("not a readable image")
         );
     }

@@ -212,6 +212,7 @@ fn image_block(
             ContentBlock::Image(image)
         }
         Err(why) => {
+            let why = plexus_transport::error_chain(&why);
             processed.warnings.push(format!("an image was saved to a file: {why}"));
             saved(processed, store, settings, ("image", &image.mime_type), &bytes)
         }

@@ -127,6 +127,7 @@ pub(crate) fn run(args: &CiArgs) -> bool {
         &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
         &[],
     );
+    ci.step("facade features", facade_features);
     if cmd::has_cargo_subcommand("nextest") {
         ci.cargo_step(
             "tests (nextest)",
@@ -155,6 +156,31 @@ pub(crate) fn run(args: &CiArgs) -> bool {
     fuzz_smoke(&mut ci, args.fuzz_seconds);
 
     print_summary(&ci.reports)
+}
+
+/// The `plexus` facade's features, each alone and none at all: a host that depends on only the
+/// layers it needs builds, without warnings (clippy, which reuses the clippy step's build).
+const FACADE_FEATURES: [&str; 7] = ["", "stdio", "http", "sse", "ws", "auth", "tools"];
+
+fn facade_features(root: &Path) -> Outcome {
+    let mut failed = Vec::new();
+    for feature in FACADE_FEATURES {
+        let mut args = vec!["clippy", "-p", "plexus", "--no-default-features"];
+        if !feature.is_empty() {
+            args.extend(["--features", feature]);
+        }
+        args.extend(["--", "-D", "warnings"]);
+        let mut command = cmd::cargo(&args);
+        command.current_dir(root);
+        if cmd::run_streaming(&mut command).is_err() {
+            failed.push(if feature.is_empty() { "none" } else { feature });
+        }
+    }
+    if failed.is_empty() {
+        Outcome::passed()
+    } else {
+        Outcome::Failed(format!("the facade does not build cleanly with: {}", failed.join(", ")))
+    }
 }
 
 /// `../shared/tools/check-layers`, which must exit 0 and print nothing.

@@ -165,8 +165,13 @@ pub async fn connect_detailed(
     DefaultConnector::new().connect_detailed(name, config, options).await
 }
 
-/// What the connector sets on every transport it starts, beyond the entry.
+/// What the connector sets on every transport it starts, beyond the entry (unread in a build
+/// without transports).
 #[derive(Debug, Clone, Copy, Default)]
+#[cfg_attr(
+    not(any(feature = "stdio", feature = "http", feature = "sse", feature = "ws")),
+    allow(dead_code)
+)]
 pub(crate) struct Limits {
     /// The largest message accepted from the server (`PLEXUS_MAX_MESSAGE_SIZE`); `None`: the
     /// transport's default (16 MiB).
@@ -175,6 +180,17 @@ pub(crate) struct Limits {
 
 /// Starts the transport of `config` with `auth` and `limits` and runs the handshake. The caller
 /// has handled `disabled` and the `timeout`.
+// With transports compiled out, their arms (which use these values, and reach the end) are gone.
+#[cfg_attr(
+    not(all(
+        feature = "stdio",
+        feature = "http",
+        feature = "sse",
+        feature = "ws",
+        feature = "auth"
+    )),
+    allow(unused_variables, unreachable_code)
+)]
 pub(crate) async fn connect_entry(
     name: &str,
     config: &ServerConfig,
@@ -319,6 +335,7 @@ impl Remote {
     }
 
     /// An IDE's server, on this machine: never through a proxy, whatever the environment says.
+    #[cfg(any(feature = "sse", feature = "ws"))]
     fn ide() -> Self {
         Remote {
             proxy: plexus_net::http::ProxyChoice::Disabled,
@@ -418,7 +435,10 @@ async fn legacy_fallback(
     })
 }
 
+/// Without the `sse` feature there is nothing to fall back to (async like the real one, which
+/// its caller awaits).
 #[cfg(all(feature = "http", not(feature = "sse")))]
+#[allow(clippy::unused_async)]
 async fn legacy_fallback(
     _: &str,
     url: &str,

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use plexus::Client;
+use plexus::ServerMessage;
 use plexus::client::ServerNotification;
 use plexus::pool::{PoolError, ServerStatus};
 use plexus::protocol::LoggingLevel;
@@ -18,12 +18,6 @@ use crate::session::lock;
 
 /// How long list changes are gathered before the clients are told (one notification for a burst).
 const DEBOUNCE: Duration = Duration::from_millis(50);
-
-/// A backend session whose notifications the gateway passes on, and the task that does it.
-pub(super) struct Followed {
-    client: Client,
-    task: tokio::task::AbortHandle,
-}
 
 /// What the clients were last told the lists hold.
 #[derive(Debug, Default, PartialEq)]
@@ -80,7 +74,6 @@ pub(super) async fn watch_servers(gateway: Arc<Gateway>, grace: Duration, ready:
     let mut revived: HashMap<String, std::time::Instant> = HashMap::new();
     loop {
         gateway.follow_health();
-        gateway.follow_sessions();
         if !settling && told.is_none() {
             // Only now: every server that is up has its notifications followed before a client
             // can call it.
@@ -110,9 +103,7 @@ pub(super) async fn watch_servers(gateway: Arc<Gateway>, grace: Duration, ready:
                 continue;
             }
         }
-        // A burst of events (a reconnect: connecting, connected, list changed) is one change;
-        // a server's notifications are followed at once.
-        gateway.follow_sessions();
+        // A burst of events (a reconnect: connecting, connected, list changed) is one change.
         let quiet = tokio::time::sleep(DEBOUNCE);
         tokio::pin!(quiet);
         loop {
@@ -122,7 +113,6 @@ pub(super) async fn watch_servers(gateway: Arc<Gateway>, grace: Duration, ready:
             }
         }
     }
-    gateway.stop_following();
 }
 
 /// The servers connected now.
@@ -227,70 +217,32 @@ impl Gateway {
     }
 }
 
-impl Gateway {
-    /// Keeps one task per connected server's session that passes its notifications on: log
-    /// messages, resource updates and elicitation completions.
-    pub(super) fn follow_sessions(self: &Arc<Self>) {
-        let pool = self.hub().pool();
-        let mut followed = lock(&self.followed);
-        for (name, state) in pool.states() {
-            let client = (state.status == ServerStatus::Connected)
-                .then(|| pool.client(&name))
-                .flatten();
-            let current = followed.get(&name).is_some_and(|known| {
-                client
-                    .as_ref()
-                    .is_some_and(|client| client.is_same_session(&known.client))
-            });
-            if current {
+/// Passes the backends' notifications on to the clients (log messages, resource updates,
+/// elicitation completions), and asks a backend's new session for the resource subscriptions
+/// the clients hold, while the gateway lives.
+pub(super) async fn pass_on(gateway: std::sync::Weak<Gateway>, mut messages: broadcast::Receiver<ServerMessage>) {
+    loop {
+        let message = match messages.recv().await {
+            Ok(message) => message,
+            Err(broadcast::error::RecvError::Lagged(missed)) => {
+                tracing::warn!("{missed} notifications of the servers were not passed on: the gateway fell behind");
                 continue;
             }
-            if let Some(gone) = followed.remove(&name) {
-                gone.task.abort();
-            }
-            let Some(client) = client else { continue };
-            // A new session of a server whose resources clients are subscribed to.
-            self.resubscribe(&name, &client);
-            let task = tokio::spawn(pass_on(Arc::downgrade(self), name.clone(), client.subscribe()));
-            followed.insert(
-                name,
-                Followed {
-                    client,
-                    task: task.abort_handle(),
-                },
-            );
-        }
-    }
-
-    /// Stops passing the backends' notifications on.
-    fn stop_following(&self) {
-        for (_, followed) in lock(&self.followed).drain() {
-            followed.task.abort();
-        }
-    }
-}
-
-/// Passes the notifications of `server`'s session on to the clients, while the gateway lives.
-async fn pass_on(
-    gateway: std::sync::Weak<Gateway>,
-    server: String,
-    mut notifications: broadcast::Receiver<ServerNotification>,
-) {
-    loop {
-        let notification = match notifications.recv().await {
-            Ok(notification) => notification,
-            Err(broadcast::error::RecvError::Lagged(_)) => continue,
             Err(broadcast::error::RecvError::Closed) => return,
         };
         let Some(gateway) = gateway.upgrade() else { return };
-        match notification {
-            ServerNotification::LogMessage(params) => gateway.forward_log(&server, params),
-            ServerNotification::ResourceUpdated(params) => gateway.forward_update(&server, params),
-            ServerNotification::ElicitationComplete(params) => {
-                if let Ok(params) = serde_json::to_value(&params) {
-                    gateway.forward_completion(&server, &params);
+        match message {
+            ServerMessage::SessionStarted { server, client } => gateway.resubscribe(&server, &client),
+            ServerMessage::Notification { server, notification } => match notification {
+                ServerNotification::LogMessage(params) => gateway.forward_log(&server, params),
+                ServerNotification::ResourceUpdated(params) => gateway.forward_update(&server, params),
+                ServerNotification::ElicitationComplete(params) => {
+                    if let Ok(params) = serde_json::to_value(&params) {
+                        gateway.forward_completion(&server, &params);
+                    }
                 }
-            }
+                _ => {}
+            },
             _ => {}
         }
     }

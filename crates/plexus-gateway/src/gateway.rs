@@ -16,7 +16,6 @@ use plexus::{Hub, HubError, ServerFailure};
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
-use crate::follow::Followed;
 use crate::health::Health;
 use crate::session::{Session, Sink, error_response, lock, notification, success_response};
 use crate::subscriptions::Subscriptions;
@@ -49,8 +48,6 @@ pub(crate) struct Gateway {
     ready: watch::Receiver<bool>,
     /// The backends that are down.
     pub(super) health: Health,
-    /// The backend sessions whose notifications are passed on, by server.
-    pub(super) followed: Mutex<HashMap<String, Followed>>,
     /// The clients subscribed to each backend resource.
     pub(super) subscriptions: Subscriptions,
     /// Bounds the clients' progress notifications being passed on to backends.
@@ -96,7 +93,6 @@ impl Gateway {
             shown_urls: Mutex::new(HashMap::new()),
             ready,
             health: Health::default(),
-            followed: Mutex::new(HashMap::new()),
             subscriptions: Subscriptions::default(),
             progress_sends: Arc::new(tokio::sync::Semaphore::new(MAX_PROGRESS_SENDS)),
             crash_pause,

@@ -176,7 +176,7 @@ pub struct Gateway {
     /// Attached to this gateway: a Backends serves one gateway.
     _backends: Backends,
     options: GatewayOptions,
-    /// Following the backends, and the timer anchor.
+    /// Following the backends and their notifications, and the timer anchor.
     _tasks: AbortOnDrop,
 }
 
@@ -197,12 +197,17 @@ impl Gateway {
         let core = gateway::Gateway::new(hub, ready, options.crash_pause);
         backends.forwarder.attach(&core);
         let watcher = tokio::spawn(follow::watch_servers(Arc::clone(&core), options.ready_grace, ready_tx));
+        let messages = tokio::spawn(follow::pass_on(Arc::downgrade(&core), core.hub().server_messages()));
         let anchor = tokio::spawn(anchor_timers());
         Gateway {
             core,
             _backends: backends,
             options,
-            _tasks: AbortOnDrop(vec![watcher.abort_handle(), anchor.abort_handle()]),
+            _tasks: AbortOnDrop(vec![
+                watcher.abort_handle(),
+                messages.abort_handle(),
+                anchor.abort_handle(),
+            ]),
         }
     }
 

@@ -170,8 +170,6 @@ impl Gateway {
             // Joins the connect under way; its failure is the server's state, told by the caller.
             let _ = pool.ensure_connected(server).await;
         }
-        // Its notifications are passed on before the call starts.
-        self.follow_sessions();
         !starting.is_empty()
     }
 

@@ -22,6 +22,8 @@ use plexus_tools::{
 };
 use tokio::sync::broadcast;
 
+use crate::hub_messages::ServerMessage;
+
 use crate::DefaultConnector;
 
 /// How a [`Hub`] starts.
@@ -214,6 +216,8 @@ pub struct Hub {
     results: ResultSettings,
     store: Arc<ResultStore>,
     url_elicitation: Option<Arc<dyn UrlElicitationHandler>>,
+    /// Every server's notifications (see [`server_messages`](Self::server_messages)).
+    messages: broadcast::Sender<ServerMessage>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -271,10 +275,12 @@ impl Hub {
         }
         let connector = Arc::new(connector);
         let lookup = |name: &str| env.get(name);
-        let pool = Pool::new(
+        let (messages, _) = broadcast::channel(crate::hub_messages::SERVER_MESSAGES_CAPACITY);
+        let following = crate::hub_messages::Following::new(
             Arc::clone(&connector) as Arc<dyn plexus_pool::Connector>,
-            PoolSettings::from_lookup(lookup),
+            messages.clone(),
         );
+        let pool = Pool::new(Arc::new(following), PoolSettings::from_lookup(lookup));
         let mut specs = server_specs(&config);
         for (name, entry) in &options.ad_hoc {
             specs.retain(|spec| spec.name != *name);
@@ -308,6 +314,7 @@ impl Hub {
             results: ResultSettings::from_lookup(lookup),
             store,
             url_elicitation: options.url_elicitation,
+            messages,
         })
     }
 
@@ -335,6 +342,15 @@ impl Hub {
     /// Waits for the servers (see [`Pool::wait_ready`]).
     pub async fn wait_ready(&self, budget: Duration) -> Result<Readiness, HubError> {
         Ok(self.pool.wait_ready(budget).await?)
+    }
+
+    /// Every server's notifications (log messages, resource updates, elicitation completions,
+    /// list changes), each with its server, and the start of each new session: one stream for
+    /// the whole Hub, followed from the moment a session is connected. A reader that falls more
+    /// than [`SERVER_MESSAGES_CAPACITY`](crate::SERVER_MESSAGES_CAPACITY) messages behind
+    /// loses the oldest (`Lagged`).
+    pub fn server_messages(&self) -> broadcast::Receiver<ServerMessage> {
+        self.messages.subscribe()
     }
 
     /// The pool's events: states, late joins, list changes (rebuild the tool pool on these).

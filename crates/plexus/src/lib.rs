@@ -73,6 +73,7 @@ mod entry_auth;
 pub mod hub;
 #[cfg(feature = "tools")]
 mod hub_content;
+mod hub_messages;
 #[cfg(feature = "auth")]
 mod login;
 mod pooled;
@@ -85,6 +86,7 @@ pub use connector::{DefaultConnector, SECRET_VARIABLES};
 pub use hub::{Hub, HubError, HubOptions, ServerFailure};
 #[cfg(feature = "tools")]
 pub use hub_content::{Listed, PromptEntry, ResourceEntry, TemplateEntry, parse_reference};
+pub use hub_messages::{SERVER_MESSAGES_CAPACITY, ServerMessage};
 #[cfg(feature = "auth")]
 pub use login::LoginError;
 pub use plexus_client::{Client, ClientError, ClientOptions};

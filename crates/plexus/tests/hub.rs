@@ -226,3 +226,34 @@ async fn the_tool_pool_follows_a_list_change_and_only_the_chosen_servers_start()
     hub.shutdown().await;
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_servers_notifications_come_through_one_stream_with_their_server() {
+    let server = RemoteServer::from_args("http", &[]).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let hub = hub(&dir, server.url(), &[], &[]).await;
+    let mut messages = hub.server_messages();
+    // The session started before this reader subscribed; a reconnect starts another.
+    hub.pool().reconnect("demo").await.unwrap();
+    let arguments = json!({"level": "warning", "message": "from demo"});
+    let sent = hub.call("mcp__demo__log", &arguments).await.unwrap();
+    assert_eq!(sent.content[0].as_text(), Some("sent notifications/message"));
+    let (mut started, mut logged) = (false, None);
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while !(started && logged.is_some()) {
+            match messages.recv().await.unwrap() {
+                plexus::ServerMessage::SessionStarted { server, .. } => started = &*server == "demo",
+                plexus::ServerMessage::Notification {
+                    server,
+                    notification: plexus::client::ServerNotification::LogMessage(params),
+                } => logged = Some((server.to_string(), params.data)),
+                _ => {}
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("started {started}, logged {logged:?}"));
+    assert_eq!(logged, Some(("demo".to_owned(), json!("from demo"))));
+    hub.shutdown().await;
+    server.shutdown().await;
+}

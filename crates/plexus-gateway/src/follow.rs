@@ -1,20 +1,19 @@
 //! How the gateway follows its backends: the grace period for those starting with it, list
-//! changes told to the clients, the backends that go down reported, each connected backend's
-//! notifications passed on, and servers that died started again.
+//! changes told to the clients, the backends that go down reported, each backend's
+//! notifications passed on (from the Hub's one stream), and the clients told when a backend that
+//! kept crashing starts again (the pool's supervisor starts servers that died).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use plexus::ServerMessage;
 use plexus::client::ServerNotification;
-use plexus::pool::{PoolError, ServerStatus};
+use plexus::pool::PoolEvent;
 use plexus::protocol::LoggingLevel;
 use plexus::protocol::methods;
 use tokio::sync::{broadcast, watch};
 
 use crate::gateway::Gateway;
-use crate::session::lock;
 
 /// How long list changes are gathered before the clients are told (one notification for a burst).
 const DEBOUNCE: Duration = Duration::from_millis(50);
@@ -70,8 +69,6 @@ pub(super) async fn watch_servers(gateway: Arc<Gateway>, grace: Duration, ready:
     let mut settling = true;
     // What the clients were told the lists hold, from the end of the grace period on.
     let mut told: Option<Lists> = None;
-    let mut connected = Vec::new();
-    let mut revived: HashMap<String, std::time::Instant> = HashMap::new();
     loop {
         gateway.follow_health();
         if !settling && told.is_none() {
@@ -79,11 +76,7 @@ pub(super) async fn watch_servers(gateway: Arc<Gateway>, grace: Duration, ready:
             // can call it.
             let _ = ready.send(true);
             told = Some(lists(&gateway).await);
-            connected = connected_servers(&gateway);
         } else if let Some(told) = &mut told {
-            revive(&gateway, &connected, &mut revived);
-            gateway.follow_crash_stops();
-            connected = connected_servers(&gateway);
             let now = lists(&gateway).await;
             if now.tools != told.tools {
                 gateway.broadcast(methods::TOOLS_LIST_CHANGED);
@@ -97,7 +90,7 @@ pub(super) async fn watch_servers(gateway: Arc<Gateway>, grace: Duration, ready:
             *told = now;
         }
         tokio::select! {
-            event = events.recv() => if matches!(event, Err(broadcast::error::RecvError::Closed)) { break },
+            event = events.recv() => if gateway.on_event(event) { break },
             _ = &mut settled, if settling => {
                 settling = false;
                 continue;
@@ -109,103 +102,36 @@ pub(super) async fn watch_servers(gateway: Arc<Gateway>, grace: Duration, ready:
         loop {
             tokio::select! {
                 () = &mut quiet => break,
-                event = events.recv() => if matches!(event, Err(broadcast::error::RecvError::Closed)) { break },
+                event = events.recv() => if gateway.on_event(event) { break },
             }
         }
     }
 }
-
-/// The servers connected now.
-fn connected_servers(gateway: &Gateway) -> Vec<String> {
-    gateway
-        .hub()
-        .pool()
-        .states()
-        .into_iter()
-        .filter(|(_, state)| state.status == ServerStatus::Connected)
-        .map(|(name, _)| name)
-        .collect()
-}
-
-/// How often one server that died is started again by the gateway (the pool restarts a stdio
-/// server on demand only, and stops after 3 deaths in a minute).
-const REVIVE_EVERY: Duration = Duration::from_secs(5);
-
-/// Starts again the servers that were connected and have failed since: a client of the gateway
-/// cannot ask for a server whose tools left the list.
-fn revive(gateway: &Arc<Gateway>, were_connected: &[String], revived: &mut HashMap<String, std::time::Instant>) {
-    let pool = gateway.hub().pool();
-    for name in were_connected {
-        let failed = pool
-            .state(name)
-            .is_some_and(|state| state.status == ServerStatus::Failed);
-        if !failed {
-            continue;
-        }
-        // At most one start every REVIVE_EVERY: one that comes sooner waits for its turn (it is
-        // never dropped, or the server would stay off).
-        let now = std::time::Instant::now();
-        let at = revived.get(name).map_or(now, |last| (*last + REVIVE_EVERY).max(now));
-        revived.insert(name.clone(), at);
-        let (gateway, name) = (Arc::clone(gateway), name.clone());
-        tokio::spawn(async move {
-            tokio::time::sleep_until(at.into()).await;
-            match gateway.hub().pool().ensure_connected(&name).await {
-                // Stopped by the crash-loop guard: `follow_crash_stops` starts it again later.
-                Ok(_) | Err(PoolError::CrashLoop { .. }) => {}
-                Err(e) => tracing::info!("server {name:?} could not be started again: {e}"),
-            }
-        });
-    }
-}
-
-/// The longest pause before a server that keeps crashing is started again.
-pub(super) const MAX_CRASH_PAUSE: Duration = Duration::from_secs(15 * 60);
 
 impl Gateway {
-    /// Starts [`after_crash_stop`](Self::after_crash_stop) once for each server the pool's
-    /// crash-loop guard has stopped, and forgets a server that is up again.
-    fn follow_crash_stops(self: &Arc<Self>) {
-        let pool = self.hub().pool();
-        let mut waiting = lock(&self.crash_waits);
-        for (name, _) in pool.states() {
-            if !pool.is_crash_stopped(&name) {
-                waiting.remove(&name);
-            } else if waiting.insert(name.clone()) {
-                let gateway = Arc::clone(self);
-                tokio::spawn(async move { gateway.after_crash_stop(&name).await });
+    /// Tells the clients when a server the crash-loop guard stopped starts again; whether the
+    /// pool's events ended.
+    fn on_event(&self, event: Result<PoolEvent, broadcast::error::RecvError>) -> bool {
+        match event {
+            Ok(PoolEvent::RestartScheduled { server, after }) => {
+                let settings = self.hub().pool().settings();
+                let text = format!(
+                    "server {server:?} crashed {} times within {} s; plexus serve starts it again in {} s",
+                    settings.crash_limit,
+                    settings.crash_window.as_secs(),
+                    after.as_secs()
+                );
+                tracing::warn!("{text}");
+                self.log_to_clients(&server, LoggingLevel::Warning, &text);
+                false
             }
+            Ok(PoolEvent::StateChanged { server, state }) => {
+                self.follow_state(&server, &state);
+                false
+            }
+            Err(broadcast::error::RecvError::Closed) => true,
+            _ => false,
         }
-    }
-
-    /// A server the pool stopped for crashing too often: no client can ask for it (its tools
-    /// left the list), so after a pause (the first `--crash-pause`, each next one twice as long,
-    /// at most [`MAX_CRASH_PAUSE`]) the gateway starts it again, and tells the clients when.
-    async fn after_crash_stop(&self, server: &str) {
-        let settings = self.hub().pool().settings();
-        let (crashes, window) = (settings.crash_limit, settings.crash_window);
-        let round = {
-            let mut pauses = lock(&self.crash_pauses);
-            let round = pauses.entry(server.to_owned()).or_insert(0);
-            *round += 1;
-            *round - 1
-        };
-        let pause = self
-            .crash_pause
-            .saturating_mul(2u32.saturating_pow(round.min(16)))
-            .min(MAX_CRASH_PAUSE);
-        let text = format!(
-            "server {server:?} crashed {crashes} times within {} s; plexus serve starts it again in {} s",
-            window.as_secs(),
-            pause.as_secs()
-        );
-        tracing::warn!("{text}");
-        self.log_to_clients(server, LoggingLevel::Warning, &text);
-        tokio::time::sleep(pause).await;
-        if let Err(e) = self.hub().pool().reconnect(server).await {
-            tracing::info!("server {server:?} could not be started again: {e}");
-        }
-        lock(&self.crash_waits).remove(server);
     }
 
     /// Sends `text` to every client that wants `level`, as a log message of `server`.

@@ -52,12 +52,6 @@ pub(crate) struct Gateway {
     pub(super) subscriptions: Subscriptions,
     /// Bounds the clients' progress notifications being passed on to backends.
     pub(super) progress_sends: Arc<tokio::sync::Semaphore>,
-    /// The first pause before a server stopped for crashing too often is started again.
-    pub(super) crash_pause: std::time::Duration,
-    /// How many such pauses each server has had (each doubles the next).
-    pub(super) crash_pauses: Mutex<HashMap<String, u32>>,
-    /// The servers stopped for crashing that wait for their pause to end.
-    pub(super) crash_waits: Mutex<std::collections::HashSet<String>>,
 }
 
 /// An invalid-params error naming the method.
@@ -84,7 +78,7 @@ fn params_of(request: &Request) -> Result<Map<String, Value>, ErrorObject> {
 
 impl Gateway {
     /// A gateway over `hub`; the lists wait for `ready` (the end of the grace period).
-    pub(crate) fn new(hub: Arc<Hub>, ready: watch::Receiver<bool>, crash_pause: std::time::Duration) -> Arc<Gateway> {
+    pub(crate) fn new(hub: Arc<Hub>, ready: watch::Receiver<bool>) -> Arc<Gateway> {
         Arc::new(Gateway {
             hub,
             sessions: Mutex::new(Vec::new()),
@@ -95,9 +89,6 @@ impl Gateway {
             health: Health::default(),
             subscriptions: Subscriptions::default(),
             progress_sends: Arc::new(tokio::sync::Semaphore::new(MAX_PROGRESS_SENDS)),
-            crash_pause,
-            crash_pauses: Mutex::new(HashMap::new()),
-            crash_waits: Mutex::new(std::collections::HashSet::new()),
         })
     }
 

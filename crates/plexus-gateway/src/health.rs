@@ -42,34 +42,44 @@ impl Health {
     /// stays down from its failure until it connects (a reconnect that fails again, as the
     /// gateway's retries do, is the same failure, with its newest reason).
     fn update(&self, states: &[(String, ServerState)]) -> bool {
-        let mut down = lock(&self.down);
         let mut new = false;
         for (server, state) in states {
-            match state.status {
-                ServerStatus::Failed | ServerStatus::NeedsAuth => {
-                    let Some((level, text)) = unavailable(server, state) else {
-                        continue;
-                    };
-                    match down.get_mut(server) {
-                        // The same kind of failure: its reason may be newer.
-                        Some(known) if known.level == level => known.text = text,
-                        _ => {
-                            let failure = self.next.fetch_add(1, Ordering::Relaxed);
-                            down.insert(server.clone(), Down { failure, level, text });
-                            new = true;
-                        }
-                    }
-                }
-                ServerStatus::Connected => {
-                    down.remove(server);
-                }
-                // Starting again, or turned off: what was told still holds.
-                ServerStatus::Pending | ServerStatus::Connecting | ServerStatus::Disabled => {}
-            }
+            new |= self.update_one(server, state);
         }
         // A server that left the pool is no one's concern.
-        down.retain(|server, _| states.iter().any(|(name, _)| name == server));
+        lock(&self.down).retain(|server, _| states.iter().any(|(name, _)| name == server));
         new
+    }
+
+    /// Takes in one server's state (as an event told it: the server may be up again by now);
+    /// whether it went down and was not before.
+    fn update_one(&self, server: &str, state: &ServerState) -> bool {
+        let mut down = lock(&self.down);
+        match state.status {
+            ServerStatus::Failed | ServerStatus::NeedsAuth => {
+                let Some((level, text)) = unavailable(server, state) else {
+                    return false;
+                };
+                match down.get_mut(server) {
+                    // The same kind of failure: its reason may be newer.
+                    Some(known) if known.level == level => {
+                        known.text = text;
+                        false
+                    }
+                    _ => {
+                        let failure = self.next.fetch_add(1, Ordering::Relaxed);
+                        down.insert(server.to_owned(), Down { failure, level, text });
+                        true
+                    }
+                }
+            }
+            ServerStatus::Connected => {
+                down.remove(server);
+                false
+            }
+            // Starting again, or turned off: what was told still holds.
+            ServerStatus::Pending | ServerStatus::Connecting | ServerStatus::Disabled => false,
+        }
     }
 }
 
@@ -101,9 +111,22 @@ impl Gateway {
     /// Takes in the pool's states, and tells every client of a server that went down.
     pub(super) fn follow_health(&self) {
         if self.health.update(&self.hub.pool().states()) {
-            for session in self.live_sessions() {
-                self.tell_down(&session);
-            }
+            self.tell_everyone_down();
+        }
+    }
+
+    /// Takes in one server's state as an event told it (it may be up again by now: a failure
+    /// is told even when the server was started again at once), and tells every client of a
+    /// server that went down.
+    pub(super) fn follow_state(&self, server: &str, state: &ServerState) {
+        if self.health.update_one(server, state) {
+            self.tell_everyone_down();
+        }
+    }
+
+    fn tell_everyone_down(&self) {
+        for session in self.live_sessions() {
+            self.tell_down(&session);
         }
     }
 

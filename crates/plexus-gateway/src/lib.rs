@@ -178,6 +178,8 @@ pub struct Gateway {
     options: GatewayOptions,
     /// Following the backends and their notifications, and the timer anchor.
     _tasks: AbortOnDrop,
+    /// Starts again the backends that died (a client cannot ask for one whose tools left).
+    _supervisor: plexus::pool::Supervisor,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -194,7 +196,10 @@ impl Gateway {
     /// Tokio runtime: it starts following the backends at once.
     pub fn new(hub: Arc<Hub>, backends: Backends, options: GatewayOptions) -> Gateway {
         let (ready_tx, ready) = watch::channel(false);
-        let core = gateway::Gateway::new(hub, ready, options.crash_pause);
+        let supervisor = hub
+            .pool()
+            .supervise(plexus::pool::RestartPolicy::with_crash_pause(options.crash_pause));
+        let core = gateway::Gateway::new(hub, ready);
         backends.forwarder.attach(&core);
         let watcher = tokio::spawn(follow::watch_servers(Arc::clone(&core), options.ready_grace, ready_tx));
         let messages = tokio::spawn(follow::pass_on(Arc::downgrade(&core), core.hub().server_messages()));
@@ -208,6 +213,7 @@ impl Gateway {
                 messages.abort_handle(),
                 anchor.abort_handle(),
             ]),
+            _supervisor: supervisor,
         }
     }
 

@@ -260,6 +260,11 @@ impl Pool {
         self.shared.slot(server).ok()?.live().list_errors[list.index()].clone()
     }
 
+    /// Tells the subscribers `event` (a supervisor's).
+    pub(crate) fn announce(&self, event: PoolEvent) {
+        self.shared.emit(event);
+    }
+
     /// The pool's events from now on (a subscriber that falls more than
     /// [`event_capacity`](PoolSettings::event_capacity) behind misses the oldest and is told so).
     pub fn subscribe(&self) -> broadcast::Receiver<PoolEvent> {

@@ -120,6 +120,7 @@ impl ListKind {
 
 /// Something that happened in the pool, for UIs and for hosts that rebuild their tool pool.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum PoolEvent {
     /// A server's state changed.
     StateChanged {
@@ -145,5 +146,13 @@ pub enum PoolEvent {
     Removed {
         /// The server.
         server: String,
+    },
+    /// A [`Supervisor`](crate::Supervisor) starts again, after `after`, a server the crash-loop
+    /// guard stopped.
+    RestartScheduled {
+        /// The server.
+        server: String,
+        /// How long it stays off first.
+        after: std::time::Duration,
     },
 }

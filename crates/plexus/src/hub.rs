@@ -47,6 +47,10 @@ pub struct HubOptions {
     /// Servers the host names itself (a command line's `--stdio` or `--url`): the user's own, so
     /// started without approval; one with a configured server's name replaces it.
     pub ad_hoc: Vec<(String, ServerConfig)>,
+    /// Connects the servers instead of the [`DefaultConnector`] (in-process servers, a host's
+    /// own transport, tests). [`Hub::connector`] is still the default one, with the token
+    /// store and logins; [`handler`](Self::handler) is the custom connector's to declare.
+    pub connector: Option<Arc<dyn plexus_pool::Connector>>,
 }
 
 impl std::fmt::Debug for HubOptions {
@@ -60,6 +64,7 @@ impl std::fmt::Debug for HubOptions {
             .field("url_elicitation", &self.url_elicitation.is_some())
             .field("only", &self.only)
             .field("ad_hoc", &self.ad_hoc.iter().map(|(name, _)| name).collect::<Vec<_>>())
+            .field("connector", &self.connector.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -75,6 +80,7 @@ impl HubOptions {
             url_elicitation: None,
             only: None,
             ad_hoc: Vec::new(),
+            connector: None,
         }
     }
 
@@ -111,6 +117,13 @@ impl HubOptions {
     #[must_use]
     pub fn ad_hoc(mut self, name: impl Into<String>, config: ServerConfig) -> HubOptions {
         self.ad_hoc.push((name.into(), config));
+        self
+    }
+
+    /// Connects the servers with `connector` (see [`HubOptions::connector`]).
+    #[must_use]
+    pub fn connector(mut self, connector: Arc<dyn plexus_pool::Connector>) -> HubOptions {
+        self.connector = Some(connector);
         self
     }
 
@@ -276,10 +289,10 @@ impl Hub {
         let connector = Arc::new(connector);
         let lookup = |name: &str| env.get(name);
         let (messages, _) = broadcast::channel(crate::hub_messages::SERVER_MESSAGES_CAPACITY);
-        let following = crate::hub_messages::Following::new(
-            Arc::clone(&connector) as Arc<dyn plexus_pool::Connector>,
-            messages.clone(),
-        );
+        let connecting = options
+            .connector
+            .unwrap_or_else(|| Arc::clone(&connector) as Arc<dyn plexus_pool::Connector>);
+        let following = crate::hub_messages::Following::new(connecting, messages.clone());
         let pool = Pool::new(Arc::new(following), PoolSettings::from_lookup(lookup));
         let mut specs = server_specs(&config);
         for (name, entry) in &options.ad_hoc {

@@ -257,3 +257,41 @@ async fn every_servers_notifications_come_through_one_stream_with_their_server()
     hub.shutdown().await;
     server.shutdown().await;
 }
+
+/// A host's own connector: the default one, counting its connects.
+struct Counting {
+    inner: plexus::DefaultConnector,
+    connects: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl plexus::pool::Connector for Counting {
+    async fn connect(
+        &self,
+        server: &plexus::pool::ServerSpec,
+        options: plexus::ClientOptions,
+    ) -> Result<plexus::pool::Connection, plexus::pool::ConnectFailure> {
+        self.connects.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        plexus::pool::Connector::connect(&self.inner, server, options).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_brings_its_own_connector() {
+    let server = RemoteServer::from_args("http", &[]).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let counting = Arc::new(Counting {
+        inner: plexus::DefaultConnector::new(),
+        connects: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let connector = Arc::clone(&counting) as Arc<dyn plexus::pool::Connector>;
+    let hub = hub_with(&dir, server.url(), &[], |options| options.connector(connector)).await;
+    let echoed = hub
+        .call("mcp__demo__echo", json!({"text": "through mine"}))
+        .await
+        .unwrap();
+    assert_eq!(echoed.content[0].as_text(), Some("through mine"));
+    assert_eq!(counting.connects.load(std::sync::atomic::Ordering::SeqCst), 1);
+    hub.shutdown().await;
+    server.shutdown().await;
+}

@@ -77,39 +77,43 @@ pub(crate) async fn launch(
             crate::terminal::say(format_args!("{e}"));
             crate::Outcome::Usage
         })?;
-    *lock_live() = Some(hub.pool().clone());
+    set_live(Some(hub.pool().clone()));
     Ok(hub)
 }
 
 /// Closes every server of `hub` (each within its transport's shutdown bound), then reports the
 /// file warnings of what the sessions did meanwhile (a token refresh reads the store).
 pub(crate) async fn close(hub: &Hub) {
-    lock_live().take();
+    set_live(None);
     hub.shutdown().await;
     report_file_warnings(hub.connector().file_warnings());
 }
 
-/// The pool of the running command, so that an interrupt can cancel and close its servers
-/// wherever the command was.
-static LIVE: Mutex<Option<Pool>> = Mutex::new(None);
+/// Where a running command keeps the pool of its Hub, so that an interrupt can cancel and close
+/// its servers wherever the command was: one per command (see [`run_job`]), not per process.
+pub(crate) type Live = Arc<Mutex<Option<Pool>>>;
 
-fn lock_live() -> std::sync::MutexGuard<'static, Option<Pool>> {
-    LIVE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+tokio::task_local! {
+    /// The running command's [`Live`].
+    static LIVE: Live;
 }
 
-/// The user interrupted the command: every live session's pending requests are cancelled on the
-/// server, then every server is closed.
-pub(crate) async fn interrupt_all() {
-    let Some(pool) = lock_live().take() else { return };
-    let cancels: Vec<_> = pool
-        .names()
-        .iter()
-        .filter_map(|name| pool.client(name))
-        .map(|client| tokio::spawn(async move { client.cancel_pending("the user interrupted plexus").await }))
-        .collect();
-    for cancel in cancels {
-        let _ = cancel.await;
-    }
+/// Keeps `pool` (or forgets it) as the running command's, if it runs under [`run_job`].
+fn set_live(pool: Option<Pool>) {
+    let _ = LIVE.try_with(|live| *live.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = pool);
+}
+
+/// Runs `job` with `live` as where its Hub's pool is kept.
+pub(crate) async fn run_job<T>(live: Live, job: impl Future<Output = T>) -> T {
+    LIVE.scope(live, job).await
+}
+
+/// The user interrupted the command: every pending request of the command's servers is
+/// cancelled on the server, then every server is closed.
+pub(crate) async fn interrupt_all(live: &Live) {
+    let pool = live.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+    let Some(pool) = pool else { return };
+    pool.cancel_all("the user interrupted plexus").await;
     pool.shutdown().await;
 }
 

@@ -415,13 +415,14 @@ fn run_on(mut builder: tokio::runtime::Builder, job: impl Future<Output = Outcom
                 return job.await;
             }
         };
-        let mut job = std::pin::pin!(job);
+        let live = connect::Live::default();
+        let mut job = std::pin::pin!(connect::run_job(std::sync::Arc::clone(&live), job));
         tokio::select! {
             outcome = &mut job => outcome,
             outcome = signal.received() => {
                 // The job is kept (not polled) until its servers are told: its requests are still
                 // pending, so each is cancelled before its session closes.
-                connect::interrupt_all().await;
+                connect::interrupt_all(&live).await;
                 outcome
             }
         }

@@ -458,6 +458,21 @@ impl Client {
         ids.len()
     }
 
+    /// Cancels every pending request (but `initialize`): each caller gets
+    /// [`ClientError::Cancelled`] with `reason` at once, then the server is told
+    /// (`notifications/cancelled`, each send bounded to 1 s); returns how many were cancelled.
+    /// The session stays open.
+    pub async fn cancel_all(&self, reason: &str) -> usize {
+        let ids = self.shared.cancel_pending_requests(reason);
+        for &id in &ids {
+            let send = crate::request::send_cancelled(&self.shared, id, reason);
+            if let Ok(Err(e)) = tokio::time::timeout(Duration::from_secs(1), send).await {
+                tracing::debug!(server = %self.shared.name, "could not cancel request {id}: {e}");
+            }
+        }
+        ids.len()
+    }
+
     /// Closes the session: pending requests fail with [`ClientError::SessionClosed`], then the
     /// transport shuts down (bounded; see the transport's documentation).
     pub async fn close(&self) -> Result<(), ClientError> {

@@ -63,6 +63,13 @@ pub enum ClientError {
     /// The session was closed by its owner.
     #[error("the session is closed")]
     SessionClosed,
+    /// The host cancelled the request ([`Client::cancel_all`](crate::Client::cancel_all)); the
+    /// server was told.
+    #[error("cancelled: {reason}")]
+    Cancelled {
+        /// The host's words.
+        reason: String,
+    },
 }
 
 /// Messages of the server that were dropped (too large, invalid) without a readable id while a

@@ -141,6 +141,33 @@ impl Shared {
         lock(&self.pending).entries.remove(&id).is_some()
     }
 
+    /// Fails every pending request the server may be told to stop working on with
+    /// [`ClientError::Cancelled`]; their ids.
+    pub(crate) fn cancel_pending_requests(&self, reason: &str) -> Vec<i64> {
+        let cancelled: Vec<(i64, PendingEntry)> = {
+            let mut table = lock(&self.pending);
+            let ids: Vec<i64> = table
+                .entries
+                .iter()
+                .filter(|(_, entry)| entry.cancellable)
+                .map(|(id, _)| *id)
+                .collect();
+            ids.into_iter()
+                .filter_map(|id| table.entries.remove(&id).map(|entry| (id, entry)))
+                .collect()
+        };
+        let error = ClientError::Cancelled {
+            reason: reason.to_owned(),
+        };
+        cancelled
+            .into_iter()
+            .map(|(id, entry)| {
+                let _ = entry.reply.send(Reply::Failed(error.clone()));
+                id
+            })
+            .collect()
+    }
+
     /// The ids of the pending requests the server may be told to stop working on.
     pub(crate) fn cancellable_ids(&self) -> Vec<i64> {
         lock(&self.pending)

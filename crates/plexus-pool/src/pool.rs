@@ -387,6 +387,24 @@ impl Pool {
         crate::connect::ensure(&self.shared, server, true).await
     }
 
+    /// Cancels every request in flight on every connected server: each caller gets
+    /// `ClientError::Cancelled` with `reason`, and each server is told
+    /// (`notifications/cancelled`). The sessions stay open.
+    pub async fn cancel_all(&self, reason: &str) {
+        let cancels: Vec<_> = self
+            .names()
+            .iter()
+            .filter_map(|name| self.client(name))
+            .map(|client| {
+                let reason = reason.to_owned();
+                tokio::spawn(async move { client.cancel_all(&reason).await })
+            })
+            .collect();
+        for cancel in cancels {
+            let _ = cancel.await;
+        }
+    }
+
     /// Closes every connection at once (each within its transport's shutdown bound: 600 ms for
     /// a child process group), stops every connect under way, and refuses further work.
     pub async fn shutdown(&self) {

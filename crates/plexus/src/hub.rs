@@ -535,6 +535,13 @@ impl Hub {
         lock(&self.prompt_index)
     }
 
+    /// Cancels every call and request in flight on every server, telling each server why
+    /// (`reason`): what a host does when its user interrupts it. The servers stay up; dropping
+    /// a call's future cancels that call alone.
+    pub async fn interrupt(&self, reason: &str) {
+        self.pool.cancel_all(reason).await;
+    }
+
     /// Closes every server (each within its transport's bound).
     pub async fn shutdown(&self) {
         self.pool.shutdown().await;

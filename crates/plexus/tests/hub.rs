@@ -235,27 +235,43 @@ async fn every_servers_notifications_come_through_one_stream_with_their_server()
     let mut messages = hub.server_messages();
     // The session started before this reader subscribed; a reconnect starts another.
     hub.pool().reconnect("demo").await.unwrap();
-    let arguments = json!({"level": "warning", "message": "from demo"});
-    let sent = hub.call("mcp__demo__log", &arguments).await.unwrap();
-    assert_eq!(sent.content[0].as_text(), Some("sent notifications/message"));
-    let (mut started, mut logged) = (false, None);
-    tokio::time::timeout(Duration::from_secs(30), async {
-        while !(started && logged.is_some()) {
-            match messages.recv().await.unwrap() {
-                plexus::ServerMessage::SessionStarted { server, .. } => started = &*server == "demo",
-                plexus::ServerMessage::Notification {
-                    server,
-                    notification: plexus::client::ServerNotification::LogMessage(params),
-                } => logged = Some((server.to_string(), params.data)),
-                _ => {}
+    let started = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            if let plexus::ServerMessage::SessionStarted { server, .. } = messages.recv().await.unwrap() {
+                return server;
             }
         }
     })
     .await
-    .unwrap_or_else(|_| panic!("started {started}, logged {logged:?}"));
-    assert_eq!(logged, Some(("demo".to_owned(), json!("from demo"))));
-    hub.shutdown().await;
-    server.shutdown().await;
+    .expect("the new session was announced");
+    assert_eq!(&*started, "demo");
+    // The server sends a log message on the call's stream, or on the session's own stream when
+    // the call's is gone; that one opens just after the session starts, so a message sent
+    // before may be lost on the server's side: ask again until one arrives.
+    let arguments = json!({"level": "warning", "message": "from demo"});
+    for _ in 0..10 {
+        let sent = hub.call("mcp__demo__log", &arguments).await.unwrap();
+        assert_eq!(sent.content[0].as_text(), Some("sent notifications/message"));
+        let logged = tokio::time::timeout(Duration::from_secs(2), async {
+            loop {
+                if let plexus::ServerMessage::Notification {
+                    server,
+                    notification: plexus::client::ServerNotification::LogMessage(params),
+                } = messages.recv().await.unwrap()
+                {
+                    return (server.to_string(), params.data);
+                }
+            }
+        })
+        .await;
+        if let Ok(logged) = logged {
+            assert_eq!(logged, ("demo".to_owned(), json!("from demo")));
+            hub.shutdown().await;
+            server.shutdown().await;
+            return;
+        }
+    }
+    panic!("no log message came through");
 }
 
 /// A host's own connector: the default one, counting its connects.
@@ -292,6 +308,36 @@ async fn a_host_brings_its_own_connector() {
         .unwrap();
     assert_eq!(echoed.content[0].as_text(), Some("through mine"));
     assert_eq!(counting.connects.load(std::sync::atomic::Ordering::SeqCst), 1);
+    hub.shutdown().await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_cancels_every_call_in_flight_and_the_hub_goes_on() {
+    let server = RemoteServer::from_args("http", &[]).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Arc::new(hub(&dir, server.url(), &[], &[]).await);
+    let calls: Vec<_> = (0..3)
+        .map(|_| {
+            let hub = Arc::clone(&hub);
+            tokio::spawn(async move { hub.call("mcp__demo__slow", json!({"ms": 60000, "steps": 0})).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    hub.interrupt("the user pressed Ctrl-C").await;
+    for call in calls {
+        let error = tokio::time::timeout(Duration::from_secs(10), call)
+            .await
+            .expect("the call ended at once")
+            .unwrap()
+            .unwrap_err();
+        assert!(error.to_string().contains("the user pressed Ctrl-C"), "{error}");
+    }
+    let echoed = hub
+        .call("mcp__demo__echo", json!({"text": "still here"}))
+        .await
+        .unwrap();
+    assert_eq!(echoed.content[0].as_text(), Some("still here"));
     hub.shutdown().await;
     server.shutdown().await;
 }

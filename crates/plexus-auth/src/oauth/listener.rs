@@ -1,4 +1,5 @@
-//! The loopback redirect listener of a login: an HTTP/1.1 listener on 127.0.0.1 (a random port, or
+//! The loopback redirect listener of a login: an HTTP/1.1 listener (hyper's server connection)
+//! on 127.0.0.1 (a random port, or
 //! the configured one) whose redirect URI is `http://127.0.0.1:<port>/callback` (RFC 8252 §8.3:
 //! the loopback IP literal that is bound, not `localhost`, which may resolve elsewhere).
 //!
@@ -17,11 +18,12 @@
 
 use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use bytes::Bytes;
+use http_body_util::Full;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{AbortHandle, Id, JoinSet};
 use tokio::time::Instant;
@@ -223,106 +225,97 @@ enum Served {
     Callback(Verdict, CallbackParams),
 }
 
-/// Serves one connection: reads its request head (bounded), answers it, and says what it was.
-async fn serve(mut stream: TcpStream, spoke: Arc<AtomicBool>, check: Arc<Check>) -> Served {
-    let Some(request_line) = read_head(&mut stream, &spoke).await else {
-        return Served::Other;
+/// Serves one connection with hyper: its request (one: the connection closes after the answer)
+/// is answered, and what it was is said. A connection silent for [`FIRST_BYTE_TIMEOUT`] is
+/// dropped; its request head may take [`HEAD_TIMEOUT`] and [`MAX_HEAD_BYTES`]; the whole
+/// exchange, [`HEAD_TIMEOUT`] and [`WRITE_TIMEOUT`]. `spoke` is set at the first byte.
+async fn serve(stream: TcpStream, spoke: Arc<AtomicBool>, check: Arc<Check>) -> Served {
+    let mut first = [0u8; 1];
+    match tokio::time::timeout(FIRST_BYTE_TIMEOUT, stream.peek(&mut first)).await {
+        Ok(Ok(read)) if read > 0 => spoke.store(true, Ordering::Relaxed),
+        _ => return Served::Other,
+    }
+    let served: Arc<Mutex<Option<Served>>> = Arc::default();
+    let service = {
+        let served = Arc::clone(&served);
+        hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+            let (response, outcome) = answer(&request, &*check);
+            *served.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(outcome);
+            std::future::ready(Ok::<_, std::convert::Infallible>(response))
+        })
     };
-    let mut parts = request_line.split(' ');
-    let (method, target) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    if method != "GET" || path != CALLBACK_PATH {
-        respond(
-            &mut stream,
-            "404 Not Found",
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEAD_TIMEOUT)
+        .max_buf_size(MAX_HEAD_BYTES)
+        .keep_alive(false)
+        .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+    match tokio::time::timeout(HEAD_TIMEOUT + WRITE_TIMEOUT, connection).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::debug!(error = %e, "the OAuth redirect listener's connection failed"),
+        Err(_) => tracing::debug!("the OAuth redirect listener gave up a connection that took too long"),
+    }
+    served
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take()
+        .unwrap_or(Served::Other)
+}
+
+/// The answer to one request, and what it was.
+fn answer(request: &hyper::Request<hyper::body::Incoming>, check: &Check) -> (hyper::Response<Full<Bytes>>, Served) {
+    if request.method() != hyper::Method::GET || request.uri().path() != CALLBACK_PATH {
+        let page = page(
+            hyper::StatusCode::NOT_FOUND,
             "Not found",
             "This is plexus's OAuth redirect listener.",
-        )
-        .await;
-        return Served::Other;
+        );
+        return (page, Served::Other);
     }
-    let params = CallbackParams::from_query(query);
+    let params = CallbackParams::from_query(request.uri().query().unwrap_or_default());
     let verdict = check(&params);
-    match &verdict {
-        Verdict::Accept => {
-            respond(
-                &mut stream,
-                "200 OK",
-                "Authorized",
-                "plexus received the authorization. You can close this window.",
-            )
-            .await;
-        }
-        Verdict::End(e) => respond(&mut stream, "400 Bad Request", "Authorization failed", &e.to_string()).await,
-        Verdict::Refuse(reason) => {
-            let message = format!(
+    let page = match &verdict {
+        Verdict::Accept => page(
+            hyper::StatusCode::OK,
+            "Authorized",
+            "plexus received the authorization. You can close this window.",
+        ),
+        Verdict::End(e) => page(hyper::StatusCode::BAD_REQUEST, "Authorization failed", &e.to_string()),
+        Verdict::Refuse(reason) => page(
+            hyper::StatusCode::BAD_REQUEST,
+            "Authorization response refused",
+            &format!(
                 "The authorization response was refused: {reason}. plexus is still waiting for the authorization \
                  server's response to this login."
-            );
-            respond(
-                &mut stream,
-                "400 Bad Request",
-                "Authorization response refused",
-                &message,
-            )
-            .await;
-        }
-    }
-    Served::Callback(verdict, params)
+            ),
+        ),
+    };
+    (page, Served::Callback(verdict, params))
 }
 
-/// Reads a request head, bounded in size and time (the first byte within
-/// [`FIRST_BYTE_TIMEOUT`], the whole head within [`HEAD_TIMEOUT`]); its request line, or `None`
-/// for a connection that sent none. `spoke` is set at the first byte.
-async fn read_head(stream: &mut TcpStream, spoke: &AtomicBool) -> Option<String> {
-    let started = Instant::now();
-    let mut head: Vec<u8> = Vec::with_capacity(1024);
-    let mut buffer = [0u8; 2048];
-    loop {
-        let limit = if head.is_empty() {
-            FIRST_BYTE_TIMEOUT
-        } else {
-            HEAD_TIMEOUT
-        };
-        let n = tokio::time::timeout_at(started + limit, stream.read(&mut buffer))
-            .await
-            .ok()?
-            .ok()?;
-        if n == 0 || head.len() + n > MAX_HEAD_BYTES {
-            return None;
-        }
-        spoke.store(true, Ordering::Relaxed);
-        // The end of the head may straddle two reads.
-        let scan_from = head.len().saturating_sub(3);
-        head.extend_from_slice(&buffer[..n]);
-        if head[scan_from..].windows(4).any(|w| w == b"\r\n\r\n") {
-            break;
-        }
-    }
-    let line = head.split(|b| *b == b'\n').next()?;
-    Some(String::from_utf8_lossy(line).trim().to_owned())
-}
-
-async fn respond(stream: &mut TcpStream, status: &str, title: &str, message: &str) {
+/// An HTML page with `title` and `message` (escaped), never cached, running nothing.
+fn page(status: hyper::StatusCode, title: &str, message: &str) -> hyper::Response<Full<Bytes>> {
     let body = format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>{title}</title></head>\
          <body><h1>{title}</h1><p>{}</p></body></html>",
         escape_html(message)
     );
-    let response = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\n\
-         Cache-Control: no-store\r\nContent-Security-Policy: default-src 'none'\r\nConnection: close\r\n\r\n{body}",
-        body.len()
+    let mut response = hyper::Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/html; charset=utf-8"),
     );
-    let write = async {
-        stream.write_all(response.as_bytes()).await?;
-        stream.shutdown().await
-    };
-    match tokio::time::timeout(WRITE_TIMEOUT, write).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::debug!(error = %e, "the OAuth redirect listener could not answer"),
-        Err(_) => tracing::debug!("the OAuth redirect listener gave up answering a connection that does not read"),
-    }
+    headers.insert(
+        hyper::header::CACHE_CONTROL,
+        hyper::header::HeaderValue::from_static("no-store"),
+    );
+    headers.insert(
+        hyper::header::CONTENT_SECURITY_POLICY,
+        hyper::header::HeaderValue::from_static("default-src 'none'"),
+    );
+    response
 }
 
 /// `text` safe inside an HTML element or a quoted attribute.
@@ -343,6 +336,8 @@ fn escape_html(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
     use super::*;
 
     #[test]

@@ -55,4 +55,4 @@ pub use ingress::{INGRESS_TOKEN_FILE_VAR, INGRESS_TOKEN_VAR, IngressError, Ingre
 pub use needs_auth::{NEEDS_AUTH_CACHE_FILE, NEEDS_AUTH_TTL, NeedsAuthCache, NeedsAuthEntry, NeedsAuthError};
 pub use oauth::{OAuthError, OAuthProvider, OAuthSettings, RedirectFollower, UserAgent};
 pub use private_file::{FileProblem, FileWarning, FileWarnings, PrivateFile};
-pub use store::{Secret, StoreError, TokenStore};
+pub use store::{Secret, TokenStore, TokenStoreError};

@@ -229,7 +229,7 @@ struct StoreFile {
 /// Why the store could not be read or written.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum StoreError {
+pub enum TokenStoreError {
     /// A file system operation failed.
     #[error("token store {}: {what}: {source}", .path.display())]
     Io {
@@ -319,7 +319,7 @@ impl TokenStore {
     }
 
     /// Every issuer's entry of `server` (empty when there is none).
-    pub async fn server(&self, server: &str) -> Result<ServerCredentials, StoreError> {
+    pub async fn server(&self, server: &str) -> Result<ServerCredentials, TokenStoreError> {
         let server = server.to_owned();
         self.with_file(false, move |file| {
             file.servers.get(&server).cloned().unwrap_or_default()
@@ -328,18 +328,18 @@ impl TokenStore {
     }
 
     /// The entry of `server` at `issuer`.
-    pub async fn get(&self, server: &str, issuer: &str) -> Result<Option<StoredCredential>, StoreError> {
+    pub async fn get(&self, server: &str, issuer: &str) -> Result<Option<StoredCredential>, TokenStoreError> {
         Ok(self.server(server).await?.remove(issuer))
     }
 
     /// The names of the servers with an entry.
-    pub async fn servers(&self) -> Result<Vec<String>, StoreError> {
+    pub async fn servers(&self) -> Result<Vec<String>, TokenStoreError> {
         self.with_file(false, |file| file.servers.keys().cloned().collect())
             .await
     }
 
     /// Stores the entry of `server` at `issuer` (replacing any), stamped with the time.
-    pub async fn put(&self, server: &str, issuer: &str, credential: StoredCredential) -> Result<(), StoreError> {
+    pub async fn put(&self, server: &str, issuer: &str, credential: StoredCredential) -> Result<(), TokenStoreError> {
         let (server, issuer) = (server.to_owned(), issuer.to_owned());
         self.with_file(true, move |file| {
             let mut credential = credential;
@@ -350,7 +350,7 @@ impl TokenStore {
     }
 
     /// Removes the entry of `server` at `issuer`; true when there was one.
-    pub async fn remove(&self, server: &str, issuer: &str) -> Result<bool, StoreError> {
+    pub async fn remove(&self, server: &str, issuer: &str) -> Result<bool, TokenStoreError> {
         let (server, issuer) = (server.to_owned(), issuer.to_owned());
         self.with_file(true, move |file| {
             let Some(entries) = file.servers.get_mut(&server) else {
@@ -366,7 +366,7 @@ impl TokenStore {
     }
 
     /// Removes every entry of `server` (`plexus logout`); true when there was one.
-    pub async fn remove_server(&self, server: &str) -> Result<bool, StoreError> {
+    pub async fn remove_server(&self, server: &str) -> Result<bool, TokenStoreError> {
         let server = server.to_owned();
         self.with_file(true, move |file| file.servers.remove(&server).is_some())
             .await
@@ -378,7 +378,7 @@ impl TokenStore {
         &self,
         write: bool,
         change: impl FnOnce(&mut StoreFile) -> T + Send + 'static,
-    ) -> Result<T, StoreError> {
+    ) -> Result<T, TokenStoreError> {
         let (path, lock, warnings) = (self.path.clone(), self.lock.clone(), self.warnings.clone());
         let worker_path = path.clone();
         let outcome = tokio::task::spawn_blocking(move || {
@@ -392,7 +392,7 @@ impl TokenStore {
         })
         .await;
         outcome.unwrap_or_else(|e| {
-            Err(StoreError::Worker {
+            Err(TokenStoreError::Worker {
                 path,
                 reason: e.to_string(),
             })
@@ -401,8 +401,8 @@ impl TokenStore {
 }
 
 /// Reads the store, making a file open to others private and setting an unreadable one aside.
-fn read_file(path: &Path, warnings: &FileWarnings) -> Result<StoreFile, StoreError> {
-    let io_error = |what, source| StoreError::Io {
+fn read_file(path: &Path, warnings: &FileWarnings) -> Result<StoreFile, TokenStoreError> {
+    let io_error = |what, source| TokenStoreError::Io {
         path: path.to_path_buf(),
         what,
         source,
@@ -436,13 +436,13 @@ fn empty() -> StoreFile {
 }
 
 /// Writes the store atomically (see [`private_file::write_atomically`]).
-fn write_file(path: &Path, file: &StoreFile) -> Result<(), StoreError> {
-    let mut bytes = serde_json::to_vec_pretty(file).map_err(|e| StoreError::Encode {
+fn write_file(path: &Path, file: &StoreFile) -> Result<(), TokenStoreError> {
+    let mut bytes = serde_json::to_vec_pretty(file).map_err(|e| TokenStoreError::Encode {
         path: path.to_path_buf(),
         reason: e.to_string(),
     })?;
     bytes.push(b'\n');
-    private_file::write_atomically(path, &bytes, ".credentials-").map_err(|failure| StoreError::Io {
+    private_file::write_atomically(path, &bytes, ".credentials-").map_err(|failure| TokenStoreError::Io {
         path: path.to_path_buf(),
         what: failure.what,
         source: failure.source,

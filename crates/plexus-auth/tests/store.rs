@@ -6,7 +6,7 @@ use std::fs;
 use std::path::Path;
 
 use plexus_auth::store::{
-    ClientSource, MAX_STORE_BYTES, Secret, StoreError, StoredClient, StoredCredential, StoredTokens, TokenStore,
+    ClientSource, MAX_STORE_BYTES, Secret, StoredClient, StoredCredential, StoredTokens, TokenStore, TokenStoreError,
 };
 use plexus_auth::{FileProblem, FileWarning, FileWarnings, PrivateFile};
 
@@ -259,7 +259,7 @@ async fn a_store_that_cannot_be_written_says_where_and_why() {
     let path = blocker.join("credentials.json");
     let store = TokenStore::new(&path);
     let err = store.put("docs", "http://as", credential("at")).await.unwrap_err();
-    assert!(matches!(err, StoreError::Io { .. }), "{err:?}");
+    assert!(matches!(err, TokenStoreError::Io { .. }), "{err:?}");
     assert_eq!(
         err.to_string(),
         format!(

@@ -365,7 +365,7 @@ fn parse_arguments(name: &str, given: &[String]) -> Result<Map<String, Value>, S
 }
 
 /// The servers a command about the tool or prompt `name` (`what`) starts: those whose part the
-/// name has ([`may_hold`]), or, when none has it, every one that may run, so that the nearest
+/// name has ([`may_belong_to`](plexus::tools::naming::may_belong_to)), or, when none has it, every one that may run, so that the nearest
 /// names can be suggested. Says why a candidate is not started; fails (exit 2) when none may run.
 fn named_candidates<'a>(configured: &'a Configured, name: &str, what: &str) -> Result<Vec<&'a Server>, Outcome> {
     let holding: Vec<&Server> = configured

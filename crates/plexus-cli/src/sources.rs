@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use plexus::config::{
-    ConfigSources, Diagnostic, DiscoveryOptions, FileOutcome, InvalidServer, MergedConfig, MergedServer, Origin, Scope,
-    ServerConfig, ServerKind, ServerName, ServerOptions, ServerStatus, StdioConfig,
+    ConfigSources, Diagnostic, DiscoveryOptions, EntryOrigin, EntryStatus, FileOutcome, InvalidServer, MergedConfig,
+    MergedServer, Scope, ServerConfig, ServerKind, ServerName, ServerOptions, StdioEntry,
 };
 
 use crate::new_entry::entry_from_args;
@@ -55,11 +55,11 @@ pub(crate) struct Server {
     /// The expanded entry; `None` when it is invalid.
     pub(crate) config: Option<ServerConfig>,
     /// Whether it may run; `None` when the entry is invalid.
-    pub(crate) status: Option<ServerStatus>,
+    pub(crate) status: Option<EntryStatus>,
     pub(crate) warnings: Vec<Diagnostic>,
     pub(crate) errors: Vec<Diagnostic>,
     /// Lower scopes defining the same name.
-    pub(crate) overridden: Vec<Origin>,
+    pub(crate) overridden: Vec<EntryOrigin>,
 }
 
 impl Server {
@@ -96,7 +96,7 @@ impl Server {
     /// The entry, if the server may run.
     pub(crate) fn runnable(&self) -> Option<&ServerConfig> {
         match self.status {
-            Some(ServerStatus::Active) => self.config.as_ref(),
+            Some(EntryStatus::Active) => self.config.as_ref(),
             _ => None,
         }
     }
@@ -105,9 +105,9 @@ impl Server {
     pub(crate) fn state(&self) -> &'static str {
         match &self.status {
             None => "failed",
-            Some(ServerStatus::Active) => "active",
-            Some(ServerStatus::PendingApproval) => "pending",
-            Some(ServerStatus::DisabledByConfig | ServerStatus::DeniedByPolicy(_) | ServerStatus::RejectedByUser) => {
+            Some(EntryStatus::Active) => "active",
+            Some(EntryStatus::PendingApproval) => "pending",
+            Some(EntryStatus::DisabledByConfig | EntryStatus::DeniedByPolicy(_) | EntryStatus::RejectedByUser) => {
                 "disabled"
             }
         }
@@ -117,11 +117,11 @@ impl Server {
     pub(crate) fn reason(&self) -> Option<String> {
         let status = self.status.as_ref()?;
         match status {
-            ServerStatus::Active => None,
-            ServerStatus::PendingApproval | ServerStatus::RejectedByUser => {
+            EntryStatus::Active => None,
+            EntryStatus::PendingApproval | EntryStatus::RejectedByUser => {
                 Some(format!("{status}; approve it with: plexus approve {}", self.name))
             }
-            ServerStatus::DisabledByConfig | ServerStatus::DeniedByPolicy(_) => Some(status.to_string()),
+            EntryStatus::DisabledByConfig | EntryStatus::DeniedByPolicy(_) => Some(status.to_string()),
         }
     }
 
@@ -136,7 +136,7 @@ impl Server {
 
     /// Whether it is a project server waiting for approval.
     pub(crate) fn is_pending(&self) -> bool {
-        self.status == Some(ServerStatus::PendingApproval)
+        self.status == Some(EntryStatus::PendingApproval)
     }
 
     /// Why the server is not started, for a server that is not runnable (for an invalid entry, the
@@ -292,7 +292,7 @@ pub(crate) fn ad_hoc_server(args: &AdHoc) -> Result<Option<Server>, String> {
         scope: None,
         source: None,
         config: Some(config),
-        status: Some(ServerStatus::Active),
+        status: Some(EntryStatus::Active),
         warnings: new.warnings.into_iter().chain(diagnostics).collect(),
         errors: Vec::new(),
         overridden: Vec::new(),
@@ -305,7 +305,7 @@ fn demo_server() -> Result<Server, Outcome> {
         crate::terminal::say(format_args!("cannot locate the plexus binary for the demo server: {e}"));
         Outcome::Usage
     })?;
-    let entry = StdioConfig {
+    let entry = StdioEntry {
         command: exe.to_string_lossy().into_owned(),
         args: vec!["demo-server".to_owned()],
         env: BTreeMap::new(),
@@ -317,7 +317,7 @@ fn demo_server() -> Result<Server, Outcome> {
         scope: None,
         source: None,
         config: Some(ServerConfig::Stdio(entry)),
-        status: Some(ServerStatus::Active),
+        status: Some(EntryStatus::Active),
         warnings: Vec::new(),
         errors: Vec::new(),
         overridden: Vec::new(),

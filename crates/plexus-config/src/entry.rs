@@ -7,8 +7,8 @@ use crate::ServerKind;
 use crate::diagnostic::Diagnostic;
 use crate::json::{describe, quote};
 use crate::server::{
-    ClaudeAiProxyConfig, ClientIdentityConfig, HttpConfig, NetworkConfig, OAuthConfig, OAuthGrantType, ProxySetting,
-    ServerConfig, ServerOptions, SseIdeConfig, StdioConfig, WsConfig, WsIdeConfig,
+    ClaudeAiProxyEntry, ClientIdentityConfig, HttpEntry, NetworkConfig, OAuthConfig, OAuthGrantType, ProxySetting,
+    ServerConfig, ServerOptions, SseIdeEntry, StdioEntry, WsEntry, WsIdeEntry,
 };
 use crate::values::{
     ANY_STRING, Fields, Report, Schemes, boolean, checked_env_name, checked_header_name, checked_header_value, no_nul,
@@ -125,12 +125,12 @@ fn unknown_type_message(type_name: &str) -> String {
     )
 }
 
-fn read_stdio(fields: &mut Fields<'_>, report: &mut Report) -> Option<StdioConfig> {
+fn read_stdio(fields: &mut Fields<'_>, report: &mut Report) -> Option<StdioEntry> {
     let command = fields.required("command", ServerKind::Stdio, report, non_empty(no_nul));
     let args = fields.optional("args", report, string_list(no_nul));
     let env = fields.optional("env", report, string_map(checked_env_name, no_nul));
     let cwd = fields.optional("cwd", report, non_empty(no_nul));
-    Some(StdioConfig {
+    Some(StdioEntry {
         command: command?,
         args: args.unwrap_or_default(),
         env: env.unwrap_or_default(),
@@ -139,13 +139,13 @@ fn read_stdio(fields: &mut Fields<'_>, report: &mut Report) -> Option<StdioConfi
     })
 }
 
-fn read_http(fields: &mut Fields<'_>, kind: ServerKind, report: &mut Report) -> Option<HttpConfig> {
+fn read_http(fields: &mut Fields<'_>, kind: ServerKind, report: &mut Report) -> Option<HttpEntry> {
     let url = fields.required("url", kind, report, url(Schemes::Http));
     let headers = fields.optional("headers", report, string_map(checked_header_name, checked_header_value));
     let headers_helper = fields.optional("headersHelper", report, non_empty(ANY_STRING));
     let network = read_network(fields, report);
     let oauth = fields.optional("oauth", report, read_oauth);
-    Some(HttpConfig {
+    Some(HttpEntry {
         url: url?,
         headers: headers.unwrap_or_default(),
         headers_helper,
@@ -273,12 +273,12 @@ fn grant_type(value: &Value, path: &str, report: &mut Report) -> Option<OAuthGra
     found
 }
 
-fn read_ws(fields: &mut Fields<'_>, report: &mut Report) -> Option<WsConfig> {
+fn read_ws(fields: &mut Fields<'_>, report: &mut Report) -> Option<WsEntry> {
     let url = fields.required("url", ServerKind::Ws, report, url(Schemes::WebSocket));
     let headers = fields.optional("headers", report, string_map(checked_header_name, checked_header_value));
     let headers_helper = fields.optional("headersHelper", report, non_empty(ANY_STRING));
     let network = read_network(fields, report);
-    Some(WsConfig {
+    Some(WsEntry {
         url: url?,
         headers: headers.unwrap_or_default(),
         headers_helper,
@@ -287,11 +287,11 @@ fn read_ws(fields: &mut Fields<'_>, report: &mut Report) -> Option<WsConfig> {
     })
 }
 
-fn read_sse_ide(fields: &mut Fields<'_>, report: &mut Report) -> Option<SseIdeConfig> {
+fn read_sse_ide(fields: &mut Fields<'_>, report: &mut Report) -> Option<SseIdeEntry> {
     let url = fields.required("url", ServerKind::SseIde, report, url(Schemes::Http));
     let ide_name = fields.required("ideName", ServerKind::SseIde, report, non_empty(ANY_STRING));
     let ide_running_in_windows = fields.optional("ideRunningInWindows", report, boolean);
-    Some(SseIdeConfig {
+    Some(SseIdeEntry {
         url: url?,
         ide_name: ide_name?,
         ide_running_in_windows: ide_running_in_windows.unwrap_or(false),
@@ -299,12 +299,12 @@ fn read_sse_ide(fields: &mut Fields<'_>, report: &mut Report) -> Option<SseIdeCo
     })
 }
 
-fn read_ws_ide(fields: &mut Fields<'_>, report: &mut Report) -> Option<WsIdeConfig> {
+fn read_ws_ide(fields: &mut Fields<'_>, report: &mut Report) -> Option<WsIdeEntry> {
     let url = fields.required("url", ServerKind::WsIde, report, url(Schemes::WebSocket));
     let ide_name = fields.required("ideName", ServerKind::WsIde, report, non_empty(ANY_STRING));
     let auth_token = fields.optional("authToken", report, non_empty(checked_header_value));
     let ide_running_in_windows = fields.optional("ideRunningInWindows", report, boolean);
-    Some(WsIdeConfig {
+    Some(WsIdeEntry {
         url: url?,
         ide_name: ide_name?,
         auth_token,
@@ -313,10 +313,10 @@ fn read_ws_ide(fields: &mut Fields<'_>, report: &mut Report) -> Option<WsIdeConf
     })
 }
 
-fn read_claudeai_proxy(fields: &mut Fields<'_>, report: &mut Report) -> Option<ClaudeAiProxyConfig> {
+fn read_claudeai_proxy(fields: &mut Fields<'_>, report: &mut Report) -> Option<ClaudeAiProxyEntry> {
     let url = fields.required("url", ServerKind::ClaudeAiProxy, report, url(Schemes::Http));
     let id = fields.required("id", ServerKind::ClaudeAiProxy, report, non_empty(ANY_STRING));
-    Some(ClaudeAiProxyConfig {
+    Some(ClaudeAiProxyEntry {
         url: url?,
         id: id?,
         options: ServerOptions::default(),

@@ -3,12 +3,12 @@
 //! [`ConfigSources`] finds the file of every [`Scope`] (see [`ConfigPaths`]) and
 //! [`ConfigSources::load`] turns them into a [`MergedConfig`]: one [`MergedServer`] per name, the
 //! entry of the highest scope used whole (explicit `--config` files > local > project > user),
-//! with its scope, source file, [`ServerStatus`], warnings and cache key. Nothing fails the load:
+//! with its scope, source file, [`EntryStatus`], warnings and cache key. Nothing fails the load:
 //! a file that is not JSON, a bad entry, a broken policy are all data on the result, and
 //! everything else still loads.
 //!
 //! ```
-//! use plexus_config::{ConfigSources, DiscoveryOptions, Scope, ServerName, ServerStatus};
+//! use plexus_config::{ConfigSources, DiscoveryOptions, Scope, ServerName, EntryStatus};
 //!
 //! let root = tempfile::tempdir()?;
 //! let (home, project) = (root.path().join("home"), root.path().join("project"));
@@ -27,7 +27,7 @@
 //! assert_eq!((docs.scope, docs.source.clone()), (Scope::Project, project.join(".mcp.json")));
 //! assert_eq!(docs.config.url().unwrap().as_str(), "https://docs.example.com/mcp");
 //! // A project's servers are someone else's code: they wait for the user's approval.
-//! assert_eq!(docs.status, ServerStatus::PendingApproval);
+//! assert_eq!(docs.status, EntryStatus::PendingApproval);
 //!
 //! sources.approve(&[ServerName::new("docs")?])?;
 //! assert!(sources.load().server("docs").unwrap().is_active());
@@ -132,7 +132,7 @@ pub use import::{
 };
 pub use kind::ServerKind;
 pub use merge::{
-    ConfigSources, FileOutcome, InvalidServer, MergedConfig, MergedServer, Origin, ServerStatus, SourceFile,
+    ConfigSources, EntryOrigin, EntryStatus, FileOutcome, InvalidServer, MergedConfig, MergedServer, SourceFile,
 };
 pub use name::{InvalidServerName, ServerName};
 pub use new_entry::{EntryError, NewEntry, check_entry, checked_entry, entry_from_json};
@@ -140,8 +140,8 @@ pub use pipe::PIPE_TIMEOUT;
 pub use policy::{ALLOWED_KEY, DENIED_KEY, PolicyBlock, PolicyMatcher};
 pub use scope::{Scope, UnknownScope};
 pub use server::{
-    ClaudeAiProxyConfig, ClientIdentityConfig, HttpConfig, NetworkConfig, OAuthConfig, OAuthGrantType, ProxySetting,
-    ServerConfig, ServerOptions, SseIdeConfig, StdioConfig, WsConfig, WsIdeConfig,
+    ClaudeAiProxyEntry, ClientIdentityConfig, HttpEntry, NetworkConfig, OAuthConfig, OAuthGrantType, ProxySetting,
+    ServerConfig, ServerOptions, SseIdeEntry, StdioEntry, WsEntry, WsIdeEntry,
 };
 pub use url::Url;
 pub use values::{ValueError, env_name, header_name, header_value};

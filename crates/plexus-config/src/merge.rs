@@ -24,7 +24,7 @@ pub struct ConfigSources {
 
 /// Whether a server may run, and if not, why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ServerStatus {
+pub enum EntryStatus {
     /// It may be connected.
     Active,
     /// A project server nobody has approved yet (`plexus approve NAME`).
@@ -37,34 +37,34 @@ pub enum ServerStatus {
     RejectedByUser,
 }
 
-impl ServerStatus {
+impl EntryStatus {
     /// A short word for tables: `active`, `pending-approval`, `disabled`, `denied`, `rejected`.
     pub fn label(&self) -> &'static str {
         match self {
-            ServerStatus::Active => "active",
-            ServerStatus::PendingApproval => "pending-approval",
-            ServerStatus::DisabledByConfig => "disabled",
-            ServerStatus::DeniedByPolicy(_) => "denied",
-            ServerStatus::RejectedByUser => "rejected",
+            EntryStatus::Active => "active",
+            EntryStatus::PendingApproval => "pending-approval",
+            EntryStatus::DisabledByConfig => "disabled",
+            EntryStatus::DeniedByPolicy(_) => "denied",
+            EntryStatus::RejectedByUser => "rejected",
         }
     }
 }
 
-impl fmt::Display for ServerStatus {
+impl fmt::Display for EntryStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ServerStatus::Active => f.write_str("active"),
-            ServerStatus::PendingApproval => f.write_str("pending approval (a project server runs only once approved)"),
-            ServerStatus::DisabledByConfig => f.write_str("disabled by its entry"),
-            ServerStatus::DeniedByPolicy(block) => write!(f, "disabled by managed policy: {block}"),
-            ServerStatus::RejectedByUser => f.write_str("rejected (disabledMcpjsonServers)"),
+            EntryStatus::Active => f.write_str("active"),
+            EntryStatus::PendingApproval => f.write_str("pending approval (a project server runs only once approved)"),
+            EntryStatus::DisabledByConfig => f.write_str("disabled by its entry"),
+            EntryStatus::DeniedByPolicy(block) => write!(f, "disabled by managed policy: {block}"),
+            EntryStatus::RejectedByUser => f.write_str("rejected (disabledMcpjsonServers)"),
         }
     }
 }
 
 /// A scope and file that define a server.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Origin {
+pub struct EntryOrigin {
     /// The scope.
     pub scope: Scope,
     /// The file.
@@ -83,12 +83,12 @@ pub struct MergedServer {
     /// The entry, with `${VAR}` references expanded.
     pub config: ServerConfig,
     /// Whether it may run.
-    pub status: ServerStatus,
+    pub status: EntryStatus,
     /// The entry's warnings (unknown fields, ignored timeouts, unset variables), each naming the
     /// file and the server.
     pub warnings: Vec<Diagnostic>,
     /// Lower scopes that define the same name; their entries are not used.
-    pub overridden: Vec<Origin>,
+    pub overridden: Vec<EntryOrigin>,
     cache_key: String,
 }
 
@@ -100,7 +100,7 @@ impl MergedServer {
 
     /// Whether the server may run.
     pub fn is_active(&self) -> bool {
-        self.status == ServerStatus::Active
+        self.status == EntryStatus::Active
     }
 }
 
@@ -119,7 +119,7 @@ pub struct InvalidServer {
     /// The entry's warnings.
     pub warnings: Vec<Diagnostic>,
     /// Lower scopes that define the same name.
-    pub overridden: Vec<Origin>,
+    pub overridden: Vec<EntryOrigin>,
 }
 
 /// What happened to one file that was looked at.
@@ -185,7 +185,7 @@ impl MergedConfig {
     pub fn pending_approval(&self) -> impl Iterator<Item = &MergedServer> {
         self.servers
             .iter()
-            .filter(|server| server.status == ServerStatus::PendingApproval)
+            .filter(|server| server.status == EntryStatus::PendingApproval)
     }
 
     /// The files that could not be read or parsed, with why.
@@ -296,7 +296,7 @@ impl ConfigSources {
 /// One entry as read from one file, in the order files were read.
 struct Read {
     name: String,
-    origin: Origin,
+    origin: EntryOrigin,
     server: Option<(ServerName, ServerConfig)>,
     diagnostics: Vec<Diagnostic>,
 }
@@ -376,7 +376,7 @@ impl Loader<'_> {
         let name = server.as_ref().map_or(name, |(server_name, _)| server_name.as_str());
         self.definitions.push(Read {
             name: name.to_owned(),
-            origin: Origin {
+            origin: EntryOrigin {
                 scope,
                 file: path.to_owned(),
             },
@@ -440,9 +440,9 @@ fn status(
     scope: Scope,
     policy: &Policy,
     approvals: &Approvals,
-) -> ServerStatus {
+) -> EntryStatus {
     if let Some(block) = policy.check(name, config, scope == Scope::Managed) {
-        return ServerStatus::DeniedByPolicy(block);
+        return EntryStatus::DeniedByPolicy(block);
     }
     let decision = if scope == Scope::Project {
         approvals.decision(name.as_str())
@@ -450,10 +450,10 @@ fn status(
         Decision::Approved
     };
     match decision {
-        Decision::Rejected => ServerStatus::RejectedByUser,
-        _ if config.options().disabled => ServerStatus::DisabledByConfig,
-        Decision::Undecided => ServerStatus::PendingApproval,
-        Decision::Approved => ServerStatus::Active,
+        Decision::Rejected => EntryStatus::RejectedByUser,
+        _ if config.options().disabled => EntryStatus::DisabledByConfig,
+        Decision::Undecided => EntryStatus::PendingApproval,
+        Decision::Approved => EntryStatus::Active,
     }
 }
 

@@ -18,19 +18,19 @@ use crate::ServerKind;
 #[derive(Debug, Clone, PartialEq)]
 pub enum ServerConfig {
     /// `"type": "stdio"` or no `type`: a local child process.
-    Stdio(StdioConfig),
+    Stdio(StdioEntry),
     /// `"type": "sse"`: legacy HTTP+SSE.
-    Sse(HttpConfig),
+    Sse(HttpEntry),
     /// `"type": "http"` or `"streamable-http"`: Streamable HTTP.
-    Http(HttpConfig),
+    Http(HttpEntry),
     /// `"type": "ws"`: WebSocket.
-    Ws(WsConfig),
+    Ws(WsEntry),
     /// `"type": "sse-ide"`: an IDE extension's server on legacy HTTP+SSE.
-    SseIde(SseIdeConfig),
+    SseIde(SseIdeEntry),
     /// `"type": "ws-ide"`: an IDE extension's server over WebSocket.
-    WsIde(WsIdeConfig),
+    WsIde(WsIdeEntry),
     /// `"type": "claudeai-proxy"`: a server behind the claude.ai connector proxy.
-    ClaudeAiProxy(ClaudeAiProxyConfig),
+    ClaudeAiProxy(ClaudeAiProxyEntry),
 }
 
 /// Fields every kind of entry has.
@@ -57,7 +57,7 @@ pub struct ServerOptions {
 
 /// A local server run as a child process (`stdio`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct StdioConfig {
+pub struct StdioEntry {
     /// `command`: the program to run, a path or a name looked up in `PATH`. Never empty.
     pub command: String,
     /// `args`: its arguments.
@@ -72,7 +72,7 @@ pub struct StdioConfig {
 
 /// A remote server over HTTP: the settings of both `sse` and `http` entries.
 #[derive(Debug, Clone, PartialEq)]
-pub struct HttpConfig {
+pub struct HttpEntry {
     /// `url`: the endpoint, `http` or `https`.
     pub url: Url,
     /// `headers`: sent with every request.
@@ -222,7 +222,7 @@ impl OAuthGrantType {
 
 /// A remote server over WebSocket (`ws`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct WsConfig {
+pub struct WsEntry {
     /// `url`: the endpoint, `ws` or `wss`.
     pub url: Url,
     /// `headers`: sent with the opening handshake.
@@ -238,7 +238,7 @@ pub struct WsConfig {
 
 /// An IDE extension's server on legacy HTTP+SSE (`sse-ide`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct SseIdeConfig {
+pub struct SseIdeEntry {
     /// `url`: the endpoint, `http` or `https`.
     pub url: Url,
     /// `ideName`: the IDE's display name.
@@ -251,7 +251,7 @@ pub struct SseIdeConfig {
 
 /// An IDE extension's server over WebSocket (`ws-ide`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct WsIdeConfig {
+pub struct WsIdeEntry {
     /// `url`: the endpoint, `ws` or `wss`.
     pub url: Url,
     /// `ideName`: the IDE's display name.
@@ -266,7 +266,7 @@ pub struct WsIdeConfig {
 
 /// A server behind the claude.ai connector proxy (`claudeai-proxy`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ClaudeAiProxyConfig {
+pub struct ClaudeAiProxyEntry {
     /// `url`: the proxy endpoint, `http` or `https`.
     pub url: Url,
     /// `id`: the connector's id at claude.ai.

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use common::{Workspace, servers};
 use plexus_config::{
-    ConfigSources, Environment, Origin, Scope, ServerConfig, ServerName, SettingsEdit, canonical_json, expand_vars,
+    ConfigSources, EntryOrigin, Environment, Scope, ServerConfig, ServerName, SettingsEdit, canonical_json, expand_vars,
 };
 use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
@@ -121,10 +121,10 @@ proptest! {
                 prop_assert_eq!(server.scope, *scope);
                 prop_assert_eq!(&server.source, path);
                 prop_assert_eq!(&server.config, &ServerConfig::from_json(entry).unwrap().0);
-                let overridden: Vec<Origin> = defined[..defined.len() - 1]
+                let overridden: Vec<EntryOrigin> = defined[..defined.len() - 1]
                     .iter()
                     .rev()
-                    .map(|(scope, path, _)| Origin { scope: *scope, file: path.clone() })
+                    .map(|(scope, path, _)| EntryOrigin { scope: *scope, file: path.clone() })
                     .collect();
                 prop_assert_eq!(&server.overridden, &overridden);
             }

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Workspace, messages, servers, stdio};
-use plexus_config::{ConfigSources, MergedConfig, PolicyBlock, PolicyMatcher, Scope, ServerStatus};
+use plexus_config::{ConfigSources, EntryStatus, MergedConfig, PolicyBlock, PolicyMatcher, Scope};
 use serde_json::{Value, json};
 
 /// A workspace whose user scope defines a stdio, an http and a ws server.
@@ -75,7 +75,7 @@ fn deny_rules_match_by_name_url_glob_and_exact_command() {
     let docs = ws.load().server("docs").unwrap().status.clone();
     assert_eq!(
         docs,
-        ServerStatus::DeniedByPolicy(PolicyBlock::Denied {
+        EntryStatus::DeniedByPolicy(PolicyBlock::Denied {
             file: ws.managed.clone(),
             index: 1,
             matcher: PolicyMatcher::ServerUrl("HTTPS://*.EXAMPLE.com/*".into()),

@@ -8,9 +8,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use plexus_config::{
-    ClaudeAiProxyConfig, ClientIdentityConfig, ConfigFile, HttpConfig, NetworkConfig, OAuthConfig, OAuthGrantType,
-    ProxySetting, ServerConfig, ServerName, ServerOptions, Severity, SseIdeConfig, StdioConfig, Url, WsConfig,
-    WsIdeConfig,
+    ClaudeAiProxyEntry, ClientIdentityConfig, ConfigFile, HttpEntry, NetworkConfig, OAuthConfig, OAuthGrantType,
+    ProxySetting, ServerConfig, ServerName, ServerOptions, Severity, SseIdeEntry, StdioEntry, Url, WsEntry, WsIdeEntry,
 };
 use proptest::collection::{btree_map, vec};
 use proptest::option;
@@ -320,7 +319,7 @@ fn server_config() -> impl Strategy<Value = ServerConfig> {
             option::of(oauth()),
             options(),
         )
-            .prop_map(|(url, headers, headers_helper, network, oauth, options)| HttpConfig {
+            .prop_map(|(url, headers, headers_helper, network, oauth, options)| HttpEntry {
                 url,
                 headers,
                 headers_helper,
@@ -338,7 +337,7 @@ fn server_config() -> impl Strategy<Value = ServerConfig> {
             option::of(text()),
             options()
         )
-            .prop_map(|(command, args, env, cwd, options)| ServerConfig::Stdio(StdioConfig {
+            .prop_map(|(command, args, env, cwd, options)| ServerConfig::Stdio(StdioEntry {
                 command,
                 args,
                 env,
@@ -349,7 +348,7 @@ fn server_config() -> impl Strategy<Value = ServerConfig> {
         http().prop_map(ServerConfig::Http),
         (url(ws_schemes), headers(), option::of(text()), network(), options()).prop_map(
             |(url, headers, headers_helper, network, options)| {
-                ServerConfig::Ws(WsConfig {
+                ServerConfig::Ws(WsEntry {
                     url,
                     headers,
                     headers_helper,
@@ -360,7 +359,7 @@ fn server_config() -> impl Strategy<Value = ServerConfig> {
         ),
         (url(http_schemes), text(), any::<bool>(), options()).prop_map(
             |(url, ide_name, ide_running_in_windows, options)| {
-                ServerConfig::SseIde(SseIdeConfig {
+                ServerConfig::SseIde(SseIdeEntry {
                     url,
                     ide_name,
                     ide_running_in_windows,
@@ -376,7 +375,7 @@ fn server_config() -> impl Strategy<Value = ServerConfig> {
             options()
         )
             .prop_map(|(url, ide_name, auth_token, ide_running_in_windows, options)| {
-                ServerConfig::WsIde(WsIdeConfig {
+                ServerConfig::WsIde(WsIdeEntry {
                     url,
                     ide_name,
                     auth_token,
@@ -385,6 +384,6 @@ fn server_config() -> impl Strategy<Value = ServerConfig> {
                 })
             }),
         (url(http_schemes), text(), options())
-            .prop_map(|(url, id, options)| { ServerConfig::ClaudeAiProxy(ClaudeAiProxyConfig { url, id, options }) }),
+            .prop_map(|(url, id, options)| { ServerConfig::ClaudeAiProxy(ClaudeAiProxyEntry { url, id, options }) }),
     ]
 }

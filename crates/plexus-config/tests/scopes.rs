@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use common::{Workspace, messages, servers, stdio};
 use plexus_config::{
-    ConfigPaths, ConfigSources, FileOutcome, MergedConfig, Origin, Scope, ServerConfig, ServerName, ServerStatus,
+    ConfigPaths, ConfigSources, EntryOrigin, EntryStatus, FileOutcome, MergedConfig, Scope, ServerConfig, ServerName,
 };
 use serde_json::json;
 
@@ -57,17 +57,17 @@ fn the_highest_scope_wins_whole_and_records_its_scope_and_file() {
     assert_eq!(
         shared.overridden,
         [
-            Origin {
+            EntryOrigin {
                 scope: Scope::Project,
                 file: ws.project_file()
             },
-            Origin {
+            EntryOrigin {
                 scope: Scope::User,
                 file: ws.user_file()
             },
         ]
     );
-    assert_eq!(shared.status, ServerStatus::Active);
+    assert_eq!(shared.status, EntryStatus::Active);
 
     let user = merged.server("only-user").unwrap();
     assert_eq!((user.scope, user.source.clone()), (Scope::User, ws.user_file()));
@@ -78,7 +78,7 @@ fn the_highest_scope_wins_whole_and_records_its_scope_and_file() {
     );
     assert_eq!(
         project.status,
-        ServerStatus::Active,
+        EntryStatus::Active,
         "approved by enableAllProjectMcpServers"
     );
 
@@ -120,11 +120,11 @@ fn explicit_files_win_over_every_scope_and_a_later_one_over_an_earlier_one() {
     assert_eq!(
         merged.server("a").unwrap().overridden,
         [
-            Origin {
+            EntryOrigin {
                 scope: Scope::Explicit,
                 file: first.clone()
             },
-            Origin {
+            EntryOrigin {
                 scope: Scope::Local,
                 file: ws.local_file()
             },
@@ -324,7 +324,7 @@ fn an_invalid_winning_entry_does_not_fall_back_to_a_lower_scope() {
     );
     assert_eq!(
         invalid.overridden,
-        [Origin {
+        [EntryOrigin {
             scope: Scope::User,
             file: ws.user_file()
         }]
@@ -415,7 +415,7 @@ fn approval_settings_of_the_wrong_type_are_reported_and_ignored() {
         &json!({"enableAllProjectMcpServers": "yes", "enabledMcpjsonServers": ["p", 7], "disabledMcpjsonServers": {}}),
     );
     let merged = ws.load();
-    assert_eq!(merged.server("p").unwrap().status, ServerStatus::Active);
+    assert_eq!(merged.server("p").unwrap().status, EntryStatus::Active);
     let local = ws.local_file().display().to_string();
     assert_eq!(
         messages(&merged.diagnostics),
@@ -448,8 +448,8 @@ fn approve_and_reject_are_recorded_in_the_local_settings() {
         "{\n  \"enabledMcpjsonServers\": [\n    \"b\"\n  ],\n  \"disabledMcpjsonServers\": [\n    \"a\"\n  ]\n}\n"
     );
     let merged = sources.load();
-    assert_eq!(merged.server("a").unwrap().status, ServerStatus::RejectedByUser);
-    assert_eq!(merged.server("b").unwrap().status, ServerStatus::Active);
+    assert_eq!(merged.server("a").unwrap().status, EntryStatus::RejectedByUser);
+    assert_eq!(merged.server("b").unwrap().status, EntryStatus::Active);
 }
 
 #[test]
@@ -491,7 +491,7 @@ fn nothing_a_project_ships_can_approve_its_servers_or_add_local_ones() {
     );
     let merged = ws.load();
     assert_eq!(names(&merged), ["evil"]);
-    assert_eq!(merged.server("evil").unwrap().status, ServerStatus::PendingApproval);
+    assert_eq!(merged.server("evil").unwrap().status, EntryStatus::PendingApproval);
     assert_eq!(merged.active().count(), 0);
     assert!(
         merged.files.iter().all(|file| file.path != shipped),

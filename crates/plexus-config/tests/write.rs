@@ -6,7 +6,7 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 
 use common::{Workspace, messages, servers, stdio};
-use plexus_config::{Environment, Scope, ServerName, ServerStatus, SettingsEdit, WriteError, entry_from_json};
+use plexus_config::{EntryStatus, Environment, Scope, ServerName, SettingsEdit, WriteError, entry_from_json};
 use serde_json::json;
 
 fn name(text: &str) -> ServerName {
@@ -63,7 +63,7 @@ fn adding_to_a_missing_file_creates_it_and_its_directory() {
 
     let merged = ws.load();
     let db = merged.server("db").unwrap();
-    assert_eq!((db.scope, db.status.clone()), (Scope::Local, ServerStatus::Active));
+    assert_eq!((db.scope, db.status.clone()), (Scope::Local, EntryStatus::Active));
 }
 
 #[test]
@@ -328,7 +328,7 @@ fn an_added_project_server_waits_for_approval() {
     let entry = entry_from_json(r#"{"command": "run-me"}"#, sources.env()).unwrap();
     sources.add_server(Scope::Project, &name("tool"), &entry.entry).unwrap();
     let merged = sources.load();
-    assert_eq!(merged.server("tool").unwrap().status, ServerStatus::PendingApproval);
+    assert_eq!(merged.server("tool").unwrap().status, EntryStatus::PendingApproval);
     sources.approve(&[name("tool")]).unwrap();
-    assert_eq!(sources.load().server("tool").unwrap().status, ServerStatus::Active);
+    assert_eq!(sources.load().server("tool").unwrap().status, EntryStatus::Active);
 }

@@ -37,7 +37,7 @@ pub use call::{CallError, CallOptions, call_tool};
 pub use elicitation::{UrlElicitationError, UrlElicitationHandler};
 pub use entry::{MAX_DESCRIPTION_CHARS, TRUNCATION_MARKER, ToolEntry, requires_task, truncate_description};
 pub use naming::{
-    Collision, DEFAULT_MAX_NAME_LEN, Origin, ToolIndex, normalize_name, qualified_name, qualified_name_within,
+    Collision, DEFAULT_MAX_NAME_LEN, ToolIndex, ToolOrigin, normalize_name, qualified_name, qualified_name_within,
 };
 pub use result::{ProcessedResult, ResultError, ResultSettings, SavedFile, process, processing_may_block, save_binary};
 pub use store::ResultStore;

@@ -87,7 +87,7 @@ fn hashed_name(plain: &str, server: &str, tool: &str, max_len: usize, digits: us
 
 /// Where a qualified name comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Origin {
+pub struct ToolOrigin {
     /// The server's configured name.
     pub server: String,
     /// The tool's (or prompt's) own name on that server.
@@ -100,15 +100,15 @@ pub struct Collision {
     /// The plain name they share.
     pub plain: String,
     /// Each one's origin and name, ordered by origin.
-    pub names: Vec<(Origin, String)>,
+    pub names: Vec<(ToolOrigin, String)>,
 }
 
 /// The names of a pool's tools (or prompts): origin → name and back.
 #[derive(Debug, Clone)]
 pub struct ToolIndex {
     max_len: usize,
-    names: HashMap<String, Origin>,
-    origins: HashMap<Origin, String>,
+    names: HashMap<String, ToolOrigin>,
+    origins: HashMap<ToolOrigin, String>,
 }
 
 impl Default for ToolIndex {
@@ -135,7 +135,7 @@ impl ToolIndex {
 
     /// Adds `tool` of `server` (again: nothing changes) and returns its name.
     pub fn insert(&mut self, server: &str, tool: &str) -> &str {
-        let origin = Origin {
+        let origin = ToolOrigin {
             server: server.to_owned(),
             tool: tool.to_owned(),
         };
@@ -160,14 +160,14 @@ impl ToolIndex {
     }
 
     /// Where `name` comes from.
-    pub fn resolve(&self, name: &str) -> Option<&Origin> {
+    pub fn resolve(&self, name: &str) -> Option<&ToolOrigin> {
         self.names.get(name)
     }
 
     /// The name of `tool` of `server`, when it is in the index.
     pub fn name_of(&self, server: &str, tool: &str) -> Option<&str> {
         self.origins
-            .get(&Origin {
+            .get(&ToolOrigin {
                 server: server.to_owned(),
                 tool: tool.to_owned(),
             })
@@ -187,7 +187,7 @@ impl ToolIndex {
     /// The names that share their plain form with another (each pair is kept under distinct
     /// names; hosts may want to tell the user), ordered by plain name.
     pub fn collisions(&self) -> Vec<Collision> {
-        let mut by_plain: HashMap<String, Vec<(Origin, String)>> = HashMap::new();
+        let mut by_plain: HashMap<String, Vec<(ToolOrigin, String)>> = HashMap::new();
         for (origin, name) in &self.origins {
             by_plain
                 .entry(plain_name(&origin.server, &origin.tool))

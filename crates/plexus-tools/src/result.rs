@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::image::{ImageLimits, fit_image};
-use crate::store::{ResultStore, StoreError};
+use crate::store::{ResultStore, ResultStoreError};
 
 /// `MAX_MCP_OUTPUT_TOKENS`: the largest output handed on, in estimated tokens.
 pub const MAX_OUTPUT_TOKENS_VAR: &str = "MAX_MCP_OUTPUT_TOKENS";
@@ -121,7 +121,7 @@ pub struct ProcessedResult {
 pub enum ResultError {
     /// A file of output over the limit could not be written.
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(#[from] ResultStoreError),
     /// Processing on a blocking thread was stopped before it ended (the runtime shut down).
     #[error("processing the result was stopped: the program is shutting down")]
     Stopped,
@@ -284,7 +284,7 @@ fn not_shown(processed: &mut ProcessedResult, (what, mime): (&str, &str), why: &
 }
 
 /// Writes binary content of type `mime` to a new file of `store`, with the type's extension.
-pub fn save_binary(store: &ResultStore, mime: &str, bytes: &[u8]) -> Result<SavedFile, StoreError> {
+pub fn save_binary(store: &ResultStore, mime: &str, bytes: &[u8]) -> Result<SavedFile, ResultStoreError> {
     let path = store.save("content", extension(mime), bytes)?;
     Ok(SavedFile {
         path,

@@ -33,7 +33,7 @@ pub const MAX_SESSION_BYTES: u64 = 1024 * 1024 * 1024;
 /// Why output could not be persisted.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write tool output to {path}: {source}")]
-pub struct StoreError {
+pub struct ResultStoreError {
     /// The file or directory.
     pub path: PathBuf,
     /// What failed.
@@ -80,10 +80,10 @@ impl ResultStore {
     /// the session's directory (created 0700), and returns its path. Past the session's limit of
     /// bytes ([`MAX_SESSION_BYTES`] unless [`with_max_bytes`](Self::with_max_bytes)), nothing
     /// is written: the error's kind is `QuotaExceeded`.
-    pub fn save(&self, stem: &str, extension: &str, bytes: &[u8]) -> Result<PathBuf, StoreError> {
+    pub fn save(&self, stem: &str, extension: &str, bytes: &[u8]) -> Result<PathBuf, ResultStoreError> {
         let failed = |path: &Path| {
             let path = path.to_owned();
-            move |source| StoreError { path, source }
+            move |source| ResultStoreError { path, source }
         };
         let size = bytes.len() as u64;
         let before = self.written.fetch_add(size, Ordering::Relaxed);
@@ -105,10 +105,10 @@ impl ResultStore {
 
     /// Writes `bytes` to a new file of the session's directory (see [`save`](Self::save)); a
     /// file that could not be written whole is removed.
-    fn write_new(&self, stem: &str, extension: &str, bytes: &[u8]) -> Result<PathBuf, StoreError> {
+    fn write_new(&self, stem: &str, extension: &str, bytes: &[u8]) -> Result<PathBuf, ResultStoreError> {
         let failed = |path: &Path| {
             let path = path.to_owned();
-            move |source| StoreError { path, source }
+            move |source| ResultStoreError { path, source }
         };
         DirBuilder::new()
             .recursive(true)

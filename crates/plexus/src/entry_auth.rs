@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use plexus_config::{HttpConfig, Scope, ServerConfig};
+use plexus_config::{HttpEntry, Scope, ServerConfig};
 use plexus_net::StaticHeaders;
 
 use crate::DefaultConnector;
@@ -129,7 +129,7 @@ pub(crate) fn plan(config: &ServerConfig, scope: Option<Scope>) -> Result<AuthPl
 /// `http` and `sse`: `headersHelper`, then a static `Authorization` header (neither ever falls
 /// back to OAuth: their rejection is the answer), else OAuth (with the entry's `oauth` settings,
 /// if any).
-fn remote_plan(http: &HttpConfig) -> Result<AuthPlan, &'static str> {
+fn remote_plan(http: &HttpEntry) -> Result<AuthPlan, &'static str> {
     if let Some(command) = &http.headers_helper {
         return helper_plan(command, http.url.as_str());
     }

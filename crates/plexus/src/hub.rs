@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use plexus_client::ClientHandler;
-use plexus_config::{ConfigSources, DiscoveryOptions, Environment, MergedConfig, ServerConfig, ServerStatus};
+use plexus_config::{ConfigSources, DiscoveryOptions, EntryStatus, Environment, MergedConfig, ServerConfig};
 use plexus_pool::{Admission, Pool, PoolError, PoolEvent, PoolSettings, Readiness, ServerSpec};
 use plexus_protocol::Tool;
 use plexus_tools::{
@@ -258,10 +258,10 @@ pub fn server_specs(config: &MergedConfig) -> Vec<ServerSpec> {
 /// Whether a server of config `status` may start: active servers start, a project server
 /// waiting for approval is pending, every other is disabled; `reason` says why in the host's
 /// words.
-pub fn admission(status: &ServerStatus, reason: impl FnOnce() -> String) -> Admission {
+pub fn admission(status: &EntryStatus, reason: impl FnOnce() -> String) -> Admission {
     match status {
-        ServerStatus::Active => Admission::Start,
-        ServerStatus::PendingApproval => Admission::AwaitingApproval { reason: reason() },
+        EntryStatus::Active => Admission::Start,
+        EntryStatus::PendingApproval => Admission::AwaitingApproval { reason: reason() },
         _ => Admission::Disabled { reason: reason() },
     }
 }
@@ -432,7 +432,7 @@ impl Hub {
 
     /// The server and the server's own name of the tool `name` of the pool (as named the last
     /// time the tool pool was built).
-    pub fn tool_origin(&self, name: &str) -> Option<plexus_tools::Origin> {
+    pub fn tool_origin(&self, name: &str) -> Option<plexus_tools::ToolOrigin> {
         lock(&self.index).resolve(name).cloned()
     }
 

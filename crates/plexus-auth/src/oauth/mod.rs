@@ -75,7 +75,7 @@ pub use settings::{
 };
 pub use user_agent::{AuthorizationPrompt, RedirectFollower, UserAgent, UserAgentError};
 
-use crate::store::StoreError;
+use crate::store::TokenStoreError;
 
 /// Why an OAuth step failed. Messages name the server, URL or field concerned and never contain a
 /// token or a secret.
@@ -227,7 +227,7 @@ pub enum OAuthError {
     },
     /// The token store failed.
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(#[from] TokenStoreError),
     /// TLS could not be set up for OAuth's requests (an unusable `NODE_EXTRA_CA_CERTS`).
     #[error(transparent)]
     Tls(#[from] plexus_net::tls::TlsError),

@@ -114,6 +114,9 @@ pub struct Readiness {
     /// Still connecting when the budget ran out: each joins later with a
     /// [`PoolEvent::Joined`].
     pub still_connecting: Vec<String>,
+    /// Why each server of [`failed`](Self::failed) and [`needs_auth`](Self::needs_auth) is
+    /// not connected, by server.
+    pub reasons: std::collections::BTreeMap<String, String>,
 }
 
 impl Pool {
@@ -357,10 +360,25 @@ impl Pool {
         for slot in slots.iter().filter(|slot| slot.startable().is_ok()) {
             let mut live = slot.live();
             let name = slot.name().to_owned();
+            let why = || {
+                live.state
+                    .error
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .or_else(|| live.state.reason.clone())
+            };
             match live.state.status {
                 ServerStatus::Connected => readiness.connected.push(name),
-                ServerStatus::Failed | ServerStatus::Disabled => readiness.failed.push(name),
-                ServerStatus::NeedsAuth => readiness.needs_auth.push(name),
+                ServerStatus::Failed | ServerStatus::Disabled | ServerStatus::NeedsAuth => {
+                    if let Some(why) = why() {
+                        readiness.reasons.insert(name.clone(), why);
+                    }
+                    if live.state.status == ServerStatus::NeedsAuth {
+                        readiness.needs_auth.push(name);
+                    } else {
+                        readiness.failed.push(name);
+                    }
+                }
                 ServerStatus::Pending | ServerStatus::Connecting => {
                     if past_budget {
                         live.late = true;

@@ -112,6 +112,10 @@ async fn a_required_server_that_cannot_connect_fails_the_readiness_wait_with_its
         .set_servers([stdio("broken", &["--exit-at-start", "3"]), stdio("fine", &[])])
         .await;
     let ready = pool2.wait_ready(HANG_GUARD).await.unwrap();
+    // Its reason comes with it.
+    let why = &ready.reasons["broken"];
+    assert!(why.contains("exited with status 3"), "{why}");
+    assert_eq!(ready.reasons.len(), 1, "{:?}", ready.reasons);
     assert_eq!(
         (ready.connected, ready.failed),
         (vec!["fine".to_owned()], vec!["broken".to_owned()])

@@ -207,6 +207,23 @@ impl From<CallError> for HubError {
     }
 }
 
+/// Runs `work` (file I/O) on a blocking thread; on the caller's, when the runtime cannot spawn
+/// one (it is shutting down).
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    let work = Arc::new(Mutex::new(Some(work)));
+    let run = {
+        let work = Arc::clone(&work);
+        move || lock(&work).take().map(|work| work())
+    };
+    match tokio::task::spawn_blocking(run).await {
+        Ok(Some(done)) => done,
+        _ => {
+            let work = lock(&work).take().expect("the work did not run");
+            work()
+        }
+    }
+}
+
 /// A server's listed tools and the entries built from them.
 type KeptEntries = (Arc<[Tool]>, Arc<[Arc<ToolEntry>]>);
 
@@ -271,7 +288,9 @@ impl Hub {
     /// (see [`wait_ready`](Self::wait_ready)). Sessions of persisted tool output older than 7
     /// days are removed.
     pub async fn start(options: HubOptions) -> Result<Hub, HubError> {
-        let config = ConfigSources::discover(&options.discovery).load();
+        // Reading the files blocks: off the caller's async thread.
+        let discovery = options.discovery.clone();
+        let config = blocking(move || ConfigSources::discover(&discovery).load()).await;
         Hub::start_with_config(options, config).await
     }
 
@@ -312,7 +331,8 @@ impl Hub {
                 )
             })
             .collect();
-        ResultStore::remove_old_sessions(&discovery.home, plexus_tools::store::KEEP_FOR);
+        let home = discovery.home.clone();
+        blocking(move || ResultStore::remove_old_sessions(&home, plexus_tools::store::KEEP_FOR)).await;
         let store = Arc::new(ResultStore::new(&discovery.home, &ResultStore::session_name()));
         pool.set_servers(specs).await;
         Ok(Hub {

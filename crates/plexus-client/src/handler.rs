@@ -2,8 +2,8 @@
 
 use plexus_jsonrpc::{ErrorCode, ErrorObject, RawValue, RequestId};
 use plexus_protocol::{
-    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ListRootsResult, methods,
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitAction, ElicitRequestParams,
+    ElicitResult, ListRootsResult, methods,
 };
 use plexus_transport::BoxFuture;
 use serde::Serialize;
@@ -116,8 +116,22 @@ pub(crate) async fn dispatch(
             encode(&handler.create_message(params, context).await?)
         }
         methods::ELICITATION_CREATE if capabilities.elicitation.is_some() => {
-            let params = decode(method, params)?;
-            encode(&handler.elicit(params, context).await?)
+            let params: ElicitRequestParams = decode(method, params)?;
+            let form = match &params {
+                ElicitRequestParams::Form(form) => Some(form.requested_schema.clone()),
+                _ => None,
+            };
+            let result = handler.elicit(params, context).await?;
+            // An accepted form goes to the server only when it fits the form.
+            if let (Some(form), ElicitAction::Accept, Some(content)) = (&form, &result.action, &result.content)
+                && let Err(misfit) = form.check_answer(content)
+            {
+                return Err(ErrorObject::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    format!("the client's answer does not fit the requested form: {misfit}"),
+                ));
+            }
+            encode(&result)
         }
         other => Err(not_supported(other)),
     }
@@ -206,5 +220,52 @@ mod tests {
             "{}",
             error.message
         );
+    }
+
+    /// Answers every form with `{"email": "Ada"}`.
+    struct Careless;
+
+    impl ClientHandler for Careless {
+        fn capabilities(&self) -> ClientCapabilities {
+            ClientCapabilities {
+                elicitation: Some(plexus_protocol::ElicitationCapability::default()),
+                ..ClientCapabilities::default()
+            }
+        }
+
+        fn elicit(
+            &self,
+            _params: ElicitRequestParams,
+            _context: ServerRequestContext,
+        ) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
+            let content = std::collections::BTreeMap::from([(
+                "email".to_owned(),
+                plexus_protocol::ElicitValue::String("Ada".to_owned()),
+            )]);
+            Box::pin(async { Ok(ElicitResult::accept(Some(content))) })
+        }
+    }
+
+    #[tokio::test]
+    async fn an_answer_that_does_not_fit_the_form_is_not_sent() {
+        let ask = |format: &str| {
+            serde_json::value::to_raw_value(&serde_json::json!({
+                "message": "Your email?",
+                "requestedSchema": {"type": "object", "properties": {"email": {"type": "string", "format": format}}}
+            }))
+            .unwrap()
+        };
+        let refused = dispatch(&Careless, methods::ELICITATION_CREATE, Some(&ask("email")), context())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            refused.message,
+            "the client's answer does not fit the requested form: the field \"email\" must be an email address"
+        );
+        // The same answer to a form it fits is sent.
+        let sent = dispatch(&Careless, methods::ELICITATION_CREATE, Some(&ask("x-any")), context())
+            .await
+            .unwrap();
+        assert!(sent.get().contains(r#""email":"Ada""#), "{}", sent.get());
     }
 }

@@ -1,6 +1,7 @@
 //! Elicitation: a server asks the client's user for input, through a form (since 2025-06-18) or by
 //! sending them to a URL (since 2025-11-25).
 
+mod answer;
 mod schema;
 
 use std::collections::BTreeMap;
@@ -12,6 +13,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use crate::tasks::TaskMetadata;
 use crate::{JsonObject, RequestMeta};
 
+pub use answer::AnswerError;
 pub use schema::{
     BooleanSchema, LegacyTitledEnumSchema, NumberSchema, NumberType, PrimitiveSchemaDefinition, RequestedSchema,
     StringFormat, StringSchema, TitledEnumItems, TitledEnumOption, TitledMultiSelectEnumSchema,

@@ -95,8 +95,8 @@ pub use content::{
     ToolResultContent, ToolUseContent,
 };
 pub use elicitation::{
-    BooleanSchema, ElicitAction, ElicitRequestFormParams, ElicitRequestParams, ElicitRequestUrlParams, ElicitResult,
-    ElicitValue, ElicitationCompleteNotificationParams, LegacyTitledEnumSchema, NumberSchema, NumberType,
+    AnswerError, BooleanSchema, ElicitAction, ElicitRequestFormParams, ElicitRequestParams, ElicitRequestUrlParams,
+    ElicitResult, ElicitValue, ElicitationCompleteNotificationParams, LegacyTitledEnumSchema, NumberSchema, NumberType,
     PrimitiveSchemaDefinition, RequestedSchema, StringFormat, StringSchema, TitledEnumItems, TitledEnumOption,
     TitledMultiSelectEnumSchema, TitledSingleSelectEnumSchema, UntitledEnumItems, UntitledMultiSelectEnumSchema,
     UntitledSingleSelectEnumSchema, UrlElicitationRequiredErrorData,

@@ -73,6 +73,7 @@ mod entry_auth;
 pub mod hub;
 #[cfg(feature = "tools")]
 mod hub_content;
+#[cfg(feature = "tools")]
 mod hub_messages;
 #[cfg(feature = "auth")]
 mod login;
@@ -86,6 +87,7 @@ pub use connector::{DefaultConnector, SECRET_VARIABLES};
 pub use hub::{Hub, HubError, HubOptions, ServerFailure};
 #[cfg(feature = "tools")]
 pub use hub_content::{Listed, PromptEntry, ResourceEntry, TemplateEntry, parse_reference};
+#[cfg(feature = "tools")]
 pub use hub_messages::{SERVER_MESSAGES_CAPACITY, ServerMessage};
 #[cfg(feature = "auth")]
 pub use login::LoginError;

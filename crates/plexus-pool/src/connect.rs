@@ -44,11 +44,15 @@ pub(crate) fn start(
     let (outcome, receiver) = watch::channel(None);
     live.attempt = Some(receiver.clone());
     let (shared, slot_ref) = (Arc::clone(shared), Arc::clone(slot));
+    let own = receiver.clone();
     let task = tokio::spawn(async move {
         let result = attempts(&shared, &slot_ref, mode).await;
         let mut live = slot_ref.live();
-        live.attempt = None;
-        live.attempt_task = None;
+        // Unless a connection it installed ended it already (and a newer attempt may run).
+        if live.attempt.as_ref().is_some_and(|attempt| attempt.same_channel(&own)) {
+            live.attempt = None;
+            live.attempt_task = None;
+        }
         drop(live);
         outcome.send_replace(Some(result));
     });
@@ -176,6 +180,10 @@ fn install(
         .as_deref()
         .map(|text| crate::text::truncate_chars(text, shared.settings.max_instructions_chars).into());
     live.list_errors = Default::default();
+    // The attempt is over from here on: an explicit reconnect that comes now starts a new one
+    // (it must not join this one and get the session it asked to replace).
+    live.attempt = None;
+    live.attempt_task = None;
     let late = std::mem::take(&mut live.late);
     let tasks = watchers(shared, slot, epoch, &client);
     live.connection = Some(Current {

@@ -307,14 +307,13 @@ fn a_url_elicitation_is_shown_and_waited_for_on_a_terminal() {
 fn the_browser_gets_the_url_that_was_checked_not_the_text_the_server_sent() {
     let ws = with_demo();
     let opened = ws.join("opened-url");
-    let browser = ws.write(
+    let browser = ws.write_script(
         "browser.sh",
         format!(
             "#!/bin/sh\nprintf '%s' \"$1\" > {0}.part && mv {0}.part {0}\n",
             opened.display()
         ),
     );
-    std::fs::set_permissions(&browser, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     // A control character and a space before the URL, a right-to-left override in its path.
     let sent = "\u{1} https://auth.example.test/pay\u{202e}gpj.exe";
     let arguments = serde_json::json!({"notify": false, "url": sent}).to_string();

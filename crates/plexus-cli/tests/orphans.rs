@@ -139,14 +139,13 @@ fn what_plexus_starts_itself_is_left_running() {
     // when it starts a browser: plexus adopts it too, and must not end it.
     let (ws, _) = with_escapee();
     let pidfile = ws.join("browser.pid");
-    let browser = ws.write(
+    let browser = ws.write_script(
         "browser.sh",
         format!(
             "#!/bin/sh\n(trap '' HUP; exec sleep 60) >/dev/null 2>&1 &\necho $! > {0}.part && mv {0}.part {0}\n",
             pidfile.display()
         ),
     );
-    std::fs::set_permissions(&browser, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let out = ws.run_on_terminal_with_env(
         &["call", "mcp__demo__url-elicit", "--arg", "notify=false"],
         b"\n\n",

@@ -449,12 +449,7 @@ impl Client {
     /// [`close`](Self::close) that usually follows (a host interrupted by the user).
     pub async fn cancel_pending(&self, reason: &str) -> usize {
         let ids = self.shared.cancellable_ids();
-        for &id in &ids {
-            let send = crate::request::send_cancelled(&self.shared, id, reason);
-            if let Ok(Err(e)) = tokio::time::timeout(Duration::from_secs(1), send).await {
-                tracing::debug!(server = %self.shared.name, "could not cancel request {id}: {e}");
-            }
-        }
+        self.tell_cancelled(&ids, reason).await;
         ids.len()
     }
 
@@ -464,13 +459,18 @@ impl Client {
     /// The session stays open.
     pub async fn cancel_all(&self, reason: &str) -> usize {
         let ids = self.shared.cancel_pending_requests(reason);
-        for &id in &ids {
+        self.tell_cancelled(&ids, reason).await;
+        ids.len()
+    }
+
+    /// Sends the server `notifications/cancelled` for each of `ids`, each send bounded to 1 s.
+    async fn tell_cancelled(&self, ids: &[i64], reason: &str) {
+        for &id in ids {
             let send = crate::request::send_cancelled(&self.shared, id, reason);
             if let Ok(Err(e)) = tokio::time::timeout(Duration::from_secs(1), send).await {
                 tracing::debug!(server = %self.shared.name, "could not cancel request {id}: {e}");
             }
         }
-        ids.len()
     }
 
     /// Closes the session: pending requests fail with [`ClientError::SessionClosed`], then the

@@ -144,17 +144,13 @@ impl Shared {
     /// Fails every pending request the server may be told to stop working on with
     /// [`ClientError::Cancelled`]; their ids.
     pub(crate) fn cancel_pending_requests(&self, reason: &str) -> Vec<i64> {
-        let cancelled: Vec<(i64, PendingEntry)> = {
+        let cancelled: HashMap<i64, PendingEntry> = {
             let mut table = lock(&self.pending);
-            let ids: Vec<i64> = table
-                .entries
-                .iter()
-                .filter(|(_, entry)| entry.cancellable)
-                .map(|(id, _)| *id)
-                .collect();
-            ids.into_iter()
-                .filter_map(|id| table.entries.remove(&id).map(|entry| (id, entry)))
-                .collect()
+            let (cancelled, kept) = std::mem::take(&mut table.entries)
+                .into_iter()
+                .partition(|(_, entry)| entry.cancellable);
+            table.entries = kept;
+            cancelled
         };
         let error = ClientError::Cancelled {
             reason: reason.to_owned(),

@@ -189,38 +189,21 @@ async fn open_url(
 
 #[async_trait::async_trait]
 impl UrlElicitationHandler for Forwarder {
-    /// For a call made without its own handler (the gateway gives each call one).
     async fn open(&self, server: &str, elicitation: &ElicitRequestUrlParams) -> ElicitAction {
+        self.open_for_call(server, elicitation, None).await
+    }
+
+    /// To the client whose call got the `-32042` answer (the gateway tags each call).
+    async fn open_for_call(
+        &self,
+        server: &str,
+        elicitation: &ElicitRequestUrlParams,
+        tag: Option<u64>,
+    ) -> ElicitAction {
         match self.gateway.get().and_then(Weak::upgrade) {
-            Some(gateway) => open_url(&gateway, server, elicitation, None).await,
+            Some(gateway) => open_url(&gateway, server, elicitation, tag).await,
             None => ElicitAction::Decline,
         }
-    }
-}
-
-/// The URL elicitations of one call: they go to the client that made it.
-pub(super) struct CallerUrls {
-    gateway: Weak<Gateway>,
-    tag: u64,
-}
-
-impl CallerUrls {
-    /// The handler of the call tagged `tag`.
-    pub(super) fn new(gateway: &Arc<Gateway>, tag: u64) -> Self {
-        CallerUrls {
-            gateway: Arc::downgrade(gateway),
-            tag,
-        }
-    }
-}
-
-#[async_trait::async_trait]
-impl UrlElicitationHandler for CallerUrls {
-    async fn open(&self, server: &str, elicitation: &ElicitRequestUrlParams) -> ElicitAction {
-        let Some(gateway) = self.gateway.upgrade() else {
-            return ElicitAction::Cancel;
-        };
-        open_url(&gateway, server, elicitation, Some(self.tag)).await
     }
 }
 

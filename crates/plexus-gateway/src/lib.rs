@@ -244,9 +244,10 @@ impl Gateway {
         let _abort = AbortOnDrop(vec![serving.abort_handle()]);
         match serving.await {
             Ok(outcome) => outcome,
-            Err(e) => Err(GatewayError::Input {
-                source: std::io::Error::other(e),
-            }),
+            // A panic of the session is the gateway's bug: it goes on up, not as an input error.
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            // Cancelled: the runtime is shutting down.
+            Err(_) => Ok(()),
         }
     }
 

@@ -114,10 +114,9 @@ impl Gateway {
             }));
         }
         // The backend's own requests while this call runs come back to this client: those the
-        // transport relates to the call by its tag, and its URL elicitations by their handler.
+        // transport relates to the call, and its URL elicitations, by the call's tag.
         let running = self.start_running(name.clone(), session, sink);
         options.tag = Some(running.tag);
-        options.url_elicitation = Some(Arc::new(crate::forward::CallerUrls::new(self, running.tag)));
         let mut called = self.hub.call_with(&name, arguments, &options).await;
         // A name no tool has may be one of a server still starting: the call waits for that
         // server alone (each within its connect timeout), not for the grace period, then is

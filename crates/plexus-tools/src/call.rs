@@ -185,6 +185,7 @@ pub async fn call_tool<A: Serialize + ?Sized + Sync>(
                     &elicitations,
                     completions,
                     timeout,
+                    options.tag,
                 ))
                 .await
                 .map_err(elicitation_failed)?;

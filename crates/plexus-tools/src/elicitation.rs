@@ -31,6 +31,21 @@ pub trait UrlElicitationHandler: Send + Sync + 'static {
     /// when they say they finished, `Decline` when they refuse, `Cancel` when they dismiss it.
     /// The future is dropped when the server reports the elicitation complete first.
     async fn open(&self, server: &str, elicitation: &ElicitRequestUrlParams) -> ElicitAction;
+
+    /// [`open`](Self::open) for the call the host tagged `tag` ([`CallOptions::tag`]): a host
+    /// that calls for several users (a gateway) shows the URL to the one whose call got it. By
+    /// default, `open`.
+    ///
+    /// [`CallOptions::tag`]: crate::CallOptions::tag
+    async fn open_for_call(
+        &self,
+        server: &str,
+        elicitation: &ElicitRequestUrlParams,
+        tag: Option<u64>,
+    ) -> ElicitAction {
+        let _ = tag;
+        self.open(server, elicitation).await
+    }
 }
 
 /// Why the URL elicitations a server asked for did not all complete.
@@ -110,6 +125,7 @@ pub(crate) async fn complete(
     elicitations: &[ElicitRequestUrlParams],
     completions: &mut broadcast::Receiver<ServerNotification>,
     timeout: Duration,
+    tag: Option<u64>,
 ) -> Result<(), UrlElicitationError> {
     // Completions that arrive for an elicitation not yet shown are remembered.
     let mut completed: HashSet<String> = HashSet::new();
@@ -120,7 +136,7 @@ pub(crate) async fn complete(
             continue;
         }
         let url = || elicitation.url.clone();
-        let answer = handler.open(server, elicitation);
+        let answer = handler.open_for_call(server, elicitation, tag);
         tokio::pin!(answer);
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);

@@ -130,6 +130,13 @@ impl Workspace {
         path
     }
 
+    /// [`write`](Self::write)s an executable script (mode 0755), such as a `$BROWSER`.
+    pub fn write_script(&self, path: impl AsRef<Path>, text: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.write(path, text);
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        path
+    }
+
     /// Writes `value` as pretty JSON to `path`.
     pub fn write_json(&self, path: impl AsRef<Path>, value: &Value) -> PathBuf {
         self.write(path, serde_json::to_string_pretty(value).unwrap())

@@ -222,7 +222,11 @@ pub(crate) async fn read_command(configured: Configured, server: &str, uri: &str
                 .iter()
                 .filter(|entry| entry.server == server)
                 .map(|entry| entry.resource.uri.as_str());
-            terminal::say(format_args!("{e}{}", crate::suggest::did_you_mean(uri, uris)));
+            terminal::say(format_args!(
+                "{}{}",
+                terminal::chain(&e),
+                crate::suggest::did_you_mean(uri, uris)
+            ));
             Outcome::Connection
         }
         Err(e) => failed(&e),
@@ -390,7 +394,7 @@ pub(crate) async fn ping_command(configured: Configured, only: Option<&str>, jso
 
 /// Says why a request failed, and the exit status for it.
 fn failed(error: &HubError) -> Outcome {
-    terminal::say(format_args!("{error}"));
+    terminal::say_error(error);
     match error {
         HubError::BadReference { .. } | HubError::UnknownPrompt { .. } => Outcome::Usage,
         _ => Outcome::Connection,

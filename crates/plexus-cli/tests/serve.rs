@@ -679,7 +679,7 @@ async fn completions_and_resource_subscriptions_reach_the_server_that_owns_them(
     assert_eq!(
         (error.code, error.message.as_str()),
         (
-            -32602,
+            plexus::jsonrpc::ErrorCode::INVALID_PARAMS,
             "invalid completion/complete params: no prompt is named \"mcp__demo__nope\""
         )
     );

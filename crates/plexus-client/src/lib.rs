@@ -23,6 +23,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod cancel;
 mod client;
 mod error;
 mod handler;
@@ -32,6 +33,7 @@ mod request;
 mod session;
 mod trace;
 
+pub use cancel::CancelHandle;
 pub use client::{
     Client, ClientOptions, DEFAULT_INITIALIZE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_TOOL_TIMEOUT, MAX_LIST_BYTES,
     MAX_LIST_PAGES, RequestObserver, ServerDetails,

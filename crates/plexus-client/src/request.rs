@@ -12,6 +12,7 @@ use tokio::sync::oneshot;
 use tokio::sync::oneshot::error::TryRecvError;
 
 use crate::ClientError;
+use crate::cancel::CancelHandle;
 use crate::progress::{ProgressCallback, ProgressState};
 use crate::session::{PendingEntry, Reply, Shared};
 
@@ -34,6 +35,8 @@ pub struct RequestOptions {
     ///
     /// [`ServerRequestContext::tag`]: crate::ServerRequestContext::tag
     pub tag: Option<u64>,
+    /// Cancels the request from outside its future, with a reason (see [`CancelHandle`]).
+    pub cancel: Option<CancelHandle>,
 }
 
 impl std::fmt::Debug for RequestOptions {
@@ -44,6 +47,7 @@ impl std::fmt::Debug for RequestOptions {
             .field("reset_timeout_on_progress", &self.reset_timeout_on_progress)
             .field("max_total_timeout", &self.max_total_timeout)
             .field("tag", &self.tag)
+            .field("cancel", &self.cancel)
             .finish()
     }
 }
@@ -64,6 +68,13 @@ impl RequestOptions {
         self
     }
 
+    /// Cancels the request when `handle` is cancelled (see [`RequestOptions::cancel`]).
+    #[must_use]
+    pub fn cancel_with(mut self, handle: CancelHandle) -> Self {
+        self.cancel = Some(handle);
+        self
+    }
+
     /// Restarts the timeout on each progress notification, up to `max_total`.
     #[must_use]
     pub fn reset_on_progress(mut self, max_total: Option<Duration>) -> Self {
@@ -77,6 +88,8 @@ impl RequestOptions {
 struct PendingGuard<'a> {
     shared: &'a Arc<Shared>,
     id: i64,
+    /// The host's handle, whose reason the server is told when it cancelled the request.
+    cancel: Option<&'a CancelHandle>,
     /// The request reached the transport, so the server may be working on it.
     sent: bool,
     done: bool,
@@ -87,16 +100,23 @@ impl Drop for PendingGuard<'_> {
         if self.done || !self.shared.forget(self.id) || !self.sent {
             return;
         }
-        // The caller dropped the future while the server works on it.
+        // The caller dropped the future (or cancelled its handle) while the server works on it.
+        // The session owes the server a notifications/cancelled from now on: the next request
+        // sends it first, if the task spawned here has not yet.
+        let reason = self
+            .cancel
+            .and_then(CancelHandle::reason)
+            .map_or_else(|| DROPPED.to_owned(), |reason| reason.to_string());
+        self.shared.owe_cancellation(self.id, reason);
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let shared = Arc::clone(self.shared);
-            let id = self.id;
-            runtime.spawn(async move {
-                let _ = send_cancelled(&shared, id, "the caller cancelled the request").await;
-            });
+            runtime.spawn(async move { shared.send_owed_cancellations().await });
         }
     }
 }
+
+/// What the server is told of a request whose future the caller dropped.
+const DROPPED: &str = "the caller cancelled the request";
 
 pub(crate) async fn send_cancelled(shared: &Shared, id: i64, reason: &str) -> Result<(), ClientError> {
     let params = serde_json::json!({ "requestId": id, "reason": reason });
@@ -140,6 +160,39 @@ fn encode<P: Serialize + ?Sized>(
     Ok(line)
 }
 
+/// [`exchange`], ended early when `cancel` is cancelled: a request not sent yet is not sent;
+/// one in flight is forgotten and the server told (within 1 s) before this returns.
+async fn cancellable_exchange<P: Serialize + ?Sized>(
+    shared: &Arc<Shared>,
+    method: &'static str,
+    params: Option<&P>,
+    options: &RequestOptions,
+    default_timeout: Duration,
+    cancellable: bool,
+    cancel: &CancelHandle,
+) -> Result<Box<RawValue>, ClientError> {
+    let cancelled = |reason: &str| ClientError::Cancelled {
+        reason: reason.to_owned(),
+    };
+    if let Some(reason) = cancel.reason() {
+        return Err(cancelled(&reason));
+    }
+    // The exchange's future is dropped when the select ends: its guard records the
+    // notifications/cancelled the server is owed, with the handle's reason.
+    let outcome = tokio::select! {
+        biased;
+        result = exchange(shared, method, params, options, default_timeout, cancellable) => Ok(result),
+        reason = cancel.cancelled() => Err(reason),
+    };
+    match outcome {
+        Ok(result) => result,
+        Err(reason) => {
+            let _ = tokio::time::timeout(Duration::from_secs(1), shared.send_owed_cancellations()).await;
+            Err(cancelled(&reason))
+        }
+    }
+}
+
 /// The pending entry's reply sender was dropped without a reply (the session closed).
 struct Dropped;
 
@@ -153,7 +206,12 @@ pub(crate) async fn request<P: Serialize + ?Sized>(
     default_timeout: Duration,
     cancellable: bool,
 ) -> Result<Box<RawValue>, ClientError> {
-    let result = exchange(shared, method, params, options, default_timeout, cancellable).await;
+    let result = match &options.cancel {
+        None => exchange(shared, method, params, options, default_timeout, cancellable).await,
+        Some(cancel) => {
+            cancellable_exchange(shared, method, params, options, default_timeout, cancellable, cancel).await
+        }
+    };
     if let Some(observer) = &shared.observer {
         observer.request_ended(&shared.name, method, result.as_ref().map(drop));
     }
@@ -185,6 +243,7 @@ async fn exchange<P: Serialize + ?Sized>(
     let mut guard = PendingGuard {
         shared,
         id,
+        cancel: options.cancel.as_ref(),
         sent: false,
         done: !cancellable,
     };
@@ -203,6 +262,10 @@ async fn exchange<P: Serialize + ?Sized>(
         guard.done = true;
         gave_up(shared, id, method, timeout, cancellable, unidentified_before)
     };
+    // A cancellation the session owes the server goes out before this request does.
+    if shared.owes_cancellations() {
+        shared.send_owed_cancellations().await;
+    }
     // From here on the bytes may reach the server: a request given up on is cancelled there.
     guard.sent = true;
     // A send that cannot complete at once (the transport's queue is full, or an HTTP transport

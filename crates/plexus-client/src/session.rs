@@ -1,8 +1,8 @@
 //! The engine of a session: the pending-request table, the reader that completes callers
 //! directly, and the dispatch of server requests and notifications.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Instant;
 
@@ -76,6 +76,13 @@ pub(crate) struct Shared {
     closed_tx: watch::Sender<bool>,
     /// The reader task and the refusal sender.
     tasks: Mutex<Vec<AbortHandle>>,
+    /// Cancellations the server is owed (a request whose future was dropped): each is sent
+    /// before any later request, and stays queued until it was sent.
+    owed_cancellations: Mutex<VecDeque<(i64, String)>>,
+    /// How many are queued; read without the lock on every request.
+    owed_count: AtomicUsize,
+    /// Held while owed cancellations are sent, so they go out once and in order.
+    sending_owed: tokio::sync::Mutex<()>,
 }
 
 /// Locks a mutex, recovering from poisoning (no invariant of ours spans a panic).
@@ -108,6 +115,9 @@ impl Shared {
             close_callbacks: Mutex::default(),
             closed_tx: watch::channel(false).0,
             tasks: Mutex::default(),
+            owed_cancellations: Mutex::default(),
+            owed_count: AtomicUsize::new(0),
+            sending_owed: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -261,6 +271,41 @@ impl Shared {
             callback(reason);
         }
         self.closed_tx.send_replace(true);
+    }
+
+    /// Records that the server is owed a `notifications/cancelled` for request `id`.
+    pub(crate) fn owe_cancellation(&self, id: i64, reason: String) {
+        lock(&self.owed_cancellations).push_back((id, reason));
+        self.owed_count.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Whether a cancellation is owed to the server (or being sent).
+    pub(crate) fn owes_cancellations(&self) -> bool {
+        self.owed_count.load(Ordering::Acquire) > 0
+    }
+
+    /// Sends every owed cancellation, in order, each bounded to 1 s; returns when those owed
+    /// when it was called have gone out (or failed to). One sender at a time: a caller that comes
+    /// while another sends waits for it. An entry leaves the queue only once its send ended, so
+    /// a sender that is dropped midway leaves it for the next.
+    pub(crate) async fn send_owed_cancellations(&self) {
+        if !self.owes_cancellations() {
+            return;
+        }
+        let _sending = self.sending_owed.lock().await;
+        loop {
+            let Some((id, reason)) = lock(&self.owed_cancellations).front().cloned() else {
+                return;
+            };
+            let send = crate::request::send_cancelled(self, id, &reason);
+            match tokio::time::timeout(std::time::Duration::from_secs(1), send).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::debug!(server = %self.name, "could not cancel request {id}: {e}"),
+                Err(_) => tracing::debug!(server = %self.name, "could not cancel request {id} within 1 s"),
+            }
+            lock(&self.owed_cancellations).pop_front();
+            self.owed_count.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 
     /// Sends a notification, best effort (used for `notifications/cancelled`).

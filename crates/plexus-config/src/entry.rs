@@ -53,6 +53,14 @@ fn read_entry(value: &Value, report: &mut Report) -> Option<ServerConfig> {
         ServerKind::SseIde => read_sse_ide(&mut fields, report).map(ServerConfig::SseIde),
         ServerKind::WsIde => read_ws_ide(&mut fields, report).map(ServerConfig::WsIde),
         ServerKind::ClaudeAiProxy => read_claudeai_proxy(&mut fields, report).map(ServerConfig::ClaudeAiProxy),
+        // `read_kind` never gives it: no file can name it.
+        ServerKind::InProcess => {
+            report.error(
+                None,
+                "an in-process server is registered by the host, not configured in a file".to_owned(),
+            );
+            None
+        }
     };
     let timeout = fields.optional("timeout", report, timeout);
     let disabled = fields.optional("disabled", report, boolean).unwrap_or(false);

@@ -1,4 +1,5 @@
-//! The seven kinds of server a config entry can describe.
+//! The seven kinds of server a config entry can describe, and the in-process kind a host
+//! registers itself.
 
 use std::fmt;
 
@@ -19,10 +20,15 @@ pub enum ServerKind {
     WsIde,
     /// A server reached through the claude.ai connector proxy (`"claudeai-proxy"`).
     ClaudeAiProxy,
+    /// A server that runs in the host's own process, over an in-memory pipe (`"in-process"`).
+    /// Only a host registers one (the facade's `HubOptions::in_process`): no config file can
+    /// name this kind, so nothing a repository ships can start one.
+    InProcess,
 }
 
 impl ServerKind {
-    /// Every kind, in the order of the design table.
+    /// Every kind a config file can name, in the order of the design table
+    /// ([`InProcess`](Self::InProcess) is not one).
     pub const ALL: [ServerKind; 7] = [
         ServerKind::Stdio,
         ServerKind::Sse,
@@ -43,10 +49,12 @@ impl ServerKind {
             ServerKind::SseIde => "sse-ide",
             ServerKind::WsIde => "ws-ide",
             ServerKind::ClaudeAiProxy => "claudeai-proxy",
+            ServerKind::InProcess => "in-process",
         }
     }
 
-    /// The kind a config file's `type` string names, accepting the alias `"streamable-http"`.
+    /// The kind a config file's `type` string names, accepting the alias `"streamable-http"`
+    /// (never [`InProcess`](Self::InProcess)).
     pub fn from_config_type(type_name: &str) -> Option<ServerKind> {
         if type_name == "streamable-http" {
             return Some(ServerKind::Http);
@@ -73,5 +81,7 @@ mod tests {
         assert_eq!(ServerKind::from_config_type("streamable-http"), Some(ServerKind::Http));
         assert_eq!(ServerKind::from_config_type("HTTP"), None);
         assert_eq!(ServerKind::ClaudeAiProxy.to_string(), "claudeai-proxy");
+        // A file cannot name the host's own kind.
+        assert_eq!(ServerKind::from_config_type("in-process"), None);
     }
 }

@@ -140,8 +140,8 @@ pub use pipe::PIPE_TIMEOUT;
 pub use policy::{ALLOWED_KEY, DENIED_KEY, PolicyBlock, PolicyMatcher};
 pub use scope::{Scope, UnknownScope};
 pub use server::{
-    ClaudeAiProxyEntry, ClientIdentityConfig, HttpEntry, NetworkConfig, OAuthConfig, OAuthGrantType, ProxySetting,
-    ServerConfig, ServerOptions, SseIdeEntry, StdioEntry, WsEntry, WsIdeEntry,
+    ClaudeAiProxyEntry, ClientIdentityConfig, HttpEntry, InProcessEntry, NetworkConfig, OAuthConfig, OAuthGrantType,
+    ProxySetting, ServerConfig, ServerOptions, SseIdeEntry, StdioEntry, WsEntry, WsIdeEntry,
 };
 pub use url::Url;
 pub use values::{ValueError, env_name, header_name, header_value};

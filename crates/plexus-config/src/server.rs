@@ -31,6 +31,9 @@ pub enum ServerConfig {
     WsIde(WsIdeEntry),
     /// `"type": "claudeai-proxy"`: a server behind the claude.ai connector proxy.
     ClaudeAiProxy(ClaudeAiProxyEntry),
+    /// A server in the host's own process, which the host registered by this entry's name
+    /// (never read from a file).
+    InProcess(InProcessEntry),
 }
 
 /// Fields every kind of entry has.
@@ -275,6 +278,14 @@ pub struct ClaudeAiProxyEntry {
     pub options: ServerOptions,
 }
 
+/// A server in the host's own process: the host registered it with its connector under the
+/// entry's name; only the fields every kind has.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct InProcessEntry {
+    /// Fields every kind has.
+    pub options: ServerOptions,
+}
+
 impl ServerConfig {
     /// The kind of server this entry describes.
     pub fn kind(&self) -> ServerKind {
@@ -286,6 +297,7 @@ impl ServerConfig {
             ServerConfig::SseIde(_) => ServerKind::SseIde,
             ServerConfig::WsIde(_) => ServerKind::WsIde,
             ServerConfig::ClaudeAiProxy(_) => ServerKind::ClaudeAiProxy,
+            ServerConfig::InProcess(_) => ServerKind::InProcess,
         }
     }
 
@@ -298,6 +310,7 @@ impl ServerConfig {
             ServerConfig::SseIde(config) => &config.options,
             ServerConfig::WsIde(config) => &config.options,
             ServerConfig::ClaudeAiProxy(config) => &config.options,
+            ServerConfig::InProcess(config) => &config.options,
         }
     }
 
@@ -310,13 +323,14 @@ impl ServerConfig {
             ServerConfig::SseIde(config) => &mut config.options,
             ServerConfig::WsIde(config) => &mut config.options,
             ServerConfig::ClaudeAiProxy(config) => &mut config.options,
+            ServerConfig::InProcess(config) => &mut config.options,
         }
     }
 
-    /// The remote endpoint, for every kind but `stdio`.
+    /// The remote endpoint, for every kind but `stdio` and `in-process`.
     pub fn url(&self) -> Option<&Url> {
         match self {
-            ServerConfig::Stdio(_) => None,
+            ServerConfig::Stdio(_) | ServerConfig::InProcess(_) => None,
             ServerConfig::Sse(config) | ServerConfig::Http(config) => Some(&config.url),
             ServerConfig::Ws(config) => Some(&config.url),
             ServerConfig::SseIde(config) => Some(&config.url),
@@ -373,6 +387,7 @@ impl ServerConfig {
                 object.insert("url".into(), config.url.as_str().into());
                 object.insert("id".into(), config.id.clone().into());
             }
+            ServerConfig::InProcess(_) => {}
         }
         let options = self.options();
         if let Some(timeout) = options.timeout {

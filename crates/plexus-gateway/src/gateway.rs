@@ -376,11 +376,8 @@ pub(super) fn hub_error(error: HubError) -> ErrorObject {
         HubError::UnknownPrompt { .. } | HubError::BadReference { .. } | HubError::UnknownTool { .. } => {
             ErrorCode::INVALID_PARAMS
         }
-        HubError::Server { source, .. } => match source.as_ref() {
-            ServerFailure::Request(ClientError::Rpc { error, .. }) => error.code,
-            _ => ErrorCode::INTERNAL_ERROR,
-        },
+        HubError::Server { .. } => error.rpc_code().unwrap_or(ErrorCode::INTERNAL_ERROR),
         _ => ErrorCode::INTERNAL_ERROR,
     };
-    ErrorObject::new(code, error.to_string())
+    ErrorObject::new(code, plexus::transport::error_chain(&error))
 }

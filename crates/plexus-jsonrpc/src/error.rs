@@ -5,31 +5,42 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-/// Well-known JSON-RPC and MCP error codes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ErrorCode;
+/// A JSON-RPC error code, with the well-known JSON-RPC and MCP codes as constants. It is written
+/// as the bare number; any number a peer sends is kept.
+///
+/// ```
+/// use plexus_jsonrpc::ErrorCode;
+///
+/// assert_eq!(ErrorCode::METHOD_NOT_FOUND, ErrorCode(-32601));
+/// assert_eq!(ErrorCode::METHOD_NOT_FOUND.name(), Some("method not found"));
+/// assert_eq!(ErrorCode(-1).name(), None);
+/// assert_eq!(serde_json::to_string(&ErrorCode::PARSE_ERROR).unwrap(), "-32700");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ErrorCode(pub i64);
 
 impl ErrorCode {
     /// Invalid JSON was received.
-    pub const PARSE_ERROR: i64 = -32700;
+    pub const PARSE_ERROR: ErrorCode = ErrorCode(-32700);
     /// The JSON sent is not a valid request object.
-    pub const INVALID_REQUEST: i64 = -32600;
+    pub const INVALID_REQUEST: ErrorCode = ErrorCode(-32600);
     /// The method does not exist or is not available.
-    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const METHOD_NOT_FOUND: ErrorCode = ErrorCode(-32601);
     /// Invalid method parameters.
-    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INVALID_PARAMS: ErrorCode = ErrorCode(-32602);
     /// Internal JSON-RPC error.
-    pub const INTERNAL_ERROR: i64 = -32603;
+    pub const INTERNAL_ERROR: ErrorCode = ErrorCode(-32603);
     /// MCP: the session id is unknown or expired (sent by most Streamable HTTP servers with a 404).
-    pub const SESSION_NOT_FOUND: i64 = -32001;
+    pub const SESSION_NOT_FOUND: ErrorCode = ErrorCode(-32001);
     /// MCP: a requested resource does not exist.
-    pub const RESOURCE_NOT_FOUND: i64 = -32002;
+    pub const RESOURCE_NOT_FOUND: ErrorCode = ErrorCode(-32002);
     /// MCP: the request needs a URL-mode elicitation to complete first.
-    pub const URL_ELICITATION_REQUIRED: i64 = -32042;
+    pub const URL_ELICITATION_REQUIRED: ErrorCode = ErrorCode(-32042);
 
-    /// The conventional name of a code, if it has one.
-    pub fn name(code: i64) -> Option<&'static str> {
-        Some(match code {
+    /// The conventional name of the code, if it has one.
+    pub fn name(self) -> Option<&'static str> {
+        Some(match self {
             Self::PARSE_ERROR => "parse error",
             Self::INVALID_REQUEST => "invalid request",
             Self::METHOD_NOT_FOUND => "method not found",
@@ -43,11 +54,35 @@ impl ErrorCode {
     }
 }
 
+impl From<i64> for ErrorCode {
+    fn from(code: i64) -> Self {
+        ErrorCode(code)
+    }
+}
+
+impl From<ErrorCode> for i64 {
+    fn from(code: ErrorCode) -> Self {
+        code.0
+    }
+}
+
+impl PartialEq<i64> for ErrorCode {
+    fn eq(&self, other: &i64) -> bool {
+        self.0 == *other
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
 /// The `error` member of a JSON-RPC error response.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ErrorObject {
-    /// The error code (see [`ErrorCode`]).
-    pub code: i64,
+    /// The error code.
+    pub code: ErrorCode,
     /// A short description of the error.
     pub message: String,
     /// Additional information, kept as raw JSON.
@@ -57,9 +92,9 @@ pub struct ErrorObject {
 
 impl ErrorObject {
     /// An error object without data.
-    pub fn new(code: i64, message: impl Into<String>) -> Self {
+    pub fn new(code: impl Into<ErrorCode>, message: impl Into<String>) -> Self {
         ErrorObject {
-            code,
+            code: code.into(),
             message: message.into(),
             data: None,
         }
@@ -76,7 +111,7 @@ impl PartialEq for ErrorObject {
 
 impl fmt::Display for ErrorObject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match ErrorCode::name(self.code) {
+        match self.code.name() {
             Some(name) => write!(f, "{} ({name}, code {})", self.message, self.code)?,
             None => write!(f, "{} (code {})", self.message, self.code)?,
         }

@@ -438,6 +438,22 @@ impl Pool {
         shared.changed.send_modify(|n| *n = n.wrapping_add(1));
     }
 
+    /// [`shutdown`](Self::shutdown) without waiting, for an owner that is being dropped: every
+    /// connection and connect attempt is dropped at once, and each transport's own shutdown
+    /// starts (a stdio server's runs on a thread of its own: see
+    /// `plexus_stdio::wait_for_shutdowns`). Later requests fail with [`PoolError::ShutDown`].
+    pub fn close_now(&self) {
+        let shared = &self.shared;
+        shared.closing.store(true, Ordering::SeqCst);
+        let clients: Vec<Client> = shared
+            .slots()
+            .iter()
+            .filter_map(|slot| crate::connect::retire(shared, slot))
+            .collect();
+        drop(clients);
+        shared.changed.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
     /// How many servers' lists of `list` the cache holds.
     pub fn cached_lists(&self, list: ListKind) -> usize {
         self.shared.caches.len(list)

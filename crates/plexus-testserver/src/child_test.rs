@@ -1,6 +1,37 @@
-//! Running one of a test binary's own ignored tests in a child process, with an environment of
-//! its own: for tests of what a client reads from the environment (proxies, CA files), which a
-//! test must not change in its own process.
+//! What tests of other crates need around child processes: the test server's binary, and
+//! running one of a test binary's own ignored tests in a child process with an environment of
+//! its own (for tests of what a client reads from the environment, such as proxies and CA
+//! files, which a test must not change in its own process).
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The `plexus-testserver` binary beside the running test's executable (a workspace test run builds
+/// it; alone, this builds it once).
+pub fn testserver_binary() -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let exe = std::env::current_exe().unwrap();
+        // target/<profile>/deps/<test> → target/<profile>/plexus-testserver
+        let bin = exe.parent().unwrap().parent().unwrap().join("plexus-testserver");
+        if !bin.exists() {
+            let status = std::process::Command::new(env!("CARGO"))
+                .args([
+                    "build",
+                    "--quiet",
+                    "-p",
+                    "plexus-testserver",
+                    "--bin",
+                    "plexus-testserver",
+                ])
+                .status()
+                .unwrap();
+            assert!(status.success(), "building the test server failed");
+        }
+        assert!(bin.exists(), "no test server at {}", bin.display());
+        bin
+    })
+}
 
 /// The proxy variables a client reads (upper and lower case).
 pub const PROXY_VARIABLES: [&str; 8] = [

@@ -278,4 +278,4 @@ pub use remote::{
     SessionOptions, SseOptions, WsOptions, run_http, run_sse, run_ws,
 };
 pub use server::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
-pub use stdio::run_stdio;
+pub use stdio::{run_stdio, serve_io};

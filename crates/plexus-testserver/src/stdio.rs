@@ -6,12 +6,14 @@
 //! coalesce into one write. Background work (slow tools, requests to the client) sends its outputs
 //! through the session's outbox, which the same loop drains.
 
+use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use bytes::BytesMut;
 use plexus_jsonrpc::LineCodec;
 use serde_json::json;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use crate::StdioOptions;
@@ -44,6 +46,26 @@ pub fn run_stdio(options: StdioOptions) -> ExitCode {
     code
 }
 
+/// Serves one MCP session on `input` and `output` (newline-delimited JSON-RPC, as over stdio)
+/// on the current runtime, until `input` ends or writing fails: a server inside the caller's
+/// process (an in-memory pipe, a socket). No signal handlers are installed and nothing ends the
+/// process: the `crash` tool and `--crash-after` end this session only.
+pub async fn serve_io(
+    options: StdioOptions,
+    input: Pin<Box<dyn AsyncRead + Send>>,
+    output: Pin<Box<dyn AsyncWrite + Send>>,
+) -> Result<(), std::io::Error> {
+    let events = Arc::new(crate::events::EventLog::open(options.process.event_log.as_deref())?);
+    events.record(&json!({"event": "start", "pid": std::process::id()}));
+    let mut stdio = StdioLoop::new(options.server, options.max_line_bytes, output, &events);
+    let end = stdio.run(input, None, options.ignore_stdin_close).await;
+    events.exit(0);
+    match end {
+        End::Io(reason) => Err(std::io::Error::other(reason)),
+        End::StdinClosed | End::Signal | End::Crash { .. } => Ok(()),
+    }
+}
+
 /// Why the serving loop ended.
 enum End {
     StdinClosed,
@@ -63,25 +85,11 @@ async fn serve(options: StdioOptions) -> ExitCode {
         Ok(started) => started,
         Err(code) => return code,
     };
-    let (outbox_tx, outbox) = mpsc::channel(OUTBOX_CAPACITY);
-    let session = Session::new(Arc::new(Server::new(server, Arc::clone(&events))), outbox_tx, None);
-    let mut stdio = StdioLoop {
-        session,
-        codec: LineCodec::with_max_size(max_line_bytes),
-        input: BytesMut::with_capacity(READ_CHUNK),
-        outputs: Vec::new(),
-        writer: Writer {
-            stdout: Stdout::open(),
-            buffer: Vec::with_capacity(FLUSH_AT),
-        },
-        events: Arc::clone(&events),
-    };
+    let mut stdio = StdioLoop::new(server, max_line_bytes, Stdout::open().into_inner(), &events);
     match stdio
         .run(
-            Stdin::open(),
-            signals,
-            outbox,
-            process.ignore_signals,
+            Stdin::open().into_inner(),
+            Some((signals, process.ignore_signals)),
             ignore_stdin_close,
         )
         .await
@@ -110,6 +118,8 @@ async fn serve(options: StdioOptions) -> ExitCode {
 
 struct StdioLoop {
     session: Arc<Session>,
+    /// What background work queues for output.
+    outbox: Option<mpsc::Receiver<Emitted>>,
     codec: LineCodec,
     input: BytesMut,
     /// Reused for the outputs of each inline message.
@@ -119,20 +129,43 @@ struct StdioLoop {
 }
 
 impl StdioLoop {
+    fn new(
+        server: crate::ServerOptions,
+        max_line_bytes: usize,
+        output: Pin<Box<dyn AsyncWrite + Send>>,
+        events: &Arc<EventLog>,
+    ) -> StdioLoop {
+        let (outbox_tx, outbox) = mpsc::channel(OUTBOX_CAPACITY);
+        let session = Session::new(Arc::new(Server::new(server, Arc::clone(events))), outbox_tx, None);
+        StdioLoop {
+            session,
+            outbox: Some(outbox),
+            codec: LineCodec::with_max_size(max_line_bytes),
+            input: BytesMut::with_capacity(READ_CHUNK),
+            outputs: Vec::new(),
+            writer: Writer {
+                output,
+                buffer: Vec::with_capacity(FLUSH_AT),
+            },
+            events: Arc::clone(events),
+        }
+    }
+
+    /// Serves until the input ends, a signal comes (when `signals` are given: with
+    /// `ignore_signals`, a signal is only logged), or output fails.
     async fn run(
         &mut self,
-        mut stdin: Stdin,
-        mut signals: Signals,
-        mut outbox: mpsc::Receiver<Emitted>,
-        ignore_signals: bool,
+        mut stdin: Pin<Box<dyn AsyncRead + Send>>,
+        mut signals: Option<(Signals, bool)>,
         ignore_stdin_close: bool,
     ) -> End {
+        let mut outbox = self.outbox.take().expect("the loop runs once");
         let mut chunk = vec![0u8; READ_CHUNK].into_boxed_slice();
         let mut stdin_open = true;
         loop {
             let step = tokio::select! {
                 biased;
-                name = signals.recv() => {
+                (name, ignore_signals) = next_signal(&mut signals) => {
                     self.events.record(&json!({"event": "signal", "signal": name, "ms": self.events.elapsed_ms()}));
                     if ignore_signals { Ok(()) } else { Err(End::Signal) }
                 }
@@ -191,9 +224,17 @@ impl StdioLoop {
     }
 }
 
-/// Buffered writes to stdout, in output order.
+/// The next signal, when signals are watched (never, else), and whether it is to be ignored.
+async fn next_signal(signals: &mut Option<(Signals, bool)>) -> (&'static str, bool) {
+    match signals {
+        Some((signals, ignore)) => (signals.recv().await, *ignore),
+        None => std::future::pending().await,
+    }
+}
+
+/// Buffered writes to the output, in output order.
 struct Writer {
-    stdout: Stdout,
+    output: Pin<Box<dyn AsyncWrite + Send>>,
     buffer: Vec<u8>,
 }
 
@@ -235,15 +276,23 @@ impl Writer {
         if self.buffer.is_empty() {
             return Ok(());
         }
-        let result = self.stdout.write_all(&self.buffer).await;
+        let result = write_out(&mut self.output, &self.buffer).await;
         self.buffer.clear();
-        result.map_err(|e| End::Io(format!("cannot write to stdout: {e}")))
+        result
     }
 
     async fn write(&mut self, bytes: &[u8]) -> Result<(), End> {
-        self.stdout
-            .write_all(bytes)
-            .await
-            .map_err(|e| End::Io(format!("cannot write to stdout: {e}")))
+        write_out(&mut self.output, bytes).await
     }
+}
+
+/// Writes all of `bytes` and hands them on (a pipe's reader sees them at once).
+async fn write_out(output: &mut Pin<Box<dyn AsyncWrite + Send>>, bytes: &[u8]) -> Result<(), End> {
+    let written = async {
+        output.write_all(bytes).await?;
+        output.flush().await
+    };
+    written
+        .await
+        .map_err(|e| End::Io(format!("cannot write the output: {e}")))
 }

@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use plexus_client::{
-    BoxFuture, ClientError, ClientHandler, ClientOptions, RequestOptions, ServerNotification, ServerRequestContext,
+    BoxFuture, CancelHandle, ClientError, ClientHandler, ClientOptions, RequestOptions, ServerNotification,
+    ServerRequestContext,
 };
 use plexus_jsonrpc::ErrorObject;
 use plexus_protocol::{ClientCapabilities, ElicitRequestParams, ElicitResult, ElicitationCapability, ProtocolVersion};
@@ -180,6 +181,66 @@ async fn dropping_a_call_cancels_it_on_the_server() {
     assert!(tokio::time::timeout(Duration::from_millis(200), call).await.is_err());
     let cancelled = wait_for_event(&log_path, |e| e["method"] == "notifications/cancelled").await;
     assert_eq!(cancelled["params"]["reason"], "the caller cancelled the request");
+    client.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_handle_ends_a_call_with_its_reason_once_the_server_was_told() {
+    let log = temp_dir();
+    let log_path = log.path().join("events.jsonl");
+    let client = connect(&["--event-log", log_path.to_str().unwrap()]).await.unwrap();
+    let handle = CancelHandle::new();
+    let call = tokio::spawn({
+        let client = client.clone();
+        let options = RequestOptions::default().cancel_with(handle.clone());
+        async move { client.call_tool_with("hang", None, options).await }
+    });
+    wait_for_event(&log_path, |e| e["event"] == "request" && e["params"]["name"] == "hang").await;
+    assert!(handle.cancel("the user pressed stop"));
+    let error = call.await.unwrap().unwrap_err();
+    assert!(
+        matches!(&error, ClientError::Cancelled { reason } if reason == "the user pressed stop"),
+        "{error:?}"
+    );
+    let cancelled = wait_for_event(&log_path, |e| e["method"] == "notifications/cancelled").await;
+    assert_eq!(cancelled["params"]["reason"], "the user pressed stop");
+
+    // A handle cancelled already sends nothing.
+    let options = RequestOptions::default().cancel_with(handle);
+    let error = client
+        .call_tool_with("echo", args(json!({"text": "never"})), options)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ClientError::Cancelled { .. }), "{error:?}");
+    client.ping().await.unwrap();
+    let echoes = support::events(&log_path)
+        .into_iter()
+        .filter(|e| e["event"] == "request" && e["params"]["name"] == "echo")
+        .count();
+    assert_eq!(echoes, 0);
+    client.close().await.unwrap();
+}
+
+/// On one thread, the task a dropped call spawns to tell the server cannot run before the
+/// caller's next request is sent: that request sends the cancellation first.
+#[tokio::test(flavor = "current_thread")]
+async fn the_cancellation_of_a_dropped_call_goes_out_before_the_next_request() {
+    let log = temp_dir();
+    let log_path = log.path().join("events.jsonl");
+    let client = connect(&["--event-log", log_path.to_str().unwrap()]).await.unwrap();
+    let call = client.call_tool("hang", None);
+    assert!(tokio::time::timeout(Duration::from_millis(200), call).await.is_err());
+    let result = client.call_tool("echo", args(json!({"text": "next"}))).await.unwrap();
+    assert_eq!(first_text(&result), "next");
+    let order: Vec<String> = support::events(&log_path)
+        .into_iter()
+        .filter_map(|e| match (e["event"].as_str(), e["method"].as_str()) {
+            (Some("notification"), Some(method)) if method == "notifications/cancelled" => Some(method.to_owned()),
+            (Some("request"), Some("tools/call")) => e["params"]["name"].as_str().map(str::to_owned),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(order, ["hang", "notifications/cancelled", "echo"]);
     client.close().await.unwrap();
 }
 

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use plexus_client::{ClientError, ProgressCallback, RequestOptions};
+use plexus_client::{CancelHandle, ClientError, ProgressCallback, RequestOptions};
 use plexus_jsonrpc::ErrorCode;
 use plexus_pool::{Pool, PoolError};
 use plexus_protocol::{CallToolResult, Tool};
@@ -37,6 +37,31 @@ pub struct CallOptions {
     /// The host's tag of the call, given back with the requests the server makes on its behalf
     /// (see [`RequestOptions::tag`]).
     pub tag: Option<u64>,
+    /// Cancels the call from outside its future, with a reason the server is told: while the
+    /// server is connected, while the call runs, while the user is at a URL the server asked
+    /// for. Dropping the call's future cancels it too.
+    pub cancel: Option<CancelHandle>,
+}
+
+impl CallOptions {
+    /// Cancels the call when `handle` is cancelled (see [`CallOptions::cancel`]).
+    #[must_use]
+    pub fn cancel_with(mut self, handle: CancelHandle) -> Self {
+        self.cancel = Some(handle);
+        self
+    }
+}
+
+/// Runs `work` until `cancel` (if any) is cancelled; the reason then.
+async fn unless_cancelled<T>(cancel: Option<&CancelHandle>, work: impl Future<Output = T>) -> Result<T, Arc<str>> {
+    match cancel {
+        None => Ok(work.await),
+        Some(cancel) => tokio::select! {
+            biased;
+            done = work => Ok(done),
+            reason = cancel.cancelled() => Err(reason),
+        },
+    }
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -48,6 +73,7 @@ impl std::fmt::Debug for CallOptions {
             .field("url_elicitation", &self.url_elicitation.is_some())
             .field("url_elicitation_timeout", &self.url_elicitation_timeout)
             .field("tag", &self.tag)
+            .field("cancel", &self.cancel)
             .finish()
     }
 }
@@ -104,6 +130,26 @@ const TASK_REQUIRED: &str =
     "the tool must be called as a task (execution.taskSupport is \"required\"), which this client does not support";
 
 impl CallError {
+    /// The server of the tool.
+    pub fn server(&self) -> &str {
+        match self {
+            CallError::Unavailable { server, .. }
+            | CallError::Failed { server, .. }
+            | CallError::UrlElicitation { server, .. }
+            | CallError::TaskRequired { server, .. } => server,
+        }
+    }
+
+    /// The tool's own name (as its server names it).
+    pub fn tool(&self) -> &str {
+        match self {
+            CallError::Unavailable { tool, .. }
+            | CallError::Failed { tool, .. }
+            | CallError::UrlElicitation { tool, .. }
+            | CallError::TaskRequired { tool, .. } => tool,
+        }
+    }
+
     /// What went wrong, without the `calling TOOL of server "S": ` the message starts with (for
     /// a place that names the tool already).
     pub fn reason(&self) -> String {
@@ -141,13 +187,25 @@ pub async fn call_tool<A: Serialize + ?Sized + Sync>(
         tool: tool.name.clone(),
         source,
     };
+    let cancelled = |reason: Arc<str>| CallError::Failed {
+        server: server.to_owned(),
+        tool: tool.name.clone(),
+        source: ClientError::Cancelled {
+            reason: reason.to_string(),
+        },
+    };
+    let cancel = options.cancel.as_ref();
     let mut expired_once = false;
     let mut elicitation_rounds = 0;
     loop {
-        let client = pool.ensure_connected(server).await.map_err(unavailable)?;
+        let client = unless_cancelled(cancel, pool.ensure_connected(server))
+            .await
+            .map_err(cancelled)?
+            .map_err(unavailable)?;
         let mut request = RequestOptions {
             timeout: options.timeout,
             tag: options.tag,
+            cancel: options.cancel.clone(),
             ..RequestOptions::default()
         };
         if let Some(progress) = &options.on_progress {
@@ -179,16 +237,18 @@ pub async fn call_tool<A: Serialize + ?Sized + Sync>(
                     .url_elicitation_timeout
                     .unwrap_or(elicitation::DEFAULT_URL_ELICITATION_TIMEOUT);
                 // Boxed, as the rare path: every call's future stays small.
-                Box::pin(elicitation::complete(
+                let completing = Box::pin(elicitation::complete(
                     handler.as_ref(),
                     server,
                     &elicitations,
                     completions,
                     timeout,
                     options.tag,
-                ))
-                .await
-                .map_err(elicitation_failed)?;
+                ));
+                unless_cancelled(cancel, completing)
+                    .await
+                    .map_err(cancelled)?
+                    .map_err(elicitation_failed)?;
                 tracing::info!(server, tool = %tool.name, round = elicitation_rounds, "URL elicitation done; calling again");
             }
             Err(source) => {

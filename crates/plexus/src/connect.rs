@@ -285,6 +285,7 @@ fn unsupported_reason(kind: ServerKind) -> &'static str {
         ServerKind::Ws | ServerKind::WsIde => "need the `ws` feature of plexus",
         ServerKind::ClaudeAiProxy if cfg!(feature = "auth") => "need the `http` feature of plexus",
         ServerKind::ClaudeAiProxy => crate::entry_auth::CLAUDEAI_PROXY_UNSUPPORTED,
+        ServerKind::InProcess => crate::in_process::NOT_REGISTERED,
     }
 }
 

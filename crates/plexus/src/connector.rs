@@ -7,11 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use plexus_client::{Client, ClientError, ClientOptions};
-use plexus_config::{DiscoveryOptions, Environment, Scope, ServerConfig};
+use plexus_config::{DiscoveryOptions, Environment, Scope, ServerConfig, ServerKind};
 use plexus_transport::{MAX_MESSAGE_SIZE_VAR, TransportError};
 
 use crate::connect::{ConnectError, Connected, Limits, connect_entry};
 use crate::entry_auth;
+use crate::in_process::InProcessServer;
 
 /// Connects configured servers: maps every kind to its transport and its auth (see DESIGN.md's
 /// table of kinds), and keeps the needs-auth cache of its plexus home.
@@ -66,6 +67,8 @@ pub struct DefaultConnector {
     home: Option<PathBuf>,
     env: Environment,
     handler: Option<Arc<dyn plexus_client::ClientHandler>>,
+    /// The host's in-process servers, by entry name.
+    in_process: Arc<std::collections::HashMap<String, Arc<dyn InProcessServer>>>,
     #[cfg(feature = "auth")]
     ide_lock_dir: Option<PathBuf>,
     #[cfg(feature = "auth")]
@@ -107,6 +110,7 @@ impl DefaultConnector {
             home: None,
             env: Environment::process(),
             handler: None,
+            in_process: Arc::default(),
             #[cfg(feature = "auth")]
             ide_lock_dir: None,
             #[cfg(feature = "auth")]
@@ -154,6 +158,14 @@ impl DefaultConnector {
     #[must_use]
     pub fn with_handler(mut self, handler: Arc<dyn plexus_client::ClientHandler>) -> DefaultConnector {
         self.handler = Some(handler);
+        self
+    }
+
+    /// Connects the [`in-process`](plexus_config::ServerKind::InProcess) entry named `name`
+    /// to `server` (see [`crate::in_process`]).
+    #[must_use]
+    pub fn with_in_process(mut self, name: impl Into<String>, server: Arc<dyn InProcessServer>) -> DefaultConnector {
+        Arc::make_mut(&mut self.in_process).insert(name.into(), server);
         self
     }
 
@@ -308,6 +320,31 @@ impl DefaultConnector {
         self.connect_in_scope(name, config, None, options).await
     }
 
+    /// Opens a pipe to the in-process server `name`, starts it on the server's end, and runs
+    /// the handshake within the connect timeout.
+    async fn connect_in_process(&self, name: &str, options: ClientOptions) -> Result<Connected, ConnectError> {
+        let Some(server) = self.in_process.get(name) else {
+            return Err(ConnectError::Unsupported {
+                server: name.to_owned(),
+                kind: ServerKind::InProcess,
+                why: crate::in_process::NOT_REGISTERED,
+            });
+        };
+        let limit = self
+            .max_message_size()
+            .unwrap_or(crate::in_process::DEFAULT_MAX_MESSAGE_SIZE);
+        let (transport, end) = crate::in_process::pipe(name, limit);
+        let serving = tokio::spawn(server.serve(end));
+        let transport = transport.end_with(serving.abort_handle());
+        match Client::connect(Box::new(transport), options).await {
+            Ok(client) => Ok(Connected { client, fallback: None }),
+            Err(source) => Err(ConnectError::Client {
+                server: name.to_owned(),
+                source,
+            }),
+        }
+    }
+
     /// Like [`connect_detailed`](Self::connect_detailed) for an entry of the config `scope` it was
     /// read from (`None`: the host's own entry). An entry of the [`Project`](Scope::Project)
     /// scope (a repository's `.mcp.json`) never gets plexus's own secrets: no session ingress
@@ -327,6 +364,10 @@ impl DefaultConnector {
         }
         if let Some(timeout) = config.options().timeout {
             options.initialize_timeout = timeout;
+        }
+        if let ServerConfig::InProcess(_) = config {
+            let budget = options.initialize_timeout;
+            return within_budget(name, config, budget, self.connect_in_process(name, options)).await;
         }
         let plan = entry_auth::plan(config, scope).map_err(|why| ConnectError::Unsupported {
             server: name.to_owned(),
@@ -352,28 +393,39 @@ impl DefaultConnector {
         // the grace lets that more precise error win. Boxed: a connect is rare, its future large.
         let budget = options.initialize_timeout;
         let connect = Box::pin(connect_entry(name, config, options, provider, limits));
-        let result = match tokio::time::timeout(budget + CONNECT_GRACE, connect).await {
-            Ok(result) => result,
-            Err(_) => Err(ConnectError::Client {
-                server: name.to_owned(),
-                source: ClientError::Transport(TransportError::Connect {
-                    target: config.url().map_or_else(
-                        || config.kind().to_string(),
-                        |url| plexus_net::redact::redact_url(url.as_str()),
-                    ),
-                    reason: format!(
-                        "the connect did not finish within its timeout of {} ms (the entry's `timeout`, else \
-                         MCP_TIMEOUT, else 30 s)",
-                        budget.as_millis()
-                    ),
-                }),
-            }),
-        };
+        let result = within_budget(name, config, budget, connect).await;
         #[cfg(feature = "auth")]
         if let Some((cache, url)) = cache {
             needs_auth::note(cache, name, url, &result).await;
         }
         result
+    }
+}
+
+/// Runs `connect` within `budget` (and [`CONNECT_GRACE`]); past it, an error that says which
+/// timeout that was.
+async fn within_budget(
+    name: &str,
+    config: &ServerConfig,
+    budget: Duration,
+    connect: impl Future<Output = Result<Connected, ConnectError>>,
+) -> Result<Connected, ConnectError> {
+    match tokio::time::timeout(budget + CONNECT_GRACE, connect).await {
+        Ok(result) => result,
+        Err(_) => Err(ConnectError::Client {
+            server: name.to_owned(),
+            source: ClientError::Transport(TransportError::Connect {
+                target: config.url().map_or_else(
+                    || config.kind().to_string(),
+                    |url| plexus_net::redact::redact_url(url.as_str()),
+                ),
+                reason: format!(
+                    "the connect did not finish within its timeout of {} ms (the entry's `timeout`, else \
+                     MCP_TIMEOUT, else 30 s)",
+                    budget.as_millis()
+                ),
+            }),
+        }),
     }
 }
 

@@ -90,7 +90,7 @@ impl AuthPlan {
 /// `.mcp.json`) never gets plexus's own secrets: its `ws` servers get no session ingress token.
 pub(crate) fn plan(config: &ServerConfig, scope: Option<Scope>) -> Result<AuthPlan, &'static str> {
     match config {
-        ServerConfig::Stdio(_) => Ok(AuthPlan::Anonymous),
+        ServerConfig::Stdio(_) | ServerConfig::InProcess(_) => Ok(AuthPlan::Anonymous),
         ServerConfig::Http(http) | ServerConfig::Sse(http) => remote_plan(http),
         ServerConfig::Ws(ws) => match &ws.headers_helper {
             Some(command) => helper_plan(command, ws.url.as_str()),

@@ -22,9 +22,11 @@ use plexus_tools::{
 };
 use tokio::sync::broadcast;
 
+use crate::hub_error::HubError;
 use crate::hub_messages::ServerMessage;
 
-use crate::DefaultConnector;
+use crate::in_process::InProcessServer;
+use crate::{DefaultConnector, lock};
 
 /// How a [`Hub`] starts.
 #[derive(Clone)]
@@ -51,6 +53,8 @@ pub struct HubOptions {
     /// own transport, tests). [`Hub::connector`] is still the default one, with the token
     /// store and logins; [`handler`](Self::handler) is the custom connector's to declare.
     pub connector: Option<Arc<dyn plexus_pool::Connector>>,
+    /// Servers that run in the host's process (see [`in_process`](Self::in_process)).
+    pub in_process: Vec<(String, Arc<dyn InProcessServer>)>,
 }
 
 impl std::fmt::Debug for HubOptions {
@@ -65,6 +69,10 @@ impl std::fmt::Debug for HubOptions {
             .field("only", &self.only)
             .field("ad_hoc", &self.ad_hoc.iter().map(|(name, _)| name).collect::<Vec<_>>())
             .field("connector", &self.connector.is_some())
+            .field(
+                "in_process",
+                &self.in_process.iter().map(|(name, _)| name).collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -81,6 +89,7 @@ impl HubOptions {
             only: None,
             ad_hoc: Vec::new(),
             connector: None,
+            in_process: Vec::new(),
         }
     }
 
@@ -120,6 +129,20 @@ impl HubOptions {
         self
     }
 
+    /// Adds a server that runs in the host's process, as server `name` of the host's own (like
+    /// [`ad_hoc`](Self::ad_hoc)): each connection the pool opens calls `server` with its end
+    /// of an in-memory pipe (see [`crate::in_process`]).
+    #[must_use]
+    pub fn in_process(mut self, name: impl Into<String>, server: impl InProcessServer) -> HubOptions {
+        let name = name.into();
+        let entry = ServerConfig::InProcess(plexus_config::InProcessEntry::default());
+        self.ad_hoc.retain(|(other, _)| *other != name);
+        self.ad_hoc.push((name.clone(), entry));
+        self.in_process.retain(|(other, _)| *other != name);
+        self.in_process.push((name, Arc::new(server)));
+        self
+    }
+
     /// Connects the servers with `connector` (see [`HubOptions::connector`]).
     #[must_use]
     pub fn connector(mut self, connector: Arc<dyn plexus_pool::Connector>) -> HubOptions {
@@ -132,78 +155,6 @@ impl HubOptions {
     pub fn url_elicitation(mut self, handler: Arc<dyn UrlElicitationHandler>) -> HubOptions {
         self.url_elicitation = Some(handler);
         self
-    }
-}
-
-/// Why the Hub could not do what was asked.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum HubError {
-    /// The plexus home or the working directory cannot be found.
-    #[error(transparent)]
-    Discovery(plexus_config::DiscoveryError),
-    /// No MCP tool of the pool has this name (a built-in's name included: the host runs those).
-    #[error("no MCP tool is named {name:?}")]
-    UnknownTool {
-        /// The name asked for.
-        name: String,
-    },
-    /// The call failed (it names server and tool).
-    #[error(transparent)]
-    Call(Box<CallError>),
-    /// No prompt of the Hub has this name.
-    #[error("no prompt is named {name:?} (the Hub has {count} prompts)")]
-    UnknownPrompt {
-        /// The name asked for.
-        name: String,
-        /// How many prompts there are.
-        count: usize,
-    },
-    /// A resource reference is not `@server:uri`.
-    #[error("{reference:?} is not a resource reference (@server:uri)")]
-    BadReference {
-        /// What was given.
-        reference: String,
-    },
-    /// A server could not be reached, or its request failed.
-    #[error("server \"{server}\": {source}")]
-    Server {
-        /// The server.
-        server: String,
-        /// Why.
-        #[source]
-        source: Box<ServerFailure>,
-    },
-    /// Waiting for the servers failed (a required server could not connect, or the pool is
-    /// closed).
-    #[error(transparent)]
-    Pool(#[from] PoolError),
-    /// The result could not be processed.
-    #[error("the result of {name} could not be processed: {source}")]
-    Result {
-        /// The tool's qualified name.
-        name: String,
-        /// Why.
-        #[source]
-        source: ResultError,
-    },
-}
-
-/// Why a server's request failed: it could not be reached, or it answered with an error.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ServerFailure {
-    /// The pool could not give a connection.
-    #[error(transparent)]
-    Pool(#[from] PoolError),
-    /// The request failed.
-    #[error(transparent)]
-    Request(#[from] plexus_client::ClientError),
-}
-
-impl From<CallError> for HubError {
-    fn from(error: CallError) -> Self {
-        HubError::Call(Box::new(error))
     }
 }
 
@@ -226,10 +177,6 @@ async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) 
 
 /// A server's listed tools and the entries built from them.
 type KeptEntries = (Arc<[Tool]>, Arc<[Arc<ToolEntry>]>);
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 /// A running set of MCP servers as one tool pool.
 pub struct Hub {
@@ -304,6 +251,9 @@ impl Hub {
             .with_home(discovery.home.clone());
         if let Some(handler) = options.handler {
             connector = connector.with_handler(handler);
+        }
+        for (name, server) in options.in_process {
+            connector = connector.with_in_process(name, server);
         }
         let connector = Arc::new(connector);
         let lookup = |name: &str| env.get(name);
@@ -565,5 +515,33 @@ impl Hub {
     /// Closes every server (each within its transport's bound).
     pub async fn shutdown(&self) {
         self.pool.shutdown().await;
+    }
+}
+
+/// How long dropping a Hub waits for its servers to shut down.
+const DROP_WAIT: Duration = Duration::from_secs(3);
+
+impl Drop for Hub {
+    /// Dropping the Hub (the last handle of it, when it is shared) shuts its servers down. On a
+    /// worker of a multi-thread runtime (what `#[tokio::main]` gives), it is
+    /// [`shutdown`](Hub::shutdown), waited for (at most 3 s) with the runtime told that the
+    /// thread blocks: a host whose `main` returns next leaves no child behind and no remote
+    /// session open. Elsewhere (a current-thread runtime, no runtime), every connection is
+    /// dropped at once and each transport's own shutdown starts as the runtime drops it; a host
+    /// there awaits `shutdown` before it exits. After `shutdown`, dropping waits for nothing.
+    fn drop(&mut self) {
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .ok()
+            .filter(|runtime| runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        match multi_thread {
+            Some(runtime) => tokio::task::block_in_place(|| {
+                runtime.block_on(async {
+                    let _ = tokio::time::timeout(DROP_WAIT, self.pool.shutdown()).await;
+                });
+            }),
+            None => self.pool.close_now(),
+        }
+        #[cfg(feature = "stdio")]
+        plexus_stdio::wait_for_shutdowns(DROP_WAIT);
     }
 }

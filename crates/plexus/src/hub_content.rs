@@ -9,7 +9,8 @@ use plexus_client::Client;
 use plexus_pool::PoolError;
 use plexus_protocol::{GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate};
 
-use crate::hub::{Hub, HubError};
+use crate::hub::Hub;
+use crate::hub_error::HubError;
 
 /// What a listing across the servers found, and the servers whose list could not be had.
 #[derive(Debug, Clone)]

@@ -74,7 +74,10 @@ pub mod hub;
 #[cfg(feature = "tools")]
 mod hub_content;
 #[cfg(feature = "tools")]
+mod hub_error;
+#[cfg(feature = "tools")]
 mod hub_messages;
+pub mod in_process;
 #[cfg(feature = "auth")]
 mod login;
 mod pooled;
@@ -84,15 +87,23 @@ pub use connect::{ConnectError, Connected, connect, connect_detailed};
 pub use connector::CREDENTIALS_FILE;
 pub use connector::{DefaultConnector, SECRET_VARIABLES};
 #[cfg(feature = "tools")]
-pub use hub::{Hub, HubError, HubOptions, ServerFailure};
+pub use hub::{Hub, HubOptions};
 #[cfg(feature = "tools")]
 pub use hub_content::{Listed, PromptEntry, ResourceEntry, TemplateEntry, parse_reference};
 #[cfg(feature = "tools")]
+pub use hub_error::{HubError, ServerFailure};
+#[cfg(feature = "tools")]
 pub use hub_messages::{SERVER_MESSAGES_CAPACITY, ServerMessage};
+pub use in_process::InProcessServer;
 #[cfg(feature = "auth")]
 pub use login::LoginError;
-pub use plexus_client::{Client, ClientError, ClientOptions};
+pub use plexus_client::{CancelHandle, Client, ClientError, ClientOptions};
 pub use pooled::classify;
+
+/// Locks a mutex, recovering from poisoning (no invariant of ours spans a panic).
+pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// Authentication providers (`plexus-auth`).
 #[cfg(feature = "auth")]

@@ -99,9 +99,10 @@ async fn prompts_are_named_like_tools_and_resources_by_reference() {
         .get_prompt("mcp__demo__greeting", std::collections::BTreeMap::new())
         .await
         .unwrap_err();
+    let chain = plexus::transport::error_chain(&missing);
     assert!(
-        missing.to_string().starts_with("server \"demo\": prompts/get failed: "),
-        "{missing}"
+        chain.starts_with("a request to server \"demo\" failed: prompts/get failed: "),
+        "{chain}"
     );
     assert!(matches!(
         hub.get_prompt("mcp__demo__nope", std::collections::BTreeMap::new())
@@ -340,4 +341,146 @@ async fn an_interrupt_cancels_every_call_in_flight_and_the_hub_goes_on() {
     assert_eq!(echoed.content[0].as_text(), Some("still here"));
     hub.shutdown().await;
     server.shutdown().await;
+}
+
+/// The test server on the server's end of an in-memory pipe, logging to `log`.
+fn in_process_test_server(log: std::path::PathBuf) -> impl plexus::InProcessServer {
+    move |pipe: plexus::in_process::DuplexStream| {
+        let mut options = plexus_testserver::StdioOptions::default();
+        options.process.event_log = Some(log.clone());
+        async move {
+            let (input, output) = tokio::io::split(pipe);
+            plexus_testserver::serve_io(options, Box::pin(input), Box::pin(output))
+                .await
+                .unwrap();
+        }
+    }
+}
+
+/// A Hub with no config file: only the servers `options` adds.
+async fn bare_hub(dir: &tempfile::TempDir, options: impl FnOnce(HubOptions) -> HubOptions) -> Hub {
+    let discovery = DiscoveryOptions::new(dir.path().join("home"), dir.path())
+        .with_managed_file(None)
+        .with_env(Environment::from_fn(|_| None));
+    let hub = Hub::start(options(HubOptions::new(discovery))).await.unwrap();
+    hub.wait_ready(Duration::from_secs(30)).await.unwrap();
+    hub
+}
+
+fn events(log: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+async fn wait_for_event(log: &std::path::Path, wanted: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(event) = events(log).into_iter().find(|event| wanted(event)) {
+            return event;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no such event in {:?}",
+            events(log)
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_in_process_server_joins_the_hub_and_a_cancelled_call_tells_it_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("events.jsonl");
+    let hub = bare_hub(&dir, |options| {
+        options.in_process("inside", in_process_test_server(log.clone()))
+    })
+    .await;
+    assert!(hub.tool_pool().await.names().any(|name| name == "mcp__inside__echo"));
+    let echoed = hub
+        .call("mcp__inside__echo", json!({"text": "no process"}))
+        .await
+        .unwrap();
+    assert_eq!(echoed.content[0].as_text(), Some("no process"));
+
+    let cancel = plexus::CancelHandle::new();
+    let hub = Arc::new(hub);
+    let call = tokio::spawn({
+        let (hub, cancel) = (Arc::clone(&hub), cancel.clone());
+        async move {
+            let options = plexus::tools::CallOptions::default().cancel_with(cancel);
+            hub.call_with("mcp__inside__slow", &json!({"ms": 60000, "steps": 0}), &options)
+                .await
+        }
+    });
+    wait_for_event(&log, |e| e["event"] == "request" && e["params"]["name"] == "slow").await;
+    assert!(cancel.cancel("the user pressed stop"));
+    let error = tokio::time::timeout(Duration::from_secs(10), call)
+        .await
+        .expect("the cancel ends the call at once")
+        .unwrap()
+        .unwrap_err();
+    assert!(error.is_cancelled(), "{error:?}");
+    assert_eq!((error.server(), error.tool()), (Some("inside"), Some("slow")));
+    assert!(!error.is_retryable() && !error.is_timeout(), "{error:?}");
+    let told = wait_for_event(&log, |e| e["method"] == "notifications/cancelled").await;
+    assert_eq!(told["params"]["reason"], "the user pressed stop");
+    // The session goes on.
+    let echoed = hub.call("mcp__inside__echo", json!({"text": "still"})).await.unwrap();
+    assert_eq!(echoed.content[0].as_text(), Some("still"));
+    hub.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hub_error_says_what_it_means() {
+    let server = RemoteServer::from_args("http", &[]).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let hub = hub(&dir, server.url(), &[("MCP_TOOL_TIMEOUT", "300")], &[]).await;
+    let timeout = hub
+        .call("mcp__demo__slow", json!({"ms": 3000, "steps": 1}))
+        .await
+        .unwrap_err();
+    assert!(timeout.is_timeout() && timeout.is_retryable(), "{timeout:?}");
+    assert_eq!((timeout.server(), timeout.tool()), (Some("demo"), Some("slow")));
+    assert_eq!(timeout.rpc_code(), None);
+
+    let missing = hub.read_resource_of("demo", "test://nothing/here").await.unwrap_err();
+    assert_eq!(missing.rpc_code(), Some(plexus::jsonrpc::ErrorCode::RESOURCE_NOT_FOUND));
+    assert_eq!(missing.server(), Some("demo"));
+    assert!(!missing.is_retryable() && !missing.is_timeout() && !missing.is_cancelled());
+    // Its message names the server; the cause is its source, said once.
+    assert_eq!(missing.to_string(), "a request to server \"demo\" failed");
+    let chain = plexus::transport::error_chain(&missing);
+    assert_eq!(chain.matches("test://nothing/here (").count(), 1, "{chain}");
+
+    let unknown = hub.call("mcp__demo__nope", json!({})).await.unwrap_err();
+    assert_eq!(unknown.tool(), Some("mcp__demo__nope"));
+    assert!(!unknown.is_retryable());
+    hub.shutdown().await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_hub_ends_its_stdio_servers_before_the_drop_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("events.jsonl");
+    let binary = plexus_testserver::child_test::testserver_binary();
+    let entry = plexus::config::ServerConfig::from_json(&json!({
+        "command": binary,
+        "args": ["stdio", "--event-log", log],
+    }))
+    .unwrap()
+    .0;
+    let hub = bare_hub(&dir, |options| options.ad_hoc("child", entry)).await;
+    let start = wait_for_event(&log, |e| e["event"] == "start").await;
+    let pid = start["pid"].as_u64().unwrap();
+    assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+    drop(hub);
+    // No shutdown was awaited: the drop itself ended the server and reaped it.
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "server {pid} still runs after the Hub was dropped"
+    );
 }

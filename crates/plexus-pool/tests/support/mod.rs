@@ -2,8 +2,8 @@
 //! event logs, and a pool with the facade's default connector.
 #![allow(dead_code, unreachable_pub)] // each test binary uses a part.
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use plexus::DefaultConnector;
@@ -16,31 +16,9 @@ use tokio::sync::broadcast;
 /// Long enough for anything on a busy machine; never the point of a test.
 pub const HANG_GUARD: Duration = Duration::from_secs(30);
 
-/// The `plexus-testserver` binary beside this test's executable (a workspace test run builds
-/// it; alone, this builds it once).
+/// The `plexus-testserver` binary (see [`plexus_testserver::child_test::testserver_binary`]).
 pub fn testserver() -> &'static Path {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let exe = std::env::current_exe().unwrap();
-        // target/<profile>/deps/<test> → target/<profile>/plexus-testserver
-        let bin = exe.parent().unwrap().parent().unwrap().join("plexus-testserver");
-        if !bin.exists() {
-            let status = std::process::Command::new(env!("CARGO"))
-                .args([
-                    "build",
-                    "--quiet",
-                    "-p",
-                    "plexus-testserver",
-                    "--bin",
-                    "plexus-testserver",
-                ])
-                .status()
-                .unwrap();
-            assert!(status.success(), "building the test server failed");
-        }
-        assert!(bin.exists(), "no test server at {}", bin.display());
-        bin
-    })
+    plexus_testserver::child_test::testserver_binary()
 }
 
 /// A config entry as a user writes it.

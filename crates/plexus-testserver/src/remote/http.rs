@@ -190,7 +190,11 @@ pub(crate) fn json(status: StatusCode, line: Vec<u8>) -> Response<Body> {
 }
 
 /// An `application/json` response holding a JSON-RPC error whose id is `null`.
-pub(crate) fn jsonrpc_error(status: StatusCode, code: i64, message: impl Into<String>) -> Response<Body> {
+pub(crate) fn jsonrpc_error(
+    status: StatusCode,
+    code: plexus_jsonrpc::ErrorCode,
+    message: impl Into<String>,
+) -> Response<Body> {
     let mut line = Vec::with_capacity(128);
     Message::Response(plexus_jsonrpc::Response::error(None, ErrorObject::new(code, message))).encode_line(&mut line);
     json(status, line)

@@ -129,3 +129,16 @@ impl fmt::Display for ErrorObject {
 }
 
 impl std::error::Error for ErrorObject {}
+
+/// `error` and its causes on one line, `what failed: why: why that`: how a host shows an error
+/// whose causes are kept as [`source`](std::error::Error::source)s, not repeated in its text.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(source) = cause {
+        text.push_str(": ");
+        text.push_str(&source.to_string());
+        cause = source.source();
+    }
+    text
+}

@@ -27,7 +27,7 @@ pub mod process_stdio;
 mod scan;
 
 pub use codec::{DEFAULT_MAX_MESSAGE_SIZE, FrameError, LineCodec};
-pub use error::{ErrorCode, ErrorObject};
+pub use error::{ErrorCode, ErrorObject, error_chain};
 pub use id::RequestId;
 pub use message::{
     DecodeError, Message, Notification, Request, Response, encode_notification, encode_request, encode_response,

@@ -8,6 +8,30 @@ use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
 };
 
+/// Why a test's certificates could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CertificateError {
+    /// A key or a certificate could not be generated.
+    #[error("cannot make the {what}")]
+    Generate {
+        /// What was being made ("CA key", "server certificate", …).
+        what: &'static str,
+        /// rcgen's error.
+        #[source]
+        source: rcgen::Error,
+    },
+    /// A PEM file could not be written.
+    #[error("cannot write {}", .path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// The PEM files of a test's certificates.
 #[derive(Debug, Clone)]
 pub struct TestCertificates {
@@ -25,8 +49,8 @@ pub struct TestCertificates {
 
 impl TestCertificates {
     /// Makes the certificates and writes them into `dir` (which must exist).
-    pub fn generate(dir: &Path) -> Result<TestCertificates, String> {
-        let fail = |what: &str, e: rcgen::Error| format!("cannot make the {what}: {e}");
+    pub fn generate(dir: &Path) -> Result<TestCertificates, CertificateError> {
+        let fail = |what: &'static str, source: rcgen::Error| CertificateError::Generate { what, source };
         let ca_key = KeyPair::generate().map_err(|e| fail("CA key", e))?;
         let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(|e| fail("CA", e))?;
         ca_params
@@ -57,10 +81,12 @@ impl TestCertificates {
             .signed_by(&client_key, &issuer)
             .map_err(|e| fail("client certificate", e))?;
 
-        let write = |name: &str, pem: String| -> Result<PathBuf, String> {
+        let write = |name: &str, pem: String| -> Result<PathBuf, CertificateError> {
             let path = dir.join(name);
-            std::fs::write(&path, pem).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-            Ok(path)
+            match std::fs::write(&path, pem) {
+                Ok(()) => Ok(path),
+                Err(source) => Err(CertificateError::Write { path, source }),
+            }
         };
         Ok(TestCertificates {
             ca: write("ca.pem", ca_cert.pem())?,

@@ -261,7 +261,7 @@ mod stdio;
 mod tools;
 
 #[cfg(feature = "remote")]
-pub use certs::TestCertificates;
+pub use certs::{CertificateError, TestCertificates};
 pub use cli::{Cli, Command, ProcessOptions, ServerOptions, StdioOptions, run};
 pub use events::EventLogFile;
 #[cfg(feature = "remote")]
@@ -271,7 +271,7 @@ pub use oauth::{
     RefreshIssuance, RefreshRotation, TokenInfo, ToolScope,
 };
 #[cfg(feature = "remote")]
-pub use proxy::{ProxyOptions, ProxyServer, run_proxy};
+pub use proxy::{ProxyError, ProxyOptions, ProxyServer, run_proxy};
 #[cfg(feature = "remote")]
 pub use remote::{
     EndpointOptions, HttpOptions, RejectLargeBody, RemoteError, RemoteOptions, RemoteServer, RequiredHeader,

@@ -48,6 +48,24 @@ pub struct ProxyOptions {
     pub process: ProcessOptions,
 }
 
+/// Why an in-process proxy could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProxyError {
+    /// The arguments are not a valid proxy command line.
+    #[error("invalid proxy arguments")]
+    Arguments(#[source] clap::Error),
+    /// The arguments are those of another mode.
+    #[error("not the proxy mode")]
+    NotProxy,
+    /// No ephemeral port of 127.0.0.1 could be bound.
+    #[error("cannot listen on 127.0.0.1")]
+    Bind(#[source] std::io::Error),
+    /// The event log (`--event-log`) cannot be opened.
+    #[error("cannot open the event log")]
+    EventLog(#[source] std::io::Error),
+}
+
 /// A proxy running in-process on a listener the caller bound. Dropping it stops it.
 #[derive(Debug)]
 pub struct ProxyServer {
@@ -70,17 +88,17 @@ struct Proxy {
 impl ProxyServer {
     /// Serves `plexus-testserver proxy ARGS…` on an ephemeral port of 127.0.0.1, on the current
     /// tokio runtime: a test's proxy.
-    pub async fn from_args(args: &[&str]) -> Result<ProxyServer, String> {
+    pub async fn from_args(args: &[&str]) -> Result<ProxyServer, ProxyError> {
         use clap::Parser as _;
         let argv = ["plexus-testserver", "proxy"].into_iter().chain(args.iter().copied());
-        let crate::Command::Proxy(options) = crate::Cli::try_parse_from(argv).map_err(|e| e.to_string())?.command
+        let crate::Command::Proxy(options) = crate::Cli::try_parse_from(argv).map_err(ProxyError::Arguments)?.command
         else {
-            return Err("not the proxy mode".to_owned());
+            return Err(ProxyError::NotProxy);
         };
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
             .await
-            .map_err(|e| e.to_string())?;
-        let events = EventLog::open(options.process.event_log.as_deref()).map_err(|e| e.to_string())?;
+            .map_err(ProxyError::Bind)?;
+        let events = EventLog::open(options.process.event_log.as_deref()).map_err(ProxyError::EventLog)?;
         Ok(ProxyServer::start(listener, &options, Arc::new(events)))
     }
 

@@ -3,22 +3,10 @@
 use std::io;
 use std::sync::Arc;
 
+pub use plexus_jsonrpc::error_chain;
 use plexus_jsonrpc::{FrameError, ReplyScan, RequestId};
 
 use crate::AuthFailure;
-
-/// `error` and its causes on one line, `what failed: why: why that`: how a host shows an error
-/// whose causes are kept as [`source`](std::error::Error::source)s, not repeated in its text.
-pub fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(source) = cause {
-        text.push_str(": ");
-        text.push_str(&source.to_string());
-        cause = source.source();
-    }
-    text
-}
 
 /// The reason of the [`TransportError::Closed`] a transport gives once its client closed it, the
 /// same for every transport.

@@ -64,7 +64,7 @@ pub enum OAuthError {
     #[error("{0}")]
     Limit(String),
     /// A new listener could not be bound.
-    #[error("cannot listen on 127.0.0.1 for the new authorization server: {0}")]
+    #[error("cannot listen on 127.0.0.1 for the new authorization server")]
     Listen(#[source] std::io::Error),
     /// An argument is invalid.
     #[error("{0}")]

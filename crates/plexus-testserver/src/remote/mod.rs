@@ -56,7 +56,7 @@ const CRASH_DRAIN_LIMIT: Duration = Duration::from_secs(2);
 #[non_exhaustive]
 pub enum RemoteError {
     /// The event log (`--event-log`) cannot be opened.
-    #[error("cannot open the event log {path}: {source}")]
+    #[error("cannot open the event log {path}")]
     EventLog {
         /// The path given.
         path: PathBuf,
@@ -64,13 +64,13 @@ pub enum RemoteError {
         source: std::io::Error,
     },
     /// The listener's local address cannot be read.
-    #[error("cannot read the listener's local address: {0}")]
+    #[error("cannot read the listener's local address")]
     Address(#[source] std::io::Error),
     /// The server was started outside a tokio runtime.
     #[error("a remote server must be started within a tokio runtime")]
     NoRuntime,
     /// The authorization server's own listener (`--oauth-as-port`) cannot be bound.
-    #[error("cannot listen on 127.0.0.1:{port} for the authorization server: {source}")]
+    #[error("cannot listen on 127.0.0.1:{port} for the authorization server")]
     Listen {
         /// The port asked for.
         port: u16,
@@ -85,11 +85,17 @@ pub enum RemoteError {
         /// What is wrong with its value.
         reason: String,
     },
-    /// The command line given to [`RemoteServer::from_args`] is not one of a remote mode.
-    #[error("not a remote mode's command line: {0}")]
-    Arguments(String),
+    /// The command line given to [`RemoteServer::from_args`] cannot be parsed.
+    #[error("not a remote mode's command line")]
+    Arguments(#[source] clap::Error),
+    /// The mode given to [`RemoteServer::from_args`] is not a remote one (`stdio`, `proxy`).
+    #[error("not a remote mode's command line: {mode} is not a remote MCP mode")]
+    NotRemote {
+        /// The mode given.
+        mode: String,
+    },
     /// No ephemeral port of 127.0.0.1 could be bound.
-    #[error("cannot listen on 127.0.0.1: {0}")]
+    #[error("cannot listen on 127.0.0.1")]
     Bind(#[source] std::io::Error),
 }
 
@@ -438,7 +444,7 @@ impl RemoteServer {
         use clap::Parser as _;
         let argv = ["plexus-testserver", mode].into_iter().chain(args.iter().copied());
         let command = crate::Cli::try_parse_from(argv)
-            .map_err(|e| RemoteError::Arguments(e.to_string()))?
+            .map_err(RemoteError::Arguments)?
             .command;
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
             .await
@@ -448,7 +454,7 @@ impl RemoteServer {
             crate::Command::Sse(options) => RemoteServer::sse(listener, options),
             crate::Command::Ws(options) => RemoteServer::ws(listener, options),
             crate::Command::Stdio(_) | crate::Command::Proxy(_) => {
-                Err(RemoteError::Arguments(format!("{mode} is not a remote MCP mode")))
+                Err(RemoteError::NotRemote { mode: mode.to_owned() })
             }
         }
     }
@@ -769,7 +775,7 @@ fn run_binary(
         let server = match start(listener, Arc::clone(&events)) {
             Ok(server) => server,
             Err(e) => {
-                eprintln!("plexus-testserver: {e}");
+                eprintln!("plexus-testserver: {}", plexus_jsonrpc::error_chain(&e));
                 events.exit(SETUP_FAILURE.into());
                 return ExitCode::from(SETUP_FAILURE);
             }

@@ -3,7 +3,7 @@
 //! ingress token.
 //!
 //! Each module is one way of authenticating; the facade's connector picks the one that a server
-//! kind needs (see DESIGN.md's table of kinds). Transports know nothing of this crate: they call
+//! kind needs (the facade's `DefaultConnector` has the table of kinds). Transports know nothing of this crate: they call
 //! the [`AuthProvider`](plexus_transport::AuthProvider) hook.
 //!
 //! OAuth: an [`OAuthProvider`] per server, its tokens in a

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
-use hyper::body::{Frame, Incoming};
+use hyper::body::Frame;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use plexus::jsonrpc::{IdScanner, Message, RequestId};
@@ -113,6 +113,40 @@ impl hyper::body::Body for Body {
     }
 }
 
+/// The body of a gateway response: JSON all at once, or an event stream of JSON-RPC messages.
+pub struct ResponseBody(Body);
+
+impl std::fmt::Debug for ResponseBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match &self.0 {
+            Body::Full(_) => "json",
+            Body::Events { .. } => "event stream",
+        };
+        f.debug_tuple("ResponseBody").field(&kind).finish()
+    }
+}
+
+impl hyper::body::Body for ResponseBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Pin::new(&mut self.get_mut().0).poll_frame(cx)
+    }
+}
+
+/// What a request body must be for the gateway to read it (hyper's `Incoming`, axum's `Body`,
+/// any `http-body` body whose errors are errors).
+pub trait RequestBody:
+    hyper::body::Body<Data: Send, Error: Into<Box<dyn std::error::Error + Send + Sync>>> + Send + 'static
+{
+}
+
+impl<B> RequestBody for B where
+    B: hyper::body::Body<Data: Send, Error: Into<Box<dyn std::error::Error + Send + Sync>>> + Send + 'static
+{
+}
+
 fn full(status: StatusCode, content_type: Option<&'static str>, body: impl Into<Bytes>) -> Response<Body> {
     let body: Bytes = body.into();
     let mut response = Response::new(Body::Full((!body.is_empty()).then_some(body)));
@@ -158,18 +192,54 @@ fn events(messages: mpsc::Receiver<Vec<u8>>, until: Option<RequestId>) -> Respon
 type Refusal = Box<Response<Body>>;
 
 /// The HTTP side's state.
-struct Http {
+pub(crate) struct Http {
     gateway: Arc<Gateway>,
     token: Option<String>,
-    /// Whether every address it listens on is a loopback one (then `Host` is checked).
-    loopback: bool,
-    /// The loopback addresses it listens on: a `Host` or `Origin` naming one names it.
-    own: Vec<IpAddr>,
-    /// The host name of `--http`, if it gave one: a `Host` and `Origin` taken as this gateway's.
-    name: Option<String>,
+    /// Which `Host` and `Origin` name this gateway.
+    trust: Trust,
     sessions: Mutex<HashMap<String, Open>>,
     /// How long a session may sit unused.
     idle: Duration,
+}
+
+/// Which `Host` and `Origin` headers name this gateway.
+pub(crate) enum Trust {
+    /// It listens itself.
+    Listening {
+        /// Whether every address it listens on is a loopback one (then `Host` is checked).
+        loopback: bool,
+        /// The loopback addresses it listens on: a `Host` or `Origin` naming one names it.
+        own: Vec<IpAddr>,
+        /// The host name of `--http`, if it gave one: a `Host` and `Origin` taken as this
+        /// gateway's.
+        name: Option<String>,
+    },
+    /// A host's server mounts it: the host names the authorities (`host` or `host:port`, any
+    /// case) that may appear in `Host` and `Origin`; with none, `Host` is not checked and a
+    /// request with an `Origin` is refused.
+    Mounted(Vec<String>),
+}
+
+impl Trust {
+    fn checks_host(&self) -> bool {
+        match self {
+            Trust::Listening { loopback, .. } => *loopback,
+            Trust::Mounted(allowed) => !allowed.is_empty(),
+        }
+    }
+
+    fn allows(&self, authority: &str) -> bool {
+        match self {
+            Trust::Listening { own, name, .. } => names_this_gateway(authority, own, name.as_deref()),
+            Trust::Mounted(allowed) => {
+                let host = crate::listen::host_of(authority);
+                allowed.iter().any(|allowed| {
+                    allowed.eq_ignore_ascii_case(authority)
+                        || (crate::listen::host_of(allowed) == allowed && allowed.eq_ignore_ascii_case(host))
+                })
+            }
+        }
+    }
 }
 
 /// A session and when it was last in use (a request named it, or something of it was live).
@@ -240,9 +310,7 @@ impl HttpListeners {
 /// Serves `gateway` at `http://ADDRESS/mcp` on each of `listeners` until the task is dropped.
 pub(crate) async fn serve(gateway: &Arc<Gateway>, listeners: HttpListeners, token: Option<String>, idle: Duration) {
     let HttpListeners { listeners, name, .. } = listeners;
-    let state = Arc::new(Http {
-        gateway: Arc::clone(gateway),
-        token,
+    let trust = Trust::Listening {
         loopback: listeners.iter().all(|(_, local)| local.ip().is_loopback()),
         own: listeners
             .iter()
@@ -250,12 +318,8 @@ pub(crate) async fn serve(gateway: &Arc<Gateway>, listeners: HttpListeners, toke
             .filter(IpAddr::is_loopback)
             .collect(),
         name,
-        sessions: Mutex::new(HashMap::new()),
-        idle,
-    });
-    // Checks a few times per idle period; it ends with the state.
-    let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
-    tokio::spawn(sweep(Arc::downgrade(&state), every));
+    };
+    let state = Http::start(gateway, trust, token, idle);
     let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let mut accepting = Vec::new();
     for (listener, _) in listeners {
@@ -290,9 +354,15 @@ async fn accept(listener: tokio::net::TcpListener, state: Arc<Http>, connections
         };
         let state = Arc::clone(&state);
         tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |request| {
+            let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
                 let state = Arc::clone(&state);
-                async move { Ok::<_, Infallible>(state.handle(request).await) }
+                async move {
+                    if request.uri().path() != "/mcp" {
+                        let text = "plexus gateway: the MCP endpoint is /mcp\n";
+                        return Ok::<_, Infallible>(full(StatusCode::NOT_FOUND, None, text).map(ResponseBody));
+                    }
+                    Ok(state.handle(request).await)
+                }
             });
             // hyper honours `header_read_timeout` only with a timer.
             let _ = hyper::server::conn::http1::Builder::new()
@@ -317,6 +387,22 @@ async fn sweep(state: std::sync::Weak<Http>, every: Duration) {
 }
 
 impl Http {
+    /// The HTTP side of `gateway`, whose unused sessions end after `idle`. Must be called
+    /// within a Tokio runtime.
+    pub(crate) fn start(gateway: &Arc<Gateway>, trust: Trust, token: Option<String>, idle: Duration) -> Arc<Http> {
+        let state = Arc::new(Http {
+            gateway: Arc::clone(gateway),
+            token,
+            trust,
+            sessions: Mutex::new(HashMap::new()),
+            idle,
+        });
+        // Checks a few times per idle period; it ends with the state.
+        let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
+        tokio::spawn(sweep(Arc::downgrade(&state), every));
+        state
+    }
+
     /// Ends every session unused for longer than the idle limit.
     fn end_unused(&self) {
         let mut ended = Vec::new();
@@ -338,14 +424,12 @@ impl Http {
         }
     }
 
-    async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
-        if request.uri().path() != "/mcp" {
-            return full(
-                StatusCode::NOT_FOUND,
-                None,
-                "plexus gateway: the MCP endpoint is /mcp\n",
-            );
-        }
+    /// Answers one request, whatever its path (the listener or the host routes).
+    pub(crate) async fn handle<B: RequestBody>(&self, request: Request<B>) -> Response<ResponseBody> {
+        self.answer(request).await.map(ResponseBody)
+    }
+
+    async fn answer<B: RequestBody>(&self, request: Request<B>) -> Response<Body> {
         if let Err(refusal) = self.check_origin(&request) {
             return *refusal;
         }
@@ -371,9 +455,9 @@ impl Http {
     }
 
     /// The `Host`, `Origin` and token checks.
-    fn check_origin(&self, request: &Request<Incoming>) -> Result<(), Refusal> {
-        let ours = |authority: &str| names_this_gateway(authority, &self.own, self.name.as_deref());
-        if self.loopback {
+    fn check_origin<B>(&self, request: &Request<B>) -> Result<(), Refusal> {
+        let ours = |authority: &str| self.trust.allows(authority);
+        if self.trust.checks_host() {
             let host = request
                 .headers()
                 .get(header::HOST)
@@ -418,7 +502,7 @@ impl Http {
     }
 
     /// The session a request names.
-    fn session(&self, request: &Request<Incoming>) -> Result<(String, Arc<Session>), Refusal> {
+    fn session<B>(&self, request: &Request<B>) -> Result<(String, Arc<Session>), Refusal> {
         let Some(id) = request.headers().get(SESSION_HEADER).and_then(|id| id.to_str().ok()) else {
             return Err(refused(StatusCode::BAD_REQUEST, "no Mcp-Session-Id: initialize first"));
         };
@@ -435,7 +519,7 @@ impl Http {
     }
 
     /// `GET`: the session's own event stream (a new one replaces the old).
-    fn get(&self, request: &Request<Incoming>) -> Response<Body> {
+    fn get<B>(&self, request: &Request<B>) -> Response<Body> {
         let (_, session) = match self.session(request) {
             Ok(found) => found,
             Err(refusal) => return *refusal,
@@ -447,7 +531,7 @@ impl Http {
         events(messages, None)
     }
 
-    async fn post(&self, request: Request<Incoming>) -> Response<Body> {
+    async fn post<B: RequestBody>(&self, request: Request<B>) -> Response<Body> {
         let named = request.headers().contains_key(SESSION_HEADER);
         let found = if named { Some(self.session(&request)) } else { None };
         let body = match tokio::time::timeout(BODY_TIMEOUT, Limited::new(request.into_body(), MAX_BODY).collect()).await

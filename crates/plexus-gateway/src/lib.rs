@@ -34,9 +34,16 @@
 //! [`off_loopback`]); every connection and request is bounded in time and size before any work
 //! is done.
 //!
+//! A host with an HTTP server of its own mounts the gateway in it instead:
+//! [`Gateway::http_service`] is a hyper and tower service that answers Streamable HTTP at
+//! whatever path the host routes to it (an axum app: `Router::new().route_service("/mcp",
+//! gateway.http_service(MountOptions::default().allow_hosts(["localhost:3000"])))`), with the
+//! `Host` and `Origin` it may be reached by named in [`MountOptions`].
+//!
 //! Dependencies: `hyper` (server, HTTP/1.1) with `hyper-util` and `http-body-util` serves
 //! Streamable HTTP, never parsed by hand; `getrandom` makes session ids; `bytes` frames input;
-//! `async-trait` for plexus-tools' URL elicitation handler; `thiserror` for [`GatewayError`].
+//! `async-trait` for plexus-tools' URL elicitation handler; `tower-service` for the mounted
+//! service's tower trait; `thiserror` for [`GatewayError`].
 #![forbid(unsafe_code)]
 
 mod content;
@@ -46,6 +53,7 @@ mod gateway;
 mod health;
 mod http;
 mod listen;
+mod service;
 mod session;
 mod stdio;
 mod subscriptions;
@@ -59,8 +67,9 @@ use std::time::Duration;
 use plexus::{Hub, HubOptions};
 use tokio::sync::watch;
 
-pub use http::HttpListeners;
+pub use http::{HttpListeners, RequestBody, ResponseBody};
 pub use listen::{ListenAddress, off_loopback};
+pub use service::{HttpService, MountOptions, ResponseFuture};
 
 /// The environment variable a host may take the HTTP clients' token from (`plexus serve` does).
 pub const TOKEN_VAR: &str = "PLEXUS_GATEWAY_TOKEN";
@@ -249,6 +258,13 @@ impl Gateway {
             // Cancelled: the runtime is shutting down.
             Err(_) => Ok(()),
         }
+    }
+
+    /// The Streamable HTTP side as a service a host mounts at a path of its own in its own
+    /// hyper or axum server (see [`HttpService`]); its token and session idle time are this
+    /// gateway's options. Must be called within a Tokio runtime.
+    pub fn http_service(&self, mount: MountOptions) -> HttpService {
+        HttpService::new(&self.core, mount, &self.options)
     }
 
     /// Serves Streamable HTTP at `http://ADDRESS/mcp` on each of `listeners` until the future

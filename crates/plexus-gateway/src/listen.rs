@@ -113,19 +113,24 @@ pub fn off_loopback(addresses: &[SocketAddr]) -> Option<SocketAddr> {
     addresses.iter().copied().find(|address| !address.ip().is_loopback())
 }
 
+/// The host of an authority (`host:port`, `[v6]:port`, or a host alone).
+pub(crate) fn host_of(authority: &str) -> &str {
+    authority.rsplit_once(':').map_or(authority, |(host, port)| {
+        if port.chars().all(|c| c.is_ascii_digit()) {
+            host
+        } else {
+            authority
+        }
+    })
+}
+
 /// Whether `authority` (a `Host` header's `HOST[:PORT]`, or an `Origin`'s without its scheme)
 /// names the gateway that listens on the loopback addresses `own` under the host name `name`
 /// (if `--http` gave one): `localhost` or `name`, in any case; or `127.0.0.1`, `[::1]` or one of
 /// `own` (`127.0.0.2` when it listens there). Another host (`evil.example`, which DNS
 /// rebinding points at this machine) is not it.
 pub(crate) fn names_this_gateway(authority: &str, own: &[IpAddr], name: Option<&str>) -> bool {
-    let host = authority.rsplit_once(':').map_or(authority, |(host, port)| {
-        if port.chars().all(|c| c.is_ascii_digit()) {
-            host
-        } else {
-            authority
-        }
-    });
+    let host = host_of(authority);
     let address = match host.strip_prefix('[').and_then(|host| host.strip_suffix(']')) {
         Some(v6) => v6.parse::<Ipv6Addr>().map(IpAddr::V6).ok(),
         None => host.parse::<Ipv4Addr>().map(IpAddr::V4).ok(),

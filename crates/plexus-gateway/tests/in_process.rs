@@ -120,3 +120,121 @@ async fn a_host_serves_its_hub_over_a_pipe_of_its_own() {
     hub.shutdown().await;
     server.shutdown().await;
 }
+
+fn is_a_tower_service<S: tower_service::Service<hyper::Request<hyper::body::Incoming>> + Clone + Send>(_: &S) {}
+
+/// A host's own HTTP server (hyper) with the gateway mounted at `/tools/mcp` and a page of its
+/// own at `/`; its address.
+async fn host_server(service: plexus_gateway::HttpService) -> std::net::SocketAddr {
+    use hyper::service::Service as _;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let service = service.clone();
+            tokio::spawn(async move {
+                let routes = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                    let service = service.clone();
+                    async move {
+                        if request.uri().path() == "/tools/mcp" {
+                            let response = service.call(request).await?;
+                            Ok::<_, std::convert::Infallible>(response.map(http_body_util::Either::Left))
+                        } else {
+                            let page = http_body_util::Full::new(bytes::Bytes::from_static(b"the host's own page"));
+                            Ok(hyper::Response::new(http_body_util::Either::Right(page)))
+                        }
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), routes)
+                    .await;
+            });
+        }
+    });
+    address
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_mounts_the_gateway_in_its_own_http_server_at_a_path_of_its_own() {
+    let server = RemoteServer::from_args("http", &[]).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let backends = Backends::new();
+    let hub = Arc::new(hub(&dir, server.url(), &backends).await);
+    let gateway = Gateway::new(Arc::clone(&hub), backends, GatewayOptions::default());
+    let mount = plexus_gateway::MountOptions::default().allow_hosts(["127.0.0.1"]);
+    let service = gateway.http_service(mount);
+    // What a tower stack (axum's `route_service`) takes, too.
+    is_a_tower_service(&service);
+    let address = host_server(service).await;
+
+    // plexus's own Streamable HTTP client, as any MCP client would connect.
+    let url = format!("http://{address}/tools/mcp");
+    let entry = plexus::config::ServerConfig::from_json(&json!({"type": "http", "url": url}))
+        .unwrap()
+        .0;
+    let client = tokio::time::timeout(
+        GUARD,
+        plexus::connect("mounted", &entry, plexus::ClientOptions::new("mounted")),
+    )
+    .await
+    .expect("connected in time")
+    .unwrap();
+    let tools = client.list_tools().await.unwrap();
+    assert!(tools.iter().any(|tool| tool.name == "mcp__demo__echo"), "{tools:?}");
+    let called = client
+        .call_tool("mcp__demo__echo", json!({"text": "mounted"}).as_object().cloned())
+        .await
+        .unwrap();
+    assert_eq!(called.content[0].as_text(), Some("mounted"));
+    client.close().await.unwrap();
+
+    // The host's other routes are its own; a Host or Origin it did not allow is refused.
+    let page = raw_request(address, "GET /", "Host: 127.0.0.1\r\n").await;
+    assert!(
+        page.starts_with("HTTP/1.1 200") && page.ends_with("the host's own page"),
+        "{page}"
+    );
+    let rebound = raw_request(address, "POST /tools/mcp", "Host: evil.example\r\n").await;
+    assert!(rebound.starts_with("HTTP/1.1 403"), "{rebound}");
+    let foreign = raw_request(
+        address,
+        "POST /tools/mcp",
+        "Host: 127.0.0.1\r\nOrigin: http://evil.example\r\n",
+    )
+    .await;
+    assert!(foreign.starts_with("HTTP/1.1 403"), "{foreign}");
+    // The allowed host on any port gets in.
+    let allowed = raw_request(
+        address,
+        "POST /tools/mcp",
+        &format!("Host: 127.0.0.1:{}\r\n", address.port()),
+    )
+    .await;
+    assert!(allowed.starts_with("HTTP/1.1 200"), "{allowed}");
+    drop(gateway);
+    hub.shutdown().await;
+    server.shutdown().await;
+}
+
+/// One request written as a hostile client writes it (headers of its choosing), and the whole
+/// answer: an `initialize` for a `POST`.
+async fn raw_request(address: std::net::SocketAddr, request_line: &str, headers: &str) -> String {
+    use tokio::io::AsyncReadExt as _;
+    let body = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    let body = if request_line.starts_with("POST") { body } else { "" };
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let request = format!(
+        "{request_line} HTTP/1.1\r\n{headers}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(GUARD, stream.read_to_string(&mut answer))
+        .await
+        .expect("answered in time")
+        .unwrap();
+    answer
+}

@@ -15,7 +15,7 @@
 //!
 //! Dependencies: `memchr` finds line ends, `bytes` and `tokio-util` give the codec its buffers;
 //! with the `stdio` feature, `tokio` polls this process's own stdin and stdout
-//! ([`process_stdio`]) and `nix` restores their file status flags.
+//! (the `process_stdio` module) and `nix` restores their file status flags.
 #![forbid(unsafe_code)]
 
 mod codec;

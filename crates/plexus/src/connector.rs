@@ -14,8 +14,19 @@ use crate::connect::{ConnectError, Connected, Limits, connect_entry};
 use crate::entry_auth;
 use crate::in_process::InProcessServer;
 
-/// Connects configured servers: maps every kind to its transport and its auth (see DESIGN.md's
-/// table of kinds), and keeps the needs-auth cache of its plexus home.
+/// Connects configured servers: maps every kind to its transport and its auth, and keeps the
+/// needs-auth cache of its plexus home.
+///
+/// | kind (`type`) | transport | auth |
+/// |---|---|---|
+/// | `stdio` (no `type`) | a child process's stdin and stdout | none |
+/// | `sse` | legacy HTTP+SSE | static headers, `headersHelper`, or OAuth |
+/// | `http` (`streamable-http`) | Streamable HTTP; legacy HTTP+SSE when the server answers `initialize` with 400, 404 or 405 | static headers, `headersHelper`, or OAuth |
+/// | `sse-ide` | legacy HTTP+SSE | the IDE lockfile's token |
+/// | `ws-ide` | WebSocket | the IDE token in `X-Claude-Code-Ide-Authorization` |
+/// | `ws` | WebSocket (subprotocol `mcp`) | the session ingress token as a bearer |
+/// | `claudeai-proxy` | Streamable HTTP | an OAuth bearer, one refresh-and-retry on 401 |
+/// | `in-process` (the host's own, never from a file) | an in-memory pipe ([`crate::in_process`]) | none |
 ///
 /// What it holds is what authentication needs from outside the entry:
 /// - the **plexus home**: with one, `http` and `sse` entries without credentials of their own

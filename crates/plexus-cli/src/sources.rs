@@ -222,12 +222,11 @@ pub(crate) fn load(
     // A file that exists but cannot be loaded stops the command: going on without it would run
     // other servers than the user wrote. (A managed file that cannot be applied already blocks
     // every server, each row saying why.)
-    let mut failed = false;
-    for (file, error) in merged.file_errors() {
-        crate::terminal::say(format_args!("{error}"));
-        failed |= file.scope != Scope::Managed;
+    let report = plexus::StartupReport::of(&merged);
+    for file in &report.broken_files {
+        crate::terminal::say(&file.error);
     }
-    if failed {
+    if report.blocking_file().is_some() {
         return Err(Outcome::Usage);
     }
     for diagnostic in &merged.diagnostics {

@@ -160,7 +160,7 @@ impl HubOptions {
 
 /// Runs `work` (file I/O) on a blocking thread; on the caller's, when the runtime cannot spawn
 /// one (it is shutting down).
-async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+pub(crate) async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
     let work = Arc::new(Mutex::new(Some(work)));
     let run = {
         let work = Arc::clone(&work);
@@ -178,13 +178,65 @@ async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) 
 /// A server's listed tools and the entries built from them.
 type KeptEntries = (Arc<[Tool]>, Arc<[Arc<ToolEntry>]>);
 
+/// The config as last read, and each server's tool filter (`enabledTools`, `disabledTools`).
+pub(crate) struct Current {
+    pub(crate) config: Arc<MergedConfig>,
+    filters: HashMap<String, ToolFilter>,
+}
+
+/// The filter of a server with none: every tool.
+static EVERY_TOOL: std::sync::LazyLock<ToolFilter> = std::sync::LazyLock::new(ToolFilter::default);
+
+impl Current {
+    /// What `config` makes of the servers (`only` and the host's `ad_hoc` ones applied), and
+    /// the pool's entries.
+    fn of(
+        config: MergedConfig,
+        only: Option<&[String]>,
+        ad_hoc: &[(String, ServerConfig)],
+    ) -> (Current, Vec<ServerSpec>) {
+        let mut specs = server_specs(&config);
+        for (name, entry) in ad_hoc {
+            specs.retain(|spec| spec.name != *name);
+            specs.push(ServerSpec::new(name, entry.clone(), None));
+        }
+        if let Some(only) = only {
+            specs.retain(|spec| only.contains(&spec.name));
+        }
+        let filters = specs
+            .iter()
+            .map(|spec| {
+                let options = spec.config.options();
+                (
+                    spec.name.clone(),
+                    ToolFilter::new(options.enabled_tools.as_deref(), &options.disabled_tools),
+                )
+            })
+            .collect();
+        let current = Current {
+            config: Arc::new(config),
+            filters,
+        };
+        (current, specs)
+    }
+
+    /// The tool filter of `server`.
+    fn filter(&self, server: &str) -> &ToolFilter {
+        self.filters.get(server).unwrap_or(&EVERY_TOOL)
+    }
+}
+
 /// A running set of MCP servers as one tool pool.
 pub struct Hub {
-    config: MergedConfig,
+    /// The merged config and what it makes of each server (replaced by a reload).
+    current: Mutex<Arc<Current>>,
+    /// What a reload needs: where the files are, and the host's own choice of servers.
+    discovery: DiscoveryOptions,
+    only: Option<Vec<String>>,
+    ad_hoc: Vec<(String, ServerConfig)>,
     pool: Pool,
     connector: Arc<DefaultConnector>,
     builtins: Vec<String>,
-    filters: Vec<(String, ToolFilter)>,
     index: Mutex<ToolIndex>,
     /// The prompts' names, kept as the tools' are.
     prompt_index: Mutex<ToolIndex>,
@@ -234,10 +286,21 @@ impl Hub {
     /// Reads and merges every scope, and starts every server that may run in the background
     /// (see [`wait_ready`](Self::wait_ready)). Sessions of persisted tool output older than 7
     /// days are removed.
+    ///
+    /// A config file of any scope but the managed one that exists but cannot be loaded stops
+    /// the start ([`HubError::Config`], naming the file, and for a parse error its line and
+    /// column): going on without it would run other servers than the user wrote. What else
+    /// could not be used is in [`startup_report`](Self::startup_report).
     pub async fn start(options: HubOptions) -> Result<Hub, HubError> {
         // Reading the files blocks: off the caller's async thread.
         let discovery = options.discovery.clone();
         let config = blocking(move || ConfigSources::discover(&discovery).load()).await;
+        if let Some(file) = crate::StartupReport::of(&config).blocking_file() {
+            return Err(HubError::Config {
+                path: file.path.clone(),
+                source: Arc::clone(&file.error),
+            });
+        }
         Hub::start_with_config(options, config).await
     }
 
@@ -263,34 +326,19 @@ impl Hub {
             .unwrap_or_else(|| Arc::clone(&connector) as Arc<dyn plexus_pool::Connector>);
         let following = crate::hub_messages::Following::new(connecting, messages.clone());
         let pool = Pool::new(Arc::new(following), PoolSettings::from_lookup(lookup));
-        let mut specs = server_specs(&config);
-        for (name, entry) in &options.ad_hoc {
-            specs.retain(|spec| spec.name != *name);
-            specs.push(ServerSpec::new(name, entry.clone(), None));
-        }
-        if let Some(only) = &options.only {
-            specs.retain(|spec| only.contains(&spec.name));
-        }
-        let filters = specs
-            .iter()
-            .map(|spec| {
-                let options = spec.config.options();
-                (
-                    spec.name.clone(),
-                    ToolFilter::new(options.enabled_tools.as_deref(), &options.disabled_tools),
-                )
-            })
-            .collect();
+        let (current, specs) = Current::of(config, options.only.as_deref(), &options.ad_hoc);
         let home = discovery.home.clone();
         blocking(move || ResultStore::remove_old_sessions(&home, plexus_tools::store::KEEP_FOR)).await;
         let store = Arc::new(ResultStore::new(&discovery.home, &ResultStore::session_name()));
         pool.set_servers(specs).await;
         Ok(Hub {
-            config,
+            current: Mutex::new(Arc::new(current)),
+            discovery: options.discovery,
+            only: options.only,
+            ad_hoc: options.ad_hoc,
             pool,
             connector,
             builtins: options.builtins,
-            filters,
             index: Mutex::new(ToolIndex::new(options.max_name_len)),
             prompt_index: Mutex::new(ToolIndex::new(options.max_name_len)),
             entries: Mutex::new(HashMap::new()),
@@ -301,9 +349,28 @@ impl Hub {
         })
     }
 
-    /// The merged config: its servers (with status and diagnostics), invalid entries, files.
-    pub fn config(&self) -> &MergedConfig {
-        &self.config
+    /// The merged config: its servers (with status and diagnostics), invalid entries, files (as
+    /// last read: at start, or by [`reload`](Self::reload)).
+    pub fn config(&self) -> Arc<MergedConfig> {
+        Arc::clone(&self.current().config)
+    }
+
+    /// The config and the tool filters now.
+    pub(crate) fn current(&self) -> Arc<Current> {
+        Arc::clone(&lock(&self.current))
+    }
+
+    /// Replaces the config with `config` and makes the pool's servers those it allows (a server
+    /// whose entry and admission did not change keeps its connection).
+    pub(crate) async fn apply(&self, config: MergedConfig) {
+        let (current, specs) = Current::of(config, self.only.as_deref(), &self.ad_hoc);
+        *lock(&self.current) = Arc::new(current);
+        self.pool.set_servers(specs).await;
+    }
+
+    /// Where the Hub reads its config files, and its environment.
+    pub fn discovery(&self) -> &DiscoveryOptions {
+        &self.discovery
     }
 
     /// The pool: every server's state, its lists, `ensure_connected`, `reconnect`.
@@ -383,17 +450,13 @@ impl Hub {
                 })
                 .collect()
         };
-        let everything = ToolFilter::default();
+        let current = self.current();
         let servers: Vec<ServerTools<'_>> = entries
             .iter()
             .map(|(name, entries)| ServerTools {
                 server: name,
                 entries,
-                filter: self
-                    .filters
-                    .iter()
-                    .find(|(server, _)| server == name)
-                    .map_or(&everything, |(_, filter)| filter),
+                filter: current.filter(name),
             })
             .collect();
         let builtins: Vec<&str> = self.builtins.iter().map(String::as_str).collect();
@@ -448,12 +511,7 @@ impl Hub {
                 resolve().ok_or_else(unknown)?
             }
         };
-        let allowed = self
-            .filters
-            .iter()
-            .find(|(server, _)| *server == origin.server)
-            .is_none_or(|(_, filter)| filter.allows(&origin.tool));
-        if !allowed {
+        if !self.current().filter(&origin.server).allows(&origin.tool) {
             return Err(unknown());
         }
         let tools = self

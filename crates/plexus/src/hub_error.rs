@@ -50,6 +50,29 @@ pub enum HubError {
     /// closed).
     #[error(transparent)]
     Pool(#[from] PoolError),
+    /// A config file exists but could not be loaded (read again by
+    /// [`Hub::reload`](crate::Hub::reload)).
+    #[error("the config file {} could not be loaded", .path.display())]
+    Config {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::sync::Arc<plexus_config::ConfigError>,
+    },
+    /// Only a server of the project's file is approved or rejected.
+    #[error("there is no project server {name:?}; only the project's servers need approval")]
+    NotAProjectServer {
+        /// The name given.
+        name: String,
+    },
+    /// The approval or rejection could not be recorded.
+    #[error("the approval could not be recorded")]
+    Approval {
+        /// Why.
+        #[source]
+        source: plexus_config::WriteError,
+    },
     /// The result could not be processed.
     #[error("the result of {name} could not be processed")]
     Result {

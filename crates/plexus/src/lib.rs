@@ -138,6 +138,8 @@ mod entry_auth;
 #[cfg(feature = "tools")]
 pub mod hub;
 #[cfg(feature = "tools")]
+mod hub_config;
+#[cfg(feature = "tools")]
 mod hub_content;
 #[cfg(feature = "tools")]
 mod hub_error;
@@ -154,6 +156,8 @@ pub use connector::CREDENTIALS_FILE;
 pub use connector::{DefaultConnector, SECRET_VARIABLES};
 #[cfg(feature = "tools")]
 pub use hub::{Hub, HubOptions};
+#[cfg(feature = "tools")]
+pub use hub_config::{BrokenFile, StartupReport};
 #[cfg(feature = "tools")]
 pub use hub_content::{Listed, PromptEntry, ResourceEntry, TemplateEntry, parse_reference};
 #[cfg(feature = "tools")]

@@ -484,3 +484,76 @@ async fn dropping_the_hub_ends_its_stdio_servers_before_the_drop_returns() {
         "server {pid} still runs after the Hub was dropped"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_settings_file_stops_the_start_and_an_invalid_entry_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let settings = home.join("settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(&settings, "{\"mcpServers\": {\n  \"a\": nope\n}}").unwrap();
+    let discovery = || {
+        DiscoveryOptions::new(&home, dir.path())
+            .with_managed_file(None)
+            .with_env(Environment::from_fn(|_| None))
+    };
+    let error = Hub::start(HubOptions::new(discovery())).await.unwrap_err();
+    assert!(
+        matches!(&error, HubError::Config { path, .. } if *path == settings),
+        "{error:?}"
+    );
+    let chain = plexus::transport::error_chain(&error);
+    assert!(chain.contains("settings.json:2:9: invalid JSON"), "{chain}");
+
+    // An invalid entry does not stop the start: the report names it and its file.
+    std::fs::write(
+        &settings,
+        json!({"mcpServers": {"broken": {"type": "http"}, "fine": {"command": "true", "disabled": true}}}).to_string(),
+    )
+    .unwrap();
+    let hub = Hub::start(HubOptions::new(discovery())).await.unwrap();
+    let report = hub.startup_report();
+    assert!(report.broken_files.is_empty());
+    assert_eq!(report.invalid_servers.len(), 1, "{report:?}");
+    assert_eq!(report.invalid_servers[0].name, "broken");
+    assert_eq!(report.invalid_servers[0].source, settings);
+    hub.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn project_servers_are_approved_and_rejected_through_the_hub() {
+    let dir = tempfile::tempdir().unwrap();
+    let binary = plexus_testserver::child_test::testserver_binary();
+    std::fs::write(
+        dir.path().join(".mcp.json"),
+        json!({"mcpServers": {"proj": {"command": binary, "args": ["stdio"]}}}).to_string(),
+    )
+    .unwrap();
+    let hub = bare_hub(&dir, |options| options).await;
+    assert_eq!(
+        hub.pool().state("proj").map(|state| state.status),
+        Some(plexus::pool::ServerStatus::Pending)
+    );
+    assert!(hub.tool_pool().await.entries.is_empty());
+
+    let written = hub.approve(&["proj"]).await.unwrap();
+    assert!(
+        written.starts_with(dir.path().join("home")) && written.ends_with("settings.local.json"),
+        "{}",
+        written.display()
+    );
+    hub.wait_ready(Duration::from_secs(30)).await.unwrap();
+    assert!(hub.tool_pool().await.names().any(|name| name == "mcp__proj__echo"));
+    let echoed = hub.call("mcp__proj__echo", json!({"text": "approved"})).await.unwrap();
+    assert_eq!(echoed.content[0].as_text(), Some("approved"));
+
+    hub.reject(&["proj"]).await.unwrap();
+    assert!(hub.tool_pool().await.entries.is_empty());
+    assert_eq!(
+        hub.pool().state("proj").map(|state| state.status),
+        Some(plexus::pool::ServerStatus::Disabled)
+    );
+    let error = hub.approve(&["nope"]).await.unwrap_err();
+    assert!(matches!(error, HubError::NotAProjectServer { .. }), "{error:?}");
+    hub.shutdown().await;
+}

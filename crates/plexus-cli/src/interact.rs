@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write as _};
 use std::path::Path;
 
-use plexus::client::{BoxFuture, ClientHandler, ServerRequestContext};
+use plexus::client::{ClientHandler, ServerRequestContext};
 use plexus::jsonrpc::{ErrorCode, ErrorObject};
 use plexus::protocol::{
     ClientCapabilities, ElicitAction, ElicitRequestFormParams, ElicitRequestParams, ElicitRequestUrlParams,
@@ -59,6 +59,7 @@ impl Interactive {
     }
 }
 
+#[async_trait::async_trait]
 impl ClientHandler for Interactive {
     fn capabilities(&self) -> ClientCapabilities {
         ClientCapabilities {
@@ -72,46 +73,42 @@ impl ClientHandler for Interactive {
         }
     }
 
-    fn list_roots(&self, _context: ServerRequestContext) -> BoxFuture<'_, Result<ListRootsResult, ErrorObject>> {
+    async fn list_roots(&self, _context: ServerRequestContext) -> Result<ListRootsResult, ErrorObject> {
         let roots = self.roots.clone();
-        Box::pin(async move {
-            Ok(ListRootsResult {
-                roots,
-                ..ListRootsResult::default()
-            })
+        Ok(ListRootsResult {
+            roots,
+            ..ListRootsResult::default()
         })
     }
 
-    fn elicit(
+    async fn elicit(
         &self,
         params: ElicitRequestParams,
         context: ServerRequestContext,
-    ) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
-        Box::pin(async move {
-            let server = context.server;
-            match params {
-                ElicitRequestParams::Form(form) => Ok(self
-                    .ask(move || ask_form(&server, &form))
+    ) -> Result<ElicitResult, ErrorObject> {
+        let server = context.server;
+        match params {
+            ElicitRequestParams::Form(form) => Ok(self
+                .ask(move || ask_form(&server, &form))
+                .await
+                .unwrap_or_else(ElicitResult::cancel)),
+            // Consent to open the URL is the answer; the server says when it is done.
+            ElicitRequestParams::Url(url) => {
+                let action = self
+                    .ask(move || ask_url(&server, &url, false))
                     .await
-                    .unwrap_or_else(ElicitResult::cancel)),
-                // Consent to open the URL is the answer; the server says when it is done.
-                ElicitRequestParams::Url(url) => {
-                    let action = self
-                        .ask(move || ask_url(&server, &url, false))
-                        .await
-                        .unwrap_or(ElicitAction::Cancel);
-                    Ok(match action {
-                        ElicitAction::Accept => ElicitResult::accept(None),
-                        ElicitAction::Decline => ElicitResult::decline(),
-                        ElicitAction::Cancel => ElicitResult::cancel(),
-                    })
-                }
-                ElicitRequestParams::Unknown(_) => Err(ErrorObject::new(
-                    ErrorCode::INVALID_PARAMS,
-                    "plexus does not know this elicitation mode",
-                )),
+                    .unwrap_or(ElicitAction::Cancel);
+                Ok(match action {
+                    ElicitAction::Accept => ElicitResult::accept(None),
+                    ElicitAction::Decline => ElicitResult::decline(),
+                    ElicitAction::Cancel => ElicitResult::cancel(),
+                })
             }
-        })
+            ElicitRequestParams::Unknown(_) => Err(ErrorObject::new(
+                ErrorCode::INVALID_PARAMS,
+                "plexus does not know this elicitation mode",
+            )),
+        }
     }
 }
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use plexus::Client;
-use plexus::client::{BoxFuture, ClientHandler, ServerNotification, ServerRequestContext};
+use plexus::client::{ClientHandler, ServerNotification, ServerRequestContext};
 use plexus::config::ServerConfig;
 use plexus::jsonrpc::ErrorObject;
 use plexus::protocol::{ClientCapabilities, ElicitRequestParams, ElicitResult, ElicitValue, JsonObject};
@@ -29,16 +29,17 @@ struct Ada {
     shown: std::sync::Mutex<Vec<String>>,
 }
 
+#[async_trait::async_trait]
 impl ClientHandler for Ada {
     fn capabilities(&self) -> ClientCapabilities {
         support::elicitation_capabilities(true)
     }
 
-    fn elicit(
+    async fn elicit(
         &self,
         params: ElicitRequestParams,
         _context: ServerRequestContext,
-    ) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
+    ) -> Result<ElicitResult, ErrorObject> {
         let result = match params {
             ElicitRequestParams::Url(url) => {
                 self.shown.lock().unwrap().push(url.url);
@@ -49,7 +50,7 @@ impl ClientHandler for Ada {
                 ElicitValue::String("Ada".to_owned()),
             )]))),
         };
-        Box::pin(async { Ok(result) })
+        Ok(result)
     }
 }
 

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use plexus::client::{BoxFuture, ClientHandler, ServerRequestContext};
+use plexus::client::{ClientHandler, ServerRequestContext};
 use plexus::config::ServerConfig;
 use plexus::jsonrpc::ErrorObject;
 use plexus::protocol::{CallToolResult, ClientCapabilities, ElicitRequestParams, ElicitResult, ElicitValue};
@@ -45,23 +45,24 @@ impl Answerer {
     }
 }
 
+#[async_trait::async_trait]
 impl ClientHandler for Answerer {
     fn capabilities(&self) -> ClientCapabilities {
         support::elicitation_capabilities(false)
     }
 
-    fn elicit(
+    async fn elicit(
         &self,
         params: ElicitRequestParams,
         _context: ServerRequestContext,
-    ) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
+    ) -> Result<ElicitResult, ErrorObject> {
         let question = serde_json::to_value(&params).unwrap()["message"]
             .as_str()
             .unwrap_or_default()
             .to_owned();
         self.asked.lock().unwrap().push(question);
         let answer = BTreeMap::from([("name".to_owned(), ElicitValue::String(self.name.to_owned()))]);
-        Box::pin(async { Ok(ElicitResult::accept(Some(answer))) })
+        Ok(ElicitResult::accept(Some(answer)))
     }
 }
 

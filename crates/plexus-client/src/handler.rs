@@ -5,7 +5,6 @@ use plexus_protocol::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitAction, ElicitRequestParams,
     ElicitResult, ListRootsResult, methods,
 };
-use plexus_transport::BoxFuture;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -38,12 +37,14 @@ impl ServerRequestContext {
     }
 }
 
-/// Answers the requests a server sends to the client.
+/// Answers the requests a server sends to the client. Implement it with
+/// [`#[async_trait]`](crate::async_trait) and `async fn`s.
 ///
 /// Only the capabilities returned by [`capabilities`](Self::capabilities) are declared in
 /// `initialize` and answered; a request for an undeclared one gets "method not found". `ping` is
 /// always answered. A handler runs in its own task; a `notifications/cancelled` from the server
 /// aborts it.
+#[async_trait::async_trait]
 pub trait ClientHandler: Send + Sync + 'static {
     /// The capabilities this handler implements (declared to the server).
     fn capabilities(&self) -> ClientCapabilities {
@@ -51,29 +52,29 @@ pub trait ClientHandler: Send + Sync + 'static {
     }
 
     /// `roots/list`: the client's roots.
-    fn list_roots(&self, context: ServerRequestContext) -> BoxFuture<'_, Result<ListRootsResult, ErrorObject>> {
+    async fn list_roots(&self, context: ServerRequestContext) -> Result<ListRootsResult, ErrorObject> {
         let _ = context;
-        Box::pin(async { Err(not_supported(methods::ROOTS_LIST)) })
+        Err(not_supported(methods::ROOTS_LIST))
     }
 
     /// `sampling/createMessage`: ask the host's model.
-    fn create_message(
+    async fn create_message(
         &self,
         params: CreateMessageRequestParams,
         context: ServerRequestContext,
-    ) -> BoxFuture<'_, Result<CreateMessageResult, ErrorObject>> {
+    ) -> Result<CreateMessageResult, ErrorObject> {
         let _ = (params, context);
-        Box::pin(async { Err(not_supported(methods::SAMPLING_CREATE_MESSAGE)) })
+        Err(not_supported(methods::SAMPLING_CREATE_MESSAGE))
     }
 
     /// `elicitation/create`: ask the user (form or URL mode).
-    fn elicit(
+    async fn elicit(
         &self,
         params: ElicitRequestParams,
         context: ServerRequestContext,
-    ) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
+    ) -> Result<ElicitResult, ErrorObject> {
         let _ = (params, context);
-        Box::pin(async { Err(not_supported(methods::ELICITATION_CREATE)) })
+        Err(not_supported(methods::ELICITATION_CREATE))
     }
 }
 
@@ -81,6 +82,7 @@ pub trait ClientHandler: Send + Sync + 'static {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoHandler;
 
+#[async_trait::async_trait]
 impl ClientHandler for NoHandler {}
 
 fn not_supported(method: &str) -> ErrorObject {
@@ -146,6 +148,7 @@ mod tests {
     /// Declares roots only.
     struct RootsOnly;
 
+    #[async_trait::async_trait]
     impl ClientHandler for RootsOnly {
         fn capabilities(&self) -> ClientCapabilities {
             ClientCapabilities {
@@ -154,12 +157,10 @@ mod tests {
             }
         }
 
-        fn list_roots(&self, _context: ServerRequestContext) -> BoxFuture<'_, Result<ListRootsResult, ErrorObject>> {
-            Box::pin(async {
-                Ok(ListRootsResult {
-                    roots: vec![Root::new("file:///work", None)],
-                    ..ListRootsResult::default()
-                })
+        async fn list_roots(&self, _context: ServerRequestContext) -> Result<ListRootsResult, ErrorObject> {
+            Ok(ListRootsResult {
+                roots: vec![Root::new("file:///work", None)],
+                ..ListRootsResult::default()
             })
         }
     }
@@ -202,6 +203,7 @@ mod tests {
     #[tokio::test]
     async fn bad_params_are_invalid_params() {
         struct Sampler;
+        #[async_trait::async_trait]
         impl ClientHandler for Sampler {
             fn capabilities(&self) -> ClientCapabilities {
                 ClientCapabilities {
@@ -225,6 +227,7 @@ mod tests {
     /// Answers every form with `{"email": "Ada"}`.
     struct Careless;
 
+    #[async_trait::async_trait]
     impl ClientHandler for Careless {
         fn capabilities(&self) -> ClientCapabilities {
             ClientCapabilities {
@@ -233,16 +236,16 @@ mod tests {
             }
         }
 
-        fn elicit(
+        async fn elicit(
             &self,
             _params: ElicitRequestParams,
             _context: ServerRequestContext,
-        ) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
+        ) -> Result<ElicitResult, ErrorObject> {
             let content = std::collections::BTreeMap::from([(
                 "email".to_owned(),
                 plexus_protocol::ElicitValue::String("Ada".to_owned()),
             )]);
-            Box::pin(async { Ok(ElicitResult::accept(Some(content))) })
+            Ok(ElicitResult::accept(Some(content)))
         }
     }
 

@@ -33,6 +33,8 @@ mod request;
 mod session;
 mod trace;
 
+/// The attribute with which a host implements [`ClientHandler`] (the `async-trait` crate's).
+pub use async_trait::async_trait;
 pub use cancel::CancelHandle;
 pub use client::{
     Client, ClientOptions, DEFAULT_INITIALIZE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_TOOL_TIMEOUT, MAX_LIST_BYTES,
@@ -41,7 +43,7 @@ pub use client::{
 pub use error::{ClientError, UnidentifiedDrops};
 pub use handler::{ClientHandler, NoHandler, ServerRequestContext};
 pub use notifications::ServerNotification;
-/// The boxed future type the [`ClientHandler`] methods return.
+/// The boxed future type of the transports' methods.
 pub use plexus_transport::BoxFuture;
 pub use progress::{ProgressCallback, progress_channel};
 pub use request::RequestOptions;

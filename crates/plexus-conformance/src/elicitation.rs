@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use plexus::client::{BoxFuture, ClientHandler, ServerRequestContext};
+use plexus::client::{ClientHandler, ServerRequestContext};
 use plexus::jsonrpc::{ErrorCode, ErrorObject};
 use plexus::protocol::{
     ClientCapabilities, ElicitRequestFormParams, ElicitRequestParams, ElicitResult, ElicitValue, ElicitationCapability,
@@ -20,6 +20,7 @@ use crate::fill::fill_object;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AcceptDefaults;
 
+#[plexus::client::async_trait]
 impl ClientHandler for AcceptDefaults {
     fn capabilities(&self) -> ClientCapabilities {
         ClientCapabilities {
@@ -31,20 +32,16 @@ impl ClientHandler for AcceptDefaults {
         }
     }
 
-    fn elicit(
+    async fn elicit(
         &self,
         params: ElicitRequestParams,
         context: ServerRequestContext,
-    ) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
+    ) -> Result<ElicitResult, ErrorObject> {
         let _ = context;
-        Box::pin(async move {
-            match params {
-                ElicitRequestParams::Form(form) => {
-                    form_answer(&form).map(|content| ElicitResult::accept(Some(content)))
-                }
-                ElicitRequestParams::Url(_) | ElicitRequestParams::Unknown(_) => Ok(ElicitResult::decline()),
-            }
-        })
+        match params {
+            ElicitRequestParams::Form(form) => form_answer(&form).map(|content| ElicitResult::accept(Some(content))),
+            ElicitRequestParams::Url(_) | ElicitRequestParams::Unknown(_) => Ok(ElicitResult::decline()),
+        }
     }
 }
 

@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
-use plexus::client::{BoxFuture, ClientHandler, ServerRequestContext};
+use plexus::client::{ClientHandler, ServerRequestContext};
 use plexus::jsonrpc::{ErrorCode, ErrorObject, RawValue, RequestId};
 use plexus::protocol::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitAction, ElicitRequestParams,
@@ -79,6 +79,7 @@ async fn ask_as<P: Serialize, R: DeserializeOwned>(
     })
 }
 
+#[async_trait::async_trait]
 impl ClientHandler for Forwarder {
     fn capabilities(&self) -> ClientCapabilities {
         ClientCapabilities {
@@ -93,55 +94,49 @@ impl ClientHandler for Forwarder {
         }
     }
 
-    fn list_roots(&self, context: ServerRequestContext) -> BoxFuture<'_, Result<ListRootsResult, ErrorObject>> {
-        Box::pin(async move {
-            self.forward(
-                &context.server,
-                methods::ROOTS_LIST,
-                |c| c.roots.is_some(),
-                &serde_json::json!({}),
-                context.tag,
-            )
-            .await
-        })
+    async fn list_roots(&self, context: ServerRequestContext) -> Result<ListRootsResult, ErrorObject> {
+        self.forward(
+            &context.server,
+            methods::ROOTS_LIST,
+            |c| c.roots.is_some(),
+            &serde_json::json!({}),
+            context.tag,
+        )
+        .await
     }
 
-    fn create_message(
+    async fn create_message(
         &self,
         params: CreateMessageRequestParams,
         context: ServerRequestContext,
-    ) -> BoxFuture<'_, Result<CreateMessageResult, ErrorObject>> {
-        Box::pin(async move {
-            self.forward(
-                &context.server,
-                methods::SAMPLING_CREATE_MESSAGE,
-                |c| c.sampling.is_some(),
-                &params,
-                context.tag,
-            )
-            .await
-        })
+    ) -> Result<CreateMessageResult, ErrorObject> {
+        self.forward(
+            &context.server,
+            methods::SAMPLING_CREATE_MESSAGE,
+            |c| c.sampling.is_some(),
+            &params,
+            context.tag,
+        )
+        .await
     }
 
-    fn elicit(
+    async fn elicit(
         &self,
         params: ElicitRequestParams,
         context: ServerRequestContext,
-    ) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
-        Box::pin(async move {
-            let capability = match &params {
-                ElicitRequestParams::Url(_) => supports_url,
-                _ => supports_form,
-            };
-            self.forward(
-                &context.server,
-                methods::ELICITATION_CREATE,
-                capability,
-                &params,
-                context.tag,
-            )
-            .await
-        })
+    ) -> Result<ElicitResult, ErrorObject> {
+        let capability = match &params {
+            ElicitRequestParams::Url(_) => supports_url,
+            _ => supports_form,
+        };
+        self.forward(
+            &context.server,
+            methods::ELICITATION_CREATE,
+            capability,
+            &params,
+            context.tag,
+        )
+        .await
     }
 }
 

@@ -480,6 +480,7 @@ async fn a_call_that_times_out_while_its_json_reply_is_pending_is_cancelled_on_t
 /// Answers elicitations, keeping the context of each.
 struct Recorder(std::sync::Mutex<Vec<plexus_client::ServerRequestContext>>);
 
+#[plexus_client::async_trait]
 impl plexus_client::ClientHandler for Recorder {
     fn capabilities(&self) -> plexus_protocol::ClientCapabilities {
         plexus_protocol::ClientCapabilities {
@@ -488,13 +489,13 @@ impl plexus_client::ClientHandler for Recorder {
         }
     }
 
-    fn elicit(
+    async fn elicit(
         &self,
         _params: plexus_protocol::ElicitRequestParams,
         context: plexus_client::ServerRequestContext,
-    ) -> plexus_transport::BoxFuture<'_, Result<plexus_protocol::ElicitResult, plexus_jsonrpc::ErrorObject>> {
+    ) -> Result<plexus_protocol::ElicitResult, plexus_jsonrpc::ErrorObject> {
         self.0.lock().unwrap().push(context);
-        Box::pin(async { Ok(plexus_protocol::ElicitResult::accept(None)) })
+        Ok(plexus_protocol::ElicitResult::accept(None))
     }
 }
 

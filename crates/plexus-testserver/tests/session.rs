@@ -8,8 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use plexus_client::{
-    BoxFuture, CancelHandle, ClientError, ClientHandler, ClientOptions, RequestOptions, ServerNotification,
-    ServerRequestContext,
+    CancelHandle, ClientError, ClientHandler, ClientOptions, RequestOptions, ServerNotification, ServerRequestContext,
 };
 use plexus_jsonrpc::ErrorObject;
 use plexus_protocol::{ClientCapabilities, ElicitRequestParams, ElicitResult, ElicitationCapability, ProtocolVersion};
@@ -288,6 +287,7 @@ async fn progress_reaches_the_caller_and_can_extend_the_timeout() {
 /// Accepts every form elicitation with a fixed name, and counts the requests.
 struct Answering(AtomicUsize);
 
+#[plexus_client::async_trait]
 impl ClientHandler for Answering {
     fn capabilities(&self) -> ClientCapabilities {
         ClientCapabilities {
@@ -296,17 +296,15 @@ impl ClientHandler for Answering {
         }
     }
 
-    fn elicit(
+    async fn elicit(
         &self,
         params: ElicitRequestParams,
         _context: ServerRequestContext,
-    ) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
+    ) -> Result<ElicitResult, ErrorObject> {
         self.0.fetch_add(1, Ordering::SeqCst);
-        Box::pin(async move {
-            assert!(matches!(params, ElicitRequestParams::Form(_)), "{params:?}");
-            let content = json!({"name": "Ada", "confirm": true}).as_object().cloned().unwrap();
-            Ok(serde_json::from_value(json!({"action": "accept", "content": content})).unwrap())
-        })
+        assert!(matches!(params, ElicitRequestParams::Form(_)), "{params:?}");
+        let content = json!({"name": "Ada", "confirm": true}).as_object().cloned().unwrap();
+        Ok(serde_json::from_value(json!({"action": "accept", "content": content})).unwrap())
     }
 }
 

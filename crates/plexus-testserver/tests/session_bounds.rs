@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use plexus_client::{BoxFuture, Client, ClientError, ClientHandler, ClientOptions, ServerRequestContext};
+use plexus_client::{Client, ClientError, ClientHandler, ClientOptions, ServerRequestContext};
 use plexus_jsonrpc::ErrorObject;
 use plexus_protocol::{ClientCapabilities, ListRootsResult, RootsCapability};
 use plexus_stdio::StdioConfig;
@@ -18,6 +18,7 @@ use support::{connect_with, temp_dir};
 /// Answers `roots/list` after a pause, so that the server's requests stay in flight for a while.
 struct SlowRoots(Duration);
 
+#[plexus_client::async_trait]
 impl ClientHandler for SlowRoots {
     fn capabilities(&self) -> ClientCapabilities {
         ClientCapabilities {
@@ -26,12 +27,10 @@ impl ClientHandler for SlowRoots {
         }
     }
 
-    fn list_roots(&self, _context: ServerRequestContext) -> BoxFuture<'_, Result<ListRootsResult, ErrorObject>> {
+    async fn list_roots(&self, _context: ServerRequestContext) -> Result<ListRootsResult, ErrorObject> {
         let pause = self.0;
-        Box::pin(async move {
-            tokio::time::sleep(pause).await;
-            Ok(serde_json::from_value(json!({"roots": []})).unwrap())
-        })
+        tokio::time::sleep(pause).await;
+        Ok(serde_json::from_value(json!({"roots": []})).unwrap())
     }
 }
 

@@ -143,6 +143,7 @@ async fn prompts_are_named_like_tools_and_resources_by_reference() {
 /// Answers roots with one directory, and accepts every URL elicitation.
 struct Host;
 
+#[plexus::client::async_trait]
 impl plexus::client::ClientHandler for Host {
     fn capabilities(&self) -> plexus::protocol::ClientCapabilities {
         plexus::protocol::ClientCapabilities {
@@ -151,15 +152,13 @@ impl plexus::client::ClientHandler for Host {
         }
     }
 
-    fn list_roots(
+    async fn list_roots(
         &self,
         _context: plexus::client::ServerRequestContext,
-    ) -> plexus::transport::BoxFuture<'_, Result<plexus::protocol::ListRootsResult, plexus::jsonrpc::ErrorObject>> {
-        Box::pin(async {
-            Ok(plexus::protocol::ListRootsResult {
-                roots: vec![plexus::protocol::Root::new("file:///project", None)],
-                ..plexus::protocol::ListRootsResult::default()
-            })
+    ) -> Result<plexus::protocol::ListRootsResult, plexus::jsonrpc::ErrorObject> {
+        Ok(plexus::protocol::ListRootsResult {
+            roots: vec![plexus::protocol::Root::new("file:///project", None)],
+            ..plexus::protocol::ListRootsResult::default()
         })
     }
 }

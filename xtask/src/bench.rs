@@ -33,10 +33,11 @@ pub(crate) fn run() -> Result<(), CommandError> {
     bench.env("PLEXUS_TESTSERVER_BIN", &server);
     bench.env_remove("PLEXUS_BENCH_CPU");
     cmd::run_streaming(&mut bench)?;
-    // Gateway overhead: a stdio call through `plexus serve` against the same call direct,
-    // pinned (the method of the reference figures) and unpinned.
+    // Gateway overhead: a stdio call through the gateway against the same call direct, pinned
+    // (the method of the reference figures) and unpinned.
     for pin in [Some("0"), None] {
-        let mut bench = cargo(["bench", "--package", "plexus-cli", "--bench", "gateway"]);
+        let mut bench = cargo(["bench", "--package", "plexus-gateway", "--bench", "gateway"]);
+        bench.env("PLEXUS_TESTSERVER_BIN", &server);
         match pin {
             Some(cpu) => bench.env("PLEXUS_BENCH_CPU", cpu),
             None => bench.env_remove("PLEXUS_BENCH_CPU"),

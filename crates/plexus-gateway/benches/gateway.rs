@@ -1,0 +1,108 @@
+//! Gateway overhead: a stdio `tools/call` through the gateway against the same call made directly
+//! to the backend, in one run, both with plexus's client and the same server (the test server).
+//! The gateway runs as a process of its own serving over stdio, as `plexus serve` does: this
+//! bench starts itself again in that role. Rounds alternate direct and gateway so that machine
+//! noise hits both alike; figures are medians of the rounds' p50s. Target: the gateway adds at
+//! most 1.5× the direct call's p50.
+//!
+//! Run through `cargo xtask bench` (release build; it sets `PLEXUS_TESTSERVER_BIN`).
+//! `PLEXUS_BENCH_CPU=N` pins the run to CPU N.
+#![allow(missing_docs)]
+
+#[path = "../../plexus/benches/support/mod.rs"]
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use plexus::config::{DiscoveryOptions, ServerConfig};
+use plexus::stdio::{StdioConfig, StdioTransport};
+use plexus::{Client, ClientOptions, Hub, HubOptions};
+use plexus_gateway::{Backends, Gateway, GatewayOptions};
+use serde_json::{Map, Value, json};
+
+const ROUNDS: usize = 5;
+const CALLS: usize = 5_000;
+const WARMUP: usize = 500;
+/// Set in the environment of the copy of this bench that serves as the gateway.
+const SERVE_VAR: &str = "PLEXUS_GATEWAY_BENCH_SERVE";
+
+async fn connect(config: StdioConfig) -> Client {
+    let transport = StdioTransport::spawn(config).expect("spawn the server");
+    let mut options = ClientOptions::new("bench");
+    options.initialize_timeout = Duration::from_secs(60);
+    Client::connect(Box::new(transport), options).await.expect("initialize")
+}
+
+/// The p50 of `CALLS` sequential calls of `tool`, in microseconds.
+async fn p50(client: &Client, tool: &str) -> f64 {
+    let arguments: Map<String, Value> = json!({"text": "hello"}).as_object().cloned().unwrap();
+    for _ in 0..WARMUP {
+        client.call_tool(tool, Some(arguments.clone())).await.unwrap();
+    }
+    let mut times = Vec::with_capacity(CALLS);
+    for _ in 0..CALLS {
+        let started = Instant::now();
+        client.call_tool(tool, Some(arguments.clone())).await.unwrap();
+        times.push(started.elapsed());
+    }
+    times.sort();
+    support::percentile(&times, 0.5)
+}
+
+/// The gateway's role: a Hub whose one server is the test server, served on stdio.
+fn serve(server: &str, home: &str) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let entry = ServerConfig::from_json(&json!({"command": server, "args": ["stdio"]}))
+            .unwrap()
+            .0;
+        let discovery = DiscoveryOptions::new(home, home).with_managed_file(None);
+        let backends = Backends::new();
+        let options = backends.hub_options(HubOptions::new(discovery).ad_hoc("demo", entry));
+        let hub = Arc::new(Hub::start(options).await.unwrap());
+        let gateway = Gateway::new(Arc::clone(&hub), backends, GatewayOptions::default());
+        gateway.serve_stdio().await.unwrap();
+        drop(gateway);
+        hub.shutdown().await;
+    });
+}
+
+fn main() {
+    let server = support::server_path();
+    if let Ok(home) = std::env::var(SERVE_VAR) {
+        return serve(&server, &home);
+    }
+    let pin = support::pin_from_env();
+    let home = tempfile::tempdir().unwrap();
+    let myself = std::env::current_exe().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (direct, gateway) = runtime.block_on(async {
+        let direct = connect(StdioConfig::new(&server).arg("stdio")).await;
+        let gateway = connect(StdioConfig::new(&myself).env(SERVE_VAR, home.path())).await;
+        let (mut direct_p50s, mut gateway_p50s) = (Vec::new(), Vec::new());
+        for _ in 0..ROUNDS {
+            direct_p50s.push(p50(&direct, "echo").await);
+            gateway_p50s.push(p50(&gateway, "mcp__demo__echo").await);
+        }
+        let _ = direct.close().await;
+        let _ = gateway.close().await;
+        (support::median(direct_p50s), support::median(gateway_p50s))
+    });
+    let added = (gateway - direct) / direct;
+    println!("gateway overhead ({pin}, stdio tools/call, {ROUNDS} rounds × {CALLS} calls, medians of p50):");
+    println!("  direct    {direct:>8.1} µs");
+    println!("  gateway   {gateway:>8.1} µs  ({:.2}× direct)", gateway / direct);
+    println!(
+        "  added     {:>8.1} µs  = {added:.2}× the direct p50 (target ≤ 1.50×: {})",
+        gateway - direct,
+        support::verdict(added <= 1.5)
+    );
+}

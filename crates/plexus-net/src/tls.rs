@@ -77,6 +77,28 @@ pub struct TlsOptions {
     pub ca: Option<PathBuf>,
     /// The client certificate to present, if the server asks for one.
     pub client_identity: Option<ClientIdentity>,
+    /// The extra CA file of a host's own environment (its `NODE_EXTRA_CA_CERTS`); `None`: the
+    /// process's variable.
+    pub environment_ca: Option<EnvironmentCa>,
+}
+
+/// What a host's environment says of extra CA certificates (`NODE_EXTRA_CA_CERTS`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum EnvironmentCa {
+    /// The variable names this file.
+    File(PathBuf),
+    /// The variable is not set (or empty).
+    Unset,
+}
+
+impl EnvironmentCa {
+    /// What `value`, the variable's value if set, says.
+    pub fn from_value(value: Option<&str>) -> EnvironmentCa {
+        match value.filter(|path| !path.is_empty()) {
+            Some(path) => EnvironmentCa::File(PathBuf::from(path)),
+            None => EnvironmentCa::Unset,
+        }
+    }
 }
 
 /// A client certificate chain and its private key, both PEM files.
@@ -89,9 +111,10 @@ pub struct ClientIdentity {
 }
 
 impl TlsOptions {
-    /// No options: the platform's roots and `NODE_EXTRA_CA_CERTS` only, no client certificate.
+    /// No options: the platform's roots and the process's `NODE_EXTRA_CA_CERTS` only, no client
+    /// certificate.
     pub fn is_default(&self) -> bool {
-        self.ca.is_none() && self.client_identity.is_none()
+        self.ca.is_none() && self.client_identity.is_none() && self.environment_ca.is_none()
     }
 }
 
@@ -131,7 +154,11 @@ pub fn server_config(alpn: Alpn, options: &TlsOptions) -> Result<Arc<ClientConfi
     if let Some(config) = built {
         return Ok(config);
     }
-    let mut roots = environment_roots()?;
+    let mut roots = match &options.environment_ca {
+        None => environment_roots()?,
+        Some(EnvironmentCa::File(path)) => read_ca_file(path, EXTRA_CA_CERTS_VAR)?,
+        Some(EnvironmentCa::Unset) => Vec::new(),
+    };
     if let Some(ca) = &options.ca {
         roots.extend(read_ca_file(ca, "the entry's `ca`")?);
     }

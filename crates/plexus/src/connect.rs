@@ -178,6 +178,27 @@ pub(crate) struct Limits {
     pub(crate) max_message_size: Option<usize>,
 }
 
+/// What the connector's environment says of the network: its proxy variables and its
+/// `NODE_EXTRA_CA_CERTS` (the Hub's environment, not necessarily the process's).
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(not(any(feature = "http", feature = "sse", feature = "ws")), allow(dead_code))]
+pub(crate) struct NetworkEnv {
+    pub(crate) proxy: plexus_net::http::ProxyVariables,
+    pub(crate) ca: Option<plexus_net::tls::EnvironmentCa>,
+}
+
+impl NetworkEnv {
+    /// What `env` says.
+    pub(crate) fn of(env: &plexus_config::Environment) -> NetworkEnv {
+        NetworkEnv {
+            proxy: plexus_net::http::ProxyVariables::from_lookup(|name| env.get(name)),
+            ca: Some(plexus_net::tls::EnvironmentCa::from_value(
+                env.get(plexus_net::tls::EXTRA_CA_CERTS_VAR).as_deref(),
+            )),
+        }
+    }
+}
+
 /// Starts the transport of `config` with `auth` and `limits` and runs the handshake. The caller
 /// has handled `disabled` and the `timeout`.
 // With transports compiled out, their arms (which use these values, and reach the end) are gone.
@@ -197,6 +218,7 @@ pub(crate) async fn connect_entry(
     options: ClientOptions,
     auth: Auth,
     limits: Limits,
+    network: &NetworkEnv,
 ) -> Result<Connected, ConnectError> {
     let failed = |source: ClientError| ConnectError::Client {
         server: name.to_owned(),
@@ -231,7 +253,7 @@ pub(crate) async fn connect_entry(
         }
         #[cfg(feature = "http")]
         ServerConfig::Http(http) => {
-            let remote = Remote::new(&http.headers, &http.network);
+            let remote = Remote::new(&http.headers, &http.network, network);
             let transport = http_transport(name, http.url.as_str(), remote.clone(), auth.clone(), &options, limits)
                 .map_err(failed)?;
             return match Client::connect(transport, options.clone()).await {
@@ -247,22 +269,26 @@ pub(crate) async fn connect_entry(
         }
         #[cfg(all(feature = "http", feature = "auth"))]
         ServerConfig::ClaudeAiProxy(proxy) => {
-            http_transport(name, proxy.url.as_str(), Remote::default(), auth, &options, limits)
+            http_transport(name, proxy.url.as_str(), Remote::plain(network), auth, &options, limits)
         }
         #[cfg(feature = "sse")]
         ServerConfig::Sse(sse) => {
-            let remote = Remote::new(&sse.headers, &sse.network);
+            let remote = Remote::new(&sse.headers, &sse.network, network);
             sse_transport(name, sse.url.as_str(), remote, auth, &options, limits).await
         }
         #[cfg(feature = "sse")]
-        ServerConfig::SseIde(ide) => sse_transport(name, ide.url.as_str(), Remote::ide(), auth, &options, limits).await,
+        ServerConfig::SseIde(ide) => {
+            sse_transport(name, ide.url.as_str(), Remote::ide(network), auth, &options, limits).await
+        }
         #[cfg(feature = "ws")]
         ServerConfig::Ws(ws) => {
-            let remote = Remote::new(&ws.headers, &ws.network);
+            let remote = Remote::new(&ws.headers, &ws.network, network);
             ws_transport(name, ws.url.as_str(), remote, auth, &options, limits).await
         }
         #[cfg(feature = "ws")]
-        ServerConfig::WsIde(ide) => ws_transport(name, ide.url.as_str(), Remote::ide(), auth, &options, limits).await,
+        ServerConfig::WsIde(ide) => {
+            ws_transport(name, ide.url.as_str(), Remote::ide(network), auth, &options, limits).await
+        }
         // Reachable when a feature is off.
         #[allow(unreachable_patterns)]
         other => {
@@ -312,8 +338,12 @@ struct Remote {
 
 #[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
 impl Remote {
-    /// An entry's headers and network settings.
-    fn new(headers: &std::collections::BTreeMap<String, String>, network: &plexus_config::NetworkConfig) -> Self {
+    /// An entry's headers and network settings, in the connector's environment `env`.
+    fn new(
+        headers: &std::collections::BTreeMap<String, String>,
+        network: &plexus_config::NetworkConfig,
+        env: &NetworkEnv,
+    ) -> Self {
         use plexus_net::http::ProxyChoice;
         Remote {
             headers: header_pairs(headers),
@@ -326,21 +356,31 @@ impl Remote {
                         cert: identity.cert.clone(),
                         key: identity.key.clone(),
                     }),
+                environment_ca: env.ca.clone(),
             },
             proxy: match &network.proxy {
-                None => ProxyChoice::Environment,
+                None => ProxyChoice::Variables(env.proxy.clone()),
                 Some(plexus_config::ProxySetting::None) => ProxyChoice::Disabled,
                 Some(plexus_config::ProxySetting::Url(url)) => ProxyChoice::Url(url.as_str().to_owned()),
             },
         }
     }
 
+    /// No headers and no settings of the entry's own, in the connector's environment `env`.
+    fn plain(env: &NetworkEnv) -> Self {
+        Remote::new(
+            &std::collections::BTreeMap::new(),
+            &plexus_config::NetworkConfig::default(),
+            env,
+        )
+    }
+
     /// An IDE's server, on this machine: never through a proxy, whatever the environment says.
     #[cfg(any(feature = "sse", feature = "ws"))]
-    fn ide() -> Self {
+    fn ide(env: &NetworkEnv) -> Self {
         Remote {
             proxy: plexus_net::http::ProxyChoice::Disabled,
-            ..Remote::default()
+            ..Remote::plain(env)
         }
     }
 }

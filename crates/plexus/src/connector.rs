@@ -403,7 +403,8 @@ impl DefaultConnector {
         // legacy SSE) and the handshake. Each stage has the budget too and says what it waited for;
         // the grace lets that more precise error win. Boxed: a connect is rare, its future large.
         let budget = options.initialize_timeout;
-        let connect = Box::pin(connect_entry(name, config, options, provider, limits));
+        let network = crate::connect::NetworkEnv::of(&self.env);
+        let connect = Box::pin(connect_entry(name, config, options, provider, limits, &network));
         let result = within_budget(name, config, budget, connect).await;
         #[cfg(feature = "auth")]
         if let Some((cache, url)) = cache {
@@ -508,6 +509,10 @@ fn oauth_settings(
             settings = settings.private_key(read_private_key(path)?);
         }
     }
+    // The authorization server is reached as the connector's environment says.
+    let network = crate::connect::NetworkEnv::of(env);
+    settings.proxy = plexus_net::http::ProxyChoice::Variables(network.proxy);
+    settings.tls.environment_ca = network.ca;
     settings.with_callback_port_var(env.get(CALLBACK_PORT_ENV).as_deref())
 }
 

@@ -4,8 +4,11 @@
 //!
 //! One environment: the [`DiscoveryOptions`]' [`Environment`] is where `${VAR}` references,
 //! the timeouts (`MCP_TIMEOUT`, `MCP_TOOL_TIMEOUT`, `PLEXUS_REQUEST_TIMEOUT`), the connect
-//! windows, `MAX_MCP_OUTPUT_TOKENS` and every auth variable are looked up; nothing below reads
-//! the process environment behind the Hub's back.
+//! windows and batch sizes, `MAX_MCP_OUTPUT_TOKENS`, `PLEXUS_MAX_MESSAGE_SIZE`, the proxy
+//! variables (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY`, for the servers and their
+//! authorization servers), `NODE_EXTRA_CA_CERTS` and every auth variable are looked up; nothing
+//! below reads the process environment behind the Hub's back, so two Hubs in one process can
+//! have different ones.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -556,3 +556,37 @@ async fn project_servers_are_approved_and_rejected_through_the_hub() {
     assert!(matches!(error, HubError::NotAProjectServer { .. }), "{error:?}");
     hub.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hubs_in_one_process_each_use_their_own_proxy() {
+    let server = RemoteServer::from_args("http", &[]).await.unwrap();
+    let (log_a, log_b) = (
+        plexus_testserver::EventLogFile::new("hub-proxy-a"),
+        plexus_testserver::EventLogFile::new("hub-proxy-b"),
+    );
+    let proxy_a = plexus_testserver::ProxyServer::from_args(&[&log_a.arg()])
+        .await
+        .unwrap();
+    let proxy_b = plexus_testserver::ProxyServer::from_args(&[&log_b.arg()])
+        .await
+        .unwrap();
+    let through =
+        |log: &plexus_testserver::EventLogFile| log.matching(&json!({"event": "proxy", "target": server.url()})).len();
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let hub_a = hub(&dir_a, server.url(), &[("HTTP_PROXY", proxy_a.url())], &[]).await;
+    let echoed = hub_a.call("mcp__demo__echo", json!({"text": "via a"})).await.unwrap();
+    assert_eq!(echoed.content[0].as_text(), Some("via a"));
+    let seen_a = through(&log_a);
+    assert!(seen_a > 0, "hub A's requests go through its proxy");
+    assert_eq!(through(&log_b), 0);
+
+    // The second Hub's environment names the other proxy; the process's names none.
+    let hub_b = hub(&dir_b, server.url(), &[("http_proxy", proxy_b.url())], &[]).await;
+    let echoed = hub_b.call("mcp__demo__echo", json!({"text": "via b"})).await.unwrap();
+    assert_eq!(echoed.content[0].as_text(), Some("via b"));
+    assert!(through(&log_b) > 0, "hub B's requests go through its proxy");
+    assert_eq!(through(&log_a), seen_a, "none of hub B's through A's");
+    hub_a.shutdown().await;
+    hub_b.shutdown().await;
+    server.shutdown().await;
+}

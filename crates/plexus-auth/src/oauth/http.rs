@@ -8,9 +8,9 @@ use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE, LOCATION, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use plexus_net::challenge::{WwwAuthenticate, parse_dpop_nonce};
-use plexus_net::http::{HttpClient, HttpSettings, Request};
+use plexus_net::http::{HttpClient, HttpSettings, ProxyChoice, Request};
 use plexus_net::redact::redact_url;
-use plexus_net::tls::{Alpn, client_config};
+use plexus_net::tls::{Alpn, TlsOptions, server_config};
 use plexus_transport::body_excerpt;
 use serde::de::DeserializeOwned;
 
@@ -58,10 +58,14 @@ pub(crate) struct OAuthHttp {
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
 impl OAuthHttp {
-    pub(crate) fn new(timeout: Duration) -> Result<Self, OAuthError> {
-        // An unusable NODE_EXTRA_CA_CERTS is reported as itself, before any request.
-        client_config(Alpn::Http2OrHttp1)?;
-        let settings = HttpSettings::new(concat!("plexus-auth/", env!("CARGO_PKG_VERSION"))).connect_timeout(timeout);
+    /// A client whose requests are bounded by `timeout`, go through `proxy` and trust `tls`.
+    pub(crate) fn new(timeout: Duration, proxy: &ProxyChoice, tls: &TlsOptions) -> Result<Self, OAuthError> {
+        // An unusable NODE_EXTRA_CA_CERTS or CA file is reported as itself, before any request.
+        server_config(Alpn::Http2OrHttp1, tls)?;
+        let mut settings =
+            HttpSettings::new(concat!("plexus-auth/", env!("CARGO_PKG_VERSION"))).connect_timeout(timeout);
+        settings.proxy = proxy.clone();
+        settings.tls = tls.clone();
         let client = HttpClient::new(settings).map_err(|e| OAuthError::Settings {
             field: "the HTTP client".to_owned(),
             reason: e.to_string(),

@@ -122,7 +122,7 @@ impl OAuthProvider {
                 field: format!("the URL of server {server:?}"),
                 reason: format!("{} is not an http(s) URL", redact_url(url)),
             })?;
-        let http = OAuthHttp::new(settings.request_timeout)?;
+        let http = OAuthHttp::new(settings.request_timeout, &settings.proxy, &settings.tls)?;
         Ok(OAuthProvider {
             server: server.to_owned(),
             server_url,

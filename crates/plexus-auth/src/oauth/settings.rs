@@ -172,6 +172,12 @@ pub struct OAuthSettings {
     pub private_key: Option<Arc<SigningKey>>,
     /// When tokens are bound to a key with DPoP (default [`DpopMode::Auto`]).
     pub dpop: DpopMode,
+    /// Which proxy the requests to the authorization server go through (default: the
+    /// process's environment; the facade gives the Hub's).
+    pub proxy: plexus_net::http::ProxyChoice,
+    /// What those requests trust besides the platform's roots (default: the process's
+    /// `NODE_EXTRA_CA_CERTS`; the facade gives the Hub's, and the entry's `ca`).
+    pub tls: plexus_net::tls::TlsOptions,
 }
 
 impl Default for OAuthSettings {
@@ -189,6 +195,8 @@ impl Default for OAuthSettings {
             grant: OAuthGrant::AuthorizationCode,
             private_key: None,
             dpop: DpopMode::Auto,
+            proxy: plexus_net::http::ProxyChoice::Environment,
+            tls: plexus_net::tls::TlsOptions::default(),
         }
     }
 }
@@ -208,6 +216,8 @@ impl fmt::Debug for OAuthSettings {
             .field("grant", &self.grant)
             .field("private_key", &self.private_key.as_ref().map(|_| "<private key>"))
             .field("dpop", &self.dpop)
+            .field("proxy", &self.proxy)
+            .field("tls", &self.tls)
             .finish()
     }
 }

@@ -51,7 +51,12 @@ impl RedirectFollower {
 
     /// A follower whose every request is bounded by `timeout`.
     pub fn new(timeout: std::time::Duration) -> Result<Self, UserAgentError> {
-        let http = OAuthHttp::new(timeout).map_err(|e| UserAgentError { reason: e.to_string() })?;
+        let network = (
+            plexus_net::http::ProxyChoice::Environment,
+            plexus_net::tls::TlsOptions::default(),
+        );
+        let http =
+            OAuthHttp::new(timeout, &network.0, &network.1).map_err(|e| UserAgentError { reason: e.to_string() })?;
         Ok(RedirectFollower { http })
     }
 

@@ -89,6 +89,54 @@ pub enum ProxyChoice {
     /// This proxy, for every request (an entry's `"proxy": "http://…"`); `NO_PROXY` does not
     /// apply to it.
     Url(String),
+    /// As these variables say, by the same rules as [`Environment`](Self::Environment): a
+    /// host's own environment rather than the process's (the facade's Hub gives its own).
+    Variables(ProxyVariables),
+}
+
+/// The proxy variables of an environment: `ALL_PROXY`, `HTTP_PROXY`, `HTTPS_PROXY`, `NO_PROXY`
+/// (each upper case first, then lower case, as curl reads them) and whether `REQUEST_METHOD` is
+/// set (a CGI program, where `HTTP_PROXY` may come from a request's header, takes no proxy
+/// from the environment). `Debug` shows proxy URLs without their credentials.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct ProxyVariables {
+    /// `ALL_PROXY`: the proxy of every scheme that has none of its own.
+    pub all: String,
+    /// `HTTP_PROXY`: the proxy of `http` (and `ws`) destinations.
+    pub http: String,
+    /// `HTTPS_PROXY`: the proxy of `https` (and `wss`) destinations.
+    pub https: String,
+    /// `NO_PROXY`: hosts, domains and networks reached directly.
+    pub no: String,
+    /// `REQUEST_METHOD` is set.
+    pub cgi: bool,
+}
+
+impl ProxyVariables {
+    /// The variables as `lookup` gives them.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> ProxyVariables {
+        let first = |names: [&str; 2]| names.into_iter().find_map(&lookup).unwrap_or_default();
+        ProxyVariables {
+            all: first(["ALL_PROXY", "all_proxy"]),
+            http: first(["HTTP_PROXY", "http_proxy"]),
+            https: first(["HTTPS_PROXY", "https_proxy"]),
+            no: first(["NO_PROXY", "no_proxy"]),
+            cgi: lookup("REQUEST_METHOD").is_some(),
+        }
+    }
+}
+
+impl std::fmt::Debug for ProxyVariables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProxyVariables")
+            .field("all", &crate::redact::redact_url(&self.all))
+            .field("http", &crate::redact::redact_url(&self.http))
+            .field("https", &crate::redact::redact_url(&self.https))
+            .field("no", &self.no)
+            .field("cgi", &self.cgi)
+            .finish()
+    }
 }
 
 impl std::fmt::Debug for ProxyChoice {
@@ -97,6 +145,7 @@ impl std::fmt::Debug for ProxyChoice {
             ProxyChoice::Environment => f.write_str("Environment"),
             ProxyChoice::Disabled => f.write_str("Disabled"),
             ProxyChoice::Url(url) => f.debug_tuple("Url").field(&crate::redact::redact_url(url)).finish(),
+            ProxyChoice::Variables(variables) => f.debug_tuple("Variables").field(variables).finish(),
         }
     }
 }

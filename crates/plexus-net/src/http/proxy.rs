@@ -41,6 +41,15 @@ impl Proxies {
         let matcher = match choice {
             ProxyChoice::Disabled => None,
             ProxyChoice::Environment => Some(Matcher::from_env()),
+            ProxyChoice::Variables(variables) if variables.cgi => Some(Matcher::builder().build()),
+            ProxyChoice::Variables(variables) => Some(
+                Matcher::builder()
+                    .all(variables.all.clone())
+                    .http(variables.http.clone())
+                    .https(variables.https.clone())
+                    .no(variables.no.clone())
+                    .build(),
+            ),
             ProxyChoice::Url(url) => {
                 let parsed = url::Url::parse(url).map_err(|e| HttpError::Settings {
                     reason: format!("the proxy {} is not a URL: {e}", crate::redact::redact_url(url)),

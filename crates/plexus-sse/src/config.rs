@@ -27,7 +27,7 @@ pub const DEFAULT_ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The largest event accepted on the event stream: 16 MiB (the same as the stdio line limit).
-pub const DEFAULT_MAX_EVENT_SIZE: usize = plexus_jsonrpc::DEFAULT_MAX_MESSAGE_SIZE;
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = plexus_jsonrpc::DEFAULT_MAX_MESSAGE_SIZE;
 
 /// How many POSTs may be in flight at once before `send` waits: 32.
 pub const DEFAULT_MAX_CONCURRENT_POSTS: usize = 32;
@@ -85,9 +85,9 @@ pub struct SseConfig {
     pub endpoint_timeout: Duration,
     /// See [`DEFAULT_REQUEST_TIMEOUT`].
     pub request_timeout: Duration,
-    /// See [`DEFAULT_MAX_EVENT_SIZE`]; a larger event is discarded and reported as
+    /// See [`DEFAULT_MAX_MESSAGE_SIZE`]; a larger event is discarded and reported as
     /// [`TransportError::TooLarge`](plexus_transport::TransportError::TooLarge).
-    pub max_event_size: usize,
+    pub max_message_size: usize,
     /// See [`DEFAULT_MAX_CONCURRENT_POSTS`] (at least 1).
     pub max_concurrent_posts: usize,
 }
@@ -106,7 +106,7 @@ impl SseConfig {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             endpoint_timeout: DEFAULT_ENDPOINT_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            max_event_size: DEFAULT_MAX_EVENT_SIZE,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             max_concurrent_posts: DEFAULT_MAX_CONCURRENT_POSTS,
         }
     }
@@ -125,7 +125,7 @@ impl SseConfig {
         /// Sets the timeout of each POST of a message without a timeout of its own.
         request_timeout: Duration,
         /// Sets the largest event accepted.
-        max_event_size: usize,
+        max_message_size: usize,
         /// Sets how many POSTs may be in flight at once.
         max_concurrent_posts: usize,
     }
@@ -144,7 +144,7 @@ impl fmt::Debug for SseConfig {
         .field("connect_timeout", &self.connect_timeout)
         .field("endpoint_timeout", &self.endpoint_timeout)
         .field("request_timeout", &self.request_timeout)
-        .field("max_event_size", &self.max_event_size)
+        .field("max_message_size", &self.max_message_size)
         .field("max_concurrent_posts", &self.max_concurrent_posts)
         .field("tls", &self.tls)
         .field("proxy", &self.proxy)

@@ -74,7 +74,7 @@ pub(crate) async fn connect(config: SseConfig) -> Result<Connected, TransportErr
         )));
     }
     let mut body = response.body;
-    let mut events = Events::new(config.max_event_size);
+    let mut events = Events::new(config.max_message_size);
     let mut early = VecDeque::new();
     let endpoint_data = tokio::time::timeout(
         config.endpoint_timeout,
@@ -123,7 +123,7 @@ async fn wait_for_endpoint(
                 Decoded::Event(_) => continue,
                 Decoded::TooLarge { size, reply } => Err(TransportError::TooLarge {
                     size,
-                    limit: events.max_event_size(),
+                    limit: events.max_message_size(),
                 }
                 .about_reply(reply)),
             };

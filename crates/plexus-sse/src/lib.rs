@@ -65,7 +65,7 @@
 //!
 //! See [`SseSender`] (one POST per message, each with its own timeout, never shorter than the
 //! request's own, a bounded number in flight) and [`SseReceiver`] (`message` events decoded in the reader itself, events over
-//! [`SseConfig::max_event_size`] discarded without being buffered past the limit). When the event
+//! [`SseConfig::max_message_size`] discarded without being buffered past the limit). When the event
 //! stream ends or fails, the transport is over: the receiver yields the reason and every send
 //! fails with it. This transport does not reconnect: a new event stream is a new session, which the
 //! owner of the transport decides on. [`close`](plexus_transport::TransportSender::close) drops the
@@ -91,7 +91,7 @@ use plexus_transport::{Transport, TransportError, TransportReceiver, TransportSe
 use url::Url;
 
 pub use config::{
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENDPOINT_TIMEOUT, DEFAULT_MAX_CONCURRENT_POSTS, DEFAULT_MAX_EVENT_SIZE,
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENDPOINT_TIMEOUT, DEFAULT_MAX_CONCURRENT_POSTS, DEFAULT_MAX_MESSAGE_SIZE,
     DEFAULT_REQUEST_TIMEOUT, MAX_EARLY_MESSAGES, MAX_ERROR_BODY, MAX_REDIRECTS, SseConfig, TCP_KEEPALIVE,
 };
 pub use receiver::SseReceiver;

@@ -20,9 +20,9 @@ pub(crate) struct Events {
 }
 
 impl Events {
-    pub(crate) fn new(max_event_size: usize) -> Self {
+    pub(crate) fn new(max_message_size: usize) -> Self {
         Events {
-            decoder: EventDecoder::new(max_event_size),
+            decoder: EventDecoder::new(max_message_size),
             pending: Bytes::new(),
         }
     }
@@ -43,7 +43,7 @@ impl Events {
     }
 
     /// The limit of one event.
-    pub(crate) fn max_event_size(&self) -> usize {
+    pub(crate) fn max_message_size(&self) -> usize {
         self.decoder.max_event_size()
     }
 }
@@ -144,7 +144,7 @@ impl SseReceiver {
         match decoded {
             Decoded::TooLarge { size, reply } => Some(Err(TransportError::TooLarge {
                 size,
-                limit: self.events.max_event_size(),
+                limit: self.events.max_message_size(),
             }
             .about_reply(reply))),
             Decoded::Event(event) => match event.event_type.as_str() {

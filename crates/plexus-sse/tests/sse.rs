@@ -206,7 +206,7 @@ async fn an_unexpected_status_keeps_a_bounded_excerpt_of_the_body() {
 #[tokio::test]
 async fn an_oversize_event_is_skipped_and_reading_goes_on() {
     let (server, stream) = legacy_server("/messages").await;
-    let config = SseConfig::new(server.url("/sse")).max_event_size(1024);
+    let config = SseConfig::new(server.url("/sse")).max_message_size(1024);
     let (_sender, mut receiver) = Box::new(connect(config).await.unwrap()).split();
     let big = format!(
         r#"{{"jsonrpc":"2.0","method":"big","params":{{"x":"{}"}}}}"#,

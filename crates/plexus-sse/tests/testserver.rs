@@ -98,7 +98,7 @@ async fn a_required_header_is_sent_on_the_stream_and_on_every_post() {
 #[tokio::test]
 async fn oversize_and_garbage_events_are_skipped_and_the_session_goes_on() {
     let server = test_server(&[]).await;
-    let client = session(SseConfig::new(server.url()).max_event_size(4096))
+    let client = session(SseConfig::new(server.url()).max_message_size(4096))
         .await
         .unwrap();
     let result = call(&client, "oversize", json!({"bytes": 100_000})).await.unwrap();

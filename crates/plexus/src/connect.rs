@@ -446,7 +446,7 @@ async fn sse_transport(
     let mut config = remote_config!(plexus_sse::SseConfig, name, url, remote, auth, options)
         .endpoint_timeout(options.initialize_timeout);
     if let Some(limit) = limits.max_message_size {
-        config.max_event_size = limit;
+        config.max_message_size = limit;
     }
     Ok(Box::new(plexus_sse::SseTransport::connect(config).await?))
 }

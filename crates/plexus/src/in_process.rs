@@ -30,7 +30,7 @@ pub use tokio::io::DuplexStream;
 pub const PIPE_BUFFER: usize = 256 * 1024;
 
 /// The default cap on one message from an in-process server (as for every transport: 16 MiB).
-pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 16 * 1024 * 1024;
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = plexus_jsonrpc::DEFAULT_MAX_MESSAGE_SIZE;
 
 /// Why an in-process entry cannot be connected: no server of its name was registered.
 pub(crate) const NOT_REGISTERED: &str =

@@ -480,6 +480,15 @@ impl Client {
         self.shared.sender.close().await.map_err(ClientError::from)
     }
 
+    /// [`close`](Self::close) without waiting, for an owner being dropped: pending requests
+    /// fail with [`ClientError::SessionClosed`] and the transport begins its shutdown at once
+    /// (a stdio server's runs on a thread of its own; see
+    /// [`TransportSender::close_now`](plexus_transport::TransportSender::close_now)).
+    pub fn close_now(&self) {
+        self.shared.fail_all(&ClientError::SessionClosed);
+        self.shared.sender.close_now();
+    }
+
     async fn list_all<R: DeserializeOwned, T>(
         &self,
         method: &'static str,

@@ -439,18 +439,18 @@ impl Pool {
     }
 
     /// [`shutdown`](Self::shutdown) without waiting, for an owner that is being dropped: every
-    /// connection and connect attempt is dropped at once, and each transport's own shutdown
-    /// starts (a stdio server's runs on a thread of its own: see
-    /// `plexus_stdio::wait_for_shutdowns`). Later requests fail with [`PoolError::ShutDown`].
+    /// connect attempt is stopped and every connection closed at once
+    /// ([`Client::close_now`]: a stdio server's shutdown sequence starts on a thread of its own;
+    /// see `plexus_stdio::wait_for_shutdowns`). Later requests fail with
+    /// [`PoolError::ShutDown`].
     pub fn close_now(&self) {
         let shared = &self.shared;
         shared.closing.store(true, Ordering::SeqCst);
-        let clients: Vec<Client> = shared
-            .slots()
-            .iter()
-            .filter_map(|slot| crate::connect::retire(shared, slot))
-            .collect();
-        drop(clients);
+        for slot in shared.slots() {
+            if let Some(client) = crate::connect::retire(shared, &slot) {
+                client.close_now();
+            }
+        }
         shared.changed.send_modify(|n| *n = n.wrapping_add(1));
     }
 

@@ -194,6 +194,13 @@ impl TransportSender for StdioSender {
     fn is_closed(&self) -> bool {
         self.shared().is_closed()
     }
+
+    /// Starts the shutdown sequence on its own thread, as dropping the transport does.
+    fn close_now(&self) {
+        let shared = self.shared();
+        shared.mark_closed(TransportError::closed(plexus_transport::CLOSED_BY_CLIENT));
+        shared.start_shutdown();
+    }
 }
 
 /// How long a closing transport keeps writing the lines still queued (a `notifications/cancelled`

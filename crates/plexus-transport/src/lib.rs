@@ -72,6 +72,12 @@ pub trait TransportSender: Send + Sync + 'static {
 
     /// Whether the transport has closed (by [`close`](Self::close) or because the peer went away).
     fn is_closed(&self) -> bool;
+
+    /// Begins closing the transport at once, without waiting, for an owner that cannot wait (one
+    /// being dropped): what dropping the transport does, but now, while other handles may still
+    /// hold it. The default does nothing; a transport with a shutdown sequence of its own (stdio)
+    /// starts it.
+    fn close_now(&self) {}
 }
 
 /// The receiving half: polled by one reader.

@@ -579,30 +579,31 @@ impl Hub {
     }
 }
 
-/// How long dropping a Hub waits for its servers to shut down.
-const DROP_WAIT: Duration = Duration::from_secs(3);
+/// How long dropping a Hub waits for its stdio servers' shutdown sequences: the longest one
+/// (the SIGINT, SIGTERM and SIGKILL graces) and a margin.
+#[cfg(feature = "stdio")]
+const DROP_WAIT: Duration = Duration::from_secs(2);
 
 impl Drop for Hub {
-    /// Dropping the Hub (the last handle of it, when it is shared) shuts its servers down. On a
-    /// worker of a multi-thread runtime (what `#[tokio::main]` gives), it is
-    /// [`shutdown`](Hub::shutdown), waited for (at most 3 s) with the runtime told that the
-    /// thread blocks: a host whose `main` returns next leaves no child behind and no remote
-    /// session open. Elsewhere (a current-thread runtime, no runtime), every connection is
-    /// dropped at once and each transport's own shutdown starts as the runtime drops it; a host
-    /// there awaits `shutdown` before it exits. After `shutdown`, dropping waits for nothing.
+    /// Dropping the Hub (the last handle of it, when it is shared) shuts its servers down: every
+    /// connect attempt stops, every connection is closed at once, and the calling thread waits
+    /// (at most 2 s, on no runtime) until every stdio server's shutdown sequence has ended, so
+    /// that a host whose `main` returns next leaves no child behind. Remote sessions are not
+    /// ended gracefully this way: [`shutdown`](Hub::shutdown) first does that, and then
+    /// dropping waits for nothing.
     fn drop(&mut self) {
-        let multi_thread = tokio::runtime::Handle::try_current()
-            .ok()
-            .filter(|runtime| runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-        match multi_thread {
-            Some(runtime) => tokio::task::block_in_place(|| {
-                runtime.block_on(async {
-                    let _ = tokio::time::timeout(DROP_WAIT, self.pool.shutdown()).await;
-                });
-            }),
-            None => self.pool.close_now(),
-        }
+        self.pool.close_now();
         #[cfg(feature = "stdio")]
-        plexus_stdio::wait_for_shutdowns(DROP_WAIT);
+        {
+            let wait = || plexus_stdio::wait_for_shutdowns(DROP_WAIT);
+            // A worker of a multi-thread runtime tells the runtime it blocks.
+            let worker = tokio::runtime::Handle::try_current()
+                .is_ok_and(|runtime| runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+            if worker {
+                tokio::task::block_in_place(wait);
+            } else {
+                wait();
+            }
+        }
     }
 }

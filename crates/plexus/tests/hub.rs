@@ -463,6 +463,15 @@ async fn a_hub_error_says_what_it_means() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_the_hub_ends_its_stdio_servers_before_the_drop_returns() {
+    drop_ends_the_stdio_servers().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn dropping_the_hub_on_a_current_thread_runtime_ends_its_stdio_servers_too() {
+    drop_ends_the_stdio_servers().await;
+}
+
+async fn drop_ends_the_stdio_servers() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("events.jsonl");
     let binary = plexus_testserver::child_test::testserver_binary();

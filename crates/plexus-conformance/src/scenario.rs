@@ -314,9 +314,11 @@ async fn connect_with_auth(
         server: name.to_owned(),
         source,
     };
-    let mut config = plexus::http::HttpConfig::new(url).name(name);
-    config.auth = Some(provider);
-    config.connect_timeout = options.initialize_timeout;
+    let mut endpoint = plexus::net::RemoteEndpoint::new(url);
+    endpoint.name = name.to_owned();
+    endpoint.auth = Some(provider);
+    endpoint.connect_timeout = options.initialize_timeout;
+    let config = plexus::http::HttpConfig::new(endpoint);
     let transport = plexus::http::HttpTransport::new(config).map_err(|e| failed(e.into()))?;
     plexus::Client::connect(Box::new(transport), options)
         .await

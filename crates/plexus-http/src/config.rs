@@ -1,13 +1,9 @@
 //! What to connect to, and the limits and timings of the transport.
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
-use plexus_net::http::ProxyChoice;
-use plexus_net::redact::debug_remote_config;
-use plexus_net::tls::TlsOptions;
-use plexus_transport::AuthProvider;
+use plexus_net::{RemoteConfig, RemoteEndpoint};
 
 /// How long one HTTP request of a message without a timeout of its own may wait for its
 /// response (and, for a JSON body, for the whole body) by default: 60 s. A request that carries
@@ -16,7 +12,7 @@ use plexus_transport::AuthProvider;
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long opening a connection (TCP, a proxy's tunnel, TLS) may take by default: 30 s.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = plexus_net::http::DEFAULT_CONNECT_TIMEOUT;
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = plexus_net::DEFAULT_CONNECT_TIMEOUT;
 
 /// How long the `DELETE` that ends the session on close may take: 2 s. Its outcome is ignored.
 pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -104,42 +100,27 @@ impl ReconnectPolicy {
 /// ```
 /// use std::time::Duration;
 /// use plexus_http::HttpConfig;
+/// use plexus_net::RemoteConfig as _;
 ///
 /// let config = HttpConfig::new("https://mcp.example.com/mcp")
 ///     .name("example")
 ///     .header("X-Api-Key", "secret")
 ///     .request_timeout(Duration::from_secs(120));
-/// assert_eq!(config.name, "example");
-/// assert_eq!(config.headers, [("X-Api-Key".to_owned(), "secret".to_owned())]);
+/// assert_eq!(config.endpoint.name, "example");
+/// assert_eq!(config.endpoint.headers, [("X-Api-Key".to_owned(), "secret".to_owned())]);
 /// ```
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct HttpConfig {
-    /// The server's name, used to tag tracing output (default: the URL's host).
-    pub name: String,
-    /// The MCP endpoint (`http` or `https`).
-    pub url: String,
-    /// Headers sent on every request, in order (the protocol's own headers cannot be overridden).
-    pub headers: Vec<(String, String)>,
-    /// Asked for headers before every request and consulted on a 401 or 403.
-    pub auth: Option<Arc<dyn AuthProvider>>,
-    /// TLS for this server: a PEM file of CA certificates trusted besides the platform's roots
-    /// and `NODE_EXTRA_CA_CERTS` (an entry's `ca`), a client certificate (an entry's
-    /// `clientCert` and `clientKey`); see [`plexus_net::tls::server_config`].
-    pub tls: TlsOptions,
-    /// Which proxy this server's requests go through (default: as the environment says).
-    pub proxy: ProxyChoice,
+    /// The MCP endpoint (`http` or `https`): its name, URL, headers, auth, TLS, proxy, connect
+    /// timeout and the largest message (a JSON body or one SSE event) accepted.
+    pub endpoint: RemoteEndpoint,
     /// How long a message without a timeout of its own (a notification, a response, a request
     /// without [`reply_timeout`](plexus_transport::OutboundMessage::reply_timeout)) may wait for
     /// its response headers, and for its whole body when that is JSON (default
     /// [`DEFAULT_REQUEST_TIMEOUT`]). A request with a timeout of its own is bounded by that and
     /// [`REPLY_TIMEOUT_GRACE`](plexus_transport::REPLY_TIMEOUT_GRACE) instead, never by this.
     pub request_timeout: Duration,
-    /// How long opening a connection may take (default [`DEFAULT_CONNECT_TIMEOUT`]).
-    pub connect_timeout: Duration,
-    /// The largest message (a JSON body or one SSE event) accepted from the server, in bytes
-    /// (default [`plexus_jsonrpc::DEFAULT_MAX_MESSAGE_SIZE`]).
-    pub max_message_size: usize,
     /// How many received messages may wait for the reader (default
     /// [`DEFAULT_RECEIVE_QUEUE_CAPACITY`]; at least 1).
     pub receive_queue_capacity: usize,
@@ -156,46 +137,24 @@ pub struct HttpConfig {
 
 impl fmt::Debug for HttpConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        debug_remote_config(
-            f,
-            "HttpConfig",
-            &self.name,
-            &self.url,
-            &self.headers,
-            self.auth.is_some(),
-        )
-        .field("request_timeout", &self.request_timeout)
-        .field("connect_timeout", &self.connect_timeout)
-        .field("max_message_size", &self.max_message_size)
-        .field("receive_queue_capacity", &self.receive_queue_capacity)
-        .field("reconnect", &self.reconnect)
-        .field("max_connections", &self.max_connections)
-        .field("max_idle_connections", &self.max_idle_connections)
-        .field("idle_timeout", &self.idle_timeout)
-        .field("tls", &self.tls)
-        .field("proxy", &self.proxy)
-        .finish()
+        self.endpoint
+            .debug_struct(f, "HttpConfig")
+            .field("request_timeout", &self.request_timeout)
+            .field("receive_queue_capacity", &self.receive_queue_capacity)
+            .field("reconnect", &self.reconnect)
+            .field("max_connections", &self.max_connections)
+            .field("max_idle_connections", &self.max_idle_connections)
+            .field("idle_timeout", &self.idle_timeout)
+            .finish()
     }
 }
 
 impl HttpConfig {
-    /// A configuration for the endpoint `url` with the defaults.
-    pub fn new(url: impl Into<String>) -> Self {
-        let url = url.into();
-        let name = url::Url::parse(&url)
-            .ok()
-            .and_then(|u| u.host_str().map(str::to_owned))
-            .unwrap_or_else(|| url.clone());
+    /// A configuration for `endpoint` (a URL, or a [`RemoteEndpoint`]) with the defaults.
+    pub fn new(endpoint: impl Into<RemoteEndpoint>) -> Self {
         HttpConfig {
-            name,
-            url,
-            headers: Vec::new(),
-            auth: None,
-            tls: TlsOptions::default(),
-            proxy: ProxyChoice::Environment,
+            endpoint: endpoint.into(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            max_message_size: plexus_jsonrpc::DEFAULT_MAX_MESSAGE_SIZE,
             receive_queue_capacity: DEFAULT_RECEIVE_QUEUE_CAPACITY,
             reconnect: ReconnectPolicy::default(),
             max_connections: DEFAULT_MAX_CONNECTIONS,
@@ -204,19 +163,9 @@ impl HttpConfig {
         }
     }
 
-    plexus_net::header_and_auth_setters!();
-
-    plexus_net::tls_and_proxy_setters!();
-
     plexus_net::setters! {
-        /// Sets the name that tags tracing output.
-        name: impl Into<String>,
         /// Sets the timeout of messages without one of their own.
         request_timeout: Duration,
-        /// Sets the connect timeout.
-        connect_timeout: Duration,
-        /// Sets the largest message accepted from the server.
-        max_message_size: usize,
         /// Sets how many received messages may wait for the reader.
         receive_queue_capacity: usize,
         /// Sets the reconnection policy of the event streams.
@@ -227,6 +176,16 @@ impl HttpConfig {
         max_idle_connections: usize,
         /// Sets how long an idle connection is kept.
         idle_timeout: Duration,
+    }
+}
+
+impl RemoteConfig for HttpConfig {
+    fn endpoint(&self) -> &RemoteEndpoint {
+        &self.endpoint
+    }
+
+    fn endpoint_mut(&mut self) -> &mut RemoteEndpoint {
+        &mut self.endpoint
     }
 }
 
@@ -258,22 +217,5 @@ mod tests {
             ..policy
         };
         assert!(wild.delay(3, 0.9) <= wild.max_delay);
-    }
-
-    #[test]
-    fn the_name_defaults_to_the_host_and_debug_hides_header_values() {
-        let config = HttpConfig::new("http://u:pw@127.0.0.1:9/mcp?key=k").header("Authorization", "Bearer hunter2");
-        assert_eq!(config.name, "127.0.0.1");
-        let shown = format!("{config:?}");
-        assert!(shown.contains(r#"url: "http://127.0.0.1:9/mcp?…""#), "{shown}");
-        assert!(
-            shown.contains(r#"headers: [("Authorization", "<redacted>")]"#),
-            "{shown}"
-        );
-        assert!(
-            !shown.contains("hunter2") && !shown.contains("pw") && !shown.contains("key"),
-            "{shown}"
-        );
-        assert_eq!(HttpConfig::new("not a url").name, "not a url");
     }
 }

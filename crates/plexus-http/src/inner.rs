@@ -95,25 +95,31 @@ impl Session {
 impl Inner {
     /// Checks the configuration and builds the client; no network yet.
     pub(crate) fn new(config: HttpConfig) -> Result<(Arc<Inner>, mpsc::Receiver<Inbound>), TransportError> {
-        let connect_error = |reason: String| plexus_net::connect_error(&config.url, reason);
-        let url = Url::parse(&config.url).map_err(|e| connect_error(format!("the URL is not valid: {e}")))?;
+        let connect_error = |reason: String| plexus_net::connect_error(&config.endpoint.url, reason);
+        let url = Url::parse(&config.endpoint.url).map_err(|e| connect_error(format!("the URL is not valid: {e}")))?;
         // An http(s) URL always has a host: the parser refuses one without.
-        plexus_net::require_scheme(&config.url, url.scheme(), &["http", "https"], "Streamable HTTP")?;
-        let credentials = Credentials::new(config.headers, config.auth).map_err(|e| connect_error(e.to_string()))?;
+        plexus_net::require_scheme(
+            &config.endpoint.url,
+            url.scheme(),
+            &["http", "https"],
+            "Streamable HTTP",
+        )?;
+        let credentials = Credentials::new(config.endpoint.headers, config.endpoint.auth)
+            .map_err(|e| connect_error(e.to_string()))?;
         let headers = RequestTemplates::new(&header_pairs(credentials.configured()));
         let settings = HttpSettings::new(USER_AGENT)
-            .connect_timeout(config.connect_timeout)
+            .connect_timeout(config.endpoint.connect_timeout)
             .max_connections(config.max_connections)
             .max_idle_connections(config.max_idle_connections)
             .idle_timeout(config.idle_timeout)
-            .proxy(config.proxy)
-            .tls(config.tls);
+            .proxy(config.endpoint.proxy)
+            .tls(config.endpoint.tls);
         let client = HttpClient::new(settings).map_err(|e| connect_error(e.to_string()))?;
         let target = client.target(&url).map_err(|e| connect_error(e.to_string()))?;
         let cancel = CancellationToken::new();
         let (inbox, receiver) = mpsc::channel(config.receive_queue_capacity.max(1));
         let inner = Inner {
-            name: config.name,
+            name: config.endpoint.name,
             description: redact_url(url.as_str()),
             url,
             client,
@@ -121,7 +127,7 @@ impl Inner {
             credentials,
             headers,
             request_timeout: config.request_timeout,
-            max_message_size: config.max_message_size,
+            max_message_size: config.endpoint.max_message_size,
             reconnect: config.reconnect,
             session: Mutex::new(Session::default()),
             awaiting_initialize: AtomicBool::new(false),

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use common::mcp::{SESSION, handshake, initialize, request, script, transport};
 use common::{Reply, TestServer, guard};
+use plexus_net::RemoteConfig as _;
 use plexus_net::StaticHeaders;
 use plexus_net::challenge::AuthChallenge;
 use plexus_transport::{

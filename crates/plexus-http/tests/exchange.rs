@@ -12,6 +12,7 @@ use common::mcp::{
 };
 use common::{Gate, Reply, Step, TestServer, event, guard, priming};
 use plexus_jsonrpc::{Message, RequestId};
+use plexus_net::RemoteConfig as _;
 use plexus_transport::{Transport, TransportError, TransportSender};
 use serde_json::json;
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 use common::mcp::{call, handshake, nothing_queued, recv, request, script, transport};
 use common::{Reply, Step, TestServer, event, guard, priming};
 use plexus_jsonrpc::RequestId;
+use plexus_net::RemoteConfig as _;
 use plexus_transport::{ErrorClass, TransportError, TransportSender};
 
 /// The server answers `reset` by resetting the connection, and everything else normally.

@@ -8,6 +8,7 @@ mod common;
 
 use common::mcp::{exchange, handshake, request, result_of, script, transport};
 use common::{Reply, TestServer, guard};
+use plexus_net::RemoteConfig as _;
 use plexus_net::http::ProxyChoice;
 use plexus_net::tls::ClientIdentity;
 use plexus_testserver::EventLogFile as EventLog;

@@ -6,6 +6,7 @@ mod common;
 use common::mcp::{SESSION, call, handshake, initialize, request, script, transport};
 use common::{Reply, TestServer, guard};
 use plexus_jsonrpc::RequestId;
+use plexus_net::RemoteConfig as _;
 use plexus_transport::{TransportError, TransportSender};
 
 #[tokio::test]

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use common::mcp::{SESSION, VERSION, handshake, initialize, recv, request, script, transport};
 use common::{Reply, Step, TestServer, guard, priming};
+use plexus_net::RemoteConfig as _;
 use plexus_transport::{ErrorClass, Transport, TransportError, TransportSender};
 
 const SESSION_NOT_FOUND: &str = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}"#;

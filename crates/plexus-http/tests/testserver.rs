@@ -12,6 +12,7 @@ use common::mcp::{
 };
 use plexus_http::{EventStreamState, ReconnectPolicy};
 use plexus_jsonrpc::{Message, Request, RequestId};
+use plexus_net::RemoteConfig as _;
 use plexus_testserver::EventLogFile as EventLog;
 use plexus_testserver::{Cli, Command, RemoteServer};
 use plexus_transport::{ErrorClass, OutboundMessage, TransportError, TransportSender};

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::guard;
 use common::mcp::{call, handshake, request, result_of, transport};
+use plexus_net::RemoteConfig as _;
 use plexus_transport::TransportSender;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::{Value, json};

@@ -16,8 +16,9 @@
 //! - [`sse`]: the bounded `text/event-stream` decoder (our own: `eventsource-stream` has no size
 //!   cap).
 //! - [`tls`]: the one rustls client configuration (with the entry's CA and client certificate).
-//! - [`setters!`], [`header_and_auth_setters!`] and [`tls_and_proxy_setters!`]: the setters of
-//!   the transports' configuration structs.
+//! - [`RemoteEndpoint`]: what every remote transport's configuration has (name, URL, headers,
+//!   auth, TLS, proxy, connect timeout, message size cap), with its setters written once
+//!   ([`RemoteConfig`]); [`setters!`] writes the setters of a configuration's other fields.
 //!
 //! Dependencies: `hyper` (client connections, HTTP/1.1 and HTTP/2, the `CONNECT` upgrade) with
 //! `hyper-util` (tokio adapters, the proxy matcher that reads the environment as curl does) and
@@ -37,10 +38,12 @@ pub mod endpoint;
 pub mod headers;
 pub mod http;
 pub mod redact;
+mod remote;
 mod setters;
 pub mod sse;
 mod target;
 pub mod tls;
 
 pub use credentials::{Credentials, StaticHeaders, rejection_of};
+pub use remote::{DEFAULT_CONNECT_TIMEOUT, RemoteConfig, RemoteEndpoint};
 pub use target::{connect_error, require_scheme};

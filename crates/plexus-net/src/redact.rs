@@ -57,26 +57,6 @@ impl fmt::Debug for RedactedHeaders<'_> {
     }
 }
 
-/// Starts the `Debug` output of a remote transport's configuration with the fields they all have:
-/// the name, the URL (redacted), the headers (names only) and whether there is an auth provider.
-/// The caller adds its own fields and finishes.
-pub fn debug_remote_config<'a, 'b>(
-    f: &'a mut fmt::Formatter<'b>,
-    type_name: &str,
-    name: &str,
-    url: &str,
-    headers: &[(String, String)],
-    has_auth: bool,
-) -> fmt::DebugStruct<'a, 'b> {
-    let mut debug = f.debug_struct(type_name);
-    debug
-        .field("name", &name)
-        .field("url", &redact_url(url))
-        .field("headers", &RedactedHeaders(headers))
-        .field("auth", &has_auth.then_some("<provider>"));
-    debug
-}
-
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -103,23 +83,6 @@ mod tests {
         for (url, shown) in cases {
             assert_eq!(redact_url(url), shown, "{url}");
         }
-    }
-
-    #[test]
-    fn debug_shows_names_only() {
-        struct Config(Vec<(String, String)>);
-        impl fmt::Debug for Config {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                debug_remote_config(f, "Config", "srv", "http://u:p@h/x?k=1", &self.0, true)
-                    .field("extra", &1)
-                    .finish()
-            }
-        }
-        let config = Config(vec![("Authorization".into(), "Bearer hunter2".into())]);
-        assert_eq!(
-            format!("{config:?}"),
-            r#"Config { name: "srv", url: "http://h/x?…", headers: [("Authorization", "<redacted>")], auth: Some("<provider>"), extra: 1 }"#
-        );
     }
 
     proptest! {

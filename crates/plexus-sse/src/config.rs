@@ -1,17 +1,13 @@
 //! Where to connect, with which headers, and the limits and timeouts of the transport.
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
-use plexus_net::http::ProxyChoice;
-use plexus_net::redact::{debug_remote_config, redact_url};
-use plexus_net::tls::TlsOptions;
-use plexus_transport::AuthProvider;
+use plexus_net::{RemoteConfig, RemoteEndpoint};
 
 /// How long [`SseTransport::connect`](crate::SseTransport::connect) waits for the TCP and TLS
 /// connection and for the event stream's response headers: 30 s (the reference `MCP_TIMEOUT`).
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = plexus_net::DEFAULT_CONNECT_TIMEOUT;
 
 /// How long the server has to send the `endpoint` event once the event stream is open: 10 s.
 /// plexus's connector sets it, as it sets the connect timeout, to the connect budget (the entry's
@@ -50,104 +46,74 @@ pub const TCP_KEEPALIVE: Duration = plexus_net::http::TCP_KEEPALIVE;
 ///
 /// ```
 /// use std::time::Duration;
+/// use plexus_net::RemoteConfig as _;
 /// use plexus_sse::SseConfig;
 ///
 /// let config = SseConfig::new("http://127.0.0.1:8080/sse")
 ///     .name("weather")
 ///     .header("X-Api-Key", "secret")
 ///     .endpoint_timeout(Duration::from_secs(5));
-/// assert_eq!(config.name, "weather");
+/// assert_eq!(config.endpoint.name, "weather");
 /// // Header values stay out of debug output.
 /// assert!(format!("{config:?}").contains(r#"("X-Api-Key", "<redacted>")"#));
 /// ```
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct SseConfig {
-    /// The server's name, used to tag tracing output (default: the URL, without query or credentials).
-    pub name: String,
-    /// The URL of the event stream (`http` or `https`).
-    pub url: String,
-    /// Headers sent with the event stream's GET and with every POST. A header that the
-    /// [`auth`](Self::auth) provider also gives is replaced by the provider's.
-    pub headers: Vec<(String, String)>,
-    /// Supplies authentication headers and handles 401 and 403 answers (none: a 401 is
-    /// [`TransportError::NeedsAuth`](plexus_transport::TransportError::NeedsAuth)).
-    pub auth: Option<Arc<dyn AuthProvider>>,
-    /// TLS for this server: a PEM file of CA certificates trusted besides the platform's roots
-    /// and `NODE_EXTRA_CA_CERTS` (an entry's `ca`), a client certificate (an entry's
-    /// `clientCert` and `clientKey`); see [`plexus_net::tls::server_config`].
-    pub tls: TlsOptions,
-    /// Which proxy this server's requests go through (default: as the environment says).
-    pub proxy: ProxyChoice,
-    /// See [`DEFAULT_CONNECT_TIMEOUT`].
-    pub connect_timeout: Duration,
+    /// The event stream's endpoint (`http` or `https`): its name, URL, headers (sent with the
+    /// event stream's GET and with every POST; one the auth provider also gives is replaced by
+    /// the provider's), auth (none: a 401 is
+    /// [`TransportError::NeedsAuth`](plexus_transport::TransportError::NeedsAuth)), TLS, proxy,
+    /// connect timeout ([`DEFAULT_CONNECT_TIMEOUT`]) and the largest event accepted
+    /// ([`DEFAULT_MAX_MESSAGE_SIZE`]).
+    pub endpoint: RemoteEndpoint,
     /// See [`DEFAULT_ENDPOINT_TIMEOUT`].
     pub endpoint_timeout: Duration,
     /// See [`DEFAULT_REQUEST_TIMEOUT`].
     pub request_timeout: Duration,
-    /// See [`DEFAULT_MAX_MESSAGE_SIZE`]; a larger event is discarded and reported as
-    /// [`TransportError::TooLarge`](plexus_transport::TransportError::TooLarge).
-    pub max_message_size: usize,
     /// See [`DEFAULT_MAX_CONCURRENT_POSTS`] (at least 1).
     pub max_concurrent_posts: usize,
 }
 
 impl SseConfig {
-    /// A configuration for the event stream at `url`, with the defaults.
-    pub fn new(url: impl Into<String>) -> Self {
-        let url = url.into();
+    /// A configuration for the event stream at `endpoint` (a URL, or a [`RemoteEndpoint`]), with
+    /// the defaults.
+    pub fn new(endpoint: impl Into<RemoteEndpoint>) -> Self {
         SseConfig {
-            name: redact_url(&url),
-            url,
-            headers: Vec::new(),
-            auth: None,
-            tls: TlsOptions::default(),
-            proxy: ProxyChoice::Environment,
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            endpoint: endpoint.into(),
             endpoint_timeout: DEFAULT_ENDPOINT_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             max_concurrent_posts: DEFAULT_MAX_CONCURRENT_POSTS,
         }
     }
 
-    plexus_net::header_and_auth_setters!();
-
-    plexus_net::tls_and_proxy_setters!();
-
     plexus_net::setters! {
-        /// Sets the name that tags tracing output.
-        name: impl Into<String>,
-        /// Sets the connect timeout.
-        connect_timeout: Duration,
         /// Sets how long to wait for the `endpoint` event.
         endpoint_timeout: Duration,
         /// Sets the timeout of each POST of a message without a timeout of its own.
         request_timeout: Duration,
-        /// Sets the largest event accepted.
-        max_message_size: usize,
         /// Sets how many POSTs may be in flight at once.
         max_concurrent_posts: usize,
     }
 }
 
+impl RemoteConfig for SseConfig {
+    fn endpoint(&self) -> &RemoteEndpoint {
+        &self.endpoint
+    }
+
+    fn endpoint_mut(&mut self) -> &mut RemoteEndpoint {
+        &mut self.endpoint
+    }
+}
+
 impl fmt::Debug for SseConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        debug_remote_config(
-            f,
-            "SseConfig",
-            &self.name,
-            &self.url,
-            &self.headers,
-            self.auth.is_some(),
-        )
-        .field("connect_timeout", &self.connect_timeout)
-        .field("endpoint_timeout", &self.endpoint_timeout)
-        .field("request_timeout", &self.request_timeout)
-        .field("max_message_size", &self.max_message_size)
-        .field("max_concurrent_posts", &self.max_concurrent_posts)
-        .field("tls", &self.tls)
-        .field("proxy", &self.proxy)
-        .finish()
+        self.endpoint
+            .debug_struct(f, "SseConfig")
+            .field("endpoint_timeout", &self.endpoint_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("max_concurrent_posts", &self.max_concurrent_posts)
+            .finish()
     }
 }

@@ -27,10 +27,10 @@ pub(crate) struct Connected {
 
 /// Opens the event stream, waits for the endpoint and checks it (see the crate docs).
 pub(crate) async fn connect(config: SseConfig) -> Result<Connected, TransportError> {
-    let target = redact_url(&config.url);
-    let fail = |reason: String| plexus_net::connect_error(&config.url, reason);
-    let url = Url::parse(&config.url).map_err(|e| fail(format!("the URL is not valid: {e}")))?;
-    plexus_net::require_scheme(&config.url, url.scheme(), &["http", "https"], "SSE")?;
+    let target = redact_url(&config.endpoint.url);
+    let fail = |reason: String| plexus_net::connect_error(&config.endpoint.url, reason);
+    let url = Url::parse(&config.endpoint.url).map_err(|e| fail(format!("the URL is not valid: {e}")))?;
+    plexus_net::require_scheme(&config.endpoint.url, url.scheme(), &["http", "https"], "SSE")?;
     let requester = Arc::new(Requester::new(&config).map_err(&fail)?);
     let stream_target = requester.target(&url).map_err(&fail)?;
     let what = format!("GET {target}");
@@ -39,12 +39,12 @@ pub(crate) async fn connect(config: SseConfig) -> Result<Connected, TransportErr
         (CACHE_CONTROL, HeaderValue::from_static("no-cache")),
     ];
     let get = requester.send(&what, &stream_target, &Method::GET, &headers, None);
-    let (stream_url, response) = tokio::time::timeout(config.connect_timeout, get)
+    let (stream_url, response) = tokio::time::timeout(config.endpoint.connect_timeout, get)
         .await
         .map_err(|_| {
             fail(format!(
                 "the server did not answer the event stream's GET within {:?}",
-                config.connect_timeout
+                config.endpoint.connect_timeout
             ))
         })?
         .map_err(|failure| match failure {
@@ -59,7 +59,7 @@ pub(crate) async fn connect(config: SseConfig) -> Result<Connected, TransportErr
         )));
     }
     if !status.is_success() {
-        return Err(http_error(what, response, config.connect_timeout).await);
+        return Err(http_error(what, response, config.endpoint.connect_timeout).await);
     }
     let content_type = response
         .headers
@@ -74,7 +74,7 @@ pub(crate) async fn connect(config: SseConfig) -> Result<Connected, TransportErr
         )));
     }
     let mut body = response.body;
-    let mut events = Events::new(config.max_message_size);
+    let mut events = Events::new(config.endpoint.max_message_size);
     let mut early = VecDeque::new();
     let endpoint_data = tokio::time::timeout(
         config.endpoint_timeout,
@@ -93,8 +93,8 @@ pub(crate) async fn connect(config: SseConfig) -> Result<Connected, TransportErr
         _ => fail(e.to_string()),
     })?;
     let endpoint_target = requester.target(&endpoint).map_err(&fail)?;
-    tracing::debug!(server = %config.name, "the event stream of {target} names the endpoint {}", redact_url(endpoint.as_str()));
-    let shared = Arc::new(Shared::new(config.name, target.clone(), body));
+    tracing::debug!(server = %config.endpoint.name, "the event stream of {target} names the endpoint {}", redact_url(endpoint.as_str()));
+    let shared = Arc::new(Shared::new(config.endpoint.name, target.clone(), body));
     Ok(Connected {
         target,
         sender: SseSender::new(

@@ -53,11 +53,12 @@ impl Failure {
 impl Requester {
     /// Checks the configured headers and sets up the client. The error says what is wrong.
     pub(crate) fn new(config: &SseConfig) -> Result<Self, String> {
-        let credentials = Credentials::new(config.headers.clone(), config.auth.clone()).map_err(|e| e.to_string())?;
+        let credentials = Credentials::new(config.endpoint.headers.clone(), config.endpoint.auth.clone())
+            .map_err(|e| e.to_string())?;
         let settings = HttpSettings::new(USER_AGENT)
-            .connect_timeout(config.connect_timeout)
-            .proxy(config.proxy.clone())
-            .tls(config.tls.clone());
+            .connect_timeout(config.endpoint.connect_timeout)
+            .proxy(config.endpoint.proxy.clone())
+            .tls(config.endpoint.tls.clone());
         let client = HttpClient::new(settings).map_err(|e| e.to_string())?;
         Ok(Requester { client, credentials })
     }

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use plexus_net::RemoteConfig as _;
 use plexus_net::StaticHeaders;
 use plexus_net::challenge::AuthChallenge;
 use plexus_sse::{SseConfig, SseTransport};

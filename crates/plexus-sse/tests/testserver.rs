@@ -5,6 +5,7 @@ mod support;
 
 use clap::Parser;
 use plexus_client::{Client, ClientError, ClientOptions};
+use plexus_net::RemoteConfig as _;
 use plexus_sse::{SseConfig, SseTransport};
 use plexus_testserver::{Cli, Command, RemoteServer};
 use plexus_transport::{ErrorClass, TransportError};

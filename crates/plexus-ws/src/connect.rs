@@ -22,10 +22,10 @@ use crate::connection::Socket;
 
 /// Validates the configuration, then connects within the connect timeout.
 pub(crate) async fn connect(config: &WsConfig) -> Result<Socket, TransportError> {
-    let target = redact_url(&config.url);
-    let fail = |reason: String| plexus_net::connect_error(&config.url, reason);
-    let url = Url::parse(&config.url).map_err(|e| fail(format!("the URL is not valid: {e}")))?;
-    plexus_net::require_scheme(&config.url, url.scheme(), &["ws", "wss"], "WebSocket")?;
+    let target = redact_url(&config.endpoint.url);
+    let fail = |reason: String| plexus_net::connect_error(&config.endpoint.url, reason);
+    let url = Url::parse(&config.endpoint.url).map_err(|e| fail(format!("the URL is not valid: {e}")))?;
+    plexus_net::require_scheme(&config.endpoint.url, url.scheme(), &["ws", "wss"], "WebSocket")?;
     if let Some(interval) = config.ping_interval
         && config.dead_peer_timeout <= interval
     {
@@ -34,23 +34,24 @@ pub(crate) async fn connect(config: &WsConfig) -> Result<Socket, TransportError>
             config.dead_peer_timeout
         )));
     }
-    let credentials = Credentials::new(config.headers.clone(), config.auth.clone()).map_err(|e| fail(e.to_string()))?;
+    let credentials = Credentials::new(config.endpoint.headers.clone(), config.endpoint.auth.clone())
+        .map_err(|e| fail(e.to_string()))?;
     // plexus-net's connections: the proxy (a CONNECT tunnel), TLS with the platform's roots and
     // the entry's CA and client certificate, ALPN `http/1.1` (the upgrade is HTTP/1.1).
     let settings = HttpSettings::new(USER_AGENT)
-        .connect_timeout(config.connect_timeout)
-        .proxy(config.proxy.clone())
-        .tls(config.tls.clone())
+        .connect_timeout(config.endpoint.connect_timeout)
+        .proxy(config.endpoint.proxy.clone())
+        .tls(config.endpoint.tls.clone())
         .http2(false);
     let client = HttpClient::new(settings).map_err(|e| fail(e.to_string()))?;
     let endpoint = client.target(&url).map_err(|e| fail(e.to_string()))?;
     let upgrade = upgrade(config, &client, &endpoint, &target, &credentials);
-    tokio::time::timeout(config.connect_timeout, upgrade)
+    tokio::time::timeout(config.endpoint.connect_timeout, upgrade)
         .await
         .map_err(|_| {
             fail(format!(
                 "the WebSocket handshake did not complete within {:?}",
-                config.connect_timeout
+                config.endpoint.connect_timeout
             ))
         })?
 }
@@ -67,8 +68,8 @@ async fn upgrade(
     let fail = |reason: String| plexus_net::connect_error(url.as_str(), reason);
     let what = format!("the WebSocket upgrade of {target}");
     let limits = WebSocketConfig::default()
-        .max_message_size(Some(config.max_message_size))
-        .max_frame_size(Some(config.max_message_size));
+        .max_message_size(Some(config.endpoint.max_message_size))
+        .max_frame_size(Some(config.endpoint.max_message_size));
     let mut retries = 0;
     loop {
         let mut request = url

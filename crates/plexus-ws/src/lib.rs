@@ -109,12 +109,12 @@ impl WsTransport {
     /// Connects and upgrades (see the crate docs), then starts the keepalive.
     pub async fn connect(config: WsConfig) -> Result<WsTransport, TransportError> {
         let socket = connect::connect(&config).await?;
-        let target = plexus_net::redact::redact_url(&config.url);
+        let target = plexus_net::redact::redact_url(&config.endpoint.url);
         let timings = Timings {
             write_timeout: config.write_timeout,
             close_timeout: config.close_timeout,
         };
-        let shared = Arc::new(Shared::new(config.name, target.clone(), socket, timings));
+        let shared = Arc::new(Shared::new(config.endpoint.name, target.clone(), socket, timings));
         if let Some(interval) = config.ping_interval {
             tokio::spawn(connection::keepalive(
                 Arc::clone(&shared),
@@ -129,7 +129,7 @@ impl WsTransport {
         Ok(WsTransport {
             target,
             sender: WsSender::new(Arc::clone(&shared), Arc::clone(&guard)),
-            receiver: WsReceiver::new(shared, config.max_message_size, guard),
+            receiver: WsReceiver::new(shared, config.endpoint.max_message_size, guard),
         })
     }
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use plexus_client::{Client, ClientError, ClientOptions};
+use plexus_net::RemoteConfig as _;
 use plexus_testserver::{Cli, Command, RemoteServer};
 use plexus_transport::{ErrorClass, TransportError};
 use plexus_ws::{WsConfig, WsTransport};

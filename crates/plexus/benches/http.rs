@@ -23,6 +23,7 @@ use plexus::{Client, ClientOptions};
 use support::{median, percentile, pin_from_env, server_path, verdict};
 
 mod support;
+use plexus::net::RemoteConfig as _;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader as AsyncBufReader};
 use tokio::net::TcpStream;
 

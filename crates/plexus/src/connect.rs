@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use plexus_client::{Client, ClientError, ClientOptions};
 use plexus_config::{ServerConfig, ServerKind};
+#[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
+use plexus_net::RemoteEndpoint;
 #[cfg(any(feature = "http", feature = "auth"))]
 use plexus_transport::TransportError;
 use plexus_transport::{AuthProvider, ErrorClass, Transport};
@@ -385,20 +387,30 @@ impl Remote {
     }
 }
 
-/// A remote transport's config (`plexus_http::HttpConfig`, `plexus_sse::SseConfig`,
-/// `plexus_ws::WsConfig`: each has these fields) for server `name` at `url`, with what the
-/// entry says of it ([`Remote`]), its auth provider and the connect timeout of `options`.
+/// The endpoint of server `name` at `url` as every remote transport takes it: what the entry
+/// says of it ([`Remote`]), its auth provider, the connect timeout of `options` and the
+/// connector's message size cap.
 #[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
-macro_rules! remote_config {
-    ($config:ty, $name:expr, $url:expr, $remote:expr, $auth:expr, $options:expr) => {{
-        let Remote { headers, tls, proxy } = $remote;
-        let mut config = <$config>::new($url).name($name).proxy(proxy);
-        config.tls = tls;
-        config.headers = headers;
-        config.auth = $auth;
-        config.connect_timeout = $options.initialize_timeout;
-        config
-    }};
+fn endpoint(
+    name: &str,
+    url: &str,
+    remote: Remote,
+    auth: Auth,
+    options: &ClientOptions,
+    limits: Limits,
+) -> RemoteEndpoint {
+    let Remote { headers, tls, proxy } = remote;
+    let mut endpoint = RemoteEndpoint::new(url);
+    name.clone_into(&mut endpoint.name);
+    endpoint.headers = headers;
+    endpoint.auth = auth;
+    endpoint.tls = tls;
+    endpoint.proxy = proxy;
+    endpoint.connect_timeout = options.initialize_timeout;
+    if let Some(limit) = limits.max_message_size {
+        endpoint.max_message_size = limit;
+    }
+    endpoint
 }
 
 #[cfg(feature = "http")]
@@ -410,10 +422,7 @@ fn http_transport(
     options: &ClientOptions,
     limits: Limits,
 ) -> Result<Box<dyn Transport>, ClientError> {
-    let mut config = remote_config!(plexus_http::HttpConfig, name, url, remote, auth, options);
-    if let Some(limit) = limits.max_message_size {
-        config.max_message_size = limit;
-    }
+    let config = plexus_http::HttpConfig::new(endpoint(name, url, remote, auth, options, limits));
     Ok(Box::new(plexus_http::HttpTransport::new(config)?))
 }
 
@@ -426,10 +435,7 @@ async fn ws_transport(
     options: &ClientOptions,
     limits: Limits,
 ) -> Result<Box<dyn Transport>, ClientError> {
-    let mut config = remote_config!(plexus_ws::WsConfig, name, url, remote, auth, options);
-    if let Some(limit) = limits.max_message_size {
-        config.max_message_size = limit;
-    }
+    let config = plexus_ws::WsConfig::new(endpoint(name, url, remote, auth, options, limits));
     Ok(Box::new(plexus_ws::WsTransport::connect(config).await?))
 }
 
@@ -443,11 +449,8 @@ async fn sse_transport(
     options: &ClientOptions,
     limits: Limits,
 ) -> Result<Box<dyn Transport>, ClientError> {
-    let mut config = remote_config!(plexus_sse::SseConfig, name, url, remote, auth, options)
+    let config = plexus_sse::SseConfig::new(endpoint(name, url, remote, auth, options, limits))
         .endpoint_timeout(options.initialize_timeout);
-    if let Some(limit) = limits.max_message_size {
-        config.max_message_size = limit;
-    }
     Ok(Box::new(plexus_sse::SseTransport::connect(config).await?))
 }
 

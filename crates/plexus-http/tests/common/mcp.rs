@@ -9,6 +9,7 @@ use plexus_transport::{OutboundMessage, TransportError, TransportReceiver, Trans
 use serde_json::{Value, json};
 
 use super::{Recorded, Reply, guard};
+use plexus_net::RemoteConfig as _;
 
 /// The session id the default script hands out.
 pub const SESSION: &str = "session-1";

@@ -201,9 +201,9 @@ impl HttpSettings {
         tls: TlsOptions,
         /// Offers HTTP/2 to TLS servers, or not.
         http2: bool,
+        /// Sets which proxy the requests go through.
+        proxy: ProxyChoice,
     }
-
-    crate::tls_and_proxy_setters!();
 }
 
 /// An HTTP client: pooled connections per origin, with one set of [`HttpSettings`]. Cheap to

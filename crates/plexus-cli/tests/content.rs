@@ -69,7 +69,9 @@ fn resources_templates_and_reads_over_stdio_and_http() {
         let missing = run(&["read", "demo", "test://static/nope"]);
         assert_eq!(missing.code, Some(3), "{missing:?}");
         assert!(
-            missing.stderr.contains("a request to server \"demo\" failed: resources/read failed: "),
+            missing
+                .stderr
+                .contains("a request to server \"demo\" failed: resources/read failed: "),
             "{missing:?}"
         );
     }

@@ -11,7 +11,7 @@ use plexus_net::challenge::AuthChallenge;
 use plexus_sse::{SseConfig, SseTransport};
 use plexus_transport::{
     AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, ErrorClass, Message, OutboundMessage, Rejection,
-    Transport, TransportError,
+    Transport, TransportError, error_chain,
 };
 use support::{Bystander, EventStream, HANG_GUARD, HttpServer, Reply, Request};
 
@@ -482,7 +482,7 @@ async fn each_post_has_its_own_timeout() {
         .unwrap()
         .unwrap_err();
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         format!("POST {}: no complete answer within 300ms", server.url("/messages"))
     );
     assert_eq!(error.class(), ErrorClass::TerminalIo);
@@ -514,7 +514,7 @@ async fn a_post_the_server_answers_late_waits_as_long_as_its_request_may() {
         .unwrap()
         .unwrap_err();
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         format!("POST {}: no complete answer within 200ms", server.url("/messages"))
     );
     assert!(!sender.is_closed());

@@ -56,8 +56,8 @@ pub enum TransportError {
         /// Why it failed.
         reason: String,
     },
-    /// An I/O error.
-    #[error("{context}: {source}")]
+    /// An I/O error (shown with its cause by [`error_chain`]).
+    #[error("{context}")]
     Io {
         /// What the transport was doing.
         context: String,

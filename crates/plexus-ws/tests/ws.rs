@@ -9,7 +9,7 @@ use futures_util::{SinkExt, StreamExt};
 use plexus_net::challenge::AuthChallenge;
 use plexus_transport::{
     AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, ErrorClass, Message, OutboundMessage, Rejection,
-    Transport, TransportError, TransportReceiver,
+    Transport, TransportError, TransportReceiver, error_chain,
 };
 use plexus_ws::{WsConfig, WsTransport};
 use tokio::net::{TcpListener, TcpStream};
@@ -378,7 +378,7 @@ async fn a_server_that_answers_no_ping_is_detected_as_dead() {
     let (sender, mut receiver) = Box::new(transport).split();
     let error = recv(&mut *receiver).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         format!(
             "keeping the WebSocket {url} alive: the server sent nothing, not even a pong, for 400ms (pinged every \
              100ms)"

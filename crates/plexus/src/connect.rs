@@ -63,7 +63,7 @@ pub enum ConnectError {
         retry_in: Duration,
     },
     /// The transport or the MCP handshake failed.
-    #[error("server \"{server}\": {source}")]
+    #[error("server \"{server}\"")]
     Client {
         /// The server's name.
         server: String,
@@ -98,7 +98,7 @@ impl ConnectError {
     /// The message without the `server "NAME": ` it starts with, for a place that already names
     /// the server (a row of a table).
     pub fn reason(&self) -> String {
-        plexus_pool::text::without_server(self.server(), &self.to_string()).to_owned()
+        plexus_pool::text::without_server(self.server(), &plexus_transport::error_chain(self)).to_owned()
     }
 
     /// The session error, when the failure came from the transport or the handshake.
@@ -467,7 +467,8 @@ fn fallback_failed(status: u16, error: ClientError) -> ClientError {
     ClientError::Transport(TransportError::Connect {
         target: "the legacy SSE fallback".to_owned(),
         reason: format!(
-            "the server answered the Streamable HTTP initialize with HTTP {status}, and legacy HTTP+SSE at the same URL failed too: {error}"
+            "the server answered the Streamable HTTP initialize with HTTP {status}, and legacy HTTP+SSE at the same URL failed too: {}",
+            plexus_transport::error_chain(&error)
         ),
     })
 }

@@ -11,7 +11,7 @@ use plexus_jsonrpc::{ErrorObject, Message, RequestId, Response};
 use plexus_net::Credentials;
 use plexus_net::http::{HttpClient, HttpSettings, Target};
 use plexus_net::redact::redact_url;
-use plexus_transport::{Received, TransportError};
+use plexus_transport::{Received, TransportError, error_chain};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use url::Url;
@@ -99,7 +99,7 @@ impl Inner {
         let url = Url::parse(&config.url).map_err(|e| connect_error(format!("the URL is not valid: {e}")))?;
         // An http(s) URL always has a host: the parser refuses one without.
         plexus_net::require_scheme(&config.url, url.scheme(), &["http", "https"], "Streamable HTTP")?;
-        let credentials = Credentials::new(config.headers, config.auth).map_err(|e| connect_error(e.to_string()))?;
+        let credentials = Credentials::new(config.headers, config.auth).map_err(|e| connect_error(error_chain(&e)))?;
         let headers = RequestTemplates::new(&header_pairs(credentials.configured()));
         let settings = HttpSettings::new(USER_AGENT)
             .connect_timeout(config.connect_timeout)
@@ -108,8 +108,8 @@ impl Inner {
             .idle_timeout(config.idle_timeout)
             .proxy(config.proxy)
             .tls(config.tls);
-        let client = HttpClient::new(settings).map_err(|e| connect_error(e.to_string()))?;
-        let target = client.target(&url).map_err(|e| connect_error(e.to_string()))?;
+        let client = HttpClient::new(settings).map_err(|e| connect_error(error_chain(&e)))?;
+        let target = client.target(&url).map_err(|e| connect_error(error_chain(&e)))?;
         let cancel = CancellationToken::new();
         let (inbox, receiver) = mpsc::channel(config.receive_queue_capacity.max(1));
         let inner = Inner {

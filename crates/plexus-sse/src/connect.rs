@@ -6,11 +6,11 @@ use std::sync::Arc;
 use http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderValue, Method};
 use plexus_net::http::Body;
-use plexus_transport::{Message, TransportError};
+use plexus_transport::{Message, TransportError, error_chain};
 use url::Url;
 
 use crate::config::{MAX_EARLY_MESSAGES, SseConfig};
-use plexus_net::endpoint::{EndpointError, resolve_endpoint};
+use plexus_net::endpoint::resolve_endpoint;
 use plexus_net::redact::redact_url;
 use plexus_net::sse::Decoded;
 
@@ -88,10 +88,7 @@ pub(crate) async fn connect(config: SseConfig) -> Result<Connected, TransportErr
         ))
     })?
     .map_err(&fail)?;
-    let endpoint = resolve_endpoint(&stream_url, &endpoint_data).map_err(|e| match &e {
-        EndpointError::NotAUrl { source, .. } => fail(format!("{e}: {source}")),
-        _ => fail(e.to_string()),
-    })?;
+    let endpoint = resolve_endpoint(&stream_url, &endpoint_data).map_err(|e| fail(error_chain(&e)))?;
     let endpoint_target = requester.target(&endpoint).map_err(&fail)?;
     tracing::debug!(server = %config.name, "the event stream of {target} names the endpoint {}", redact_url(endpoint.as_str()));
     let shared = Arc::new(Shared::new(config.name, target.clone(), body));
@@ -136,7 +133,12 @@ async fn wait_for_endpoint(
         }
         match body.chunk().await {
             Ok(Some(chunk)) => events.feed(chunk),
-            Err(e) => return Err(format!("the event stream failed before the endpoint event: {e}")),
+            Err(e) => {
+                return Err(format!(
+                    "the event stream failed before the endpoint event: {}",
+                    error_chain(&e)
+                ));
+            }
             Ok(None) => return Err("the server closed the event stream before sending the endpoint event".to_owned()),
         }
     }

@@ -4,7 +4,7 @@
 use plexus_net::http::{HttpClient, HttpSettings, Target};
 use plexus_net::redact::redact_url;
 use plexus_net::{Credentials, rejection_of};
-use plexus_transport::{TransportError, body_excerpt};
+use plexus_transport::{TransportError, body_excerpt, error_chain};
 use tokio_tungstenite::client_async_with_config;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::error::{Error as WsError, ProtocolError, SubProtocolError, UrlError};
@@ -34,7 +34,8 @@ pub(crate) async fn connect(config: &WsConfig) -> Result<Socket, TransportError>
             config.dead_peer_timeout
         )));
     }
-    let credentials = Credentials::new(config.headers.clone(), config.auth.clone()).map_err(|e| fail(e.to_string()))?;
+    let credentials =
+        Credentials::new(config.headers.clone(), config.auth.clone()).map_err(|e| fail(error_chain(&e)))?;
     // plexus-net's connections: the proxy (a CONNECT tunnel), TLS with the platform's roots and
     // the entry's CA and client certificate, ALPN `http/1.1` (the upgrade is HTTP/1.1).
     let settings = HttpSettings::new(USER_AGENT)
@@ -42,8 +43,8 @@ pub(crate) async fn connect(config: &WsConfig) -> Result<Socket, TransportError>
         .proxy(config.proxy.clone())
         .tls(config.tls.clone())
         .http2(false);
-    let client = HttpClient::new(settings).map_err(|e| fail(e.to_string()))?;
-    let endpoint = client.target(&url).map_err(|e| fail(e.to_string()))?;
+    let client = HttpClient::new(settings).map_err(|e| fail(error_chain(&e)))?;
+    let endpoint = client.target(&url).map_err(|e| fail(error_chain(&e)))?;
     let upgrade = upgrade(config, &client, &endpoint, &target, &credentials);
     tokio::time::timeout(config.connect_timeout, upgrade)
         .await

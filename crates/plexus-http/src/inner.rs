@@ -11,7 +11,7 @@ use plexus_jsonrpc::{ErrorObject, Message, RequestId, Response};
 use plexus_net::Credentials;
 use plexus_net::http::{HttpClient, HttpSettings, Target};
 use plexus_net::redact::redact_url;
-use plexus_transport::{Received, TransportError, error_chain};
+use plexus_transport::{Received, TransportError};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use url::Url;
@@ -95,11 +95,12 @@ impl Session {
 impl Inner {
     /// Checks the configuration and builds the client; no network yet.
     pub(crate) fn new(config: HttpConfig) -> Result<(Arc<Inner>, mpsc::Receiver<Inbound>), TransportError> {
-        let connect_error = |reason: String| plexus_net::connect_error(&config.url, reason);
-        let url = Url::parse(&config.url).map_err(|e| connect_error(format!("the URL is not valid: {e}")))?;
+        let url = Url::parse(&config.url)
+            .map_err(|e| plexus_net::connect_error(&config.url, plexus_net::ConnectProblem::InvalidUrl(e)))?;
         // An http(s) URL always has a host: the parser refuses one without.
         plexus_net::require_scheme(&config.url, url.scheme(), &["http", "https"], "Streamable HTTP")?;
-        let credentials = Credentials::new(config.headers, config.auth).map_err(|e| connect_error(error_chain(&e)))?;
+        let credentials =
+            Credentials::new(config.headers, config.auth).map_err(|e| plexus_net::connect_error(&config.url, e))?;
         let headers = RequestTemplates::new(&header_pairs(credentials.configured()));
         let settings = HttpSettings::new(USER_AGENT)
             .connect_timeout(config.connect_timeout)
@@ -108,8 +109,10 @@ impl Inner {
             .idle_timeout(config.idle_timeout)
             .proxy(config.proxy)
             .tls(config.tls);
-        let client = HttpClient::new(settings).map_err(|e| connect_error(error_chain(&e)))?;
-        let target = client.target(&url).map_err(|e| connect_error(error_chain(&e)))?;
+        let client = HttpClient::new(settings).map_err(|e| plexus_net::connect_error(&config.url, e))?;
+        let target = client
+            .target(&url)
+            .map_err(|e| plexus_net::connect_error(&config.url, e))?;
         let cancel = CancellationToken::new();
         let (inbox, receiver) = mpsc::channel(config.receive_queue_capacity.max(1));
         let inner = Inner {

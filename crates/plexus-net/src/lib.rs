@@ -43,4 +43,4 @@ mod target;
 pub mod tls;
 
 pub use credentials::{Credentials, StaticHeaders, rejection_of};
-pub use target::{connect_error, require_scheme};
+pub use target::{ConnectProblem, connect_error, require_scheme};

@@ -10,7 +10,7 @@ use plexus_net::http::{
     Body, HttpClient, HttpError, HttpSettings, RedirectError, Request, Response, Target, follow_redirects,
 };
 use plexus_net::{Credentials, rejection_of};
-use plexus_transport::{TransportError, body_excerpt, error_chain};
+use plexus_transport::{TransportError, body_excerpt};
 use url::Url;
 
 use crate::config::{MAX_ERROR_BODY, MAX_REDIRECTS, SseConfig};
@@ -51,20 +51,21 @@ impl Failure {
 }
 
 impl Requester {
-    /// Checks the configured headers and sets up the client. The error says what is wrong.
-    pub(crate) fn new(config: &SseConfig) -> Result<Self, String> {
-        let credentials = Credentials::new(config.headers.clone(), config.auth.clone()).map_err(|e| error_chain(&e))?;
+    /// Checks the configured headers and sets up the client; a connect error says what is wrong.
+    pub(crate) fn new(config: &SseConfig) -> Result<Self, TransportError> {
+        let fail = |e| plexus_net::connect_error(&config.url, e);
+        let credentials = Credentials::new(config.headers.clone(), config.auth.clone()).map_err(fail)?;
         let settings = HttpSettings::new(USER_AGENT)
             .connect_timeout(config.connect_timeout)
             .proxy(config.proxy.clone())
             .tls(config.tls.clone());
-        let client = HttpClient::new(settings).map_err(|e| error_chain(&e))?;
+        let client = HttpClient::new(settings).map_err(|e| plexus_net::connect_error(&config.url, e))?;
         Ok(Requester { client, credentials })
     }
 
     /// The target of requests to `url`.
-    pub(crate) fn target(&self, url: &Url) -> Result<Target, String> {
-        self.client.target(url).map_err(|e| error_chain(&e))
+    pub(crate) fn target(&self, url: &Url) -> Result<Target, HttpError> {
+        self.client.target(url)
     }
 
     /// Sends `method` to `target` with the credentials' headers (the auth provider's for the

@@ -11,7 +11,7 @@ use plexus_transport::{ErrorClass, TransportError, TransportSender, error_chain}
 fn spawn_error(config: StdioConfig) -> String {
     let error = StdioTransport::spawn(config).unwrap_err();
     assert_eq!(error.class(), ErrorClass::Connect, "{error:?}");
-    error.to_string()
+    plexus_transport::error_chain(&error)
 }
 
 #[tokio::test]

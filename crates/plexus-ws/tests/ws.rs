@@ -165,7 +165,7 @@ async fn a_server_without_the_subprotocol_is_refused() {
     let error = client.unwrap_err();
     assert_eq!(error.class(), ErrorClass::Connect);
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!(
             "could not connect to {url}: the server accepted the WebSocket without the subprotocol `mcp` (its \
              answer has no Sec-WebSocket-Protocol header), so it does not speak MCP over WebSocket"
@@ -174,7 +174,7 @@ async fn a_server_without_the_subprotocol_is_refused() {
 
     let (client, _, _socket) = connect_with(&listener, WsConfig::new(&url), Answer::Accept(Some("graphql-ws"))).await;
     assert_eq!(
-        client.unwrap_err().to_string(),
+        plexus_transport::error_chain(&client.unwrap_err()),
         format!("could not connect to {url}: the server chose a WebSocket subprotocol it was not offered")
     );
 }
@@ -262,7 +262,7 @@ async fn other_answers_to_the_upgrade_are_reported() {
     let answer = Answer::Reject(302, vec![("location", "ws://127.0.0.1:1/elsewhere".to_owned())]);
     let (client, _, _) = connect_with(&listener, WsConfig::new(&url), answer).await;
     assert_eq!(
-        client.unwrap_err().to_string(),
+        plexus_transport::error_chain(&client.unwrap_err()),
         format!(
             "could not connect to {url}: the server answered the upgrade with a redirect (HTTP 302) to \
              ws://127.0.0.1:1/elsewhere; WebSocket redirects are not followed"
@@ -486,7 +486,7 @@ async fn connect_failures_name_the_url() {
     drop(unused);
     let error = WsTransport::connect(WsConfig::new(&url)).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!("could not connect to {url}: Connection refused (os error 111)")
     );
 
@@ -494,7 +494,7 @@ async fn connect_failures_name_the_url() {
         .await
         .unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         "could not connect to http://127.0.0.1:1/mcp?…: the URL scheme is \"http\"; the WebSocket transport needs \
          ws or wss"
     );
@@ -502,13 +502,13 @@ async fn connect_failures_name_the_url() {
         .ping_interval(Some(Duration::from_secs(30)))
         .dead_peer_timeout(Duration::from_secs(30));
     assert_eq!(
-        WsTransport::connect(config).await.unwrap_err().to_string(),
+        plexus_transport::error_chain(&WsTransport::connect(config).await.unwrap_err()),
         "could not connect to ws://127.0.0.1:1/: the dead-peer timeout (30s) must be longer than the ping \
          interval (30s)"
     );
     let config = WsConfig::new("ws://127.0.0.1:1/").header("X-Key", "a\nb");
     assert_eq!(
-        WsTransport::connect(config).await.unwrap_err().to_string(),
+        plexus_transport::error_chain(&WsTransport::connect(config).await.unwrap_err()),
         "could not connect to ws://127.0.0.1:1/: the value of the header \"X-Key\" contains a control character \
          (such as a line break), which HTTP does not allow"
     );
@@ -533,7 +533,7 @@ async fn wss_to_a_plain_server_fails_the_tls_handshake_cleanly() {
         .unwrap_err();
     assert_eq!(error.class(), ErrorClass::Connect, "{error}");
     assert!(
-        error.to_string().starts_with(&format!("could not connect to {url}: ")),
+        plexus_transport::error_chain(&error).starts_with(&format!("could not connect to {url}: ")),
         "{error}"
     );
     server.await.unwrap();

@@ -17,6 +17,44 @@ use crate::DefaultConnector;
 /// The auth provider of one connection, shared by every transport it tries.
 pub(crate) type Auth = Option<Arc<dyn AuthProvider>>;
 
+/// Why the connector could not connect, in its own words (the cause of the
+/// [`TransportError::Connect`] it gives).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConnectorReason {
+    /// A Streamable HTTP server answered like a legacy one, and this build cannot fall back.
+    #[cfg_attr(all(feature = "http", feature = "sse"), allow(dead_code))]
+    #[error(
+        "the server answered initialize with HTTP {status} (a legacy SSE server?) and this build has no `sse` \
+         feature to fall back to"
+    )]
+    NoFallback {
+        /// The status of the answer to `initialize`.
+        status: u16,
+    },
+    /// Streamable HTTP and the legacy fallback both failed.
+    #[cfg_attr(not(all(feature = "http", feature = "sse")), allow(dead_code))]
+    #[error(
+        "the server answered the Streamable HTTP initialize with HTTP {status}, and legacy HTTP+SSE at the same URL \
+         failed too"
+    )]
+    FallbackFailed {
+        /// The status of the answer to `initialize`.
+        status: u16,
+        /// Why the fallback failed.
+        #[source]
+        source: ClientError,
+    },
+    /// The whole connect took longer than its budget.
+    #[error(
+        "the connect did not finish within its timeout of {} ms (the entry's `timeout`, else MCP_TIMEOUT, else 30 s)",
+        .budget.as_millis()
+    )]
+    TimedOut {
+        /// The connect's budget.
+        budget: Duration,
+    },
+}
+
 /// Why a configured server could not be connected.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
@@ -449,12 +487,10 @@ async fn legacy_fallback(
     _: ClientOptions,
     _: Limits,
 ) -> Result<Connected, ClientError> {
-    Err(ClientError::Transport(TransportError::Connect {
-        target: url.to_owned(),
-        reason: format!(
-            "the server answered initialize with HTTP {status} (a legacy SSE server?) and this build has no `sse` feature to fall back to"
-        ),
-    }))
+    Err(ClientError::Transport(TransportError::connect(
+        url,
+        ConnectorReason::NoFallback { status },
+    )))
 }
 
 /// Both attempts failed: say so, with the second failure's reason. An auth failure of the
@@ -464,13 +500,10 @@ fn fallback_failed(status: u16, error: ClientError) -> ClientError {
     if let ClientError::Transport(TransportError::NeedsAuth { .. } | TransportError::AuthFailed { .. }) = error {
         return error;
     }
-    ClientError::Transport(TransportError::Connect {
-        target: "the legacy SSE fallback".to_owned(),
-        reason: format!(
-            "the server answered the Streamable HTTP initialize with HTTP {status}, and legacy HTTP+SSE at the same URL failed too: {}",
-            plexus_transport::error_chain(&error)
-        ),
-    })
+    ClientError::Transport(TransportError::connect(
+        "the legacy SSE fallback",
+        ConnectorReason::FallbackFailed { status, source: error },
+    ))
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use std::io;
 use std::time::Duration;
 
-use plexus_transport::error_chain;
+use plexus_transport::TransportError;
 
 /// What an error says when the whole request was written and no answer came.
 pub(crate) const OUTCOME_UNKNOWN: &str = "the request was sent; whether the server acted on it is unknown";
@@ -87,14 +87,14 @@ pub enum UrlProblem {
 }
 
 impl HttpError {
-    /// The error's text with its causes for a connect error that already says "could not
-    /// connect" (a transport's `TransportError::Connect`): the socket (or handshake) error
-    /// itself for a connection that could not be opened.
-    pub fn reason(&self) -> String {
+    /// The [`TransportError::Connect`] to `url` that this error makes; as that error already
+    /// says "could not connect", a connection that could not be opened gives the socket's (or
+    /// the handshake's) error itself as its cause.
+    pub fn into_connect_error(self, url: &str) -> TransportError {
         match self {
-            HttpError::Connect(e) => error_chain(e),
-            HttpError::Handshake(e) => error_chain(e),
-            other => error_chain(other),
+            HttpError::Connect(e) => crate::connect_error(url, e),
+            HttpError::Handshake(e) => crate::connect_error(url, e),
+            other => crate::connect_error(url, other),
         }
     }
 

@@ -48,10 +48,13 @@ impl RedirectError {
     pub fn into_transport_error(self, what: &str, target: &str) -> TransportError {
         match self {
             RedirectError::Http(e) => TransportError::from_io(what, e.into_io()),
-            e @ RedirectError::CrossOrigin { .. } => TransportError::Connect {
-                target: target.to_owned(),
-                reason: format!("{what} {}", error_chain(&e)),
-            },
+            e @ RedirectError::CrossOrigin { .. } => TransportError::connect(
+                target,
+                crate::ConnectProblem::Redirect {
+                    what: what.to_owned(),
+                    source: e,
+                },
+            ),
             e => TransportError::Protocol {
                 reason: format!("{what} {}", error_chain(&e)),
             },

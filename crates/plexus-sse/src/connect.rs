@@ -40,10 +40,13 @@ pub enum SseConnectError {
     RedirectWithoutLocation(u16),
     /// The `GET` was answered with something else than an event stream.
     #[error(
-        "the server answered the GET with Content-Type {0:?}, not text/event-stream (a server of the newer \
-         Streamable HTTP transport needs the type `http`)"
+        "the server answered the GET with Content-Type {content_type:?}, not text/event-stream (a server of the \
+         newer Streamable HTTP transport needs the type `http`)"
     )]
-    NotAnEventStream(String),
+    NotAnEventStream {
+        /// The server's `Content-Type` (peer text).
+        content_type: String,
+    },
     /// No `endpoint` event within the endpoint timeout.
     #[error("the server sent no endpoint event within {0:?} of opening the event stream")]
     NoEndpoint(Duration),
@@ -96,7 +99,7 @@ pub(crate) async fn connect(config: SseConfig) -> Result<Connected, TransportErr
         .unwrap_or_default();
     let essence = content_type.split(';').next().unwrap_or_default().trim();
     if !essence.eq_ignore_ascii_case("text/event-stream") {
-        return Err(fail(SseConnectError::NotAnEventStream(content_type)));
+        return Err(fail(SseConnectError::NotAnEventStream { content_type }));
     }
     let mut body = response.body;
     let mut events = Events::new(config.max_event_size);

@@ -39,14 +39,23 @@ pub enum SpawnError {
         source: io::Error,
     },
     /// The command is a file whose `#!` interpreter does not exist.
-    #[error("{0} exists but its interpreter was not found (check its #! line)")]
-    NoInterpreter(String),
+    #[error("{command} exists but its interpreter was not found (check its #! line)")]
+    NoInterpreter {
+        /// The command.
+        command: String,
+    },
     /// The command is not found.
-    #[error("command not found: {0}")]
-    NotFound(String),
+    #[error("command not found: {command}")]
+    NotFound {
+        /// The command.
+        command: String,
+    },
     /// The command may not be run.
-    #[error("permission denied: {0}")]
-    PermissionDenied(String),
+    #[error("permission denied: {command}")]
+    PermissionDenied {
+        /// The command.
+        command: String,
+    },
     /// Starting the command failed otherwise.
     #[error("could not start {command}")]
     Spawn {
@@ -156,10 +165,10 @@ fn spawn_failure(config: &StdioConfig, error: io::Error) -> SpawnError {
     let command = config.command.to_string_lossy().into_owned();
     match error.kind() {
         io::ErrorKind::NotFound if command.contains('/') && Path::new(&config.command).is_file() => {
-            SpawnError::NoInterpreter(command)
+            SpawnError::NoInterpreter { command }
         }
-        io::ErrorKind::NotFound => SpawnError::NotFound(command),
-        io::ErrorKind::PermissionDenied => SpawnError::PermissionDenied(command),
+        io::ErrorKind::NotFound => SpawnError::NotFound { command },
+        io::ErrorKind::PermissionDenied => SpawnError::PermissionDenied { command },
         _ => SpawnError::Spawn { command, source: error },
     }
 }

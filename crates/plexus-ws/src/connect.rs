@@ -46,8 +46,11 @@ pub enum WsConnectError {
     )]
     NoSubprotocol,
     /// The server chose another subprotocol.
-    #[error("the server chose the WebSocket subprotocol {0:?} instead of `{SUBPROTOCOL}`")]
-    OtherSubprotocol(String),
+    #[error("the server chose the WebSocket subprotocol {chosen:?} instead of `{SUBPROTOCOL}`")]
+    OtherSubprotocol {
+        /// The subprotocol the server chose (peer text).
+        chosen: String,
+    },
     /// The server chose a subprotocol it was not offered.
     #[error("the server chose a WebSocket subprotocol it was not offered")]
     UnofferedSubprotocol,
@@ -176,9 +179,9 @@ fn check_subprotocol(response: &Response) -> Result<(), WsConnectError> {
     match chosen.map(HeaderValue::as_bytes) {
         Some(b"mcp") => Ok(()),
         None => Err(WsConnectError::NoSubprotocol),
-        Some(other) => Err(WsConnectError::OtherSubprotocol(
-            String::from_utf8_lossy(other).into_owned(),
-        )),
+        Some(other) => Err(WsConnectError::OtherSubprotocol {
+            chosen: String::from_utf8_lossy(other).into_owned(),
+        }),
     }
 }
 

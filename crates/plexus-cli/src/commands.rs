@@ -298,7 +298,7 @@ async fn tools_command(configured: Configured, only: Option<&str>, json: bool) -
     report_unusable(&hub);
     let (pool, failures) = hub.tool_pool_report().await;
     for failure in &failures {
-        crate::terminal::say(format_args!("{failure}"));
+        crate::terminal::say_error(failure);
     }
     for collision in hub.tool_collisions() {
         let names: Vec<String> = collision

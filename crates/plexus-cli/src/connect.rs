@@ -74,7 +74,7 @@ pub(crate) async fn launch(
     let hub = Hub::start_with_config(options, configured.merged.clone())
         .await
         .map_err(|e| {
-            crate::terminal::say(format_args!("{e}"));
+            crate::terminal::say_error(&e);
             crate::Outcome::Usage
         })?;
     set_live(Some(hub.pool().clone()));

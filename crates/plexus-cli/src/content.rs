@@ -42,7 +42,7 @@ struct Shown<T> {
 /// entries (a table, or `--json`), and says how the command ended.
 async fn finish_listing<T>(hub: Hub, count: usize, listed: Listed<T>, shown: &Shown<T>, json: bool) -> Outcome {
     for failure in &listed.failures {
-        terminal::say(format_args!("{failure}"));
+        terminal::say_error(failure);
     }
     let outcome = partial_outcome(count, hub.pool(), !listed.failures.is_empty());
     close(&hub).await;
@@ -252,7 +252,7 @@ fn print_contents(hub: &Hub, contents: &[ResourceContents], json: bool) -> Outco
                 let saved = base64::engine::general_purpose::STANDARD
                     .decode(blob.blob.trim())
                     .map_err(|e| format!("its base64 does not decode: {e}"))
-                    .and_then(|bytes| save_binary(hub.result_store(), mime, &bytes).map_err(|e| e.to_string()));
+                    .and_then(|bytes| save_binary(hub.result_store(), mime, &bytes).map_err(|e| terminal::chain(&e)));
                 match saved {
                     Ok(file) => {
                         if !json {
@@ -366,7 +366,7 @@ pub(crate) async fn ping_command(configured: Configured, only: Option<&str>, jso
             Ok(took) => rows.push((name, Ok(took))),
             Err(e) => {
                 failed_any = true;
-                rows.push((name, Err(e.to_string())));
+                rows.push((name, Err(terminal::chain(&e))));
             }
         }
     }

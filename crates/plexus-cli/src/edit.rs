@@ -25,7 +25,7 @@ pub(crate) fn add(sources: &ConfigSources, args: &AddArgs) -> Outcome {
     };
     match entry_from_args(args.transport, &args.target, &args.env, &args.headers, sources.env()) {
         Ok(entry) => write_new(sources, args.scope, &name, entry),
-        Err(e) => fail(e),
+        Err(e) => crate::fail_error(&e),
     }
 }
 
@@ -45,7 +45,7 @@ pub(crate) fn add_json(sources: &ConfigSources, name: &str, json: &str, scope: S
     };
     match entry_from_json(&text, sources.env()) {
         Ok(entry) => write_new(sources, scope, &name, entry),
-        Err(e) => fail(e),
+        Err(e) => crate::fail_error(&e),
     }
 }
 
@@ -61,7 +61,7 @@ pub(crate) fn entry_kind(entry: &Value) -> ServerKind {
 fn write_new(sources: &ConfigSources, scope: Scope, name: &ServerName, new: NewEntry) -> Outcome {
     let path = match sources.add_server(scope, name, &new.entry) {
         Ok(path) => path,
-        Err(e) => return fail(e),
+        Err(e) => return crate::fail_error(&e),
     };
     for mut warning in new.warnings {
         warning.file = Some(path.clone());
@@ -102,7 +102,7 @@ pub(crate) fn remove(sources: &ConfigSources, name: &str, scope: Option<Scope>) 
             }
             Outcome::Ok
         }
-        Err(e) => fail(e),
+        Err(e) => crate::fail_error(&e),
     }
 }
 
@@ -133,7 +133,7 @@ pub(crate) fn approve(sources: &ConfigSources, names: &[String], all: bool) -> O
             }
             Outcome::Ok
         }
-        Err(e) => fail(e),
+        Err(e) => crate::fail_error(&e),
     }
 }
 
@@ -154,7 +154,7 @@ pub(crate) fn reject(sources: &ConfigSources, names: &[String]) -> Outcome {
             }
             Outcome::Ok
         }
-        Err(e) => fail(e),
+        Err(e) => crate::fail_error(&e),
     }
 }
 
@@ -181,7 +181,7 @@ fn project_servers(sources: &ConfigSources, names: &[String]) -> Result<Vec<Serv
                 continue;
             }
             Ok(_) => match ConfigFile::load(project_file) {
-                Err(e) if !e.is_not_found() => e.to_string(),
+                Err(e) if !e.is_not_found() => crate::terminal::chain(&e),
                 _ => format!(
                     "{}: there is no server {name:?}; only the project's servers need approval",
                     project_file.display()

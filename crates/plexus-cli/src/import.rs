@@ -72,7 +72,7 @@ pub(crate) fn import_command(sources: &ConfigSources, args: &ImportArgs, json: b
     };
     let mut imported = match import_servers(args.from, args.file.as_deref(), &context) {
         Ok(imported) => imported,
-        Err(e) => return fail(e),
+        Err(e) => return crate::fail_error(&e),
     };
     if !json {
         for note in &imported.notes {
@@ -95,15 +95,15 @@ pub(crate) fn import_command(sources: &ConfigSources, args: &ImportArgs, json: b
     }
     let mut edit = match sources.edit(args.scope) {
         Ok(edit) => edit,
-        Err(e) => return fail(e),
+        Err(e) => return crate::fail_error(&e),
     };
     let written = match imported.write_to(&mut edit, args.overwrite) {
         Ok(written) => written,
-        Err(e) => return fail(e),
+        Err(e) => return crate::fail_error(&e),
     };
     let target = edit.path().to_owned();
     if let Err(e) = edit.commit() {
-        return fail(e);
+        return crate::fail_error(&e);
     }
     let target = target.display().to_string();
     if json {

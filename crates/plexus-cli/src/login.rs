@@ -93,7 +93,7 @@ fn runnable(configured: &Configured, name: &str) -> Option<plexus::config::Serve
 }
 
 fn login_failed(error: &LoginError) -> Outcome {
-    crate::terminal::say(format_args!("{error}"));
+    crate::terminal::say_error(error);
     match error {
         LoginError::NotOAuth { .. } | LoginError::NoHome { .. } => Outcome::Usage,
         _ => Outcome::Connection,

@@ -334,6 +334,12 @@ pub(crate) fn fail(message: impl std::fmt::Display) -> Outcome {
     Outcome::Usage
 }
 
+/// [`fail`] for an error, printed with its causes.
+pub(crate) fn fail_error(error: &dyn std::error::Error) -> Outcome {
+    crate::terminal::say_error(error);
+    Outcome::Usage
+}
+
 fn transport(name: &str) -> Result<ServerKind, String> {
     new_entry::parse_transport(name).map_err(|e| e.to_string())
 }

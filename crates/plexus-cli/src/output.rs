@@ -81,7 +81,7 @@ impl ServerRow {
                 Ok(tools) => row.tool_count = Some(tools.len()),
                 Err(e) => {
                     row.status = ServerStatus::Failed.as_str();
-                    row.error = Some(without_server(&server.name, &e.to_string()).to_owned());
+                    row.error = Some(without_server(&server.name, &terminal::chain(&e)).to_owned());
                 }
             }
         }
@@ -92,7 +92,7 @@ impl ServerRow {
 pub(crate) fn print_json<T: Serialize + ?Sized>(value: &T) {
     match serde_json::to_string_pretty(value) {
         Ok(text) => outln!("{text}"),
-        Err(e) => terminal::say(format!("cannot encode the output as JSON: {e}")),
+        Err(e) => terminal::say(format!("cannot encode the output as JSON: {}", terminal::chain(&e))),
     }
 }
 
@@ -226,7 +226,7 @@ fn saved_image(image: &plexus::protocol::ImageContent, store: &ResultStore) -> S
     let saved = base64::engine::general_purpose::STANDARD
         .decode(image.data.trim())
         .map_err(|e| format!("its base64 does not decode: {e}"))
-        .and_then(|bytes| plexus::tools::save_binary(store, &image.mime_type, &bytes).map_err(|e| e.to_string()));
+        .and_then(|bytes| plexus::tools::save_binary(store, &image.mime_type, &bytes).map_err(|e| terminal::chain(&e)));
     match saved {
         Ok(file) => format!(
             "[image: {}, {} bytes, saved to {}]",

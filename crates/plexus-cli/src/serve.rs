@@ -142,7 +142,10 @@ async fn listen(given: &ListenAddress, token: bool) -> Result<HttpListeners, Str
         .await
         .map_err(|e| crate::terminal::chain(&e))?;
     for (address, e) in listeners.failures() {
-        crate::terminal::say(format_args!("cannot listen on {address}: {e}"));
+        crate::terminal::say(format_args!(
+            "cannot listen on {address}: {}",
+            crate::terminal::chain(&e)
+        ));
     }
     let urls: Vec<String> = listeners
         .local_addrs()

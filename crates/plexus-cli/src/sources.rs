@@ -30,7 +30,7 @@ pub(crate) fn discover(globals: &Globals) -> Result<(DiscoveryOptions, ConfigSou
         }
     }
     let options = DiscoveryOptions::from_process(globals.project.clone())
-        .map_err(|e| e.to_string())?
+        .map_err(|e| crate::terminal::chain(&e))?
         .with_explicit_files(globals.config.clone(), globals.strict_config)
         .with_env(crate::secrets::environment());
     let sources = ConfigSources::discover(&options);
@@ -224,7 +224,7 @@ pub(crate) fn load(
     // every server, each row saying why.)
     let report = plexus::StartupReport::of(&merged);
     for file in &report.broken_files {
-        crate::terminal::say(&file.error);
+        crate::terminal::say_error(&*file.error);
     }
     if report.blocking_file().is_some() {
         return Err(Outcome::Usage);
@@ -301,7 +301,10 @@ pub(crate) fn ad_hoc_server(args: &AdHoc) -> Result<Option<Server>, String> {
 /// One stdio server: this very binary running `plexus demo-server`.
 fn demo_server() -> Result<Server, Outcome> {
     let exe = std::env::current_exe().map_err(|e| {
-        crate::terminal::say(format_args!("cannot locate the plexus binary for the demo server: {e}"));
+        crate::terminal::say(format_args!(
+            "cannot locate the plexus binary for the demo server: {}",
+            crate::terminal::chain(&e)
+        ));
         Outcome::Usage
     })?;
     let entry = StdioEntry {

@@ -221,7 +221,7 @@ fn a_file_that_cannot_be_edited_is_a_config_error_and_stays_as_it_was() {
     out.expect(
         2,
         &format!(
-            "plexus: {}:2:18: invalid JSON: key must be a string; nothing was written\n",
+            "plexus: nothing was written: {}:2:18: invalid JSON: key must be a string\n",
             ws.shown(ws.local_file())
         ),
     );
@@ -232,7 +232,7 @@ fn a_file_that_cannot_be_edited_is_a_config_error_and_stays_as_it_was() {
     out.expect(
         2,
         &format!(
-            "plexus: cannot read {}: it is a directory, not a regular file; nothing was written\n",
+            "plexus: nothing was written: cannot read {}: it is a directory, not a regular file\n",
             ws.shown("home/settings.json")
         ),
     );

@@ -298,7 +298,7 @@ fn import_errors_exit_2_with_the_reason() {
     ws.run(&["import", "--from", "claude-desktop", "z.json"]).expect(
         2,
         &format!(
-            "plexus: {}:1:1: invalid JSON: EOF while parsing a list; nothing was written\n",
+            "plexus: nothing was written: {}:1:1: invalid JSON: EOF while parsing a list\n",
             ws.shown(ws.local_file())
         ),
     );

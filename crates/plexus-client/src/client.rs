@@ -19,6 +19,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::broadcast;
 
 use crate::ClientError;
+use crate::error::ListProblem;
 use crate::handler::{ClientHandler, NoHandler};
 use crate::notifications::ServerNotification;
 use crate::request::{RequestOptions, request};
@@ -510,7 +511,9 @@ impl Client {
             if bytes > self.max_list_bytes {
                 return Err(ClientError::Pagination {
                     method: method.to_owned(),
-                    reason: format!("its pages add up to more than {} bytes", self.max_list_bytes),
+                    problem: ListProblem::TooLarge {
+                        limit: self.max_list_bytes,
+                    },
                 });
             }
             let page: R = decode_result(method, &raw)?;
@@ -522,7 +525,7 @@ impl Client {
                 Some(next) if !seen.insert(next.clone()) => {
                     return Err(ClientError::Pagination {
                         method: method.to_owned(),
-                        reason: format!("the cursor {next:?} came back a second time"),
+                        problem: ListProblem::RepeatedCursor { cursor: next },
                     });
                 }
                 Some(next) => cursor = Some(next),
@@ -530,7 +533,7 @@ impl Client {
         }
         Err(ClientError::Pagination {
             method: method.to_owned(),
-            reason: format!("more than {MAX_LIST_PAGES} pages"),
+            problem: ListProblem::TooManyPages { limit: MAX_LIST_PAGES },
         })
     }
 }
@@ -538,7 +541,7 @@ impl Client {
 fn decode_result<R: DeserializeOwned>(method: &str, raw: &RawValue) -> Result<R, ClientError> {
     serde_json::from_str(raw.get()).map_err(|e| ClientError::InvalidResult {
         method: method.to_owned(),
-        reason: e.to_string(),
+        source: Arc::new(e),
     })
 }
 

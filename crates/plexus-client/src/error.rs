@@ -1,5 +1,6 @@
 //! The session's error type.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use plexus_jsonrpc::ErrorObject;
@@ -34,31 +35,33 @@ pub enum ClientError {
         error: ErrorObject,
     },
     /// The server's result does not have the shape the protocol defines.
-    #[error("{method}: the server's result is malformed: {reason}")]
+    #[error("{method}: the server's result is malformed")]
     InvalidResult {
         /// The method of the request.
         method: String,
         /// What did not fit.
-        reason: String,
+        #[source]
+        source: Arc<serde_json::Error>,
     },
     /// The server speaks no protocol version we support.
     #[error(transparent)]
     Negotiation(#[from] NegotiationError),
     /// A paginated list repeated a cursor, never ended, or grew past what one list may hold.
-    #[error("{method}: the server's list does not end or is too long ({reason})")]
+    #[error("{method}: the server's list does not end or is too long ({problem})")]
     Pagination {
         /// The list method.
         method: String,
         /// The repeated cursor, or the page or size limit that was reached.
-        reason: String,
+        problem: ListProblem,
     },
     /// The caller's parameters could not be serialized.
-    #[error("{method}: the request parameters cannot be encoded: {reason}")]
+    #[error("{method}: the request parameters cannot be encoded")]
     InvalidParams {
         /// The method of the request.
         method: String,
-        /// serde_json's description.
-        reason: String,
+        /// Why.
+        #[source]
+        source: ParamsProblem,
     },
     /// The session was closed by its owner.
     #[error("the session is closed")]
@@ -70,6 +73,48 @@ pub enum ClientError {
         /// The host's words.
         reason: String,
     },
+}
+
+/// What is wrong with a paginated list (a [`ClientError::Pagination`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ListProblem {
+    /// The pages add up to more bytes than one list may hold.
+    #[error("its pages add up to more than {limit} bytes")]
+    TooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// The server gave a cursor a second time.
+    #[error("the cursor {cursor:?} came back a second time")]
+    RepeatedCursor {
+        /// The cursor (the server's text).
+        cursor: String,
+    },
+    /// The list has more pages than one list may have.
+    #[error("more than {limit} pages")]
+    TooManyPages {
+        /// The limit of pages.
+        limit: usize,
+    },
+}
+
+/// Why request parameters could not be encoded (a [`ClientError::InvalidParams`]).
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParamsProblem {
+    /// serde_json could not serialize them.
+    #[error(transparent)]
+    Json(Arc<serde_json::Error>),
+    /// They are not a JSON object, so they cannot carry a progress token.
+    #[error("params must be an object to carry a progress token")]
+    NotAnObject,
+}
+
+impl From<serde_json::Error> for ParamsProblem {
+    fn from(error: serde_json::Error) -> Self {
+        ParamsProblem::Json(Arc::new(error))
+    }
 }
 
 /// Messages of the server that were dropped (too large, invalid) without a readable id while a

@@ -40,7 +40,7 @@ pub use client::{
     Client, ClientOptions, DEFAULT_INITIALIZE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_TOOL_TIMEOUT, MAX_LIST_BYTES,
     MAX_LIST_PAGES, RequestObserver, ServerDetails,
 };
-pub use error::{ClientError, UnidentifiedDrops};
+pub use error::{ClientError, ListProblem, ParamsProblem, UnidentifiedDrops};
 pub use handler::{ClientHandler, NoHandler, ServerRequestContext};
 pub use notifications::ServerNotification;
 /// The boxed future type of the transports' methods.

@@ -13,6 +13,7 @@ use tokio::sync::oneshot::error::TryRecvError;
 
 use crate::ClientError;
 use crate::cancel::CancelHandle;
+use crate::error::ParamsProblem;
 use crate::progress::{ProgressCallback, ProgressState};
 use crate::session::{PendingEntry, Reply, Shared};
 
@@ -132,7 +133,7 @@ fn encode<P: Serialize + ?Sized>(
 ) -> Result<Vec<u8>, ClientError> {
     let invalid = |e: serde_json::Error| ClientError::InvalidParams {
         method: method.to_owned(),
-        reason: e.to_string(),
+        source: e.into(),
     };
     let mut line = Vec::with_capacity(128);
     let request_id = RequestId::Number(id);
@@ -144,7 +145,7 @@ fn encode<P: Serialize + ?Sized>(
         let Some(object) = value.as_object_mut() else {
             return Err(ClientError::InvalidParams {
                 method: method.to_owned(),
-                reason: "params must be an object to carry a progress token".into(),
+                source: ParamsProblem::NotAnObject,
             });
         };
         let meta = object

@@ -314,7 +314,7 @@ impl Shared {
         plexus_jsonrpc::encode_notification(&mut line, method, Some(params)).map_err(|e| {
             ClientError::InvalidParams {
                 method: method.to_owned(),
-                reason: e.to_string(),
+                source: e.into(),
             }
         })?;
         let message = OutboundMessage::from_line(line, OutboundKind::Notification { method: method.into() });

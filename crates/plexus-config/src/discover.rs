@@ -54,7 +54,7 @@ pub enum DiscoveryError {
     #[error("cannot find the plexus home: set PLEXUS_HOME (or HOME)")]
     NoHome,
     /// The working directory cannot be read.
-    #[error("cannot read the current directory: {0}")]
+    #[error("cannot read the current directory")]
     CurrentDir(#[source] io::Error),
 }
 

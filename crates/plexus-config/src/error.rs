@@ -12,7 +12,7 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum ConfigError {
     /// The file could not be opened or read.
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
@@ -73,6 +73,15 @@ impl ConfigError {
     /// config here").
     pub fn is_not_found(&self) -> bool {
         matches!(self, ConfigError::Read { source, .. } if source.kind() == io::ErrorKind::NotFound)
+    }
+
+    /// The error's text followed by the operating system's reason, if it has one, for a place
+    /// that keeps only a text (a managed file's problem, which blocks every server).
+    pub(crate) fn with_reason(&self) -> String {
+        match self {
+            ConfigError::Read { source, .. } => format!("{self}: {source}"),
+            other => other.to_string(),
+        }
     }
 
     /// The file the error is about.

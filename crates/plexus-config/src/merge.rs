@@ -349,7 +349,7 @@ impl Loader<'_> {
             }
             Err(error) if error.is_not_found() && !required => (FileOutcome::Missing, Ok(None)),
             Err(error) => {
-                let message = error.to_string();
+                let message = error.with_reason();
                 (FileOutcome::Failed(Arc::new(error)), Err(message))
             }
         };

@@ -20,7 +20,7 @@ fn a_missing_file_names_the_path_and_the_os_reason() {
     assert!(error.is_not_found());
     assert_eq!(error.path(), path);
     assert_eq!(
-        error.to_string(),
+        plexus_jsonrpc::error_chain(&error),
         format!("cannot read {}: No such file or directory (os error 2)", path.display())
     );
 }

@@ -446,9 +446,7 @@ fn source_files_that_are_not_json_or_have_the_wrong_shape() {
     );
     let absent = Path::new("/nonexistent/plexus/import.json");
     assert_eq!(
-        import_servers(ImportSource::ClaudeDesktop, Some(absent), &context)
-            .unwrap_err()
-            .to_string(),
+        plexus_jsonrpc::error_chain(&import_servers(ImportSource::ClaudeDesktop, Some(absent), &context).unwrap_err()),
         "cannot read /nonexistent/plexus/import.json: No such file or directory (os error 2)"
     );
 }

@@ -155,7 +155,10 @@ fn a_missing_explicit_file_is_an_error_and_missing_scope_files_are_not() {
     let absent = ws.root.path().join("absent.json");
     let options = ws.options().with_explicit_files(vec![absent.clone()], false);
     let merged = ConfigSources::discover(&options).load();
-    let errors: Vec<String> = merged.file_errors().map(|(_, error)| error.to_string()).collect();
+    let errors: Vec<String> = merged
+        .file_errors()
+        .map(|(_, error)| plexus_jsonrpc::error_chain(error))
+        .collect();
     assert_eq!(
         errors,
         [format!(

@@ -189,9 +189,9 @@ fn a_file_that_cannot_be_read_is_never_rewritten() {
         .add_server(Scope::User, &name("b"), &stdio("c"))
         .unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_jsonrpc::error_chain(&error),
         format!(
-            "{}:1:22: invalid JSON: expected value; nothing was written",
+            "nothing was written: {}:1:22: invalid JSON: expected value",
             ws.user_file().display()
         )
     );
@@ -200,23 +200,21 @@ fn a_file_that_cannot_be_read_is_never_rewritten() {
 
     ws.write(&ws.user_file(), r#"{"mcpServers": ["a"]}"#);
     assert_eq!(
-        ws.sources()
-            .add_server(Scope::User, &name("b"), &stdio("c"))
-            .unwrap_err()
-            .to_string(),
+        plexus_jsonrpc::error_chain(
+            &ws.sources()
+                .add_server(Scope::User, &name("b"), &stdio("c"))
+                .unwrap_err()
+        ),
         format!(
-            "{}: field \"mcpServers\": expected an object that maps each server's name to its settings, found an array; nothing was written",
+            "nothing was written: {}: field \"mcpServers\": expected an object that maps each server's name to its settings, found an array",
             ws.user_file().display()
         )
     );
     ws.write(&ws.user_file(), "[]");
     assert_eq!(
-        ws.sources()
-            .remove_server("a", Some(Scope::User))
-            .unwrap_err()
-            .to_string(),
+        plexus_jsonrpc::error_chain(&ws.sources().remove_server("a", Some(Scope::User)).unwrap_err()),
         format!(
-            "{}: the top level must be a JSON object, found an array; nothing was written",
+            "nothing was written: {}: the top level must be a JSON object, found an array",
             ws.user_file().display()
         )
     );

@@ -16,6 +16,7 @@ use plexus::auth::oauth::{
     AssertionSource, IdentityProvider, OAuthGrant, OAuthProvider, OAuthSettings, RedirectFollower,
 };
 use plexus::auth::store::{Secret, TokenStore};
+use plexus::transport::error_chain;
 use serde_json::{Map, Value};
 
 use crate::scenario::ScenarioError;
@@ -60,7 +61,7 @@ pub fn oauth_settings(name: &str, context: &Map<String, Value>) -> Result<OAuthS
     settings.request_timeout = REQUEST_TIMEOUT;
     if let Some(pem) = text("private_key_pem") {
         let key = SigningKey::from_pem(&pem).map_err(|e| ScenarioError::AuthSetup {
-            reason: format!("the context's private_key_pem: {e}"),
+            reason: format!("the context's private_key_pem: {}", error_chain(&e)),
         })?;
         settings = settings.private_key(key);
     }
@@ -87,9 +88,9 @@ pub fn oauth_provider(name: &str, url: &str, context: &Map<String, Value>) -> Re
     let failed = |reason: String| ScenarioError::AuthSetup { reason };
     let home = tempfile::tempdir().map_err(|e| failed(format!("cannot create a temporary token store: {e}")))?;
     let store = TokenStore::new(home.path().join("credentials.json"));
-    let user_agent = RedirectFollower::new(REQUEST_TIMEOUT).map_err(|e| failed(e.to_string()))?;
+    let user_agent = RedirectFollower::new(REQUEST_TIMEOUT).map_err(|e| failed(error_chain(&e)))?;
     let provider = OAuthProvider::new(name, url, oauth_settings(name, context)?, store)
-        .map_err(|e| failed(e.to_string()))?
+        .map_err(|e| failed(error_chain(&e)))?
         .with_user_agent(Arc::new(user_agent));
     Ok(AuthSetup {
         provider: Arc::new(provider),

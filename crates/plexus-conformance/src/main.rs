@@ -6,6 +6,7 @@
 
 use std::process::ExitCode;
 
+use plexus::transport::error_chain;
 use plexus_conformance::{CONTEXT_ENV, Limits, PROTOCOL_VERSION_ENV, SCENARIO_ENV, Scenario, parse_context, run};
 
 const USAGE: &str = "usage: plexus-conformance-client [--] <server-url>\n\
@@ -37,7 +38,7 @@ fn main() -> ExitCode {
     let context = match parse_context(&scenario, std::env::var(CONTEXT_ENV).ok().as_deref()) {
         Ok(context) => context,
         Err(e) => {
-            eprintln!("plexus-conformance-client: scenario {scenario}: {e}");
+            eprintln!("plexus-conformance-client: scenario {scenario}: {}", error_chain(&e));
             return ExitCode::FAILURE;
         }
     };
@@ -63,7 +64,11 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("plexus-conformance-client: scenario {}: {e}", scenario.name);
+            eprintln!(
+                "plexus-conformance-client: scenario {}: {}",
+                scenario.name,
+                error_chain(&e)
+            );
             ExitCode::FAILURE
         }
     }

@@ -151,7 +151,7 @@ pub enum ScenarioError {
         reason: String,
     },
     /// Connecting (transport or handshake) failed.
-    #[error("connecting to {url} failed: {source}")]
+    #[error("connecting to {url} failed")]
     Connect {
         /// The server URL.
         url: String,
@@ -160,7 +160,7 @@ pub enum ScenarioError {
         source: ConnectError,
     },
     /// A request after the handshake failed.
-    #[error("{what} failed: {source}")]
+    #[error("{what} failed")]
     Request {
         /// What was being done, e.g. `tools/call add_numbers`.
         what: String,
@@ -447,6 +447,7 @@ fn result_text(result: &CallToolResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use plexus::transport::error_chain;
 
     #[test]
     fn known_scenarios_call_their_tools_and_others_call_everything() {
@@ -534,8 +535,7 @@ mod tests {
             .await
             .unwrap_err();
         assert!(
-            err.to_string()
-                .starts_with(&format!("connecting to {url} failed: server \"initialize\": ")),
+            error_chain(&err).starts_with(&format!("connecting to {url} failed: server \"initialize\": ")),
             "{err}"
         );
     }

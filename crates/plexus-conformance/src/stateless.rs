@@ -13,7 +13,7 @@ use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use plexus::net::Credentials;
 use plexus::net::http::{BodyError, HttpClient, HttpSettings, Request, Target};
-use plexus::transport::{AuthProvider, body_excerpt};
+use plexus::transport::{AuthProvider, body_excerpt, error_chain};
 use serde_json::{Map, Value, json};
 
 use crate::scenario::{CLIENT_NAME, Limits, ScenarioError, planned_calls};
@@ -47,13 +47,13 @@ pub async fn run_stateless(
     };
     let settings =
         HttpSettings::new(concat!("plexus-conformance/", env!("CARGO_PKG_VERSION"))).connect_timeout(limits.initialize);
-    let http = HttpClient::new(settings).map_err(|e| exchange("setting up HTTP", e.to_string()))?;
-    let parsed = url::Url::parse(url).map_err(|e| exchange("setting up HTTP", e.to_string()))?;
+    let http = HttpClient::new(settings).map_err(|e| exchange("setting up HTTP", error_chain(&e)))?;
+    let parsed = url::Url::parse(url).map_err(|e| exchange("setting up HTTP", error_chain(&e)))?;
     let target = http
         .target(&parsed)
-        .map_err(|e| exchange("setting up HTTP", e.to_string()))?;
+        .map_err(|e| exchange("setting up HTTP", error_chain(&e)))?;
     let credentials =
-        Credentials::new(Vec::new(), auth).map_err(|e| exchange("setting up credentials", e.to_string()))?;
+        Credentials::new(Vec::new(), auth).map_err(|e| exchange("setting up credentials", error_chain(&e)))?;
     let mut client = Stateless {
         url: url.to_owned(),
         http,
@@ -156,7 +156,7 @@ impl Stateless {
                 .credentials
                 .headers("POST", &self.url)
                 .await
-                .map_err(|e| failed(e.to_string()))?;
+                .map_err(|e| failed(error_chain(&e)))?;
             let mut map: HeaderMap = plexus::net::headers::to_http(&headers, &[]).collect();
             map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
             map.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
@@ -173,14 +173,14 @@ impl Stateless {
                 .http
                 .send(&self.target, request)
                 .await
-                .map_err(|e| failed(e.to_string()))?;
+                .map_err(|e| failed(error_chain(&e)))?;
             let status = response.status.as_u16();
             let bytes = match response.body.read_capped(MAX_BODY).await {
                 Ok(bytes) => bytes.to_vec(),
                 Err(BodyError::TooLarge { .. }) => {
                     return Err(failed(format!("the answer is larger than {MAX_BODY} bytes")));
                 }
-                Err(e) => return Err(failed(e.to_string())),
+                Err(e) => return Err(failed(error_chain(&e))),
             };
             // The headers matter only for a 401 or 403, whose challenge the credentials read.
             let rejected_headers = matches!(status, 401 | 403).then_some(&response.headers);
@@ -189,7 +189,7 @@ impl Stateless {
                 self.credentials
                     .rejected(&rejection, retries)
                     .await
-                    .map_err(|e| failed(e.to_string()))?;
+                    .map_err(|e| failed(error_chain(&e)))?;
                 retries += 1;
                 continue;
             }

@@ -145,8 +145,8 @@ impl Gateway {
             Err(HubError::Call(error)) if matches!(*error, CallError::TaskRequired { .. }) => {
                 Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, error.to_string()))
             }
-            Err(HubError::Call(error)) => Ok(tool_failure(error.to_string())),
-            Err(other) => Ok(tool_failure(other.to_string())),
+            Err(HubError::Call(error)) => Ok(tool_failure(plexus_jsonrpc::error_chain(&error))),
+            Err(other) => Ok(tool_failure(plexus_jsonrpc::error_chain(&other))),
         }
     }
 

@@ -95,8 +95,8 @@ impl Session {
 impl Inner {
     /// Checks the configuration and builds the client; no network yet.
     pub(crate) fn new(config: HttpConfig) -> Result<(Arc<Inner>, mpsc::Receiver<Inbound>), TransportError> {
-        let connect_error = |reason: String| plexus_net::connect_error(&config.endpoint.url, reason);
-        let url = Url::parse(&config.endpoint.url).map_err(|e| connect_error(format!("the URL is not valid: {e}")))?;
+        let url = Url::parse(&config.endpoint.url)
+            .map_err(|e| plexus_net::connect_error(&config.endpoint.url, plexus_net::ConnectProblem::InvalidUrl(e)))?;
         // An http(s) URL always has a host: the parser refuses one without.
         plexus_net::require_scheme(
             &config.endpoint.url,
@@ -105,7 +105,7 @@ impl Inner {
             "Streamable HTTP",
         )?;
         let credentials = Credentials::new(config.endpoint.headers, config.endpoint.auth)
-            .map_err(|e| connect_error(e.to_string()))?;
+            .map_err(|e| plexus_net::connect_error(&config.endpoint.url, e))?;
         let headers = RequestTemplates::new(&header_pairs(credentials.configured()));
         let settings = HttpSettings::new(USER_AGENT)
             .connect_timeout(config.endpoint.connect_timeout)
@@ -114,8 +114,10 @@ impl Inner {
             .idle_timeout(config.idle_timeout)
             .proxy(config.endpoint.proxy)
             .tls(config.endpoint.tls);
-        let client = HttpClient::new(settings).map_err(|e| connect_error(e.to_string()))?;
-        let target = client.target(&url).map_err(|e| connect_error(e.to_string()))?;
+        let client = HttpClient::new(settings).map_err(|e| plexus_net::connect_error(&config.endpoint.url, e))?;
+        let target = client
+            .target(&url)
+            .map_err(|e| plexus_net::connect_error(&config.endpoint.url, e))?;
         let cancel = CancellationToken::new();
         let (inbox, receiver) = mpsc::channel(config.receive_queue_capacity.max(1));
         let inner = Inner {

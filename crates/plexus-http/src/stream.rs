@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use plexus_jsonrpc::{Message, RequestId};
 use plexus_net::sse::{Decoded, EventDecoder};
-use plexus_transport::{Received, TransportError};
+use plexus_transport::{Received, TransportError, error_chain};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -175,7 +175,7 @@ impl EventStream {
                     Err(e) if inner.is_closed() || !worth_retrying(&e) => return Stop::Failed(e),
                     Err(e) => {
                         failures += 1;
-                        last_problem = e.to_string();
+                        last_problem = error_chain(&e);
                         continue;
                     }
                 }
@@ -187,7 +187,7 @@ impl EventStream {
             match self.consume(inner, response).await {
                 Ended::ReaderGone => return Stop::ReaderGone,
                 Ended::Closed => "the server ended the stream".clone_into(&mut last_problem),
-                Ended::Failed(e) => last_problem = format!("the stream broke: {e}"),
+                Ended::Failed(e) => last_problem = format!("the stream broke: {}", error_chain(&e)),
             }
             if self.answered {
                 return Stop::Answered;
@@ -318,7 +318,7 @@ pub(crate) async fn read_post_stream(inner: Arc<Inner>, body: Body, id: RequestI
             "the response stream ended before the response and cannot be resumed: the server answered GET with 405"
                 .to_owned()
         }
-        Stop::Failed(e) => format!("resuming the response stream failed: {e}"),
+        Stop::Failed(e) => format!("resuming the response stream failed: {}", error_chain(&e)),
         Stop::GaveUp(reason) => format!("the response stream could not be resumed: {reason}"),
     };
     inner.fail_request(&id, &why).await;
@@ -339,7 +339,9 @@ impl Inner {
                     tracing::debug!(server = %inner.name, "the server offers no event stream (GET answered 405)");
                     EventStreamState::Unsupported
                 }
-                Stop::Failed(e) => EventStreamState::GaveUp { reason: e.to_string() },
+                Stop::Failed(e) => EventStreamState::GaveUp {
+                    reason: error_chain(&e),
+                },
                 Stop::GaveUp(reason) | Stop::NoEventId(reason) => EventStreamState::GaveUp { reason },
                 Stop::Answered | Stop::ReaderGone => return,
             };

@@ -13,7 +13,7 @@ use common::mcp::{call, handshake, recv_response, request, result, result_of, sc
 use common::{Recorded, Reply, Step, TestServer, event, guard};
 use plexus_http::SessionInfo;
 use plexus_jsonrpc::RequestId;
-use plexus_transport::{ErrorClass, TransportSender};
+use plexus_transport::{ErrorClass, TransportSender, error_chain};
 use serde_json::json;
 
 async fn wait_until(info: &SessionInfo, what: &str, done: impl Fn(&SessionInfo) -> bool) {
@@ -184,7 +184,7 @@ async fn a_request_a_kept_alive_connection_took_is_never_sent_again_when_the_ser
     call(&sender, request(1, "ping")).await;
     let error = guard(sender.send(request(2, "flaky"))).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         format!(
             "POST {}: the server closed the connection before answering (the request was sent; whether the server \
              acted on it is unknown)",
@@ -272,13 +272,13 @@ async fn a_response_that_is_not_http_fails_its_request() {
         ),
     ] {
         let error = guard(sender.send(request(1, method))).await.unwrap_err();
-        assert_eq!(error.to_string(), format!("POST {}: {why}", server.url));
+        assert_eq!(error_chain(&error), format!("POST {}: {why}", server.url));
         assert_eq!(error.class(), ErrorClass::Closed, "not a dead connection: {error}");
     }
     // A bad framing inside the body fails the request.
     let error = guard(sender.send(request(2, "bad-chunk"))).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         format!(
             "POST {}: reading the response body failed: error reading a body from connection: Invalid chunk size line: \
              missing size digit",
@@ -314,7 +314,7 @@ async fn https_to_a_plain_http_server_fails_the_handshake_cleanly() {
     let (sender, _receiver, _info) = transport(&url, |c| c);
     let error = guard(sender.send(common::mcp::initialize(0))).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         format!("POST {url}: could not connect: TLS: received corrupt message of type InvalidContentType")
     );
     assert!(!sender.is_closed(), "one failure fails only its request");

@@ -269,7 +269,7 @@ async fn describe_hides_credentials_and_the_query() {
     assert_eq!(transport.describe(), "http://127.0.0.1:9/mcp?…");
     let bad = plexus_http::HttpTransport::new(plexus_http::HttpConfig::new("ftp://example.com/mcp")).unwrap_err();
     assert_eq!(
-        bad.to_string(),
+        plexus_transport::error_chain(&bad),
         "could not connect to ftp://example.com/mcp: the URL scheme is \"ftp\"; the Streamable HTTP transport needs \
          http or https"
     );
@@ -277,7 +277,7 @@ async fn describe_hides_credentials_and_the_query() {
         plexus_http::HttpTransport::new(plexus_http::HttpConfig::new("http://127.0.0.1:9/").header("bad name", "x"))
             .unwrap_err();
     assert_eq!(
-        bad.to_string(),
+        plexus_transport::error_chain(&bad),
         "could not connect to http://127.0.0.1:9/: the header name \"bad name\" is not a valid HTTP header name"
     );
     assert!(matches!(bad, TransportError::Connect { .. }));
@@ -286,7 +286,7 @@ async fn describe_hides_credentials_and_the_query() {
         plexus_http::HttpTransport::new(plexus_http::HttpConfig::new("http://user:secret@/mcp?key=abc")).unwrap_err();
     assert!(matches!(bad, TransportError::Connect { .. }));
     assert!(
-        bad.to_string().starts_with("could not connect to http:///mcp?…: "),
+        plexus_transport::error_chain(&bad).starts_with("could not connect to http:///mcp?…: "),
         "{bad}"
     );
 }

@@ -10,7 +10,7 @@ use common::mcp::{call, handshake, nothing_queued, recv, request, script, transp
 use common::{Reply, Step, TestServer, event, guard, priming};
 use plexus_jsonrpc::RequestId;
 use plexus_net::RemoteConfig as _;
-use plexus_transport::{ErrorClass, TransportError, TransportSender};
+use plexus_transport::{ErrorClass, TransportError, TransportSender, error_chain};
 
 /// The server answers `reset` by resetting the connection, and everything else normally.
 fn resetting() -> impl Fn(&common::Recorded) -> Reply + Send + Sync + 'static {
@@ -19,7 +19,7 @@ fn resetting() -> impl Fn(&common::Recorded) -> Reply + Send + Sync + 'static {
 
 fn assert_terminal_io(error: &TransportError, expected: &str) {
     assert_eq!(error.class(), ErrorClass::TerminalIo, "{error:?}");
-    assert_eq!(error.to_string(), expected);
+    assert_eq!(error_chain(&error), expected);
 }
 
 #[tokio::test]
@@ -81,7 +81,7 @@ async fn slow_headers_hit_the_per_request_timeout() {
     handshake(&sender, &mut receiver).await;
     let error = guard(sender.send(request(1, "slow"))).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         format!(
             "POST {}: no response within 300ms (the per-request timeout)",
             server.url

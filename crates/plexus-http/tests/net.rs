@@ -14,7 +14,7 @@ use plexus_net::tls::ClientIdentity;
 use plexus_testserver::EventLogFile as EventLog;
 use plexus_testserver::child_test::{PROXY_VARIABLES, run_ignored_test};
 use plexus_testserver::{ProxyServer, RemoteServer, TestCertificates};
-use plexus_transport::{TransportError, TransportSender};
+use plexus_transport::{TransportError, TransportSender, error_chain};
 use serde_json::json;
 
 /// Starts `plexus-testserver http ARGS…` in this process.
@@ -92,7 +92,7 @@ async fn a_server_that_wants_a_client_certificate_gets_the_entrys() {
     let (sender, _receiver, _info) = transport(server.url(), |c| c.ca(Some(certificates.ca.clone())));
     let error = guard(sender.send(common::mcp::initialize(0))).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         format!(
             "POST {}: could not connect: TLS: the server ended the handshake (received fatal alert: \
              CertificateRequired); the server requires a client certificate (an entry's clientCert and clientKey)",
@@ -230,7 +230,7 @@ async fn https_goes_through_a_connect_tunnel_with_the_proxys_credentials() {
     });
     let error = guard(sender.send(common::mcp::initialize(0))).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         format!(
             "POST {}: could not connect: the proxy {} refused the tunnel to {authority}: HTTP 407 Proxy Authentication \
              Required",
@@ -257,7 +257,7 @@ async fn plain_http_is_forwarded_in_absolute_form_and_none_means_none() {
     let (sender, _receiver, _info) = transport(server.url(), |c| c.proxy(ProxyChoice::Url(proxy.url().to_owned())));
     let error = guard(sender.send(common::mcp::initialize(0))).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         format!(
             "POST {}: could not connect: the proxy {} refused the request: HTTP 407 Proxy Authentication Required",
             server.url(),

@@ -15,7 +15,7 @@ use plexus_jsonrpc::{Message, Request, RequestId};
 use plexus_net::RemoteConfig as _;
 use plexus_testserver::EventLogFile as EventLog;
 use plexus_testserver::{Cli, Command, RemoteServer};
-use plexus_transport::{ErrorClass, OutboundMessage, TransportError, TransportSender};
+use plexus_transport::{ErrorClass, OutboundMessage, TransportError, TransportSender, error_chain};
 use serde_json::json;
 
 /// Starts `plexus-testserver http ARGS…` in this process.
@@ -196,7 +196,7 @@ async fn slow_headers_meet_the_per_request_timeout() {
     let (sender, _receiver, _info) = transport(server.url(), |c| c.request_timeout(Duration::from_millis(200)));
     let error = guard(sender.send(initialize(0))).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         format!(
             "POST {}: no response within 200ms (the per-request timeout)",
             server.url()
@@ -292,7 +292,7 @@ async fn a_call_the_server_ran_and_then_hung_up_on_is_never_sent_again() {
     );
     let error = guard(sender.send(echo(2, "once"))).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         format!(
             "POST {}: the server closed the connection before answering (the request was sent; whether the server \
              acted on it is unknown)",

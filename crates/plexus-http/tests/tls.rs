@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use common::guard;
 use common::mcp::{call, handshake, request, result_of, transport};
 use plexus_net::RemoteConfig as _;
-use plexus_transport::TransportSender;
+use plexus_transport::{TransportSender, error_chain};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -128,10 +128,7 @@ fn answer(method: &str, body: &Value, alpn: Option<&str>) -> String {
 /// The error of an `initialize` sent to `server` with the default configuration.
 async fn initialize_error(server: &TlsServer) -> String {
     let (sender, _receiver, _info) = transport(&server.url, |c| c);
-    guard(sender.send(common::mcp::initialize(0)))
-        .await
-        .unwrap_err()
-        .to_string()
+    error_chain(&guard(sender.send(common::mcp::initialize(0))).await.unwrap_err())
 }
 
 #[tokio::test]

@@ -132,12 +132,24 @@ impl std::error::Error for ErrorObject {}
 
 /// `error` and its causes on one line, `what failed: why: why that`: how a host shows an error
 /// whose causes are kept as [`source`](std::error::Error::source)s, not repeated in its text.
+/// A cause whose text the line already ends with (an error of another library that repeats its
+/// cause) is not said twice.
+///
+/// ```
+/// use plexus_jsonrpc::error_chain;
+///
+/// let io = std::io::Error::other("refused");
+/// assert_eq!(error_chain(&io), "refused");
+/// ```
 pub fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut cause = error.source();
     while let Some(source) = cause {
-        text.push_str(": ");
-        text.push_str(&source.to_string());
+        let part = source.to_string();
+        if !text.ends_with(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
         cause = source.source();
     }
     text

@@ -46,4 +46,4 @@ pub mod tls;
 
 pub use credentials::{Credentials, StaticHeaders, rejection_of};
 pub use remote::{DEFAULT_CONNECT_TIMEOUT, RemoteConfig, RemoteEndpoint};
-pub use target::{connect_error, require_scheme};
+pub use target::{ConnectProblem, connect_error, require_scheme};

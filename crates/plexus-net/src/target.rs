@@ -3,15 +3,43 @@
 
 use plexus_transport::TransportError;
 
+use crate::http::RedirectError;
 use crate::redact::redact_url;
+
+/// Why a remote transport could not connect, in the words every remote transport shares (the
+/// errors of the layers below, an [`HttpError`](crate::http::HttpError) or a TLS error, are kept
+/// as they are).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectProblem {
+    /// The configured URL does not parse.
+    #[error("the URL is not valid")]
+    InvalidUrl(#[source] url::ParseError),
+    /// The URL's scheme is not one the transport speaks.
+    #[error("the URL scheme is {scheme:?}; the {transport} transport needs {}", .allowed.join(" or "))]
+    Scheme {
+        /// The scheme of the URL.
+        scheme: String,
+        /// The transport ("WebSocket").
+        transport: String,
+        /// The schemes it speaks.
+        allowed: Vec<String>,
+    },
+    /// A request was redirected where it must not go.
+    #[error("{what}")]
+    Redirect {
+        /// The request ("GET https://…").
+        what: String,
+        /// What the redirect did.
+        #[source]
+        source: RedirectError,
+    },
+}
 
 /// A [`TransportError::Connect`] to a URL, which it names without credentials, query or
 /// fragment.
-pub fn connect_error(url: &str, reason: impl Into<String>) -> TransportError {
-    TransportError::Connect {
-        target: redact_url(url),
-        reason: reason.into(),
-    }
+pub fn connect_error(url: &str, cause: impl std::error::Error + Send + Sync + 'static) -> TransportError {
+    TransportError::connect(redact_url(url), cause)
 }
 
 /// Fails with a [`TransportError::Connect`] to `url` unless its `scheme` (as a URL parser gives
@@ -19,11 +47,12 @@ pub fn connect_error(url: &str, reason: impl Into<String>) -> TransportError {
 ///
 /// ```
 /// use plexus_net::require_scheme;
+/// use plexus_transport::error_chain;
 ///
 /// assert!(require_scheme("wss://h/mcp", "wss", &["ws", "wss"], "WebSocket").is_ok());
 /// let error = require_scheme("http://u:p@h/mcp", "http", &["ws", "wss"], "WebSocket");
 /// assert_eq!(
-///     error.unwrap_err().to_string(),
+///     error_chain(&error.unwrap_err()),
 ///     r#"could not connect to http://h/mcp: the URL scheme is "http"; the WebSocket transport needs ws or wss"#
 /// );
 /// ```
@@ -31,9 +60,10 @@ pub fn require_scheme(url: &str, scheme: &str, allowed: &[&str], transport: &str
     if allowed.contains(&scheme) {
         return Ok(());
     }
-    let reason = format!(
-        "the URL scheme is {scheme:?}; the {transport} transport needs {}",
-        allowed.join(" or ")
-    );
-    Err(connect_error(url, reason))
+    let problem = ConnectProblem::Scheme {
+        scheme: scheme.to_owned(),
+        transport: transport.to_owned(),
+        allowed: allowed.iter().map(|&s| s.to_owned()).collect(),
+    };
+    Err(connect_error(url, problem))
 }

@@ -40,13 +40,13 @@ pub enum Alpn {
 #[non_exhaustive]
 pub enum TlsError {
     /// The platform's roots or the verifier could not be loaded.
-    #[error("could not set up TLS: {reason}")]
-    Setup {
-        /// Why.
-        reason: String,
-    },
+    #[error("could not set up TLS")]
+    Setup(#[source] rustls::Error),
+    /// The client certificate and its key do not go together.
+    #[error("could not set up TLS: the client certificate and key do not go together")]
+    IdentityMismatch(#[source] rustls::Error),
     /// The client certificate or its key is unusable.
-    #[error("could not set up TLS: the client {what} {} (the entry's `{field}`) {reason}", path.display())]
+    #[error("could not set up TLS: the client {what} {} (the entry's `{field}`) {problem}", path.display())]
     ClientIdentity {
         /// "certificate" or "key".
         what: &'static str,
@@ -55,18 +55,61 @@ pub enum TlsError {
         /// The file.
         path: PathBuf,
         /// What is wrong with it.
-        reason: String,
+        problem: PemFileProblem,
+        /// The error under it, when there is one.
+        #[source]
+        source: Option<FileCause>,
     },
     /// A file of extra CA certificates is unusable.
-    #[error("could not set up TLS: the CA file {} ({origin}) {reason}", path.display())]
+    #[error("could not set up TLS: the CA file {} ({origin}) {problem}", path.display())]
     CaFile {
         /// Where the file was named (`NODE_EXTRA_CA_CERTS`).
         origin: String,
         /// The file.
         path: PathBuf,
         /// What is wrong with it.
-        reason: String,
+        problem: PemFileProblem,
+        /// The error under it, when there is one.
+        #[source]
+        source: Option<FileCause>,
     },
+}
+
+/// What is wrong with a PEM file of certificates or of a key (the words after its name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PemFileProblem {
+    /// It cannot be read (the error's source says why).
+    #[error("cannot be read")]
+    Read,
+    /// It is not valid PEM (the error's source says why).
+    #[error("is not valid PEM")]
+    Pem,
+    /// It holds no certificate.
+    #[error("holds no PEM certificate (\"-----BEGIN CERTIFICATE-----\")")]
+    NoCertificate,
+    /// It holds more than [`MAX_CA_CERTIFICATES`] certificates.
+    #[error("holds more than {MAX_CA_CERTIFICATES} certificates")]
+    TooManyCertificates,
+    /// It holds no private key.
+    #[error("holds no PEM private key (\"-----BEGIN PRIVATE KEY-----\")")]
+    NoKey,
+    /// Its private key is unusable (the error's source says why).
+    #[error("is not a usable PEM private key")]
+    Key,
+}
+
+/// The error under a [`TlsError`] about a file: the I/O or PEM parser's error.
+pub type FileCause = Arc<dyn std::error::Error + Send + Sync>;
+
+type Problem = (PemFileProblem, Option<FileCause>);
+
+fn read_problem(error: std::io::Error) -> Problem {
+    (PemFileProblem::Read, Some(Arc::new(error)))
+}
+
+fn pem_problem(error: rustls::pki_types::pem::Error) -> Problem {
+    (PemFileProblem::Pem, Some(Arc::new(error)))
 }
 
 /// What one server's connections trust and present besides the defaults: the entry's `ca`, and
@@ -175,31 +218,29 @@ pub fn server_config(alpn: Alpn, options: &TlsOptions) -> Result<Arc<ClientConfi
 fn read_identity(
     identity: &ClientIdentity,
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsError> {
-    let fail = |what: &'static str, field: &'static str, path: &Path, reason: String| TlsError::ClientIdentity {
-        what,
-        field,
-        path: path.to_owned(),
-        reason,
-    };
-    let cert_fail = |reason: String| fail("certificate", "clientCert", &identity.cert, reason);
-    let pem = std::fs::read(&identity.cert).map_err(|e| cert_fail(format!("cannot be read: {e}")))?;
+    let fail =
+        |what: &'static str, field: &'static str, path: &Path, (problem, source): Problem| TlsError::ClientIdentity {
+            what,
+            field,
+            path: path.to_owned(),
+            problem,
+            source,
+        };
+    let cert_fail = |problem: Problem| fail("certificate", "clientCert", &identity.cert, problem);
+    let pem = std::fs::read(&identity.cert).map_err(|e| cert_fail(read_problem(e)))?;
     let chain = CertificateDer::pem_slice_iter(&pem)
         .take(MAX_CA_CERTIFICATES + 1)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| cert_fail(format!("is not valid PEM: {e}")))?;
+        .map_err(|e| cert_fail(pem_problem(e)))?;
     if chain.is_empty() {
-        return Err(cert_fail(
-            "holds no PEM certificate (\"-----BEGIN CERTIFICATE-----\")".to_owned(),
-        ));
+        return Err(cert_fail((PemFileProblem::NoCertificate, None)));
     }
-    let key_fail = |reason: String| fail("key", "clientKey", &identity.key, reason);
-    let pem = std::fs::read(&identity.key).map_err(|e| key_fail(format!("cannot be read: {e}")))?;
+    let key_fail = |problem: Problem| fail("key", "clientKey", &identity.key, problem);
+    let pem = std::fs::read(&identity.key).map_err(|e| key_fail(read_problem(e)))?;
     let key = PrivateKeyDer::from_pem_slice(&pem).map_err(|e| {
         key_fail(match e {
-            rustls::pki_types::pem::Error::NoItemsFound => {
-                "holds no PEM private key (\"-----BEGIN PRIVATE KEY-----\")".to_owned()
-            }
-            other => format!("is not a usable PEM private key: {other}"),
+            rustls::pki_types::pem::Error::NoItemsFound => (PemFileProblem::NoKey, None),
+            other => (PemFileProblem::Key, Some(Arc::new(other))),
         })
     })?;
     Ok((chain, key))
@@ -219,7 +260,7 @@ fn build(
     extra: Vec<CertificateDer<'static>>,
     identity: Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>,
 ) -> Result<Arc<ClientConfig>, TlsError> {
-    let setup = |e: rustls::Error| TlsError::Setup { reason: e.to_string() };
+    let setup = TlsError::Setup;
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let verifier = Verifier::new_with_extra_roots(extra, Arc::clone(&provider)).map_err(setup)?;
     let builder = ClientConfig::builder_with_provider(provider)
@@ -230,9 +271,9 @@ fn build(
         .with_custom_certificate_verifier(Arc::new(verifier));
     let mut config = match identity {
         None => builder.with_no_client_auth(),
-        Some((chain, key)) => builder.with_client_auth_cert(chain, key).map_err(|e| TlsError::Setup {
-            reason: format!("the client certificate and key do not go together: {e}"),
-        })?,
+        Some((chain, key)) => builder
+            .with_client_auth_cert(chain, key)
+            .map_err(TlsError::IdentityMismatch)?,
     };
     config.alpn_protocols = match alpn {
         Alpn::Http1 => vec![b"http/1.1".to_vec()],
@@ -245,24 +286,23 @@ fn build(
 /// The certificates of a PEM file named by `origin`: at least one, at most
 /// [`MAX_CA_CERTIFICATES`].
 pub fn read_ca_file(path: &Path, origin: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
-    let fail = |reason: String| TlsError::CaFile {
+    let fail = |(problem, source): Problem| TlsError::CaFile {
         origin: origin.to_owned(),
         path: path.to_owned(),
-        reason,
+        problem,
+        source,
     };
-    let pem = std::fs::read(path).map_err(|e| fail(format!("cannot be read: {e}")))?;
+    let pem = std::fs::read(path).map_err(|e| fail(read_problem(e)))?;
     let mut certificates = Vec::new();
     for certificate in CertificateDer::pem_slice_iter(&pem) {
-        let certificate = certificate.map_err(|e| fail(format!("is not valid PEM: {e}")))?;
+        let certificate = certificate.map_err(|e| fail(pem_problem(e)))?;
         if certificates.len() == MAX_CA_CERTIFICATES {
-            return Err(fail(format!("holds more than {MAX_CA_CERTIFICATES} certificates")));
+            return Err(fail((PemFileProblem::TooManyCertificates, None)));
         }
         certificates.push(certificate);
     }
     if certificates.is_empty() {
-        return Err(fail(
-            "holds no PEM certificate (\"-----BEGIN CERTIFICATE-----\")".to_owned(),
-        ));
+        return Err(fail((PemFileProblem::NoCertificate, None)));
     }
     Ok(certificates)
 }
@@ -284,7 +324,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("plexus-net-tls-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let missing = dir.join("missing.pem");
-        let error = read_ca_file(&missing, EXTRA_CA_CERTS_VAR).unwrap_err().to_string();
+        let error = plexus_transport::error_chain(&read_ca_file(&missing, EXTRA_CA_CERTS_VAR).unwrap_err());
         assert!(
             error.starts_with(&format!(
                 "could not set up TLS: the CA file {} (NODE_EXTRA_CA_CERTS) cannot be read: ",
@@ -295,7 +335,7 @@ mod tests {
         let empty = dir.join("empty.pem");
         std::fs::write(&empty, "not a certificate\n").unwrap();
         assert_eq!(
-            read_ca_file(&empty, "the entry's `ca`").unwrap_err().to_string(),
+            plexus_transport::error_chain(&read_ca_file(&empty, "the entry's `ca`").unwrap_err()),
             format!(
                 "could not set up TLS: the CA file {} (the entry's `ca`) holds no PEM certificate \
                  (\"-----BEGIN CERTIFICATE-----\")",
@@ -304,7 +344,7 @@ mod tests {
         );
         let bad = dir.join("bad.pem");
         std::fs::write(&bad, "-----BEGIN CERTIFICATE-----\n!!!\n-----END CERTIFICATE-----\n").unwrap();
-        let error = read_ca_file(&bad, EXTRA_CA_CERTS_VAR).unwrap_err().to_string();
+        let error = plexus_transport::error_chain(&read_ca_file(&bad, EXTRA_CA_CERTS_VAR).unwrap_err());
         assert!(error.contains(") is not valid PEM: "), "{error}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use plexus_client::{Client, ClientError, RequestObserver, RequestOptions, ServerNotification};
 use plexus_protocol::methods;
-use plexus_transport::{ErrorClass, TransportError};
+use plexus_transport::{ErrorClass, TransportError, error_chain};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
@@ -208,7 +208,7 @@ fn install(
     let (weak_shared, weak_slot) = (Arc::downgrade(shared), Arc::downgrade(slot));
     client.on_close(move |error| {
         if let (Some(shared), Some(slot)) = (weak_shared.upgrade(), weak_slot.upgrade()) {
-            lost(&shared, &slot, epoch, error.to_string(), Some(error.clone()));
+            lost(&shared, &slot, epoch, error_chain(&error), Some(error.clone()));
         }
     });
     Ok(client)
@@ -397,7 +397,7 @@ pub(crate) async fn ensure(shared: &Arc<Shared>, server: &str, explicit: bool) -
             match current.client.closed_reason() {
                 None => return Ok(current.client.clone()),
                 // Closed, and its close callback has not run yet: the loss is taken here.
-                Some(error) => retired = take_lost(shared, &slot, &mut live, error.to_string(), Some(error)),
+                Some(error) => retired = take_lost(shared, &slot, &mut live, error_chain(&error), Some(error)),
             }
         }
         match &live.attempt {
@@ -489,7 +489,11 @@ fn watchers(shared: &Arc<Shared>, slot: &Arc<Slot>, epoch: u64, client: &Client)
                         continue;
                     }
                     if let (Some(shared), Some(slot)) = (weak_shared.upgrade(), weak_slot.upgrade()) {
-                        let reason = format!("it did not answer a ping within {} ms: {error}", interval.as_millis());
+                        let reason = format!(
+                            "it did not answer a ping within {} ms: {}",
+                            interval.as_millis(),
+                            error_chain(&error)
+                        );
                         lost(&shared, &slot, epoch, reason, Some(error));
                     }
                     return;
@@ -531,12 +535,15 @@ impl RequestObserver for Health {
             Some(ErrorClass::TerminalIo) if !slot.spec.is_local() => {
                 let count = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
                 if count >= shared.settings.terminal_failures.max(1) {
-                    let reason = format!("{count} connection failures in a row; the last: {error}");
+                    let reason = format!(
+                        "{count} connection failures in a row; the last: {}",
+                        error_chain(&error)
+                    );
                     lost(&shared, &slot, self.epoch, reason, Some(error.clone()));
                 }
             }
             Some(ErrorClass::SessionExpired) => {
-                lost(&shared, &slot, self.epoch, error.to_string(), Some(error.clone()));
+                lost(&shared, &slot, self.epoch, error_chain(&error), Some(error.clone()));
             }
             _ => {}
         }

@@ -145,7 +145,9 @@ impl ConnectFailure {
 impl fmt::Display for ConnectFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ConnectFailure::NeedsAuth { error, .. } | ConnectFailure::Failed { error, .. } => error.fmt(f),
+            ConnectFailure::NeedsAuth { error, .. } | ConnectFailure::Failed { error, .. } => {
+                f.write_str(&plexus_transport::error_chain(&**error))
+            }
             ConnectFailure::Disabled { reason } => f.write_str(reason),
         }
     }

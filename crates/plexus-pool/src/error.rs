@@ -51,7 +51,7 @@ pub enum PoolError {
         window: Duration,
     },
     /// Fetching a list failed and no earlier list was kept.
-    #[error("server \"{server}\": fetching {} failed: {source}", .list.method())]
+    #[error("server \"{server}\": fetching {} failed", .list.method())]
     List {
         /// The server.
         server: String,

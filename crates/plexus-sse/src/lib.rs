@@ -94,6 +94,7 @@ pub use config::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENDPOINT_TIMEOUT, DEFAULT_MAX_CONCURRENT_POSTS, DEFAULT_MAX_MESSAGE_SIZE,
     DEFAULT_REQUEST_TIMEOUT, MAX_EARLY_MESSAGES, MAX_ERROR_BODY, MAX_REDIRECTS, SseConfig, TCP_KEEPALIVE,
 };
+pub use connect::SseConnectError;
 pub use receiver::SseReceiver;
 pub use sender::SseSender;
 

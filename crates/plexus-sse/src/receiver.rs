@@ -9,7 +9,7 @@ use bytes::{Buf, Bytes};
 use plexus_jsonrpc::{FrameError, Message};
 use plexus_net::http::Body;
 use plexus_net::sse::{Decoded, Event, EventDecoder};
-use plexus_transport::{CLOSED_BY_CLIENT, TransportError, TransportReceiver};
+use plexus_transport::{CLOSED_BY_CLIENT, TransportError, TransportReceiver, error_chain};
 use tokio_util::sync::CancellationToken;
 
 /// The event stream's decoder and what is left of the body's last chunk.
@@ -193,7 +193,7 @@ impl TransportReceiver for SseReceiver {
                 }
                 Poll::Ready(Err(e)) => {
                     drop(state);
-                    let reason = format!("the event stream failed: {e}");
+                    let reason = format!("the event stream failed: {}", error_chain(&e));
                     let context = format!("reading the event stream of {}", self.shared.target);
                     self.shared.end(TransportError::closed(reason));
                     return Poll::Ready(Err(TransportError::from_io(context, e)));

@@ -51,21 +51,22 @@ impl Failure {
 }
 
 impl Requester {
-    /// Checks the configured headers and sets up the client. The error says what is wrong.
-    pub(crate) fn new(config: &SseConfig) -> Result<Self, String> {
-        let credentials = Credentials::new(config.endpoint.headers.clone(), config.endpoint.auth.clone())
-            .map_err(|e| e.to_string())?;
+    /// Checks the configured headers and sets up the client; a connect error says what is wrong.
+    pub(crate) fn new(config: &SseConfig) -> Result<Self, TransportError> {
+        let fail = |e| plexus_net::connect_error(&config.endpoint.url, e);
+        let credentials =
+            Credentials::new(config.endpoint.headers.clone(), config.endpoint.auth.clone()).map_err(fail)?;
         let settings = HttpSettings::new(USER_AGENT)
             .connect_timeout(config.endpoint.connect_timeout)
             .proxy(config.endpoint.proxy.clone())
             .tls(config.endpoint.tls.clone());
-        let client = HttpClient::new(settings).map_err(|e| e.to_string())?;
+        let client = HttpClient::new(settings).map_err(|e| plexus_net::connect_error(&config.endpoint.url, e))?;
         Ok(Requester { client, credentials })
     }
 
     /// The target of requests to `url`.
-    pub(crate) fn target(&self, url: &Url) -> Result<Target, String> {
-        self.client.target(url).map_err(|e| e.to_string())
+    pub(crate) fn target(&self, url: &Url) -> Result<Target, HttpError> {
+        self.client.target(url)
     }
 
     /// Sends `method` to `target` with the credentials' headers (the auth provider's for the

@@ -12,7 +12,7 @@ use plexus_net::challenge::AuthChallenge;
 use plexus_sse::{SseConfig, SseTransport};
 use plexus_transport::{
     AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, ErrorClass, Message, OutboundMessage, Rejection,
-    Transport, TransportError,
+    Transport, TransportError, error_chain,
 };
 use support::{Bystander, EventStream, HANG_GUARD, HttpServer, Reply, Request};
 
@@ -118,7 +118,7 @@ async fn an_endpoint_on_another_origin_is_refused_and_never_contacted() {
         .await
         .unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!(
             "could not connect to {}: the server's endpoint http://{addr}/messages?… is on http://{addr}, another \
              origin than its event stream ({}); no message is sent there",
@@ -139,7 +139,7 @@ async fn no_endpoint_event_in_time_is_a_connect_error() {
     let config = SseConfig::new(server.url("/sse")).endpoint_timeout(Duration::from_millis(300));
     let error = connect(config).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!(
             "could not connect to {}: the server sent no endpoint event within 300ms of opening the event stream",
             server.url("/sse")
@@ -159,7 +159,7 @@ async fn a_stream_that_ends_before_the_endpoint_is_a_connect_error() {
     .await;
     let error = connect(SseConfig::new(server.url("/sse"))).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!(
             "could not connect to {}: the server closed the event stream before sending the endpoint event",
             server.url("/sse")
@@ -177,7 +177,7 @@ async fn a_server_that_does_not_stream_events_is_named_as_such() {
     .await;
     let error = connect(SseConfig::new(server.url("/mcp"))).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!(
             "could not connect to {}: the server answered the GET with Content-Type \"application/json\", not \
              text/event-stream (a server of the newer Streamable HTTP transport needs the type `http`)",
@@ -483,7 +483,7 @@ async fn each_post_has_its_own_timeout() {
         .unwrap()
         .unwrap_err();
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         format!("POST {}: no complete answer within 300ms", server.url("/messages"))
     );
     assert_eq!(error.class(), ErrorClass::TerminalIo);
@@ -515,7 +515,7 @@ async fn a_post_the_server_answers_late_waits_as_long_as_its_request_may() {
         .unwrap()
         .unwrap_err();
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         format!("POST {}: no complete answer within 200ms", server.url("/messages"))
     );
     assert!(!sender.is_closed());
@@ -545,9 +545,9 @@ async fn redirects_are_followed_within_the_origin_only() {
         .await
         .unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!(
-            "could not connect to {}: GET {} was redirected (HTTP 302) to http://{addr}/sse, another origin; \
+            "could not connect to {}: GET {}: was redirected (HTTP 302) to http://{addr}/sse, another origin; \
              redirects are followed only within the same origin, so that credentials and custom headers never \
              reach another server (configure the new URL if it is right)",
             server.url("/moved"),
@@ -566,8 +566,7 @@ async fn connect_failures_name_the_url() {
     let error = connect(SseConfig::new(&closed_port)).await.unwrap_err();
     assert_eq!(error.class(), ErrorClass::Connect);
     assert!(
-        error
-            .to_string()
+        plexus_transport::error_chain(&error)
             .starts_with(&format!("could not connect to {closed_port}: Connection refused")),
         "{error}"
     );
@@ -576,14 +575,14 @@ async fn connect_failures_name_the_url() {
         .await
         .unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         "could not connect to ws://127.0.0.1:1/sse?…: the URL scheme is \"ws\"; the SSE transport needs http or https"
     );
     let error = connect(SseConfig::new("http://127.0.0.1:1/sse").header("Bad Name", "v"))
         .await
         .unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         "could not connect to http://127.0.0.1:1/sse: the header name \"Bad Name\" is not a valid HTTP header name"
     );
 }
@@ -604,7 +603,7 @@ async fn https_to_a_plain_server_fails_the_tls_handshake_cleanly() {
     let error = connect(SseConfig::new(&url)).await.unwrap_err();
     assert_eq!(error.class(), ErrorClass::Connect, "{error}");
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!("could not connect to {url}: TLS: received corrupt message of type InvalidContentType")
     );
     server.await.unwrap();

@@ -62,7 +62,7 @@ async fn the_endpoint_on_another_origin_is_refused() {
     let origin = format!("http://{}", bystander.addr);
     let server = test_server(&["--endpoint-origin", &origin]).await;
     let error = SseTransport::connect(SseConfig::new(server.url())).await.unwrap_err();
-    let text = error.to_string();
+    let text = plexus_transport::error_chain(&error);
     assert!(
         text.starts_with(&format!(
             "could not connect to {}: the server's endpoint {origin}/messages?… is on {origin}, another origin than \

@@ -106,6 +106,7 @@ pub use config::{
 };
 pub use process::wait_for_shutdowns;
 pub use receiver::StdioReceiver;
+pub use spawn::SpawnError;
 pub use stderr::{STDERR_TRACING_TARGET, StderrLog};
 pub use writer::StdioSender;
 
@@ -135,10 +136,7 @@ impl StdioTransport {
         let shared = Arc::new(Shared::new(config.name, spawned.pgid, config.timings, stderr.clone()));
         if let Err((child, e)) = process::start_waiter(spawned.child, Arc::clone(&shared)) {
             spawn::kill_and_reap(child, spawned.pgid);
-            return Err(TransportError::Connect {
-                target: command_line,
-                reason: format!("could not start the thread that waits for the server: {e}"),
-            });
+            return Err(TransportError::connect(command_line, spawn::SpawnError::Waiter(e)));
         }
         tracing::debug!(server = %shared.name, pid, "started {command_line}");
         let outbox = writer::Outbox::new(spawned.stdin, config.send_queue_capacity);

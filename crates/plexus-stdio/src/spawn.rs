@@ -2,7 +2,7 @@
 
 use std::io;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use nix::sys::signal::{Signal, killpg};
@@ -12,6 +12,69 @@ use tokio::net::unix::pipe;
 use tokio::process::{ChildStderr, ChildStdout};
 
 use crate::config::StdioConfig;
+
+/// Why a stdio server could not be started (the reason of its [`TransportError::Connect`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpawnError {
+    /// The configured command is empty.
+    #[error("the command is empty")]
+    EmptyCommand,
+    /// The transport was asked to start outside a Tokio runtime.
+    #[error("a stdio server must be spawned from within a Tokio runtime")]
+    NoRuntime,
+    /// The working directory is something else than a directory.
+    #[error("the working directory {} is not a directory", .0.display())]
+    NotADirectory(PathBuf),
+    /// The working directory does not exist.
+    #[error("the working directory {} does not exist", .0.display())]
+    NoDirectory(PathBuf),
+    /// The working directory cannot be looked at.
+    #[error("the working directory {} is not accessible", .path.display())]
+    Directory {
+        /// The working directory.
+        path: PathBuf,
+        /// The operating system's reason.
+        #[source]
+        source: io::Error,
+    },
+    /// The command is a file whose `#!` interpreter does not exist.
+    #[error("{command} exists but its interpreter was not found (check its #! line)")]
+    NoInterpreter {
+        /// The command.
+        command: String,
+    },
+    /// The command is not found.
+    #[error("command not found: {command}")]
+    NotFound {
+        /// The command.
+        command: String,
+    },
+    /// The command may not be run.
+    #[error("permission denied: {command}")]
+    PermissionDenied {
+        /// The command.
+        command: String,
+    },
+    /// Starting the command failed otherwise.
+    #[error("could not start {command}")]
+    Spawn {
+        /// The command.
+        command: String,
+        /// The operating system's reason.
+        #[source]
+        source: io::Error,
+    },
+    /// The child's pid is not a `pid_t` (unreachable on Unix).
+    #[error("the pid {0} does not fit a pid_t")]
+    Pid(u32),
+    /// The child's pipes could not be registered with Tokio.
+    #[error("could not set up the pipes to the server")]
+    Pipes(#[source] io::Error),
+    /// The thread that waits for the child could not be started.
+    #[error("could not start the thread that waits for the server")]
+    Waiter(#[source] io::Error),
+}
 
 /// A started child with its pipes registered with Tokio.
 pub(crate) struct SpawnedChild {
@@ -27,17 +90,12 @@ pub(crate) struct SpawnedChild {
 /// Starts the command of `config` in a new process group with all three stdio streams piped
 /// (stderr is never inherited). `target` (the command line) names it in errors.
 pub(crate) fn spawn_child(config: &StdioConfig, target: &str) -> Result<SpawnedChild, TransportError> {
-    let connect_error = |reason: String| TransportError::Connect {
-        target: target.to_owned(),
-        reason,
-    };
+    let connect_error = |cause: SpawnError| TransportError::connect(target, cause);
     if config.command.is_empty() {
-        return Err(connect_error("the command is empty".to_owned()));
+        return Err(connect_error(SpawnError::EmptyCommand));
     }
     if tokio::runtime::Handle::try_current().is_err() {
-        return Err(connect_error(
-            "a stdio server must be spawned from within a Tokio runtime".to_owned(),
-        ));
+        return Err(connect_error(SpawnError::NoRuntime));
     }
     if let Some(cwd) = &config.cwd {
         check_working_directory(cwd).map_err(connect_error)?;
@@ -60,12 +118,12 @@ pub(crate) fn spawn_child(config: &StdioConfig, target: &str) -> Result<SpawnedC
         command.env(name, value);
     }
     let mut child =
-        crate::orphans::spawn_server(|| command.spawn()).map_err(|e| connect_error(spawn_failure(config, &e)))?;
+        crate::orphans::spawn_server(|| command.spawn()).map_err(|e| connect_error(spawn_failure(config, e)))?;
     let Ok(raw_pid) = i32::try_from(child.id()) else {
         // Unreachable on Unix (pids are positive `pid_t`s); handled rather than assumed.
         let _ = child.kill();
         let _ = child.wait();
-        return Err(connect_error(format!("the pid {} does not fit a pid_t", child.id())));
+        return Err(connect_error(SpawnError::Pid(child.id())));
     };
     let pgid = Pid::from_raw(raw_pid);
     match register_pipes(&mut child) {
@@ -78,7 +136,7 @@ pub(crate) fn spawn_child(config: &StdioConfig, target: &str) -> Result<SpawnedC
         }),
         Err(e) => {
             kill_and_reap(child, pgid);
-            Err(connect_error(format!("could not set up the pipes to the server: {e}")))
+            Err(connect_error(SpawnError::Pipes(e)))
         }
     }
 }
@@ -90,30 +148,28 @@ pub(crate) fn kill_and_reap(mut child: std::process::Child, pgid: Pid) {
     crate::orphans::server_ended(child.id());
 }
 
-fn check_working_directory(cwd: &Path) -> Result<(), String> {
+fn check_working_directory(cwd: &Path) -> Result<(), SpawnError> {
     match std::fs::metadata(cwd) {
         Ok(meta) if meta.is_dir() => Ok(()),
-        Ok(_) => Err(format!("the working directory {} is not a directory", cwd.display())),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            Err(format!("the working directory {} does not exist", cwd.display()))
-        }
-        Err(e) => Err(format!(
-            "the working directory {} is not accessible: {e}",
-            cwd.display()
-        )),
+        Ok(_) => Err(SpawnError::NotADirectory(cwd.to_owned())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(SpawnError::NoDirectory(cwd.to_owned())),
+        Err(source) => Err(SpawnError::Directory {
+            path: cwd.to_owned(),
+            source,
+        }),
     }
 }
 
 /// Why `spawn` failed, naming the command.
-fn spawn_failure(config: &StdioConfig, error: &io::Error) -> String {
-    let command = config.command.to_string_lossy();
+fn spawn_failure(config: &StdioConfig, error: io::Error) -> SpawnError {
+    let command = config.command.to_string_lossy().into_owned();
     match error.kind() {
         io::ErrorKind::NotFound if command.contains('/') && Path::new(&config.command).is_file() => {
-            format!("{command} exists but its interpreter was not found (check its #! line)")
+            SpawnError::NoInterpreter { command }
         }
-        io::ErrorKind::NotFound => format!("command not found: {command}"),
-        io::ErrorKind::PermissionDenied => format!("permission denied: {command}"),
-        _ => format!("could not start {command}: {error}"),
+        io::ErrorKind::NotFound => SpawnError::NotFound { command },
+        io::ErrorKind::PermissionDenied => SpawnError::PermissionDenied { command },
+        _ => SpawnError::Spawn { command, source: error },
     }
 }
 

@@ -6,12 +6,12 @@ use std::os::unix::fs::PermissionsExt;
 
 use common::{HANG_GUARD, notification, recv, recv_message, sh};
 use plexus_stdio::{StdioConfig, StdioTransport};
-use plexus_transport::{ErrorClass, TransportError, TransportSender};
+use plexus_transport::{ErrorClass, TransportError, TransportSender, error_chain};
 
 fn spawn_error(config: StdioConfig) -> String {
     let error = StdioTransport::spawn(config).unwrap_err();
     assert_eq!(error.class(), ErrorClass::Connect, "{error:?}");
-    error.to_string()
+    plexus_transport::error_chain(&error)
 }
 
 #[tokio::test]
@@ -165,7 +165,7 @@ async fn a_broken_stdin_fails_sends_and_the_receiver_still_gives_the_exit() {
     .unwrap();
     assert_eq!(failure.class(), ErrorClass::TerminalIo, "{failure:?}");
     assert_eq!(
-        failure.to_string(),
+        error_chain(&failure),
         "writing to the server's stdin: Broken pipe (os error 32)"
     );
     assert!(sender.is_closed());

@@ -291,7 +291,7 @@ async fn a_command_that_does_not_exist_is_named() {
     .await
     .unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         "could not connect to plexus-no-such-command: command not found: plexus-no-such-command"
     );
 }

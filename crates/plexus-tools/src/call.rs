@@ -15,7 +15,7 @@ use plexus_client::{CancelHandle, ClientError, ProgressCallback, RequestOptions}
 use plexus_jsonrpc::ErrorCode;
 use plexus_pool::{Pool, PoolError};
 use plexus_protocol::{CallToolResult, Tool};
-use plexus_transport::ErrorClass;
+use plexus_transport::{ErrorClass, error_chain};
 use serde::Serialize;
 
 use crate::elicitation::{self, MAX_URL_ELICITATION_ROUNDS, UrlElicitationError, UrlElicitationHandler};
@@ -83,7 +83,7 @@ impl std::fmt::Debug for CallOptions {
 #[non_exhaustive]
 pub enum CallError {
     /// The server could not be reached.
-    #[error("calling {tool} of server \"{server}\": {source}")]
+    #[error("calling {tool} of server \"{server}\"")]
     Unavailable {
         /// The server.
         server: String,
@@ -94,7 +94,7 @@ pub enum CallError {
         source: PoolError,
     },
     /// The request failed (a timeout, a protocol error, a lost connection).
-    #[error("calling {tool} of server \"{server}\": {source}")]
+    #[error("calling {tool} of server \"{server}\"")]
     Failed {
         /// The server.
         server: String,
@@ -105,7 +105,7 @@ pub enum CallError {
         source: ClientError,
     },
     /// The server needs the user at URLs first (`-32042`), and they did not all complete.
-    #[error("calling {tool} of server \"{server}\": {source}")]
+    #[error("calling {tool} of server \"{server}\"")]
     UrlElicitation {
         /// The server.
         server: String,
@@ -154,9 +154,9 @@ impl CallError {
     /// a place that names the tool already).
     pub fn reason(&self) -> String {
         match self {
-            CallError::Unavailable { source, .. } => source.to_string(),
-            CallError::Failed { source, .. } => source.to_string(),
-            CallError::UrlElicitation { source, .. } => source.to_string(),
+            CallError::Unavailable { source, .. } => error_chain(source),
+            CallError::Failed { source, .. } => error_chain(source),
+            CallError::UrlElicitation { source, .. } => error_chain(source),
             CallError::TaskRequired { .. } => TASK_REQUIRED.to_owned(),
         }
     }

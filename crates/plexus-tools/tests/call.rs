@@ -210,7 +210,7 @@ async fn url_elicitations_completed_by_the_server_are_retried_up_to_three_rounds
         "{error:?}"
     );
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         "calling url-elicit of server \"h\": the server still required URL elicitation after 3 rounds"
     );
     assert_eq!(browser.urls().len(), 3);
@@ -239,7 +239,7 @@ async fn the_users_answer_completes_a_url_elicitation_and_a_refusal_ends_the_cal
         .await
         .unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         "calling url-elicit of server \"h\": the user declined to open https://auth.example.test/step/1"
     );
     let error = call_tool(&pool, "h", &tool, &quiet(), &CallOptions::default())

@@ -48,16 +48,18 @@ pub enum ErrorClass {
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum TransportError {
-    /// The transport could not be established.
-    #[error("could not connect to {target}: {reason}")]
+    /// The transport could not be established (made with [`TransportError::connect`]).
+    #[error("could not connect to {target}")]
     Connect {
         /// What was being connected to (a command line, a URL).
         target: String,
-        /// Why it failed.
-        reason: String,
+        /// Why it failed: the error of the layer below (a socket's, TLS's, the process spawn's)
+        /// or a reason of the transport's own, each a typed error.
+        #[source]
+        source: Arc<dyn std::error::Error + Send + Sync>,
     },
-    /// An I/O error.
-    #[error("{context}: {source}")]
+    /// An I/O error (shown with its cause by [`error_chain`]).
+    #[error("{context}")]
     Io {
         /// What the transport was doing.
         context: String,
@@ -258,6 +260,14 @@ impl TransportError {
     /// could not be read.
     pub fn is_unidentified_reply(&self) -> bool {
         matches!(self, TransportError::DroppedReply { id: None, .. })
+    }
+
+    /// A [`TransportError::Connect`] to `target` that failed with `cause`.
+    pub fn connect(target: impl Into<String>, cause: impl std::error::Error + Send + Sync + 'static) -> Self {
+        TransportError::Connect {
+            target: target.into(),
+            source: Arc::new(cause),
+        }
     }
 
     /// A `Closed` error without a stderr tail.

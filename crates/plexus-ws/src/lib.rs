@@ -92,6 +92,7 @@ pub use config::{
     DEFAULT_CLOSE_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DEAD_PEER_TIMEOUT, DEFAULT_MAX_MESSAGE_SIZE,
     DEFAULT_PING_INTERVAL, DEFAULT_WRITE_TIMEOUT, SUBPROTOCOL, WsConfig,
 };
+pub use connect::WsConnectError;
 pub use receiver::WsReceiver;
 pub use sender::WsSender;
 

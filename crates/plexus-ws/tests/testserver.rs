@@ -67,7 +67,7 @@ async fn a_server_that_does_not_echo_the_subprotocol_is_refused() {
     let server = test_server(&["--no-subprotocol"]).await;
     let error = WsTransport::connect(WsConfig::new(server.url())).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!(
             "could not connect to {}: the server accepted the WebSocket without the subprotocol `mcp` (its answer \
              has no Sec-WebSocket-Protocol header), so it does not speak MCP over WebSocket",

@@ -10,7 +10,7 @@ use plexus_net::RemoteConfig as _;
 use plexus_net::challenge::AuthChallenge;
 use plexus_transport::{
     AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, ErrorClass, Message, OutboundMessage, Rejection,
-    Transport, TransportError, TransportReceiver,
+    Transport, TransportError, TransportReceiver, error_chain,
 };
 use plexus_ws::{WsConfig, WsTransport};
 use tokio::net::{TcpListener, TcpStream};
@@ -166,7 +166,7 @@ async fn a_server_without_the_subprotocol_is_refused() {
     let error = client.unwrap_err();
     assert_eq!(error.class(), ErrorClass::Connect);
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!(
             "could not connect to {url}: the server accepted the WebSocket without the subprotocol `mcp` (its \
              answer has no Sec-WebSocket-Protocol header), so it does not speak MCP over WebSocket"
@@ -175,7 +175,7 @@ async fn a_server_without_the_subprotocol_is_refused() {
 
     let (client, _, _socket) = connect_with(&listener, WsConfig::new(&url), Answer::Accept(Some("graphql-ws"))).await;
     assert_eq!(
-        client.unwrap_err().to_string(),
+        plexus_transport::error_chain(&client.unwrap_err()),
         format!("could not connect to {url}: the server chose a WebSocket subprotocol it was not offered")
     );
 }
@@ -263,7 +263,7 @@ async fn other_answers_to_the_upgrade_are_reported() {
     let answer = Answer::Reject(302, vec![("location", "ws://127.0.0.1:1/elsewhere".to_owned())]);
     let (client, _, _) = connect_with(&listener, WsConfig::new(&url), answer).await;
     assert_eq!(
-        client.unwrap_err().to_string(),
+        plexus_transport::error_chain(&client.unwrap_err()),
         format!(
             "could not connect to {url}: the server answered the upgrade with a redirect (HTTP 302) to \
              ws://127.0.0.1:1/elsewhere; WebSocket redirects are not followed"
@@ -379,7 +379,7 @@ async fn a_server_that_answers_no_ping_is_detected_as_dead() {
     let (sender, mut receiver) = Box::new(transport).split();
     let error = recv(&mut *receiver).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         format!(
             "keeping the WebSocket {url} alive: the server sent nothing, not even a pong, for 400ms (pinged every \
              100ms)"
@@ -487,7 +487,7 @@ async fn connect_failures_name_the_url() {
     drop(unused);
     let error = WsTransport::connect(WsConfig::new(&url)).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!("could not connect to {url}: Connection refused (os error 111)")
     );
 
@@ -495,7 +495,7 @@ async fn connect_failures_name_the_url() {
         .await
         .unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         "could not connect to http://127.0.0.1:1/mcp?…: the URL scheme is \"http\"; the WebSocket transport needs \
          ws or wss"
     );
@@ -503,13 +503,13 @@ async fn connect_failures_name_the_url() {
         .ping_interval(Some(Duration::from_secs(30)))
         .dead_peer_timeout(Duration::from_secs(30));
     assert_eq!(
-        WsTransport::connect(config).await.unwrap_err().to_string(),
+        plexus_transport::error_chain(&WsTransport::connect(config).await.unwrap_err()),
         "could not connect to ws://127.0.0.1:1/: the dead-peer timeout (30s) must be longer than the ping \
          interval (30s)"
     );
     let config = WsConfig::new("ws://127.0.0.1:1/").header("X-Key", "a\nb");
     assert_eq!(
-        WsTransport::connect(config).await.unwrap_err().to_string(),
+        plexus_transport::error_chain(&WsTransport::connect(config).await.unwrap_err()),
         "could not connect to ws://127.0.0.1:1/: the value of the header \"X-Key\" contains a control character \
          (such as a line break), which HTTP does not allow"
     );
@@ -534,7 +534,7 @@ async fn wss_to_a_plain_server_fails_the_tls_handshake_cleanly() {
         .unwrap_err();
     assert_eq!(error.class(), ErrorClass::Connect, "{error}");
     assert!(
-        error.to_string().starts_with(&format!("could not connect to {url}: ")),
+        plexus_transport::error_chain(&error).starts_with(&format!("could not connect to {url}: ")),
         "{error}"
     );
     server.await.unwrap();

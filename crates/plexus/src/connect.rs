@@ -19,6 +19,44 @@ use crate::DefaultConnector;
 /// The auth provider of one connection, shared by every transport it tries.
 pub(crate) type Auth = Option<Arc<dyn AuthProvider>>;
 
+/// Why the connector could not connect, in its own words (the cause of the
+/// [`TransportError::Connect`] it gives).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConnectorReason {
+    /// A Streamable HTTP server answered like a legacy one, and this build cannot fall back.
+    #[cfg_attr(all(feature = "http", feature = "sse"), allow(dead_code))]
+    #[error(
+        "the server answered initialize with HTTP {status} (a legacy SSE server?) and this build has no `sse` \
+         feature to fall back to"
+    )]
+    NoFallback {
+        /// The status of the answer to `initialize`.
+        status: u16,
+    },
+    /// Streamable HTTP and the legacy fallback both failed.
+    #[cfg_attr(not(all(feature = "http", feature = "sse")), allow(dead_code))]
+    #[error(
+        "the server answered the Streamable HTTP initialize with HTTP {status}, and legacy HTTP+SSE at the same URL \
+         failed too"
+    )]
+    FallbackFailed {
+        /// The status of the answer to `initialize`.
+        status: u16,
+        /// Why the fallback failed.
+        #[source]
+        source: ClientError,
+    },
+    /// The whole connect took longer than its budget.
+    #[error(
+        "the connect did not finish within its timeout of {} ms (the entry's `timeout`, else MCP_TIMEOUT, else 30 s)",
+        .budget.as_millis()
+    )]
+    TimedOut {
+        /// The connect's budget.
+        budget: Duration,
+    },
+}
+
 /// Why a configured server could not be connected.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
@@ -65,7 +103,7 @@ pub enum ConnectError {
         retry_in: Duration,
     },
     /// The transport or the MCP handshake failed.
-    #[error("server \"{server}\": {source}")]
+    #[error("server \"{server}\"")]
     Client {
         /// The server's name.
         server: String,
@@ -100,7 +138,7 @@ impl ConnectError {
     /// The message without the `server "NAME": ` it starts with, for a place that already names
     /// the server (a row of a table).
     pub fn reason(&self) -> String {
-        plexus_pool::text::without_server(self.server(), &self.to_string()).to_owned()
+        plexus_pool::text::without_server(self.server(), &plexus_transport::error_chain(self)).to_owned()
     }
 
     /// The session error, when the failure came from the transport or the handshake.
@@ -492,12 +530,10 @@ async fn legacy_fallback(
     _: ClientOptions,
     _: Limits,
 ) -> Result<Connected, ClientError> {
-    Err(ClientError::Transport(TransportError::Connect {
-        target: url.to_owned(),
-        reason: format!(
-            "the server answered initialize with HTTP {status} (a legacy SSE server?) and this build has no `sse` feature to fall back to"
-        ),
-    }))
+    Err(ClientError::Transport(TransportError::connect(
+        url,
+        ConnectorReason::NoFallback { status },
+    )))
 }
 
 /// Both attempts failed: say so, with the second failure's reason. An auth failure of the
@@ -507,12 +543,10 @@ fn fallback_failed(status: u16, error: ClientError) -> ClientError {
     if let ClientError::Transport(TransportError::NeedsAuth { .. } | TransportError::AuthFailed { .. }) = error {
         return error;
     }
-    ClientError::Transport(TransportError::Connect {
-        target: "the legacy SSE fallback".to_owned(),
-        reason: format!(
-            "the server answered the Streamable HTTP initialize with HTTP {status}, and legacy HTTP+SSE at the same URL failed too: {error}"
-        ),
-    })
+    ClientError::Transport(TransportError::connect(
+        "the legacy SSE fallback",
+        ConnectorReason::FallbackFailed { status, source: error },
+    ))
 }
 
 #[cfg(test)]

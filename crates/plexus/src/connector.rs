@@ -426,17 +426,13 @@ async fn within_budget(
         Ok(result) => result,
         Err(_) => Err(ConnectError::Client {
             server: name.to_owned(),
-            source: ClientError::Transport(TransportError::Connect {
-                target: config.url().map_or_else(
+            source: ClientError::Transport(TransportError::connect(
+                config.url().map_or_else(
                     || config.kind().to_string(),
                     |url| plexus_net::redact::redact_url(url.as_str()),
                 ),
-                reason: format!(
-                    "the connect did not finish within its timeout of {} ms (the entry's `timeout`, else \
-                     MCP_TIMEOUT, else 30 s)",
-                    budget.as_millis()
-                ),
-            }),
+                crate::connect::ConnectorReason::TimedOut { budget },
+            )),
         }),
     }
 }

@@ -31,7 +31,7 @@ pub enum LoginError {
         server: String,
     },
     /// The OAuth flow (or the token store) failed.
-    #[error("server \"{server}\": {source}")]
+    #[error("server \"{server}\"")]
     OAuth {
         /// The server's name.
         server: String,

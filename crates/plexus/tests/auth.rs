@@ -13,6 +13,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use plexus::auth::{NEEDS_AUTH_CACHE_FILE, NEEDS_AUTH_TTL, NeedsAuthCache};
 use plexus::config::{Environment, Scope, ServerConfig};
+use plexus::transport::error_chain;
 use plexus::{ClientOptions, ConnectError, DefaultConnector};
 use serde_json::{Value, json};
 use support::{HANG_GUARD, echo, entry, test_server};
@@ -127,9 +128,7 @@ async fn a_helper_whose_new_headers_are_rejected_too_is_a_failure_not_needs_auth
     .await;
     assert!(!error.needs_auth(), "{error}");
     assert!(
-        error
-            .to_string()
-            .contains("answered HTTP 401 again after the credentials were renewed"),
+        error_chain(&error).contains("answered HTTP 401 again after the credentials were renewed"),
         "{error}"
     );
     assert_eq!(
@@ -153,7 +152,7 @@ async fn helper_failures_name_the_server_and_are_never_needs_auth() {
     let failing = json!({"type": "http", "url": server.url(), "headersHelper": "echo 'vault is sealed' >&2; exit 3"});
     let error = connect_error(&connector, &failing).await;
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         "server \"remote\": authentication failed: server \"remote\": the headersHelper failed (exit code 3); its \
          stderr ends with: vault is sealed"
     );
@@ -162,7 +161,7 @@ async fn helper_failures_name_the_server_and_are_never_needs_auth() {
     let wrong = json!({"type": "http", "url": server.url(), "headersHelper": r#"echo '{"X-Api-Key": "wrong"}'"#});
     let error = connect_error(&connector, &wrong).await;
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         "server \"remote\": authentication failed: server \"remote\" rejected the headers from its headersHelper \
          (HTTP 401), and the helper gave the same headers when run again"
     );
@@ -180,7 +179,7 @@ async fn helper_failures_name_the_server_and_are_never_needs_auth() {
     )
     .await;
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         "server \"remote\": authentication failed: server \"remote\": the headersHelper did not finish within 200 ms \
          and was killed"
     );
@@ -223,7 +222,7 @@ async fn sse_ide_sends_the_lockfile_token() {
     let lockfile = write_lockfile(locks.path(), server.url(), "stale");
     let error = connect_error(&connector, &config).await;
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         format!(
             "server \"remote\": authentication failed: the IDE rejected the token from the IDE lockfile {} (HTTP 401)",
             lockfile.display()
@@ -270,8 +269,7 @@ async fn ws_ide_sends_its_auth_token_or_else_the_lockfiles() {
     let from_lockfile = json!({"type": "ws-ide", "url": server.url(), "ideName": "Test IDE"});
     let error = connect_error(&connector, &from_lockfile).await;
     assert!(
-        error
-            .to_string()
+        error_chain(&error)
             .starts_with("server \"remote\": authentication failed: the IDE rejected the token from the IDE lockfile "),
         "{error}"
     );
@@ -280,7 +278,7 @@ async fn ws_ide_sends_its_auth_token_or_else_the_lockfiles() {
 
     let wrong = json!({"type": "ws-ide", "url": server.url(), "ideName": "Test IDE", "authToken": "nope"});
     assert_eq!(
-        connect_error(&connector, &wrong).await.to_string(),
+        error_chain(&connect_error(&connector, &wrong).await),
         "server \"remote\": authentication failed: the IDE rejected the token from the entry's authToken (HTTP 401)"
     );
 }
@@ -312,7 +310,7 @@ async fn ws_sends_the_session_ingress_token_when_one_is_configured() {
     let from_file = with_env(&[("PLEXUS_SESSION_INGRESS_TOKEN_FILE", file.to_str().unwrap())]);
     let error = connect_error(&from_file, &config).await;
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         format!(
             "server \"remote\": authentication failed: the server rejected the session ingress token from the file {} \
              (PLEXUS_SESSION_INGRESS_TOKEN_FILE) (HTTP 401)",
@@ -378,7 +376,7 @@ async fn a_rejected_static_authorization_header_is_a_failure_not_needs_auth() {
     let wrong = json!({"type": "http", "url": server.url(), "headers": {"Authorization": "Bearer wrong"}});
     let error = connect_error(&connector, &wrong).await;
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         "server \"remote\": authentication failed: the server rejected the configured credentials (HTTP 401)"
     );
     assert!(!error.needs_auth());
@@ -408,7 +406,7 @@ async fn needs_auth_is_remembered_and_answered_without_contacting_the_server() {
     let first = connect_error(&connector, &config).await;
     assert!(first.needs_auth(), "{first}");
     assert!(matches!(first, ConnectError::Client { .. }), "{first:?}");
-    let first_text = first.to_string();
+    let first_text = error_chain(&first);
     let reason = first_text
         .strip_prefix("server \"remote\": the server needs authentication: ")
         .unwrap_or_else(|| panic!("{first_text}"));
@@ -423,7 +421,7 @@ async fn needs_auth_is_remembered_and_answered_without_contacting_the_server() {
     assert!(matches!(cached, ConnectError::NeedsAuth { .. }), "{cached:?}");
     assert!(cached.needs_auth());
     assert_eq!(
-        cached.to_string(),
+        error_chain(&cached),
         format!("{first_text} (remembered from an earlier connect; plexus tries again in 15 min)")
     );
     // Another process (a fresh connector on the same home) sees it too.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use plexus::config::{DiscoveryOptions, Environment};
+use plexus::transport::error_chain;
 use plexus::{Hub, HubError, HubOptions};
 use plexus_testserver::RemoteServer;
 use serde_json::{Map, json};
@@ -46,7 +47,7 @@ async fn the_hubs_environment_sets_the_tool_timeout() {
     let arguments = json!({"ms": 3000, "steps": 1}).as_object().cloned().unwrap();
     let error = hub.call("mcp__demo__slow", arguments).await.unwrap_err();
     assert!(
-        error.to_string().ends_with("tools/call timed out after 300 ms"),
+        error_chain(&error).ends_with("tools/call timed out after 300 ms"),
         "{error}"
     );
     hub.shutdown().await;
@@ -331,7 +332,7 @@ async fn an_interrupt_cancels_every_call_in_flight_and_the_hub_goes_on() {
             .expect("the call ended at once")
             .unwrap()
             .unwrap_err();
-        assert!(error.to_string().contains("the user pressed Ctrl-C"), "{error}");
+        assert!(error_chain(&error).contains("the user pressed Ctrl-C"), "{error}");
     }
     let echoed = hub
         .call("mcp__demo__echo", json!({"text": "still here"}))

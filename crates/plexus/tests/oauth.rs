@@ -242,7 +242,7 @@ async fn the_login_waits_as_long_as_the_connector_says() {
         "{error:?}"
     );
     assert_eq!(
-        error.to_string(),
+        plexus::transport::error_chain(&error),
         "server \"docs\": no authorization response arrived within 1 s (the login was not completed)"
     );
     assert_eq!(DefaultConnector::new().login_timeout(), DEFAULT_LOGIN_TIMEOUT);

@@ -5,7 +5,7 @@
 mod support;
 
 use plexus::config::ServerConfig;
-use plexus::transport::{ErrorClass, TransportError};
+use plexus::transport::{ErrorClass, TransportError, error_chain};
 use plexus::{ClientError, ClientOptions, ConnectError};
 use serde_json::json;
 use support::{HANG_GUARD, echo, entry, test_server};
@@ -80,9 +80,7 @@ async fn an_http_status_that_is_not_a_legacy_sign_is_not_a_fallback() {
         .await
         .unwrap_err();
     assert!(
-        error
-            .to_string()
-            .starts_with("server \"remote\": the server answered HTTP 500 to "),
+        error_chain(&error).starts_with("server \"remote\": the server answered HTTP 500 to "),
         "{error}"
     );
 }
@@ -149,7 +147,7 @@ async fn a_legacy_server_that_never_names_its_endpoint_is_given_the_connect_budg
         .await
         .unwrap_err();
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         format!(
             "server \"remote\": could not connect to {url}: the server sent no endpoint event within 1s of opening \
              the event stream"

@@ -22,7 +22,7 @@ use span::Target;
 pub enum WriteError {
     /// The existing file cannot be read or is not a valid config file; plexus does not rewrite a
     /// file it cannot read.
-    #[error("{source}; nothing was written")]
+    #[error("nothing was written")]
     Unreadable {
         /// Why it cannot be read.
         source: ConfigError,
@@ -98,7 +98,7 @@ pub enum WriteError {
         path: PathBuf,
     },
     /// The directory for the file could not be created.
-    #[error("cannot create the directory {}: {source}", path.display())]
+    #[error("cannot create the directory {}", path.display())]
     CreateDir {
         /// The directory.
         path: PathBuf,
@@ -106,7 +106,7 @@ pub enum WriteError {
         source: io::Error,
     },
     /// The new file could not be written or put in place.
-    #[error("cannot write {}: {source}", path.display())]
+    #[error("cannot write {}", path.display())]
     Write {
         /// The file.
         path: PathBuf,

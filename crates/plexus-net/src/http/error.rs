@@ -3,6 +3,8 @@
 use std::io;
 use std::time::Duration;
 
+use plexus_transport::TransportError;
+
 /// What an error says when the whole request was written and no answer came.
 pub(crate) const OUTCOME_UNKNOWN: &str = "the request was sent; whether the server acted on it is unknown";
 
@@ -11,58 +13,107 @@ pub(crate) const OUTCOME_UNKNOWN: &str = "the request was sent; whether the serv
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HttpError {
-    /// The client's settings are unusable.
-    #[error("{reason}")]
-    Settings {
-        /// What is wrong.
-        reason: String,
+    /// The user agent of the settings cannot be sent as a header.
+    #[error("the user agent {user_agent:?} cannot be sent as a header")]
+    UserAgent {
+        /// The user agent given.
+        user_agent: String,
+    },
+    /// The proxy of the settings is not a URL.
+    #[error("the proxy {proxy} is not a URL")]
+    ProxyNotAUrl {
+        /// The proxy, redacted.
+        proxy: String,
+        /// The URL parser's error.
+        #[source]
+        source: url::ParseError,
+    },
+    /// The proxy of the settings is neither an `http://` nor an `https://` proxy.
+    #[error("the proxy {proxy} is not an http:// or https:// proxy (the only kinds plexus speaks to)")]
+    ProxyScheme {
+        /// The proxy, redacted.
+        proxy: String,
     },
     /// A URL that cannot be sent to.
-    #[error("{url} cannot be used: {reason}")]
+    #[error("{url} cannot be used")]
     Url {
         /// The URL, redacted.
         url: String,
-        /// Why.
-        reason: String,
+        /// What is wrong with it.
+        #[source]
+        problem: UrlProblem,
     },
     /// A new connection could not be opened (DNS, TCP, the proxy's tunnel, TLS); the kind of
     /// the socket error is kept.
-    #[error("could not connect: {0}")]
-    Connect(io::Error),
+    #[error("could not connect")]
+    Connect(#[source] io::Error),
+    /// The HTTP handshake on a new connection failed.
+    #[error("could not connect")]
+    Handshake(#[source] hyper::Error),
     /// Opening a new connection took longer than the connect timeout.
     #[error("could not connect within {0:?} (the connect timeout)")]
     ConnectTimeout(Duration),
     /// The connection failed while the request was written or the response head read; the text
     /// says whether the request may have reached the server.
-    #[error("{0}")]
+    #[error(transparent)]
     Exchange(io::Error),
     /// The client was closed.
     #[error("the transport was closed")]
     Closed,
 }
 
+/// What is wrong with a URL of an [`HttpError::Url`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UrlProblem {
+    /// The scheme is not one a client of this crate speaks.
+    #[error("the scheme is not http, https, ws or wss")]
+    Scheme,
+    /// The URL has no host.
+    #[error("the URL has no host")]
+    NoHost,
+    /// The URL has no port, and its scheme no default one.
+    #[error("the URL has no port")]
+    NoPort,
+    /// Its path and query cannot be sent as a request target.
+    #[error("its path cannot be sent")]
+    Path(#[source] http::uri::InvalidUri),
+    /// It cannot be sent as an absolute request target (to a proxy).
+    #[error("it cannot be sent")]
+    Uri(#[source] http::uri::InvalidUri),
+    /// Its host (and port) cannot be sent as the `Host` header.
+    #[error("its host cannot be sent")]
+    Host,
+}
+
 impl HttpError {
-    /// The error's text for a connect error that already says "could not connect" (a
-    /// transport's `TransportError::Connect`): the socket error itself for a connection that
-    /// could not be opened.
-    pub fn reason(&self) -> String {
+    /// The [`TransportError::Connect`] to `url` that this error makes; as that error already
+    /// says "could not connect", a connection that could not be opened gives the socket's (or
+    /// the handshake's) error itself as its cause.
+    pub fn into_connect_error(self, url: &str) -> TransportError {
         match self {
-            HttpError::Connect(e) => e.to_string(),
-            other => other.to_string(),
+            HttpError::Connect(e) => crate::connect_error(url, e),
+            HttpError::Handshake(e) => crate::connect_error(url, e),
+            other => crate::connect_error(url, other),
         }
     }
 
-    /// The error as an I/O error of the same kind and text, for a transport's
-    /// `TransportError::from_io` (which classifies it by kind).
+    /// The error as an I/O error of the same kind, keeping the error as its cause, for a
+    /// transport's `TransportError::from_io` (which classifies it by kind).
     pub fn into_io(self) -> io::Error {
+        let kind = match &self {
+            HttpError::Exchange(e) | HttpError::Connect(e) => e.kind(),
+            HttpError::Handshake(e) => io_source(e).map_or(io::ErrorKind::Other, io::Error::kind),
+            HttpError::ConnectTimeout(_) => io::ErrorKind::TimedOut,
+            HttpError::Closed => io::ErrorKind::NotConnected,
+            HttpError::UserAgent { .. }
+            | HttpError::ProxyNotAUrl { .. }
+            | HttpError::ProxyScheme { .. }
+            | HttpError::Url { .. } => io::ErrorKind::InvalidInput,
+        };
         match self {
-            HttpError::Connect(e) => io::Error::new(e.kind(), format!("could not connect: {e}")),
-            HttpError::ConnectTimeout(_) => io::Error::new(io::ErrorKind::TimedOut, self.to_string()),
             HttpError::Exchange(e) => e,
-            HttpError::Closed => io::Error::new(io::ErrorKind::NotConnected, self.to_string()),
-            HttpError::Settings { .. } | HttpError::Url { .. } => {
-                io::Error::new(io::ErrorKind::InvalidInput, self.to_string())
-            }
+            other => io::Error::new(kind, other),
         }
     }
 }

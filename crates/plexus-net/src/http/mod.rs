@@ -54,7 +54,7 @@ use crate::tls::TlsOptions;
 
 pub use body::{Body, BodyError};
 pub use connect::NetStream;
-pub use error::HttpError;
+pub use error::{HttpError, UrlProblem};
 pub use redirect::{RedirectError, follow_redirects};
 pub use send::{Request, Response};
 
@@ -277,8 +277,8 @@ impl HttpClient {
     /// A client with `settings`; nothing is opened yet (TLS is set up by the first `https`
     /// connection, which says what is wrong with a CA or certificate file).
     pub fn new(settings: HttpSettings) -> Result<HttpClient, HttpError> {
-        let user_agent = HeaderValue::try_from(settings.user_agent.as_str()).map_err(|_| HttpError::Settings {
-            reason: format!("the user agent {:?} cannot be sent as a header", settings.user_agent),
+        let user_agent = HeaderValue::try_from(settings.user_agent.as_str()).map_err(|_| HttpError::UserAgent {
+            user_agent: settings.user_agent.clone(),
         })?;
         let proxies = Proxies::new(&settings.proxy)?;
         Ok(HttpClient {
@@ -294,17 +294,17 @@ impl HttpClient {
     /// Checks `url` (an `http`, `https`, `ws` or `wss` URL with a host) and finds its origin's
     /// pool, for requests to it.
     pub fn target(&self, url: &Url) -> Result<Target, HttpError> {
-        let bad = |reason: &str| HttpError::Url {
+        let bad = |problem: UrlProblem| HttpError::Url {
             url: crate::redact::redact_url(url.as_str()),
-            reason: reason.to_owned(),
+            problem,
         };
         let tls = match url.scheme() {
             "https" | "wss" => true,
             "http" | "ws" => false,
-            _ => return Err(bad("the scheme is not http, https, ws or wss")),
+            _ => return Err(bad(UrlProblem::Scheme)),
         };
-        let host = url.host_str().ok_or_else(|| bad("the URL has no host"))?;
-        let port = url.port_or_known_default().ok_or_else(|| bad("the URL has no port"))?;
+        let host = url.host_str().ok_or_else(|| bad(UrlProblem::NoHost))?;
+        let port = url.port_or_known_default().ok_or_else(|| bad(UrlProblem::NoPort))?;
         let key = OriginKey {
             tls,
             // An IPv6 address without its brackets, as sockets and TLS names take it.
@@ -324,18 +324,18 @@ impl HttpClient {
             }
         };
         let path = &url[url::Position::BeforePath..url::Position::AfterQuery];
-        let origin_form = Uri::try_from(if path.is_empty() { "/" } else { path })
-            .map_err(|e| bad(&format!("its path cannot be sent: {e}")))?;
+        let origin_form =
+            Uri::try_from(if path.is_empty() { "/" } else { path }).map_err(|e| bad(UrlProblem::Path(e)))?;
         let mut absolute_text = url.clone();
         absolute_text.set_fragment(None);
         // A WebSocket URL's requests (if any) are HTTP's.
         let _ = absolute_text.set_scheme(if tls { "https" } else { "http" });
-        let absolute = Uri::try_from(absolute_text.as_str()).map_err(|e| bad(&format!("it cannot be sent: {e}")))?;
+        let absolute = Uri::try_from(absolute_text.as_str()).map_err(|e| bad(UrlProblem::Uri(e)))?;
         let host_value = match url.port() {
             Some(port) => format!("{host}:{port}"),
             None => host.to_owned(),
         };
-        let host = HeaderValue::try_from(host_value).map_err(|_| bad("its host cannot be sent"))?;
+        let host = HeaderValue::try_from(host_value).map_err(|_| bad(UrlProblem::Host))?;
         Ok(Target {
             url: url.clone(),
             pool,

@@ -266,7 +266,7 @@ impl OriginPool {
             .allow_obsolete_multiline_headers_in_responses(true)
             .handshake(io)
             .await
-            .map_err(|e| HttpError::Connect(std::io::Error::other(super::error::cause(&e))))?;
+            .map_err(HttpError::Handshake)?;
         Ok(Conn::H1(Box::new(H1Conn {
             sender,
             connection,
@@ -288,7 +288,7 @@ impl OriginPool {
             .max_header_list_size(MAX_HEAD_SIZE as u32)
             .handshake(io)
             .await
-            .map_err(|e| HttpError::Connect(std::io::Error::other(super::error::cause(&e))))?;
+            .map_err(HttpError::Handshake)?;
         let cancel = self.cancel.clone();
         tokio::spawn(async move {
             let _slot = slot;

@@ -51,15 +51,13 @@ impl Proxies {
                     .build(),
             ),
             ProxyChoice::Url(url) => {
-                let parsed = url::Url::parse(url).map_err(|e| HttpError::Settings {
-                    reason: format!("the proxy {} is not a URL: {e}", crate::redact::redact_url(url)),
+                let parsed = url::Url::parse(url).map_err(|source| HttpError::ProxyNotAUrl {
+                    proxy: crate::redact::redact_url(url),
+                    source,
                 })?;
                 if !matches!(parsed.scheme(), "http" | "https") {
-                    return Err(HttpError::Settings {
-                        reason: format!(
-                            "the proxy {} is not an http:// or https:// proxy (the only kinds plexus speaks to)",
-                            crate::redact::redact_url(url)
-                        ),
+                    return Err(HttpError::ProxyScheme {
+                        proxy: crate::redact::redact_url(url),
                     });
                 }
                 Some(Matcher::builder().all(url.as_str()).build())

@@ -2,7 +2,7 @@
 //! server must never reach another one.
 
 use http::header::LOCATION;
-use plexus_transport::TransportError;
+use plexus_transport::{TransportError, error_chain};
 use url::Url;
 
 use super::{HttpClient, HttpError, Request, Response, Target};
@@ -16,12 +16,13 @@ pub enum RedirectError {
     #[error(transparent)]
     Http(#[from] HttpError),
     /// A `Location` that is not a URL.
-    #[error("was redirected to {location:?}, which is not a URL: {reason}")]
+    #[error("was redirected to {location:?}, which is not a URL")]
     NotAUrl {
         /// The location, cut to 200 characters.
         location: String,
-        /// Why.
-        reason: String,
+        /// The URL parser's error.
+        #[source]
+        source: url::ParseError,
     },
     /// A redirect to another origin, which is not followed.
     #[error(
@@ -47,12 +48,15 @@ impl RedirectError {
     pub fn into_transport_error(self, what: &str, target: &str) -> TransportError {
         match self {
             RedirectError::Http(e) => TransportError::from_io(what, e.into_io()),
-            e @ RedirectError::CrossOrigin { .. } => TransportError::Connect {
-                target: target.to_owned(),
-                reason: format!("{what} {e}"),
-            },
+            e @ RedirectError::CrossOrigin { .. } => TransportError::connect(
+                target,
+                crate::ConnectProblem::Redirect {
+                    what: what.to_owned(),
+                    source: e,
+                },
+            ),
             e => TransportError::Protocol {
-                reason: format!("{what} {e}"),
+                reason: format!("{what} {}", error_chain(&e)),
             },
         }
     }
@@ -82,9 +86,9 @@ pub async fn follow_redirects(
         let Some(location) = response.header_str(LOCATION) else {
             return Ok((Some(target), response));
         };
-        let next = target.url.join(location).map_err(|e| RedirectError::NotAUrl {
+        let next = target.url.join(location).map_err(|source| RedirectError::NotAUrl {
             location: location.chars().take(crate::endpoint::MAX_QUOTED).collect(),
-            reason: e.to_string(),
+            source,
         })?;
         if !crate::endpoint::same_origin(&next, &target.url) {
             return Err(RedirectError::CrossOrigin { status, to: next });

@@ -104,13 +104,13 @@
 //!   request fails with a JSON-RPC error and the stream is dropped); without one, it lasts until
 //!   the response, the transport's end, or the request's cancellation: a
 //!   `notifications/cancelled` sent for it drops its stream, whatever the server does with it.
-//!   Opening a connection (TCP and TLS) has its own timeout ([`HttpConfig::connect_timeout`],
+//!   Opening a connection (TCP and TLS) has its own timeout ([`RemoteEndpoint::connect_timeout`](plexus_net::RemoteEndpoint::connect_timeout),
 //!   default 30 s).
 //! - A connection failure (refused, reset, timed out, …) fails that request with
 //!   [`TransportError::Io`] (a terminal I/O error) and the transport stays open: whoever owns
 //!   the connection decides when enough failed (plexus-pool takes it as lost after 3 in a row,
 //!   for every remote transport alike).
-//! - A JSON body or SSE event larger than [`HttpConfig::max_message_size`] (16 MiB) is never
+//! - A JSON body or SSE event larger than [`RemoteEndpoint::max_message_size`](plexus_net::RemoteEndpoint::max_message_size) (16 MiB) is never
 //!   buffered past the cap, and the request it answers fails at once, told once. For a JSON
 //!   body, `send` returns [`TransportError::DroppedReply`] naming the request, with
 //!   [`TransportError::TooLarge`]: its size is the declared length, or what arrived (counted,

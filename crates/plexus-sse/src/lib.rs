@@ -33,9 +33,9 @@
 //!
 //! # Connecting
 //!
-//! [`SseTransport::connect`] GETs [`SseConfig::url`] (`Accept: text/event-stream`) with the
+//! [`SseTransport::connect`] GETs [`RemoteEndpoint::url`](plexus_net::RemoteEndpoint::url) (`Accept: text/event-stream`) with the
 //! configured headers and the [`AuthProvider`](plexus_transport::AuthProvider)'s, waits up to
-//! [`SseConfig::connect_timeout`] for the answer and then up to [`SseConfig::endpoint_timeout`] for
+//! [`RemoteEndpoint::connect_timeout`](plexus_net::RemoteEndpoint::connect_timeout) for the answer and then up to [`SseConfig::endpoint_timeout`] for
 //! the `endpoint` event (plexus's connector sets both to the connect budget: the entry's
 //! `timeout`, else `MCP_TIMEOUT`, else 30 s). Its data is resolved against the event stream's URL (relative endpoints
 //! such as `/messages?sessionId=…` are the norm); an endpoint on another origin (scheme, host and
@@ -65,7 +65,7 @@
 //!
 //! See [`SseSender`] (one POST per message, each with its own timeout, never shorter than the
 //! request's own, a bounded number in flight) and [`SseReceiver`] (`message` events decoded in the reader itself, events over
-//! [`SseConfig::max_message_size`] discarded without being buffered past the limit). When the event
+//! [`RemoteEndpoint::max_message_size`](plexus_net::RemoteEndpoint::max_message_size) discarded without being buffered past the limit). When the event
 //! stream ends or fails, the transport is over: the receiver yields the reason and every send
 //! fails with it. This transport does not reconnect: a new event stream is a new session, which the
 //! owner of the transport decides on. [`close`](plexus_transport::TransportSender::close) drops the

@@ -39,7 +39,7 @@
 //! and TLS for `wss`, through rustls with the platform's trust store) and sends the upgrade
 //! request with `Sec-WebSocket-Protocol: mcp`, the configured headers
 //! and the [`AuthProvider`](plexus_transport::AuthProvider)'s; all of it within
-//! [`WsConfig::connect_timeout`]. The server must answer with the subprotocol `mcp`: a server that
+//! [`RemoteEndpoint::connect_timeout`](plexus_net::RemoteEndpoint::connect_timeout). The server must answer with the subprotocol `mcp`: a server that
 //! leaves it out (or picks another) is refused with a [`TransportError::Connect`] that says so. A
 //! 401 or 403 answer goes to the provider's
 //! [`on_rejection`](plexus_transport::AuthProvider::on_rejection) once, and the upgrade is retried
@@ -55,7 +55,7 @@
 //! See [`WsSender`] (one text frame per message, frames never interleaved, a write timeout, the
 //! close handshake) and [`WsReceiver`] (frames read in the session's reader itself; binary frames
 //! and non-JSON text are non-terminal protocol errors; a message over
-//! [`WsConfig::max_message_size`] is reported and ends the connection, since a WebSocket cannot
+//! [`RemoteEndpoint::max_message_size`](plexus_net::RemoteEndpoint::max_message_size) is reported and ends the connection, since a WebSocket cannot
 //! skip it, and is never buffered past the limit).
 //!
 //! A keepalive task pings the server every [`WsConfig::ping_interval`] (default

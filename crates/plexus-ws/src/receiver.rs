@@ -25,7 +25,7 @@ use plexus_transport::CLOSED_BY_CLIENT;
 /// id can be read, the error is that request's ([`TransportError::DroppedReply`]), so it fails at
 /// once. Pings are answered and
 /// pongs noted (they keep the connection alive). A message over
-/// [`WsConfig::max_message_size`](crate::WsConfig::max_message_size) comes out as
+/// [`RemoteEndpoint::max_message_size`](plexus_net::RemoteEndpoint::max_message_size)(crate::WsConfig::max_message_size) comes out as
 /// [`TransportError::TooLarge`]; since the WebSocket protocol cannot skip it, the connection is
 /// closed (code 1009) and the next poll yields `Closed`.
 ///

@@ -17,6 +17,7 @@
 //! #     socket.write_all(format!("{head}{events}").as_bytes()).await.unwrap();
 //! #     let _ = socket.read(&mut request).await; // until the client hangs up
 //! # });
+//! use plexus_net::RemoteConfig as _;
 //! use plexus_sse::{SseConfig, SseTransport};
 //! use plexus_transport::Transport;
 //!

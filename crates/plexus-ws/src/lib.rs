@@ -20,6 +20,7 @@
 //! #     }
 //! # });
 //! use plexus_transport::{Message, OutboundMessage, Transport};
+//! use plexus_net::RemoteConfig as _;
 //! use plexus_ws::{WsConfig, WsTransport};
 //!
 //! // `url` is the server's, e.g. "ws://127.0.0.1:8080/mcp".

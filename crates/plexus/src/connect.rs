@@ -24,7 +24,7 @@ pub(crate) type Auth = Option<Arc<dyn AuthProvider>>;
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ConnectorReason {
     /// A Streamable HTTP server answered like a legacy one, and this build cannot fall back.
-    #[cfg_attr(all(feature = "http", feature = "sse"), allow(dead_code))]
+    #[cfg_attr(not(all(feature = "http", not(feature = "sse"))), allow(dead_code))]
     #[error(
         "the server answered initialize with HTTP {status} (a legacy SSE server?) and this build has no `sse` \
          feature to fall back to"
@@ -407,6 +407,10 @@ impl Remote {
     }
 
     /// No headers and no settings of the entry's own, in the connector's environment `env`.
+    #[cfg_attr(
+        not(any(all(feature = "http", feature = "auth"), feature = "sse", feature = "ws")),
+        allow(dead_code)
+    )]
     fn plain(env: &NetworkEnv) -> Self {
         Remote::new(
             &std::collections::BTreeMap::new(),

@@ -2,6 +2,7 @@
 
 use std::io;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Why a config file could not be loaded at all.
 ///
@@ -36,7 +37,7 @@ pub enum ConfigError {
         limit: u64,
     },
     /// The file is not valid JSON.
-    #[error("{}:{line}:{column}: invalid JSON: {message}", path.display())]
+    #[error("{}:{line}:{column}: invalid JSON", path.display())]
     Syntax {
         /// The file.
         path: PathBuf,
@@ -45,7 +46,8 @@ pub enum ConfigError {
         /// The column of the problem, from 1 (0 when the file ends before anything was read).
         column: usize,
         /// What the JSON parser found wrong.
-        message: String,
+        #[source]
+        source: JsonProblem,
     },
     /// The top level of the file is not a JSON object.
     #[error("{}: the top level must be a JSON object, found {found}", path.display())]
@@ -68,6 +70,38 @@ pub enum ConfigError {
     },
 }
 
+/// What the JSON parser found wrong, without the position it ends with (the error that holds it
+/// names the line and column).
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum JsonProblem {
+    /// serde_json's error.
+    #[error("{}", without_position(.0))]
+    Parser(Arc<serde_json::Error>),
+    /// The bytes are not UTF-8.
+    #[error("not UTF-8")]
+    NotUtf8,
+}
+
+impl JsonProblem {
+    /// The problem of `error`, with the line and column it names.
+    pub(crate) fn located(error: serde_json::Error) -> (usize, usize, JsonProblem) {
+        (error.line(), error.column(), JsonProblem::Parser(Arc::new(error)))
+    }
+}
+
+impl PartialEq for JsonProblem {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
+fn without_position(error: &serde_json::Error) -> String {
+    let full = error.to_string();
+    let position = format!(" at line {} column {}", error.line(), error.column());
+    full.strip_suffix(&position).unwrap_or(&full).to_owned()
+}
+
 impl ConfigError {
     /// Whether the file does not exist (callers that look in optional places treat this as "no
     /// config here").
@@ -75,12 +109,13 @@ impl ConfigError {
         matches!(self, ConfigError::Read { source, .. } if source.kind() == io::ErrorKind::NotFound)
     }
 
-    /// The error's text followed by the operating system's reason, if it has one, for a place
-    /// that keeps only a text (a managed file's problem, which blocks every server).
+    /// The error's text followed by its cause's (the operating system's reason, the JSON
+    /// parser's), if it has one, for a place that keeps only a text (a managed file's problem,
+    /// which blocks every server).
     pub(crate) fn with_reason(&self) -> String {
-        match self {
-            ConfigError::Read { source, .. } => format!("{self}: {source}"),
-            other => other.to_string(),
+        match std::error::Error::source(self) {
+            Some(cause) => format!("{self}: {cause}"),
+            None => self.to_string(),
         }
     }
 

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::json::describe;
-use crate::{ConfigError, ServerConfig, ServerName};
+use crate::{ConfigError, JsonProblem, ServerConfig, ServerName};
 
 /// The largest config file read, in bytes (4 MiB). Real files are a few kilobytes; the limit keeps a
 /// wrong path (a log, a device) from being read into memory.
@@ -144,7 +144,7 @@ impl RawFile {
         let top_level = TopLevelSeed { keep }
             .deserialize(&mut deserializer)
             .and_then(|top_level| deserializer.end().map(|()| top_level))
-            .map_err(|error| syntax_error(path, &error))?;
+            .map_err(|error| syntax_error(path, error))?;
 
         let top_level = match top_level {
             Shape::Object(top_level) => top_level,
@@ -314,15 +314,13 @@ pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, ConfigErr
     Ok(bytes)
 }
 
-pub(crate) fn syntax_error(path: &Path, error: &serde_json::Error) -> ConfigError {
-    let full = error.to_string();
-    let position = format!(" at line {} column {}", error.line(), error.column());
-    let message = full.strip_suffix(&position).unwrap_or(&full).to_owned();
+pub(crate) fn syntax_error(path: &Path, error: serde_json::Error) -> ConfigError {
+    let (line, column, source) = JsonProblem::located(error);
     ConfigError::Syntax {
         path: path.to_owned(),
-        line: error.line(),
-        column: error.column(),
-        message,
+        line,
+        column,
+        source,
     }
 }
 

@@ -123,7 +123,7 @@ pub use discover::{
     ConfigPaths, DEFAULT_MANAGED_FILE, DiscoveryError, DiscoveryOptions, IGNORED_LOCAL_SETTINGS_FILE,
     LOCAL_SETTINGS_FILE, PROJECT_FILE, PROJECTS_DIR, USER_SETTINGS_FILE,
 };
-pub use error::ConfigError;
+pub use error::{ConfigError, JsonProblem};
 pub use expand::{Environment, Expanded, ExpansionTooLong, MAX_EXPANDED_LEN, expand_vars};
 pub use file::{ConfigFile, MAX_FILE_SIZE, SERVERS_KEY};
 pub use import::{

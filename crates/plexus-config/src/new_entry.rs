@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use crate::JsonProblem;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::expand::expand_entry;
 use crate::{Environment, ServerConfig};
@@ -12,14 +13,15 @@ use crate::{Environment, ServerConfig};
 #[non_exhaustive]
 pub enum EntryError {
     /// The JSON given to `add-json` does not parse.
-    #[error("invalid JSON at line {line}, column {column}: {message}")]
+    #[error("invalid JSON at line {line}, column {column}")]
     Json {
         /// Line, from 1.
         line: usize,
         /// Column, from 1.
         column: usize,
         /// What the parser found wrong.
-        message: String,
+        #[source]
+        source: JsonProblem,
     },
     /// The entry has errors; every diagnostic (errors and warnings) is listed.
     #[error("the entry is invalid: {}", join(diagnostics))]
@@ -53,13 +55,8 @@ pub struct NewEntry {
 /// references.
 pub fn entry_from_json(text: &str, env_vars: &Environment) -> Result<NewEntry, EntryError> {
     let entry: Value = serde_json::from_str(text).map_err(|error| {
-        let full = error.to_string();
-        let position = format!(" at line {} column {}", error.line(), error.column());
-        EntryError::Json {
-            line: error.line(),
-            column: error.column(),
-            message: full.strip_suffix(&position).unwrap_or(&full).to_owned(),
-        }
+        let (line, column, source) = JsonProblem::located(error);
+        EntryError::Json { line, column, source }
     })?;
     checked_entry(entry, env_vars)
 }

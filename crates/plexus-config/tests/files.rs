@@ -88,7 +88,7 @@ fn invalid_json_names_the_line_and_column() {
     };
     assert_eq!((*line, *column), (3, 28));
     assert_eq!(
-        error.to_string(),
+        plexus_jsonrpc::error_chain(&error),
         format!("{}:3:28: invalid JSON: trailing comma", fixture.shown())
     );
 
@@ -134,7 +134,7 @@ fn deep_nesting_is_skipped_outside_mcp_servers_and_an_error_inside_never_a_crash
     let text = format!(r#"{{"mcpServers": {{"x": {nested}}}}}"#);
     let error = ConfigFile::parse(&text, "/p/settings.json").unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_jsonrpc::error_chain(&error),
         "/p/settings.json:1:147: invalid JSON: recursion limit exceeded"
     );
 }

@@ -419,9 +419,7 @@ fn source_files_that_are_not_json_or_have_the_wrong_shape() {
     let file: PathBuf = ws.root.path().join("bad.json");
     ws.write(&file, "{\n  // comment\n  \"mcpServers\": {\"a\": }\n}");
     assert_eq!(
-        import_servers(ImportSource::Cursor, Some(&file), &context)
-            .unwrap_err()
-            .to_string(),
+        plexus_jsonrpc::error_chain(&import_servers(ImportSource::Cursor, Some(&file), &context).unwrap_err()),
         format!("{}:3:23: invalid JSON: expected value", file.display())
     );
     ws.write(&file, r#"{"mcpServers": []}"#);

@@ -204,7 +204,10 @@ fn a_broken_managed_file_blocks_every_server_and_says_why() {
         statuses(&merged),
         pairs(&[("docs", blocked.clone()), ("files", blocked.clone()), ("sock", blocked)])
     );
-    let errors: Vec<String> = merged.file_errors().map(|(_, error)| error.to_string()).collect();
+    let errors: Vec<String> = merged
+        .file_errors()
+        .map(|(_, error)| plexus_jsonrpc::error_chain(error))
+        .collect();
     assert_eq!(errors, [format!("{managed}:2:18: invalid JSON: expected value")]);
 }
 

@@ -246,7 +246,10 @@ fn a_file_that_is_not_json_is_reported_with_line_and_column_and_the_other_scopes
     ws.write_json(&ws.local_file(), &servers(json!({"local": stdio("l")})));
     let merged = ws.load();
     assert_eq!(names(&merged), ["local", "user"]);
-    let errors: Vec<String> = merged.file_errors().map(|(_, error)| error.to_string()).collect();
+    let errors: Vec<String> = merged
+        .file_errors()
+        .map(|(_, error)| plexus_jsonrpc::error_chain(error))
+        .collect();
     assert_eq!(
         errors,
         [format!(

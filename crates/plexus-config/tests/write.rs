@@ -302,9 +302,7 @@ fn plexus_add_json_reads_one_entry() {
         [r#"field "x-note": unknown field for a "http" server; kept as written but not used"#]
     );
     assert_eq!(
-        entry_from_json("{\n  \"command\": \"c\",\n}", &env)
-            .unwrap_err()
-            .to_string(),
+        plexus_jsonrpc::error_chain(&entry_from_json("{\n  \"command\": \"c\",\n}", &env).unwrap_err()),
         "invalid JSON at line 3, column 1: trailing comma"
     );
     assert_eq!(

@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
 use crate::connector::{ConnectFailure, Connection};
-use crate::error::{ConnectionLost, PoolError};
+use crate::error::{ConnectionLost, LossKind, PoolError};
 use crate::pool::Shared;
 use crate::slot::{AttemptOutcome, Current, Live, Slot};
 use crate::state::{ListKind, PoolEvent, ServerState, ServerStatus};
@@ -208,7 +208,7 @@ fn install(
     let (weak_shared, weak_slot) = (Arc::downgrade(shared), Arc::downgrade(slot));
     client.on_close(move |error| {
         if let (Some(shared), Some(slot)) = (weak_shared.upgrade(), weak_slot.upgrade()) {
-            lost(&shared, &slot, epoch, error_chain(&error), Some(error.clone()));
+            lost(&shared, &slot, epoch, LossKind::Ended, error.clone());
         }
     });
     Ok(client)
@@ -248,18 +248,12 @@ fn announce(shared: &Shared, slot: &Slot, state: ServerState) {
 /// the session expired, repeated I/O failures, a failed ping): everything cached from it goes,
 /// the state says why, a stdio server's death is counted for the crash-loop guard, and a remote
 /// server is reconnected with backoff.
-pub(crate) fn lost(
-    shared: &Arc<Shared>,
-    slot: &Arc<Slot>,
-    epoch: u64,
-    reason: String,
-    session_error: Option<ClientError>,
-) {
+pub(crate) fn lost(shared: &Arc<Shared>, slot: &Arc<Slot>, epoch: u64, how: LossKind, session_error: ClientError) {
     let mut live = slot.live();
     if live.connection.as_ref().is_none_or(|current| current.epoch != epoch) {
         return;
     }
-    let client = take_lost(shared, slot, &mut live, reason, session_error);
+    let client = take_lost(shared, slot, &mut live, how, session_error);
     let state = live.state.clone();
     let gone = shared.closing.load(Ordering::SeqCst) || slot.removed.load(Ordering::SeqCst);
     if !slot.spec.is_local() && !gone && live.attempt.is_none() {
@@ -279,22 +273,23 @@ fn take_lost(
     shared: &Shared,
     slot: &Slot,
     live: &mut Live,
-    reason: String,
-    session_error: Option<ClientError>,
+    how: LossKind,
+    session_error: ClientError,
 ) -> Option<Client> {
     let client = live.connection.take().map(Current::retire);
     clear_lists(shared, slot);
     let stderr_tail = match &session_error {
-        Some(ClientError::Transport(TransportError::Closed { stderr_tail, .. })) => stderr_tail.clone(),
+        ClientError::Transport(TransportError::Closed { stderr_tail, .. }) => stderr_tail.clone(),
         _ => None,
     };
-    tracing::info!(server = %slot.name(), "the connection was lost: {reason}");
+    let lost = ConnectionLost {
+        server: slot.name().to_owned(),
+        how,
+        session_error,
+    };
+    tracing::info!(server = %slot.name(), "{}", error_chain(&lost));
     let failure = ConnectFailure::Failed {
-        error: Arc::new(ConnectionLost {
-            server: slot.name().to_owned(),
-            reason,
-            session_error,
-        }),
+        error: Arc::new(lost),
         stderr_tail,
         transient: true,
     };
@@ -397,7 +392,7 @@ pub(crate) async fn ensure(shared: &Arc<Shared>, server: &str, explicit: bool) -
             match current.client.closed_reason() {
                 None => return Ok(current.client.clone()),
                 // Closed, and its close callback has not run yet: the loss is taken here.
-                Some(error) => retired = take_lost(shared, &slot, &mut live, error_chain(&error), Some(error)),
+                Some(error) => retired = take_lost(shared, &slot, &mut live, LossKind::Ended, error),
             }
         }
         match &live.attempt {
@@ -489,12 +484,7 @@ fn watchers(shared: &Arc<Shared>, slot: &Arc<Slot>, epoch: u64, client: &Client)
                         continue;
                     }
                     if let (Some(shared), Some(slot)) = (weak_shared.upgrade(), weak_slot.upgrade()) {
-                        let reason = format!(
-                            "it did not answer a ping within {} ms: {}",
-                            interval.as_millis(),
-                            error_chain(&error)
-                        );
-                        lost(&shared, &slot, epoch, reason, Some(error));
+                        lost(&shared, &slot, epoch, LossKind::NoPong { interval }, error);
                     }
                     return;
                 }
@@ -535,15 +525,17 @@ impl RequestObserver for Health {
             Some(ErrorClass::TerminalIo) if !slot.spec.is_local() => {
                 let count = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
                 if count >= shared.settings.terminal_failures.max(1) {
-                    let reason = format!(
-                        "{count} connection failures in a row; the last: {}",
-                        error_chain(&error)
+                    lost(
+                        &shared,
+                        &slot,
+                        self.epoch,
+                        LossKind::RepeatedFailures { count },
+                        error.clone(),
                     );
-                    lost(&shared, &slot, self.epoch, reason, Some(error.clone()));
                 }
             }
             Some(ErrorClass::SessionExpired) => {
-                lost(&shared, &slot, self.epoch, error_chain(&error), Some(error.clone()));
+                lost(&shared, &slot, self.epoch, LossKind::Ended, error.clone());
             }
             _ => {}
         }

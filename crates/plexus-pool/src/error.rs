@@ -108,13 +108,35 @@ impl PoolError {
 
 /// A live connection ended without the pool closing it.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("server \"{server}\": the connection was lost: {reason}")]
+#[error("server \"{server}\": the connection was lost{how}")]
 pub struct ConnectionLost {
     /// The server.
     pub server: String,
-    /// What happened (the session's error, or the pool's reason: repeated I/O failures, a
-    /// ping that failed).
-    pub reason: String,
-    /// The session's error, when the session reported one (its text is the reason).
-    pub session_error: Option<ClientError>,
+    /// How the pool found out.
+    pub how: LossKind,
+    /// The session's error (the last one, for repeated failures).
+    #[source]
+    pub session_error: ClientError,
+}
+
+/// How the pool found out that a connection was lost (a [`ConnectionLost`]); its text, empty or
+/// starting with `: `, follows "the connection was lost".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LossKind {
+    /// The session ended, or the server ended the session.
+    #[error("")]
+    Ended,
+    /// The server did not answer a ping in time.
+    #[error(": it did not answer a ping within {} ms", .interval.as_millis())]
+    NoPong {
+        /// The ping interval (and the time a ping may take).
+        interval: Duration,
+    },
+    /// Requests failed with connection errors several times in a row.
+    #[error(": {count} connection failures in a row; the last")]
+    RepeatedFailures {
+        /// How many.
+        count: u32,
+    },
 }

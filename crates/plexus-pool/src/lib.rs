@@ -51,7 +51,7 @@ mod sync;
 pub mod text;
 
 pub use connector::{Admission, ConnectFailure, Connection, Connector, ServerSpec, SharedError};
-pub use error::{ConnectionLost, PoolError};
+pub use error::{ConnectionLost, LossKind, PoolError};
 pub use pool::{Pool, Readiness};
 pub use restart::{RestartPolicy, Supervisor};
 pub use settings::{LIST_CACHE_VAR, LOCAL_BATCH_VAR, PING_INTERVAL_VAR, PoolSettings, REMOTE_BATCH_VAR};

@@ -79,12 +79,14 @@ pub enum ConnectError {
     },
     /// The credentials the entry asks for could not be had (an IDE lockfile, a session ingress
     /// token file); the server was not contacted.
-    #[error("server \"{server}\": {reason}")]
+    #[error("server \"{server}\"")]
     Credentials {
         /// The server's name.
         server: String,
-        /// Why, naming the file or variable.
-        reason: String,
+        /// Why, naming the file or variable: the auth crate's error (an `IdeError`, an
+        /// `IngressError`, an `OAuthError`).
+        #[source]
+        source: Arc<dyn std::error::Error + Send + Sync>,
     },
     /// A recent connect found that the server needs authentication, and the needs-auth cache
     /// still says so: the server was not contacted.

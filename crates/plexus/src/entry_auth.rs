@@ -170,11 +170,6 @@ impl DefaultConnector {
     /// Builds the provider that `plan` names for server `name`, reading what it needs now.
     #[cfg_attr(not(feature = "auth"), allow(clippy::unused_async))]
     pub(crate) async fn provider(&self, name: &str, plan: &AuthPlan) -> Result<Auth, ConnectError> {
-        #[cfg(feature = "auth")]
-        let unavailable = |reason: String| ConnectError::Credentials {
-            server: name.to_owned(),
-            reason,
-        };
         let provider: Auth = match plan {
             AuthPlan::Anonymous => None,
             // No headers of its own: its 401 or 403 answer is the failure.
@@ -189,10 +184,10 @@ impl DefaultConnector {
             AuthPlan::IdeLockfile { port } => {
                 let dir = self
                     .ide_lock_dir()
-                    .ok_or_else(|| unavailable(plexus_auth::IdeError::NoLockDir.to_string()))?;
+                    .ok_or_else(|| unavailable(name, plexus_auth::IdeError::NoLockDir))?;
                 let token = plexus_auth::IdeToken::from_lockfile(&dir, *port)
                     .await
-                    .map_err(|e| unavailable(e.to_string()))?;
+                    .map_err(|e| unavailable(name, e))?;
                 Some(Arc::new(token))
             }
             #[cfg(feature = "auth")]
@@ -212,12 +207,12 @@ impl DefaultConnector {
                         None
                     }
                     Ok(token) => token.map(|token| Arc::new(token) as _),
-                    Err(e) => return Err(unavailable(e.to_string())),
+                    Err(e) => return Err(unavailable(name, e)),
                 }
             }
             #[cfg(feature = "auth")]
             AuthPlan::OAuth { url, settings } => match self.oauth_provider(name, url, settings.as_deref()) {
-                Some(provider) => Some(Arc::new(provider.map_err(|e| unavailable(e.to_string()))?)),
+                Some(provider) => Some(Arc::new(provider.map_err(|e| unavailable(name, e))?)),
                 None => None,
             },
         };
@@ -335,5 +330,14 @@ mod tests {
         ));
         assert!(!uses(json!({"type": "ws", "url": "ws://h/mcp"})));
         assert!(!uses(json!({"command": "x"})));
+    }
+}
+
+/// The [`ConnectError::Credentials`] of server `server`: the credentials failed with `cause`.
+#[cfg(feature = "auth")]
+fn unavailable(server: &str, cause: impl std::error::Error + Send + Sync + 'static) -> ConnectError {
+    ConnectError::Credentials {
+        server: server.to_owned(),
+        source: Arc::new(cause),
     }
 }

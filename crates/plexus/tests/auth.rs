@@ -212,7 +212,7 @@ async fn sse_ide_sends_the_lockfile_token() {
     let error = connect_error(&connector, &config).await;
     assert!(matches!(error, ConnectError::Credentials { .. }), "{error:?}");
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         format!(
             "server \"remote\": no IDE lockfile at {} (is the IDE running, with its extension?)",
             missing.display()
@@ -243,7 +243,7 @@ async fn sse_ide_sends_the_lockfile_token() {
     assert_connects(&from_env, &config).await;
     let no_dir = test_connector(home.path());
     assert_eq!(
-        connect_error(&no_dir, &config).await.to_string(),
+        error_chain(&connect_error(&no_dir, &config).await),
         "server \"remote\": cannot find the IDE lock directory: set PLEXUS_IDE_LOCK_DIR (or HOME)"
     );
     let from_home = DefaultConnector::new().with_env([("HOME", home.path().to_str().unwrap())].into_iter().collect());
@@ -324,7 +324,7 @@ async fn ws_sends_the_session_ingress_token_when_one_is_configured() {
     let error = connect_error(&from_file, &config).await;
     assert!(matches!(error, ConnectError::Credentials { .. }), "{error:?}");
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         format!(
             "server \"remote\": cannot read the session ingress token file {} (PLEXUS_SESSION_INGRESS_TOKEN_FILE): No \
              such file or directory (os error 2)",

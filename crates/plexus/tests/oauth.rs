@@ -170,7 +170,7 @@ async fn a_private_key_file_that_cannot_be_used_is_an_error_naming_it() {
         .await
         .unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus::transport::error_chain(&error),
         format!(
             "server \"docs\": OAuth setting oauth.privateKeyFile: cannot read {}: No such file or directory (os error 2)",
             missing.display()
@@ -179,7 +179,7 @@ async fn a_private_key_file_that_cannot_be_used_is_an_error_naming_it() {
     let error = connect(&connector(home.path()), &entry_with(&garbage))
         .await
         .unwrap_err();
-    let shown = error.to_string();
+    let shown = plexus::transport::error_chain(&error);
     assert!(
         shown.starts_with(&format!(
             "server \"docs\": OAuth setting oauth.privateKeyFile: {}: ",

@@ -360,7 +360,7 @@ pub fn import_servers(
     let bytes = read_bounded(&path, MAX_IMPORT_FILE_SIZE)?;
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
     let text = std::str::from_utf8(bytes).map_or_else(|_| String::from_utf8_lossy(bytes).into_owned(), jsonc::strip);
-    let top: Value = serde_json::from_str(&text).map_err(|error| syntax_error(&path, &error))?;
+    let top: Value = serde_json::from_str(&text).map_err(|error| syntax_error(&path, error))?;
     let shape = |message: String| ImportError::Shape {
         path: path.clone(),
         message,

@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::approval::{DISABLED_KEY, ENABLED_KEY, SETTINGS_KEYS};
 use crate::file::{RawFile, read_bounded};
 use crate::json::{describe, quote};
-use crate::{ConfigError, ConfigSources, SERVERS_KEY, Scope, ServerName};
+use crate::{ConfigError, ConfigSources, JsonProblem, SERVERS_KEY, Scope, ServerName};
 use span::Target;
 
 /// Why a file could not be edited. Nothing is written when an edit fails.
@@ -374,7 +374,7 @@ fn read_text(path: &Path) -> Result<String, ConfigError> {
                 path: path.to_owned(),
                 line: 1,
                 column: 0,
-                message: "not UTF-8".to_owned(),
+                source: JsonProblem::NotUtf8,
             })),
     }
 }

@@ -30,9 +30,7 @@ impl Fixture {
 
     /// The load error's message.
     pub fn load_error(&self) -> String {
-        ConfigFile::load(&self.path)
-            .expect_err("the file does not load")
-            .to_string()
+        plexus_jsonrpc::error_chain(&ConfigFile::load(&self.path).expect_err("the file does not load"))
     }
 
     /// The path as messages show it.

@@ -11,8 +11,11 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub(crate) enum ArgsError {
     /// `--transport` names something other than `stdio`, `sse`, `http` or `ws`.
-    #[error("unknown transport {0:?}; expected stdio, sse, http or ws")]
-    UnknownTransport(String),
+    #[error("unknown transport {given:?}; expected stdio, sse, http or ws")]
+    UnknownTransport {
+        /// What was given.
+        given: String,
+    },
     /// Neither a URL nor a command was given.
     #[error("missing the server's URL, or -- COMMAND [ARGS...]")]
     NoTarget,
@@ -34,20 +37,22 @@ pub(crate) enum ArgsError {
         url: String,
     },
     /// `-e` without `KEY=VALUE`, or with a bad key.
-    #[error("invalid -e {arg:?}: {reason}")]
+    #[error("invalid -e {arg:?}")]
     BadEnv {
         /// The argument.
         arg: String,
         /// What is wrong.
-        reason: String,
+        #[source]
+        problem: ArgProblem,
     },
     /// `-H` without `Name: value`, or with a bad name or value.
-    #[error("invalid -H {arg:?}: {reason}")]
+    #[error("invalid -H {arg:?}")]
     BadHeader {
         /// The argument.
         arg: String,
         /// What is wrong.
-        reason: String,
+        #[source]
+        problem: ArgProblem,
     },
     /// `-e` for a remote server.
     #[error("-e sets environment variables of a stdio server; {} {kind} server takes headers (-H)", article(*.kind))]
@@ -63,11 +68,25 @@ pub(crate) enum ArgsError {
     Entry(#[from] EntryError),
 }
 
+/// What is wrong with one `-e` or `-H` argument.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum ArgProblem {
+    /// `-e` without `=`.
+    #[error("expected KEY=VALUE")]
+    NotKeyValue,
+    /// `-H` without `:`.
+    #[error("expected 'Name: value'")]
+    NotNameValue,
+    /// The name or the value is not allowed.
+    #[error(transparent)]
+    Value(#[from] plexus::config::ValueError),
+}
+
 /// Parses a `--transport` value: `stdio`, `sse`, `http` (or `streamable-http`) or `ws`.
 pub(crate) fn parse_transport(name: &str) -> Result<ServerKind, ArgsError> {
     match ServerKind::from_config_type(name) {
         Some(kind @ (ServerKind::Stdio | ServerKind::Sse | ServerKind::Http | ServerKind::Ws)) => Ok(kind),
-        _ => Err(ArgsError::UnknownTransport(name.to_owned())),
+        _ => Err(ArgsError::UnknownTransport { given: name.to_owned() }),
     }
 }
 
@@ -172,28 +191,24 @@ fn has_scheme(text: &str, schemes: &[&str]) -> bool {
 }
 
 fn split_env(arg: &str) -> Result<(&str, &str), ArgsError> {
-    let bad = |reason: String| ArgsError::BadEnv {
+    let bad = |problem: ArgProblem| ArgsError::BadEnv {
         arg: arg.to_owned(),
-        reason,
+        problem,
     };
-    let (name, value) = arg
-        .split_once('=')
-        .ok_or_else(|| bad("expected KEY=VALUE".to_owned()))?;
-    env_name(name).map_err(|e| bad(e.to_string()))?;
+    let (name, value) = arg.split_once('=').ok_or_else(|| bad(ArgProblem::NotKeyValue))?;
+    env_name(name).map_err(|e| bad(e.into()))?;
     Ok((name, value))
 }
 
 fn split_header(arg: &str) -> Result<(&str, &str), ArgsError> {
-    let bad = |reason: String| ArgsError::BadHeader {
+    let bad = |problem: ArgProblem| ArgsError::BadHeader {
         arg: arg.to_owned(),
-        reason,
+        problem,
     };
-    let (name, value) = arg
-        .split_once(':')
-        .ok_or_else(|| bad("expected 'Name: value'".to_owned()))?;
+    let (name, value) = arg.split_once(':').ok_or_else(|| bad(ArgProblem::NotNameValue))?;
     let (name, value) = (name.trim(), value.trim());
-    header_name(name).map_err(|e| bad(e.to_string()))?;
-    header_value(value).map_err(|e| bad(e.to_string()))?;
+    header_name(name).map_err(|e| bad(e.into()))?;
+    header_value(value).map_err(|e| bad(e.into()))?;
     Ok((name, value))
 }
 
@@ -284,9 +299,8 @@ mod tests {
         let env = Environment::empty();
         let args = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
         let error = |transport, target: &[&str], env_args: &[&str], headers: &[&str]| {
-            entry_from_args(transport, &args(target), &args(env_args), &args(headers), &env)
-                .unwrap_err()
-                .to_string()
+            let error = entry_from_args(transport, &args(target), &args(env_args), &args(headers), &env).unwrap_err();
+            crate::terminal::chain(&error)
         };
         assert_eq!(
             error(None, &[], &[], &[]),

@@ -275,7 +275,8 @@ pub(crate) fn ad_hoc_server(args: &AdHoc) -> Result<Option<Server>, String> {
     };
     ServerName::validate(&args.name).map_err(|e| format!("--as {:?}: {e}", args.name))?;
     let env = crate::secrets::environment();
-    let new = entry_from_args(kind, &target, &[], &headers, &env).map_err(|e| format!("{flag}: {e}"))?;
+    let new = entry_from_args(kind, &target, &[], &headers, &env)
+        .map_err(|e| format!("{flag}: {}", crate::terminal::chain(&e)))?;
     if flag == "--url" && new.entry["type"] == "stdio" {
         return Err(format!(
             "--url {:?} is not a URL plexus can connect to (http://, https://, ws:// or wss://)",

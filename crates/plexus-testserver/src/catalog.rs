@@ -399,8 +399,11 @@ pub(crate) fn prompts() -> Vec<Value> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum PromptError {
     /// No prompt has that name.
-    #[error("unknown prompt {0:?}")]
-    Unknown(String),
+    #[error("unknown prompt {name:?}")]
+    Unknown {
+        /// The name asked for.
+        name: String,
+    },
     /// A required argument is missing.
     #[error("prompt {prompt:?} needs the argument {argument:?}")]
     MissingArgument {
@@ -433,7 +436,7 @@ pub(crate) fn prompt_messages(name: &str, arguments: &serde_json::Map<String, Va
                 "Please give a {style} review of the following {language} code."
             ))
         }
-        other => return Err(PromptError::Unknown(other.to_owned())),
+        other => return Err(PromptError::Unknown { name: other.to_owned() }),
     })
 }
 
@@ -510,7 +513,7 @@ mod tests {
         );
         assert_eq!(
             prompt_messages("nope", &args).unwrap_err(),
-            PromptError::Unknown("nope".into())
+            PromptError::Unknown { name: "nope".into() }
         );
     }
 

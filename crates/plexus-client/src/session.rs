@@ -9,7 +9,7 @@ use std::time::Instant;
 use plexus_jsonrpc::{ErrorCode, ErrorObject, Message, Notification, RawValue, Request, RequestId, Response};
 use plexus_protocol::methods;
 use plexus_transport::{
-    BoxFuture, OutboundKind, OutboundMessage, Received, TransportError, TransportReceiver, TransportSender,
+    BoxFuture, OutboundKind, OutboundMessage, Received, TransportError, TransportReceiver, TransportSender, error_chain,
 };
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::AbortHandle;
@@ -206,11 +206,11 @@ impl Shared {
     /// that time out meanwhile.
     fn on_dropped(&self, error: TransportError) {
         let Some(id) = error.reply_to().cloned() else {
-            tracing::warn!(server = %self.name, "skipped a bad message from the server: {error}");
+            tracing::warn!(server = %self.name, "skipped a bad message from the server: {}", error_chain(&error));
             if let TransportError::DroppedReply { id: None, reason } = &error {
                 let mut unidentified = lock(&self.unidentified);
                 unidentified.0 += 1;
-                unidentified.1 = Some(reason.to_string());
+                unidentified.1 = Some(error_chain(&**reason));
             }
             return;
         };

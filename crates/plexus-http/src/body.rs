@@ -7,6 +7,7 @@ use std::pin::pin;
 use std::sync::Arc;
 
 use crate::deadline::Deadline;
+use crate::errors::ResponseProblem;
 use crate::inner::Inner;
 use plexus_jsonrpc::{Message, ReplyScan, RequestId, Response};
 use plexus_net::http::{Body, BodyError};
@@ -50,12 +51,10 @@ pub(crate) async fn read_json_response(
                         .await;
                     Ok(None)
                 }
-                Err(e) => dropped(TransportError::Protocol {
-                    reason: format!(
-                        "the JSON body of the response to {} is not a JSON-RPC message: {e}",
-                        what()
-                    ),
-                }),
+                Err(e) => dropped(TransportError::protocol(ResponseProblem::NotJsonRpc {
+                    what: what(),
+                    source: e,
+                })),
             };
         }
         Some(Err(BodyError::TooLarge { size })) => return dropped(too_large(size)),

@@ -8,6 +8,43 @@ use crate::deadline::Deadline;
 use plexus_net::http::Body;
 use plexus_transport::body_excerpt;
 
+/// What is wrong with a server's answer: the cause of a [`TransportError::Protocol`](plexus_transport::TransportError::Protocol).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResponseProblem {
+    /// The `Mcp-Session-Id` of the `initialize` response cannot be sent back.
+    #[error(
+        "the Mcp-Session-Id header of the initialize response of {server} is empty or has characters outside \
+         visible ASCII"
+    )]
+    SessionId {
+        /// The server (its URL, redacted).
+        server: String,
+    },
+    /// A `POST` was answered with a body that is neither JSON nor an event stream.
+    #[error(
+        "POST {server} answered HTTP {status} with content type {content_type:?}; expected application/json or \
+         text/event-stream"
+    )]
+    ContentType {
+        /// The server (its URL, redacted).
+        server: String,
+        /// The status.
+        status: u16,
+        /// The server's `Content-Type` (peer text).
+        content_type: String,
+    },
+    /// A JSON response body that is not a JSON-RPC message.
+    #[error("the JSON body of the response to {what} is not a JSON-RPC message")]
+    NotJsonRpc {
+        /// The request ("POST https://…").
+        what: String,
+        /// The decoder's error.
+        #[source]
+        source: plexus_jsonrpc::DecodeError,
+    },
+}
+
 /// Reads at most [`ERROR_BODY_READ_LIMIT`] bytes of an error response before `deadline` and
 /// keeps an excerpt of at most [`ERROR_BODY_EXCERPT`](crate::ERROR_BODY_EXCERPT) bytes: the `message` of a JSON-RPC error
 /// body when it has one, else the start of the text.

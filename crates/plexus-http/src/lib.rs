@@ -188,6 +188,7 @@ pub use config::{
     DEFAULT_MAX_IDLE_CONNECTIONS, DEFAULT_RECEIVE_QUEUE_CAPACITY, DEFAULT_REQUEST_TIMEOUT, ERROR_BODY_EXCERPT,
     ERROR_BODY_READ_LIMIT, HttpConfig, MAX_REDIRECTS, ReconnectPolicy, STREAM_END_GRACE,
 };
+pub use errors::ResponseProblem;
 pub use receiver::HttpReceiver;
 pub use sender::HttpSender;
 

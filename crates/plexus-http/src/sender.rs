@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use crate::body::read_json_response;
 use crate::config::CLOSE_TIMEOUT;
 use crate::deadline::{Deadline, Limit};
+use crate::errors::ResponseProblem;
 use crate::inner::{Counted, Inner, closed_by_client};
 use crate::request::RequestSpec;
 use crate::stream::read_post_stream;
@@ -124,13 +125,9 @@ impl Inner {
             return Ok(());
         };
         if bytes.is_empty() || !bytes.iter().all(|b| (0x21..=0x7e).contains(b)) {
-            return Err(TransportError::Protocol {
-                reason: format!(
-                    "the Mcp-Session-Id header of the initialize response of {} is empty or has characters \
-                     outside visible ASCII",
-                    self.description
-                ),
-            });
+            return Err(TransportError::protocol(ResponseProblem::SessionId {
+                server: self.description.clone(),
+            }));
         }
         let id = String::from_utf8_lossy(bytes).into_owned();
         tracing::debug!(server = %self.name, "the server opened session {id}");
@@ -161,15 +158,14 @@ impl Inner {
             // No body: the response will come on the event stream.
             Ok(None)
         } else {
-            Err(TransportError::Protocol {
-                reason: format!(
-                    "POST {} answered HTTP {} with content type {:?}; expected application/json or \
-                     text/event-stream",
-                    self.description,
-                    response.status.as_u16(),
-                    response.header_str(http::header::CONTENT_TYPE).unwrap_or_default()
-                ),
-            })
+            Err(TransportError::protocol(ResponseProblem::ContentType {
+                server: self.description.clone(),
+                status: response.status.as_u16(),
+                content_type: response
+                    .header_str(http::header::CONTENT_TYPE)
+                    .unwrap_or_default()
+                    .to_owned(),
+            }))
         }
     }
 

@@ -115,7 +115,7 @@ impl EventStream {
                                 related_request: self.awaiting.clone(),
                             })
                         }
-                        Err(e) => Err(TransportError::Protocol { reason: e.to_string() }),
+                        Err(e) => Err(TransportError::protocol(e)),
                     },
                 };
                 self.delivered += 1;

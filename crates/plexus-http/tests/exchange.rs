@@ -226,7 +226,7 @@ async fn an_unexpected_content_type_fails_the_send() {
     let (sender, _receiver, _info) = transport(&server.url, |c| c);
     let error = guard(sender.send(initialize(0))).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!(
             "the server sent an invalid message: POST {} answered HTTP 200 with content type \"text/html\"; expected \
              application/json or text/event-stream",

@@ -189,7 +189,7 @@ async fn a_json_body_over_the_cap_fails_its_request_with_its_size() {
             "{method}: {reason:?}"
         );
         assert_eq!(
-            error.to_string(),
+            plexus_transport::error_chain(&error),
             format!(
                 "the server's reply to request {id} was dropped: a message of {size} bytes from the server is larger \
                  than the 1024-byte limit; it was discarded (raise the limit with PLEXUS_MAX_MESSAGE_SIZE)"
@@ -262,7 +262,7 @@ async fn a_body_that_is_not_json_rpc_fails_its_request_saying_why() {
     assert_eq!(error.reply_to(), Some(&RequestId::Number(1)));
     assert_eq!(error.class(), ErrorClass::Protocol);
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!(
             "the server's reply to request 1 was dropped: the server sent an invalid message: the JSON body of the \
              response to POST {} is not a JSON-RPC message: the message is a JSON array (a JSON-RPC batch); MCP does \

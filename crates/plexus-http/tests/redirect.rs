@@ -96,9 +96,9 @@ async fn a_redirect_loop_ends() {
     let (sender, _receiver, _info) = transport(&server.url, |c| c);
     let error = guard(sender.send(initialize(0))).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!(
-            "the server sent an invalid message: POST {} was redirected more than 10 times",
+            "the server sent an invalid message: POST {}: was redirected more than 10 times",
             server.url
         )
     );

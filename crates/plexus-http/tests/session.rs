@@ -175,7 +175,7 @@ async fn a_session_id_outside_visible_ascii_is_refused() {
     let (sender, _receiver) = Box::new(transport).split();
     let error = guard(sender.send(initialize(0))).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!(
             "the server sent an invalid message: the Mcp-Session-Id header of the initialize response of {url} is \
              empty or has characters outside visible ASCII"

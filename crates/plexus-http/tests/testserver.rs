@@ -386,7 +386,7 @@ async fn a_reply_over_the_cap_fails_its_call_at_once_saying_its_size() {
             "{args:?}: {size} {limit}"
         );
         assert_eq!(
-            error.to_string(),
+            plexus_transport::error_chain(&error),
             format!(
                 "the server's reply to request {} was dropped: a message of {size} bytes from the server is larger \
                  than the 65536-byte limit; it was discarded (raise the limit with PLEXUS_MAX_MESSAGE_SIZE)",

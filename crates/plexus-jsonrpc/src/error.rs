@@ -154,3 +154,24 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod chain_tests {
+    use super::error_chain;
+
+    /// An error of another library that repeats its cause in its own text.
+    #[derive(Debug, thiserror::Error)]
+    #[error("IO error: {0}")]
+    struct Repeating(#[from] std::io::Error);
+
+    /// An error that keeps its cause and says only its own part.
+    #[derive(Debug, thiserror::Error)]
+    #[error("reading the config")]
+    struct Reading(#[source] Repeating);
+
+    #[test]
+    fn causes_are_joined_and_a_repeated_one_is_said_once() {
+        let error = Reading(Repeating(std::io::Error::other("refused")));
+        assert_eq!(error_chain(&error), "reading the config: IO error: refused");
+    }
+}

@@ -3,7 +3,6 @@
 
 use plexus_transport::TransportError;
 
-use crate::http::RedirectError;
 use crate::redact::redact_url;
 
 /// Why a remote transport could not connect, in the words every remote transport shares (the
@@ -24,15 +23,6 @@ pub enum ConnectProblem {
         transport: String,
         /// The schemes it speaks.
         allowed: Vec<String>,
-    },
-    /// A request was redirected where it must not go.
-    #[error("{what}")]
-    Redirect {
-        /// The request ("GET https://…").
-        what: String,
-        /// What the redirect did.
-        #[source]
-        source: RedirectError,
     },
 }
 

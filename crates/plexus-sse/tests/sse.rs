@@ -238,7 +238,7 @@ async fn a_bad_message_is_reported_and_reading_goes_on() {
     let error = recv(&mut *receiver).await.unwrap_err();
     assert_eq!(error.class(), ErrorClass::Protocol, "{error}");
     assert!(
-        error.to_string().starts_with("the server sent an invalid message: "),
+        plexus_transport::error_chain(&error).starts_with("the server sent an invalid message: "),
         "{error}"
     );
     assert_eq!(recv(&mut *receiver).await.unwrap().method(), Some("fine"));

@@ -74,14 +74,13 @@ async fn a_garbage_line_is_reported_and_the_next_line_still_arrives() {
     let batch = recv(&mut receiver).await.unwrap_err();
     assert!(!batch.is_terminal());
     assert_eq!(
-        batch.to_string(),
+        plexus_transport::error_chain(&batch),
         "the server sent an invalid message: the message is a JSON array (a JSON-RPC batch); MCP does not allow batching"
     );
     let not_json = recv(&mut receiver).await.unwrap_err();
     assert_eq!(not_json.class(), ErrorClass::Protocol);
     assert!(
-        not_json
-            .to_string()
+        plexus_transport::error_chain(&not_json)
             .starts_with("the server sent an invalid message: the message is not valid JSON: "),
         "{not_json}"
     );

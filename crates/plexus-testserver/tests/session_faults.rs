@@ -155,7 +155,7 @@ async fn a_reply_over_the_limit_fails_that_call_at_once_saying_why() {
     };
     assert!(size > 200_000 && limit == 64 * 1024, "{size} {limit}");
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!(
             "the server's reply to request 1 was dropped: a message of {size} bytes from the server is larger than \
              the 65536-byte limit; it was discarded (raise the limit with PLEXUS_MAX_MESSAGE_SIZE)"
@@ -196,7 +196,7 @@ async fn a_request_that_times_out_after_an_unreadable_message_says_it_may_have_b
     };
     assert_eq!(unidentified.as_ref().map(|u| u.count), Some(1), "{error}");
     assert!(
-        error.to_string().starts_with(
+        plexus_transport::error_chain(&error).starts_with(
             "tools/call timed out after 800 ms; meanwhile a message from the server was dropped whose id could not be \
              read, so it may have been the reply (the server sent an invalid message: the message is not valid JSON: "
         ),

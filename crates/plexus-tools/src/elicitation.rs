@@ -6,6 +6,7 @@
 //! answered `-32042`, so sending it again never runs it twice.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use plexus_client::ServerNotification;
@@ -59,10 +60,11 @@ pub enum UrlElicitationError {
         urls: Vec<String>,
     },
     /// The error's `data` is not a list of URL-mode elicitations.
-    #[error("the server's URL-elicitation-required error (-32042) is malformed: {reason}")]
+    #[error("the server's URL-elicitation-required error (-32042) is malformed")]
     Malformed {
         /// What did not fit.
-        reason: String,
+        #[source]
+        problem: MalformedElicitation,
     },
     /// The user refused to open a URL.
     #[error("the user declined to open {url}")]
@@ -89,30 +91,68 @@ pub enum UrlElicitationError {
     TooManyRounds,
 }
 
+/// What is wrong with the `data` of a `-32042` error (an [`UrlElicitationError::Malformed`]).
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum MalformedElicitation {
+    /// The error has no `data`.
+    #[error("it has no data")]
+    NoData,
+    /// The `data` is not the shape the spec gives it.
+    #[error("its data does not parse")]
+    Unparsable(#[source] Arc<serde_json::Error>),
+    /// The list of elicitations is empty.
+    #[error("it asks for no elicitation")]
+    Empty,
+    /// The list has more elicitations than one round may have.
+    #[error("it asks for {count} elicitations, more than the {MAX_ELICITATIONS_PER_ROUND} allowed")]
+    TooMany {
+        /// How many it asks for.
+        count: usize,
+    },
+    /// An elicitation is in form mode.
+    #[error("it holds a form-mode elicitation")]
+    Form,
+    /// An elicitation is of a mode this client does not know.
+    #[error("it holds an elicitation of an unknown mode")]
+    UnknownMode,
+}
+
+/// Equal when of the same kind and text (serde_json's error has no equality of its own).
+impl PartialEq for MalformedElicitation {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Unparsable(a), Self::Unparsable(b)) => a.to_string() == b.to_string(),
+            _ => std::mem::discriminant(self) == std::mem::discriminant(other) && self.to_string() == other.to_string(),
+        }
+    }
+}
+
+impl Eq for MalformedElicitation {}
+
 /// The URL elicitations of a `-32042` error.
 pub(crate) fn requested(error: &ErrorObject) -> Result<Vec<ElicitRequestUrlParams>, UrlElicitationError> {
-    let malformed = |reason: String| UrlElicitationError::Malformed { reason };
+    let malformed = |problem: MalformedElicitation| UrlElicitationError::Malformed { problem };
     let data = error
         .data
         .as_deref()
-        .ok_or_else(|| malformed("it has no data".to_owned()))?;
+        .ok_or_else(|| malformed(MalformedElicitation::NoData))?;
     let data: UrlElicitationRequiredErrorData =
-        serde_json::from_str(data.get()).map_err(|e| malformed(format!("its data does not parse ({e})")))?;
+        serde_json::from_str(data.get()).map_err(|e| malformed(MalformedElicitation::Unparsable(Arc::new(e))))?;
     if data.elicitations.is_empty() {
-        return Err(malformed("it asks for no elicitation".to_owned()));
+        return Err(malformed(MalformedElicitation::Empty));
     }
     if data.elicitations.len() > MAX_ELICITATIONS_PER_ROUND {
-        return Err(malformed(format!(
-            "it asks for {} elicitations, more than the {MAX_ELICITATIONS_PER_ROUND} allowed",
-            data.elicitations.len()
-        )));
+        return Err(malformed(MalformedElicitation::TooMany {
+            count: data.elicitations.len(),
+        }));
     }
     data.elicitations
         .into_iter()
         .map(|elicitation| match elicitation {
             ElicitRequestParams::Url(url) => Ok(url),
-            ElicitRequestParams::Form(_) => Err(malformed("it holds a form-mode elicitation".to_owned())),
-            ElicitRequestParams::Unknown(_) => Err(malformed("it holds an elicitation of an unknown mode".to_owned())),
+            ElicitRequestParams::Form(_) => Err(malformed(MalformedElicitation::Form)),
+            ElicitRequestParams::Unknown(_) => Err(malformed(MalformedElicitation::UnknownMode)),
         })
         .collect()
 }

@@ -34,7 +34,7 @@ pub mod text;
 
 pub use assembly::{LeftOut, LeftOutBecause, ServerTools, ToolFilter, ToolPool, assemble, server_entries};
 pub use call::{CallError, CallOptions, call_tool};
-pub use elicitation::{UrlElicitationError, UrlElicitationHandler};
+pub use elicitation::{MalformedElicitation, UrlElicitationError, UrlElicitationHandler};
 pub use entry::{MAX_DESCRIPTION_CHARS, TRUNCATION_MARKER, ToolEntry, requires_task, truncate_description};
 pub use naming::{
     Collision, DEFAULT_MAX_NAME_LEN, ToolIndex, ToolOrigin, normalize_name, qualified_name, qualified_name_within,

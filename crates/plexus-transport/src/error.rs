@@ -90,21 +90,25 @@ pub enum TransportError {
     /// id, that request fails at once with this error instead of waiting for its timeout; without
     /// (it could not be read), the requests that time out meanwhile say that their reply may have
     /// been dropped. The connection goes on.
-    #[error("{}{reason}", match .id {
-        Some(id) => format!("the server's reply to request {id} was dropped: "),
-        None => "a message from the server that may have been a reply (its id could not be read) was dropped: ".to_owned(),
+    #[error("{}", match .id {
+        Some(id) => format!("the server's reply to request {id} was dropped"),
+        None => "a message from the server that may have been a reply (its id could not be read) was dropped".to_owned(),
     })]
     DroppedReply {
         /// The id of the request it answered, when it could be read.
         id: Option<RequestId>,
         /// Why it was dropped (never itself a `DroppedReply`).
+        #[source]
         reason: Box<TransportError>,
     },
-    /// A message that is not valid JSON-RPC.
-    #[error("the server sent an invalid message: {reason}")]
+    /// A message that is not valid JSON-RPC, or an answer the transport cannot use (made with
+    /// [`TransportError::protocol`]).
+    #[error("the server sent an invalid message")]
     Protocol {
-        /// What was wrong.
-        reason: String,
+        /// What was wrong: the decoder's error, or a reason of the transport's own, each a typed
+        /// error.
+        #[source]
+        source: Arc<dyn std::error::Error + Send + Sync>,
     },
     /// The server needs a login.
     #[error("the server needs authentication: {reason}")]
@@ -158,14 +162,9 @@ impl From<FrameError> for TransportError {
     fn from(e: FrameError) -> Self {
         match e {
             FrameError::TooLarge { size, limit, reply } => TransportError::TooLarge { size, limit }.about_reply(reply),
-            FrameError::Decode(d) => TransportError::Protocol { reason: d.to_string() },
-            FrameError::InvalidReply { error, reply } => TransportError::Protocol {
-                reason: error.to_string(),
-            }
-            .about_reply(reply),
-            other => TransportError::Protocol {
-                reason: other.to_string(),
-            },
+            FrameError::Decode(d) => TransportError::protocol(d),
+            FrameError::InvalidReply { error, reply } => TransportError::protocol(error).about_reply(reply),
+            other => TransportError::protocol(other),
         }
     }
 }
@@ -270,6 +269,13 @@ impl TransportError {
         }
     }
 
+    /// A [`TransportError::Protocol`]: the server's message or answer is wrong, as `cause` says.
+    pub fn protocol(cause: impl std::error::Error + Send + Sync + 'static) -> Self {
+        TransportError::Protocol {
+            source: Arc::new(cause),
+        }
+    }
+
     /// A `Closed` error without a stderr tail.
     pub fn closed(reason: impl Into<String>) -> Self {
         TransportError::Closed {
@@ -344,7 +350,7 @@ mod tests {
             TransportError::TooLarge { size: 2, limit: 1 }.class(),
             ErrorClass::TooLarge
         );
-        assert!(!TransportError::Protocol { reason: "r".into() }.is_terminal());
+        assert!(!TransportError::protocol(plexus_jsonrpc::DecodeError::Batch).is_terminal());
         assert!(TransportError::closed("bye").is_terminal());
     }
 
@@ -414,13 +420,13 @@ mod tests {
         assert_eq!(unreadable.class(), ErrorClass::Protocol);
         assert!(unreadable.is_unidentified_reply() && !unreadable.is_terminal());
         assert_eq!(
-            unreadable.to_string(),
+            error_chain(&unreadable),
             "a message from the server that may have been a reply (its id could not be read) was dropped: the server \
              sent an invalid message: the message is JSON but not an object"
         );
         let bad: TransportError = FrameError::Decode(plexus_jsonrpc::DecodeError::Batch).into();
         assert_eq!(
-            bad.to_string(),
+            error_chain(&bad),
             "the server sent an invalid message: the message is a JSON array (a JSON-RPC batch); MCP does not allow batching"
         );
     }

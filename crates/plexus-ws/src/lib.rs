@@ -94,7 +94,7 @@ pub use config::{
     DEFAULT_PING_INTERVAL, DEFAULT_WRITE_TIMEOUT, SUBPROTOCOL, WsConfig,
 };
 pub use connect::WsConnectError;
-pub use receiver::WsReceiver;
+pub use receiver::{BinaryFrame, WsReceiver};
 pub use sender::WsSender;
 
 use crate::connection::{DropGuard, Shared, Timings};

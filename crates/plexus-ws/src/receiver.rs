@@ -16,6 +16,14 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use crate::connection::{ConnState, DropGuard, Shared, close_reason};
 use plexus_transport::CLOSED_BY_CLIENT;
 
+/// A binary frame, which MCP does not use: the cause of the [`TransportError::Protocol`] it gives.
+#[derive(Debug, thiserror::Error)]
+#[error("a binary WebSocket frame ({bytes} bytes); MCP messages travel in text frames")]
+pub struct BinaryFrame {
+    /// The frame's size.
+    pub bytes: usize,
+}
+
 /// The receiving half of a [`WsTransport`](crate::WsTransport).
 ///
 /// [`poll_recv`](TransportReceiver::poll_recv) reads the socket itself: no task or channel sits
@@ -138,12 +146,7 @@ impl TransportReceiver for WsReceiver {
                 }
                 Frame::Binary(bytes) => {
                     drop(state);
-                    let refused = TransportError::Protocol {
-                        reason: format!(
-                            "a binary WebSocket frame ({} bytes); MCP messages travel in text frames",
-                            bytes.len()
-                        ),
-                    };
+                    let refused = TransportError::protocol(BinaryFrame { bytes: bytes.len() });
                     return Poll::Ready(Err(TransportError::about_message(&bytes, refused)));
                 }
                 Frame::Close(frame) => {

@@ -300,7 +300,7 @@ async fn binary_and_non_json_frames_are_protocol_errors_and_reading_goes_on() {
         .unwrap();
     let error = recv(&mut *receiver).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         "the server sent an invalid message: a binary WebSocket frame (3 bytes); MCP messages travel in text frames"
     );
     assert!(!error.is_terminal());
@@ -325,7 +325,7 @@ async fn a_reply_in_a_binary_frame_is_the_error_of_its_request() {
     let error = recv(&mut *receiver).await.unwrap_err();
     assert_eq!(error.reply_to(), Some(&plexus_jsonrpc::RequestId::Number(12)));
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!(
             "the server's reply to request 12 was dropped: the server sent an invalid message: a binary WebSocket \
              frame ({} bytes); MCP messages travel in text frames",

@@ -55,7 +55,7 @@ use crate::tls::TlsOptions;
 pub use body::{Body, BodyError};
 pub use connect::NetStream;
 pub use error::{HttpError, UrlProblem};
-pub use redirect::{RedirectError, follow_redirects};
+pub use redirect::{RedirectError, Redirected, follow_redirects};
 pub use send::{Request, Response};
 
 use pool::OriginPool;

@@ -2,7 +2,7 @@
 //! server must never reach another one.
 
 use http::header::LOCATION;
-use plexus_transport::{TransportError, error_chain};
+use plexus_transport::TransportError;
 use url::Url;
 
 use super::{HttpClient, HttpError, Request, Response, Target};
@@ -41,6 +41,18 @@ pub enum RedirectError {
     TooMany(usize),
 }
 
+/// A request whose redirect could not be followed: the cause of the transport error that
+/// [`RedirectError::into_transport_error`] makes.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}")]
+pub struct Redirected {
+    /// The request ("GET https://…").
+    pub what: String,
+    /// What the redirect did.
+    #[source]
+    pub source: RedirectError,
+}
+
 impl RedirectError {
     /// The transport error of request `what` ("GET https://…") to the server `target` (as
     /// errors name it): a failed exchange is an I/O error, a redirect to another origin a
@@ -50,14 +62,15 @@ impl RedirectError {
             RedirectError::Http(e) => TransportError::from_io(what, e.into_io()),
             e @ RedirectError::CrossOrigin { .. } => TransportError::connect(
                 target,
-                crate::ConnectProblem::Redirect {
+                Redirected {
                     what: what.to_owned(),
                     source: e,
                 },
             ),
-            e => TransportError::Protocol {
-                reason: format!("{what} {}", error_chain(&e)),
-            },
+            e => TransportError::protocol(Redirected {
+                what: what.to_owned(),
+                source: e,
+            }),
         }
     }
 }

@@ -215,13 +215,13 @@ impl TransportError {
     ///
     /// ```
     /// use plexus_jsonrpc::ReplyScan;
-    /// use plexus_transport::{RequestId, TransportError};
+    /// use plexus_transport::{RequestId, TransportError, error_chain};
     ///
     /// let error = TransportError::TooLarge { size: 20, limit: 16 }.about_reply(ReplyScan::Reply(RequestId::Number(3)));
     /// assert_eq!(error.reply_to(), Some(&RequestId::Number(3)));
     /// assert!(!error.is_terminal());
     /// assert_eq!(
-    ///     error.to_string(),
+    ///     error_chain(&error),
     ///     "the server's reply to request 3 was dropped: a message of 20 bytes from the server is larger than \
     ///      the 16-byte limit; it was discarded (raise the limit with PLEXUS_MAX_MESSAGE_SIZE)"
     /// );

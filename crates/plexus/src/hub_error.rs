@@ -4,7 +4,6 @@ use plexus_client::ClientError;
 use plexus_jsonrpc::{ErrorCode, ErrorObject};
 use plexus_pool::{ConnectFailure, PoolError};
 use plexus_tools::{CallError, ResultError};
-
 use plexus_transport::{ErrorClass, TransportError};
 
 /// Why the Hub could not do what was asked.

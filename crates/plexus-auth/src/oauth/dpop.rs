@@ -18,7 +18,7 @@ use url::Url;
 use super::discovery::Discovery;
 use super::jwt::{ALGORITHM, JwtError, SigningKey, base64url};
 use super::pkce::random_token;
-use super::{DpopMode, OAuthError};
+use super::{DpopMode, OAuthError, SettingsProblem};
 use crate::store::{Secret, StoredTokens, unix_now};
 
 /// The authentication scheme and token type of DPoP-bound tokens.
@@ -180,9 +180,12 @@ pub(crate) struct ProofRequest<'a> {
 
 /// The `htu` of a request to `url`: the URL without query and fragment (RFC 9449 §4.2).
 pub(crate) fn htu(url: &str) -> Result<String, OAuthError> {
-    let mut parsed = Url::parse(url).map_err(|e| OAuthError::Settings {
+    let mut parsed = Url::parse(url).map_err(|source| OAuthError::Settings {
         field: "the DPoP proof's URL".to_owned(),
-        reason: format!("{} is not a URL: {e}", plexus_net::redact::redact_url(url)),
+        problem: SettingsProblem::NotAUrl {
+            url: plexus_net::redact::redact_url(url),
+            source,
+        },
     })?;
     parsed.set_query(None);
     parsed.set_fragment(None);
@@ -300,7 +303,7 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(
-            err.to_string(),
+            plexus_transport::error_chain(&err),
             "OAuth setting the DPoP proof's URL: not a url is not a URL: relative URL without a base"
         );
     }

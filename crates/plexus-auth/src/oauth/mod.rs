@@ -75,7 +75,7 @@ pub use settings::{
     AssertionSource, CALLBACK_PORT_ENV, DEFAULT_LOGIN_TIMEOUT, DpopMode, ID_TOKEN_TYPE, IdentityProvider, OAuthGrant,
     OAuthSettings,
 };
-pub use user_agent::{AuthorizationPrompt, RedirectFollower, UserAgent, UserAgentError};
+pub use user_agent::{AuthorizationPrompt, RedirectFollower, UserAgent, UserAgentError, UserAgentProblem};
 
 use crate::store::TokenStoreError;
 

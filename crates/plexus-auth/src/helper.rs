@@ -47,7 +47,7 @@ use std::time::Duration;
 
 use plexus_net::headers::{HeaderError, check_header};
 use plexus_net::redact::redact_url;
-use plexus_transport::{AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, Rejection};
+use plexus_transport::{AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, Rejection, error_chain};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::Mutex;
@@ -82,7 +82,7 @@ pub enum HelperError {
         server: String,
     },
     /// `sh` could not be started.
-    #[error("server \"{server}\": cannot run the headersHelper with sh: {source}")]
+    #[error("server \"{server}\": cannot run the headersHelper with sh")]
     Spawn {
         /// The server's name.
         server: String,
@@ -90,7 +90,7 @@ pub enum HelperError {
         source: io::Error,
     },
     /// Reading the helper's output failed.
-    #[error("server \"{server}\": reading the output of the headersHelper failed: {source}")]
+    #[error("server \"{server}\": reading the output of the headersHelper failed")]
     Read {
         /// The server's name.
         server: String,
@@ -130,12 +130,14 @@ pub enum HelperError {
         limit: usize,
     },
     /// The output is not JSON.
-    #[error("server \"{server}\": the output of the headersHelper is not JSON ({reason}){}", show_stderr(.stderr))]
+    #[error("server \"{server}\": the output of the headersHelper is not JSON ({problem}){}", show_stderr(.stderr))]
     NotJson {
         /// The server's name.
         server: String,
-        /// The parser's complaint (it never quotes the output).
-        reason: String,
+        /// What is wrong with the output (the parser's complaint never quotes it). Said in the
+        /// parentheses of this error's own text, before the helper's stderr, so it is not its
+        /// source.
+        problem: OutputProblem,
         /// The end of its standard error.
         stderr: String,
     },
@@ -162,7 +164,7 @@ pub enum HelperError {
         found: &'static str,
     },
     /// A header cannot be sent (bad name, control character in the value).
-    #[error("server \"{server}\": the headersHelper gave a header that cannot be sent: {source}")]
+    #[error("server \"{server}\": the headersHelper gave a header that cannot be sent")]
     BadHeader {
         /// The server's name.
         server: String,
@@ -366,9 +368,9 @@ impl AuthProvider for HeadersHelper {
             if let Some(headers) = &state.headers {
                 return Ok(headers.clone());
             }
-            self.refresh(&mut state)
-                .await
-                .map_err(|e| AuthFailure::Failed { reason: e.to_string() })
+            self.refresh(&mut state).await.map_err(|e| AuthFailure::Failed {
+                reason: error_chain(&e),
+            })
         })
     }
 
@@ -403,7 +405,8 @@ impl AuthProvider for HeadersHelper {
                 Err(e) => AuthDecision::Fail {
                     reason: format!(
                         "server \"{server}\" rejected the headers from its headersHelper (HTTP {status}), \
-                         and running the helper again failed: {e}"
+                         and running the helper again failed: {}",
+                        error_chain(&e)
                     ),
                 },
             }
@@ -413,15 +416,15 @@ impl AuthProvider for HeadersHelper {
 
 /// Turns the helper's output into headers.
 fn parse_headers(server: &str, stdout: &[u8], tail: &Tail) -> Result<AuthHeaders, HelperError> {
-    let not_json = |reason: String| HelperError::NotJson {
+    let not_json = |problem| HelperError::NotJson {
         server: server.to_owned(),
-        reason,
+        problem,
         stderr: tail.text(),
     };
     if stdout.iter().all(u8::is_ascii_whitespace) {
-        return Err(not_json("it printed nothing".to_owned()));
+        return Err(not_json(OutputProblem::Empty));
     }
-    let value: Value = serde_json::from_slice(stdout).map_err(|e| not_json(e.to_string()))?;
+    let value: Value = serde_json::from_slice(stdout).map_err(|e| not_json(OutputProblem::Json(e)))?;
     let Value::Object(object) = value else {
         return Err(HelperError::NotAnObject {
             server: server.to_owned(),
@@ -444,6 +447,18 @@ fn parse_headers(server: &str, stdout: &[u8], tail: &Tail) -> Result<AuthHeaders
         headers.push((name, value));
     }
     Ok(headers)
+}
+
+/// What is wrong with a helper's output that is not JSON ([`HelperError::NotJson`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OutputProblem {
+    /// It printed nothing (or only white space).
+    #[error("it printed nothing")]
+    Empty,
+    /// The JSON parser's complaint.
+    #[error(transparent)]
+    Json(serde_json::Error),
 }
 
 /// `exit code 3`, `killed by signal 9`.

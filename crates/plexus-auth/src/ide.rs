@@ -62,7 +62,7 @@ pub enum IdeError {
         path: PathBuf,
     },
     /// The lockfile exists but cannot be read.
-    #[error("cannot read the IDE lockfile {}: {source}", .path.display())]
+    #[error("cannot read the IDE lockfile {}", .path.display())]
     Unreadable {
         /// The lockfile's path.
         path: PathBuf,
@@ -78,12 +78,13 @@ pub enum IdeError {
         limit: u64,
     },
     /// The lockfile is not the JSON object it should be.
-    #[error("the IDE lockfile {} is malformed: {reason}", .path.display())]
+    #[error("the IDE lockfile {} is malformed", .path.display())]
     Malformed {
         /// The lockfile's path.
         path: PathBuf,
-        /// The parser's complaint.
-        reason: String,
+        /// What is wrong with it.
+        #[source]
+        problem: LockfileProblem,
     },
     /// The lockfile has no `authToken` (or an empty one).
     #[error("the IDE lockfile {} has no \"authToken\"", .path.display())]
@@ -91,6 +92,18 @@ pub enum IdeError {
         /// The lockfile's path.
         path: PathBuf,
     },
+}
+
+/// What is wrong with an IDE lockfile's content ([`IdeError::Malformed`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LockfileProblem {
+    /// It is not JSON, or its fields have the wrong types.
+    #[error(transparent)]
+    Json(serde_json::Error),
+    /// It is JSON, but not an object.
+    #[error("it is not a JSON object")]
+    NotAnObject,
 }
 
 /// The IDE lock directory from the environment: `$PLEXUS_IDE_LOCK_DIR` when set and not empty,
@@ -187,15 +200,16 @@ impl IdeLockfile {
 
     /// Parses a lockfile's content; `path` is for errors.
     pub fn parse(text: &[u8], path: &Path) -> Result<IdeLockfile, IdeError> {
-        let malformed = |reason: String| IdeError::Malformed {
+        let malformed = |problem| IdeError::Malformed {
             path: path.to_owned(),
-            reason,
+            problem,
         };
-        let value: serde_json::Value = serde_json::from_slice(text).map_err(|e| malformed(e.to_string()))?;
+        let json = |e| malformed(LockfileProblem::Json(e));
+        let value: serde_json::Value = serde_json::from_slice(text).map_err(json)?;
         if !value.is_object() {
-            return Err(malformed("it is not a JSON object".to_owned()));
+            return Err(malformed(LockfileProblem::NotAnObject));
         }
-        let raw: RawLockfile = serde_json::from_value(value).map_err(|e| malformed(e.to_string()))?;
+        let raw: RawLockfile = serde_json::from_value(value).map_err(json)?;
         let auth_token = raw
             .auth_token
             .filter(|token| !token.is_empty())

@@ -61,7 +61,7 @@ impl fmt::Display for IngressOrigin {
 #[non_exhaustive]
 pub enum IngressError {
     /// The token file cannot be read.
-    #[error("cannot read the session ingress token file {} ({INGRESS_TOKEN_FILE_VAR}): {source}", .path.display())]
+    #[error("cannot read the session ingress token file {} ({INGRESS_TOKEN_FILE_VAR})", .path.display())]
     Unreadable {
         /// The file.
         path: PathBuf,

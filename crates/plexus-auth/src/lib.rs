@@ -49,8 +49,10 @@ pub mod private_file;
 pub mod store;
 mod text;
 
-pub use helper::{DEFAULT_HELPER_TIMEOUT, HeadersHelper, HelperError};
-pub use ide::{IDE_AUTH_HEADER, IDE_LOCK_DIR_VAR, IdeError, IdeLockfile, IdeToken, default_ide_lock_dir};
+pub use helper::{DEFAULT_HELPER_TIMEOUT, HeadersHelper, HelperError, OutputProblem};
+pub use ide::{
+    IDE_AUTH_HEADER, IDE_LOCK_DIR_VAR, IdeError, IdeLockfile, IdeToken, LockfileProblem, default_ide_lock_dir,
+};
 pub use ingress::{INGRESS_TOKEN_FILE_VAR, INGRESS_TOKEN_VAR, IngressError, IngressOrigin, IngressToken};
 pub use needs_auth::{NEEDS_AUTH_CACHE_FILE, NEEDS_AUTH_TTL, NeedsAuthCache, NeedsAuthEntry, NeedsAuthError};
 pub use oauth::{OAuthError, OAuthProvider, OAuthSettings, RedirectFollower, UserAgent};

@@ -231,7 +231,7 @@ struct StoreFile {
 #[non_exhaustive]
 pub enum TokenStoreError {
     /// A file system operation failed.
-    #[error("token store {}: {what}: {source}", .path.display())]
+    #[error("token store {}: {what}", .path.display())]
     Io {
         /// The file or directory.
         path: PathBuf,
@@ -242,20 +242,22 @@ pub enum TokenStoreError {
         source: io::Error,
     },
     /// The store could not be encoded (never expected: every field is a string or a number).
-    #[error("token store {}: cannot encode: {reason}", .path.display())]
+    #[error("token store {}: cannot encode", .path.display())]
     Encode {
         /// The file.
         path: PathBuf,
-        /// Why.
-        reason: String,
+        /// The JSON encoder's error.
+        #[source]
+        source: serde_json::Error,
     },
-    /// The blocking worker that does the file I/O failed.
-    #[error("token store {}: the file worker failed: {reason}", .path.display())]
+    /// The blocking worker that does the file I/O failed (it panicked or was cancelled).
+    #[error("token store {}: the file worker failed", .path.display())]
     Worker {
         /// The file.
         path: PathBuf,
-        /// Why.
-        reason: String,
+        /// The worker's end.
+        #[source]
+        source: tokio::task::JoinError,
     },
 }
 
@@ -391,12 +393,7 @@ impl TokenStore {
             Ok(result)
         })
         .await;
-        outcome.unwrap_or_else(|e| {
-            Err(TokenStoreError::Worker {
-                path,
-                reason: e.to_string(),
-            })
-        })
+        outcome.unwrap_or_else(|e| Err(TokenStoreError::Worker { path, source: e }))
     }
 }
 
@@ -437,9 +434,9 @@ fn empty() -> StoreFile {
 
 /// Writes the store atomically (see [`private_file::write_atomically`]).
 fn write_file(path: &Path, file: &StoreFile) -> Result<(), TokenStoreError> {
-    let mut bytes = serde_json::to_vec_pretty(file).map_err(|e| TokenStoreError::Encode {
+    let mut bytes = serde_json::to_vec_pretty(file).map_err(|source| TokenStoreError::Encode {
         path: path.to_path_buf(),
-        reason: e.to_string(),
+        source,
     })?;
     bytes.push(b'\n');
     private_file::write_atomically(path, &bytes, ".credentials-").map_err(|failure| TokenStoreError::Io {

@@ -17,7 +17,7 @@ fn helper(command: &str) -> HeadersHelper {
 }
 
 async fn run_err(command: &str) -> String {
-    helper(command).run().await.unwrap_err().to_string()
+    plexus_transport::error_chain(&helper(command).run().await.unwrap_err())
 }
 
 fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {

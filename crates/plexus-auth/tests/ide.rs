@@ -17,7 +17,7 @@ fn write_lock(dir: &Path, port: u16, content: &str) -> PathBuf {
 }
 
 async fn lock_err(dir: &Path, port: u16) -> String {
-    IdeToken::from_lockfile(dir, port).await.unwrap_err().to_string()
+    plexus_transport::error_chain(&IdeToken::from_lockfile(dir, port).await.unwrap_err())
 }
 
 #[tokio::test]
@@ -108,7 +108,7 @@ async fn every_bad_lockfile_is_an_error_naming_the_file() {
     let error = IdeToken::from_lockfile(dir.path(), 8).await.unwrap_err();
     assert!(matches!(error, IdeError::Unreadable { .. }), "{error:?}");
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!(
             "cannot read the IDE lockfile {}: Is a directory (os error 21)",
             shown(8)

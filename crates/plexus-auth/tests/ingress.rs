@@ -27,7 +27,7 @@ async fn bearer(lookup: &Lookup) -> Option<String> {
 }
 
 async fn error(lookup: &Lookup) -> String {
-    IngressToken::from_env(lookup).await.unwrap_err().to_string()
+    plexus_transport::error_chain(&IngressToken::from_env(lookup).await.unwrap_err())
 }
 
 #[tokio::test]

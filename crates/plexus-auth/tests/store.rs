@@ -261,7 +261,7 @@ async fn a_store_that_cannot_be_written_says_where_and_why() {
     let err = store.put("docs", "http://as", credential("at")).await.unwrap_err();
     assert!(matches!(err, TokenStoreError::Io { .. }), "{err:?}");
     assert_eq!(
-        err.to_string(),
+        plexus_transport::error_chain(&err),
         format!(
             "token store {}: cannot open: Not a directory (os error 20)",
             path.display()

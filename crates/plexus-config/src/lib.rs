@@ -128,7 +128,7 @@ pub use expand::{Environment, Expanded, ExpansionTooLong, MAX_EXPANDED_LEN, expa
 pub use file::{ConfigFile, MAX_FILE_SIZE, SERVERS_KEY};
 pub use import::{
     Import, ImportContext, ImportError, ImportInput, ImportNote, ImportSource, ImportedServer, MAX_IMPORT_FILE_SIZE,
-    NoteKind, UnknownImportSource, WriteOutcome, import_servers,
+    NoteKind, ShapeProblem, UnknownImportSource, WriteOutcome, import_servers,
 };
 pub use kind::ServerKind;
 pub use merge::{

@@ -271,9 +271,7 @@ fn vscode_user_settings_keep_servers_under_mcp() {
     let file = ws.root.path().join("other.json");
     ws.write_json(&file, &json!({"mcpServers": {}}));
     assert_eq!(
-        import_servers(ImportSource::VsCode, Some(&file), &context(&ws))
-            .unwrap_err()
-            .to_string(),
+        plexus_jsonrpc::error_chain(&import_servers(ImportSource::VsCode, Some(&file), &context(&ws)).unwrap_err()),
         format!(
             r#"{}: no "servers" object; is this VS Code's .vscode/mcp.json?"#,
             file.display()
@@ -402,9 +400,7 @@ fn claude_code_user_and_project_servers_from_claude_json() {
     let empty = ws.root.path().join("empty.json");
     ws.write_json(&empty, &json!({"numStartups": 1}));
     assert_eq!(
-        import_servers(ImportSource::ClaudeCode, Some(&empty), &context)
-            .unwrap_err()
-            .to_string(),
+        plexus_jsonrpc::error_chain(&import_servers(ImportSource::ClaudeCode, Some(&empty), &context).unwrap_err()),
         format!(
             r#"{}: no "mcpServers" object; is this Claude Code's ~/.claude.json or a .mcp.json?"#,
             empty.display()
@@ -424,9 +420,7 @@ fn source_files_that_are_not_json_or_have_the_wrong_shape() {
     );
     ws.write(&file, r#"{"mcpServers": []}"#);
     assert_eq!(
-        import_servers(ImportSource::ClaudeDesktop, Some(&file), &context)
-            .unwrap_err()
-            .to_string(),
+        plexus_jsonrpc::error_chain(&import_servers(ImportSource::ClaudeDesktop, Some(&file), &context).unwrap_err()),
         format!(
             r#"{}: field "mcpServers": expected an object that maps each server's name to its settings, found an array"#,
             file.display()
@@ -434,9 +428,7 @@ fn source_files_that_are_not_json_or_have_the_wrong_shape() {
     );
     ws.write(&file, "[]");
     assert_eq!(
-        import_servers(ImportSource::ClaudeDesktop, Some(&file), &context)
-            .unwrap_err()
-            .to_string(),
+        plexus_jsonrpc::error_chain(&import_servers(ImportSource::ClaudeDesktop, Some(&file), &context).unwrap_err()),
         format!(
             "{}: the top level must be a JSON object, found an array",
             file.display()

@@ -547,7 +547,12 @@ impl Http {
         };
         let message = match Message::from_slice(&body) {
             Ok(message) => message,
-            Err(e) => return refuse(StatusCode::BAD_REQUEST, format!("not one JSON-RPC message: {e}")),
+            Err(e) => {
+                return refuse(
+                    StatusCode::BAD_REQUEST,
+                    format!("not one JSON-RPC message: {}", plexus::transport::error_chain(&e)),
+                );
+            }
         };
         let initialize = matches!(&message, Message::Request(request) if request.method == methods::INITIALIZE);
         let (id, session) = match (found, initialize) {

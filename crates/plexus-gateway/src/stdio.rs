@@ -54,7 +54,7 @@ pub(crate) async fn serve(
                 Err(error) => {
                     let reason = match &error {
                         FrameError::TooLarge { .. } => error.to_string(),
-                        _ => format!("not a JSON-RPC message: {error}"),
+                        _ => format!("not a JSON-RPC message: {}", plexus::transport::error_chain(&error)),
                     };
                     let mut line = Vec::with_capacity(128);
                     Message::Response(Response::error(None, ErrorObject::new(ErrorCode::PARSE_ERROR, reason)))

@@ -32,7 +32,7 @@ pub enum FrameError {
     /// The line is not a valid JSON-RPC 2.0 message, and it is (or may be) a reply: the codec
     /// yields this instead of [`FrameError::Decode`] when a scan of the line finds it is a reply
     /// (with its id) or cannot tell.
-    #[error("{error}")]
+    #[error("{}", crate::error_chain(.error))]
     InvalidReply {
         /// What is wrong with it.
         error: DecodeError,

@@ -19,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 mod codec;
+mod decode;
 mod error;
 mod id;
 mod message;
@@ -27,6 +28,7 @@ pub mod process_stdio;
 mod scan;
 
 pub use codec::{DEFAULT_MAX_MESSAGE_SIZE, FrameError, LineCodec};
+pub use decode::{InvalidMessage, JsonError};
 pub use error::{ErrorCode, ErrorObject, error_chain};
 pub use id::RequestId;
 pub use message::{

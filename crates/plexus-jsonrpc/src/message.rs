@@ -7,7 +7,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use crate::{ErrorObject, JSONRPC_VERSION, RequestId};
+use crate::{ErrorObject, InvalidMessage, JSONRPC_VERSION, JsonError, RequestId};
 
 /// A JSON-RPC request: it has an id and expects a response.
 #[derive(Debug, Clone)]
@@ -93,10 +93,11 @@ pub enum DecodeError {
         offset: usize,
     },
     /// The text is not valid JSON.
-    #[error("the message is not valid JSON: {reason}")]
+    #[error("the message is not valid JSON")]
     InvalidJson {
-        /// serde_json's description, with line and column.
-        reason: String,
+        /// serde_json's error, with line and column.
+        #[source]
+        source: JsonError,
     },
     /// A JSON array: JSON-RPC batches, which MCP removed.
     #[error("the message is a JSON array (a JSON-RPC batch); MCP does not allow batching")]
@@ -111,10 +112,11 @@ pub enum DecodeError {
         found: String,
     },
     /// A JSON-RPC 2.0 object that is none of request, notification, response.
-    #[error("invalid JSON-RPC message: {reason}")]
+    #[error("invalid JSON-RPC message")]
     Invalid {
         /// What is wrong with it.
-        reason: String,
+        #[source]
+        problem: InvalidMessage,
     },
 }
 
@@ -145,8 +147,12 @@ fn present_ref<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>,
     <&'de RawValue>::deserialize(d).map(Some)
 }
 
-fn invalid(reason: impl Into<String>) -> DecodeError {
-    DecodeError::Invalid { reason: reason.into() }
+fn invalid(problem: InvalidMessage) -> DecodeError {
+    DecodeError::Invalid { problem }
+}
+
+fn invalid_json(error: serde_json::Error) -> DecodeError {
+    DecodeError::InvalidJson { source: error.into() }
 }
 
 impl Message {
@@ -166,22 +172,22 @@ impl Message {
                 // Only call it a batch if it really is a JSON array; garbage starting with `[` is invalid JSON.
                 return match serde_json::from_str::<serde::de::IgnoredAny>(text) {
                     Ok(_) => Err(DecodeError::Batch),
-                    Err(e) => Err(DecodeError::InvalidJson { reason: e.to_string() }),
+                    Err(e) => Err(invalid_json(e)),
                 };
             }
             Some(b'{') => {}
             _ => {
                 return match serde_json::from_str::<serde::de::IgnoredAny>(text) {
                     Ok(_) => Err(DecodeError::NotAnObject),
-                    Err(e) => Err(DecodeError::InvalidJson { reason: e.to_string() }),
+                    Err(e) => Err(invalid_json(e)),
                 };
             }
         }
         let env: Envelope<'_> = serde_json::from_str(text).map_err(|e| {
             if e.is_syntax() || e.is_eof() {
-                DecodeError::InvalidJson { reason: e.to_string() }
+                invalid_json(e)
             } else {
-                invalid(e.to_string())
+                invalid(InvalidMessage::Members(e.into()))
             }
         })?;
         match env.jsonrpc.map(RawValue::get) {
@@ -201,47 +207,49 @@ impl Message {
             None => None,
             Some(raw) if raw.get() == "null" => Some(None),
             Some(raw) => Some(Some(
-                serde_json::from_str::<RequestId>(raw.get()).map_err(|e| invalid(format!("bad id: {e}")))?,
+                serde_json::from_str::<RequestId>(raw.get()).map_err(|e| invalid(InvalidMessage::BadId(e.into())))?,
             )),
         };
         if let Some(method) = env.method {
             if env.result.is_some() || env.error.is_some() {
-                return Err(invalid("a message has both \"method\" and \"result\"/\"error\""));
+                return Err(invalid(InvalidMessage::MethodAndOutcome));
             }
-            let method = Cow::Owned(method.into_owned());
+            let method: Cow<'static, str> = Cow::Owned(method.into_owned());
             let params = match env.params {
                 Some(p) if p.get() == "null" => None,
                 Some(p) if !matches!(p.get().as_bytes().first(), Some(b'{' | b'[')) => {
-                    return Err(invalid(format!("\"params\" of {method} must be an object or array")));
+                    return Err(invalid(InvalidMessage::ParamsNotStructured {
+                        method: method.into_owned(),
+                    }));
                 }
                 other => other,
             };
             return match id {
                 None => Ok(Message::Notification(Notification { method, params })),
-                Some(None) => Err(invalid(format!(
-                    "request {method} has a null id (MCP forbids null ids)"
-                ))),
+                Some(None) => Err(invalid(InvalidMessage::NullId {
+                    method: method.into_owned(),
+                })),
                 Some(Some(id)) => Ok(Message::Request(Request { id, method, params })),
             };
         }
         match (env.result, env.error) {
-            (Some(_), Some(_)) => Err(invalid("a response has both \"result\" and \"error\"")),
+            (Some(_), Some(_)) => Err(invalid(InvalidMessage::ResultAndError)),
             (Some(result), None) => match id {
                 Some(Some(id)) => Ok(Message::Response(Response {
                     id: Some(id),
                     outcome: Ok(result),
                 })),
-                _ => Err(invalid("a result response without an id")),
+                _ => Err(invalid(InvalidMessage::ResultWithoutId)),
             },
             (None, Some(error)) => {
                 let error: ErrorObject =
-                    serde_json::from_str(error.get()).map_err(|e| invalid(format!("bad \"error\" object: {e}")))?;
+                    serde_json::from_str(error.get()).map_err(|e| invalid(InvalidMessage::BadErrorObject(e.into())))?;
                 Ok(Message::Response(Response {
                     id: id.flatten(),
                     outcome: Err(error),
                 }))
             }
-            (None, None) => Err(invalid("neither \"method\" nor \"result\" nor \"error\"")),
+            (None, None) => Err(invalid(InvalidMessage::Unclassified)),
         }
     }
 

@@ -212,7 +212,11 @@ pub(crate) fn frame_error_line(error: &FrameError) -> Vec<u8> {
         _ => ErrorCode::INVALID_REQUEST,
     };
     let mut line = Vec::with_capacity(160);
-    Message::Response(Response::error(None, ErrorObject::new(code, error.to_string()))).encode_line(&mut line);
+    Message::Response(Response::error(
+        None,
+        ErrorObject::new(code, plexus_jsonrpc::error_chain(error)),
+    ))
+    .encode_line(&mut line);
     line
 }
 

@@ -460,7 +460,7 @@ use plexus_auth::OAuthError;
 #[cfg(feature = "auth")]
 use plexus_auth::oauth::jwt::SigningKey;
 #[cfg(feature = "auth")]
-use plexus_auth::oauth::{AssertionSource, CALLBACK_PORT_ENV, OAuthGrant};
+use plexus_auth::oauth::{AssertionSource, CALLBACK_PORT_ENV, OAuthGrant, SettingsProblem};
 #[cfg(feature = "auth")]
 use plexus_config::OAuthGrantType;
 
@@ -495,10 +495,7 @@ fn oauth_settings(
             }),
             // The config refuses a jwt_bearer grant without its file.
             (OAuthGrantType::JwtBearer, None) => {
-                return Err(setting_error(
-                    "oauth.assertionFile",
-                    "the jwt_bearer grant needs one".into(),
-                ));
+                return Err(setting_error("oauth.assertionFile", SettingsProblem::NoAssertionFile));
             }
         };
         if let Some(path) = &config.private_key_file {
@@ -520,25 +517,43 @@ const MAX_PRIVATE_KEY_FILE: u64 = 64 * 1024;
 #[cfg(feature = "auth")]
 fn read_private_key(path: &Path) -> Result<SigningKey, OAuthError> {
     let field = "oauth.privateKeyFile";
-    let shown = path.display();
-    let size = std::fs::metadata(path)
-        .map_err(|e| setting_error(field, format!("cannot read {shown}: {e}")))?
-        .len();
+    let unreadable = |source| {
+        setting_error(
+            field,
+            SettingsProblem::Unreadable {
+                path: path.to_owned(),
+                source,
+            },
+        )
+    };
+    let size = std::fs::metadata(path).map_err(unreadable)?.len();
     if size > MAX_PRIVATE_KEY_FILE {
         return Err(setting_error(
             field,
-            format!("{shown} is {size} bytes, more than a private key ({MAX_PRIVATE_KEY_FILE} at most)"),
+            SettingsProblem::KeyTooLarge {
+                path: path.to_owned(),
+                size,
+                max: MAX_PRIVATE_KEY_FILE,
+            },
         ));
     }
-    let pem = std::fs::read_to_string(path).map_err(|e| setting_error(field, format!("cannot read {shown}: {e}")))?;
-    SigningKey::from_pem(&pem).map_err(|e| setting_error(field, format!("{shown}: {e}")))
+    let pem = std::fs::read_to_string(path).map_err(unreadable)?;
+    SigningKey::from_pem(&pem).map_err(|source| {
+        setting_error(
+            field,
+            SettingsProblem::Key {
+                path: path.to_owned(),
+                source,
+            },
+        )
+    })
 }
 
 #[cfg(feature = "auth")]
-fn setting_error(field: &str, reason: String) -> OAuthError {
+fn setting_error(field: &str, problem: SettingsProblem) -> OAuthError {
     OAuthError::Settings {
         field: field.to_owned(),
-        reason,
+        problem,
     }
 }
 

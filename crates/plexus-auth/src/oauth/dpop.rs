@@ -16,9 +16,9 @@ use serde_json::{Map, Value};
 use url::Url;
 
 use super::discovery::Discovery;
-use super::jwt::{ALGORITHM, JwtError, SigningKey, base64url};
+use super::jwt::{ALGORITHM, JwtError, KeyProblem, SigningKey, base64url};
 use super::pkce::random_token;
-use super::{DpopMode, OAuthError};
+use super::{DpopMode, OAuthError, SettingsProblem};
 use crate::store::{Secret, StoredTokens, unix_now};
 
 /// The authentication scheme and token type of DPoP-bound tokens.
@@ -95,7 +95,7 @@ impl DpopState {
             return Ok(Arc::clone(key));
         }
         let der = URL_SAFE_NO_PAD.decode(encoded.expose()).map_err(|_| JwtError::Key {
-            reason: "the stored DPoP key is not base64url".to_owned(),
+            problem: KeyProblem::StoredKeyNotBase64,
         })?;
         let key = Arc::new(SigningKey::from_der(&der)?);
         *current = Some((encoded.clone(), Arc::clone(&key)));
@@ -115,8 +115,8 @@ impl DpopState {
         if !tokens.token_type.eq_ignore_ascii_case(SCHEME) {
             return Ok(vec![("Authorization".to_owned(), format!("Bearer {token}"))]);
         }
-        let encoded = tokens.dpop_key.as_ref().ok_or_else(|| JwtError::Key {
-            reason: "a DPoP-bound token was stored without its key".to_owned(),
+        let encoded = tokens.dpop_key.as_ref().ok_or(JwtError::Key {
+            problem: KeyProblem::NoStoredKey,
         })?;
         let key = self.key_of(encoded)?;
         let nonce = self.nonces.get(url);
@@ -180,9 +180,12 @@ pub(crate) struct ProofRequest<'a> {
 
 /// The `htu` of a request to `url`: the URL without query and fragment (RFC 9449 §4.2).
 pub(crate) fn htu(url: &str) -> Result<String, OAuthError> {
-    let mut parsed = Url::parse(url).map_err(|e| OAuthError::Settings {
+    let mut parsed = Url::parse(url).map_err(|source| OAuthError::Settings {
         field: "the DPoP proof's URL".to_owned(),
-        reason: format!("{} is not a URL: {e}", plexus_net::redact::redact_url(url)),
+        problem: SettingsProblem::NotAUrl {
+            url: plexus_net::redact::redact_url(url),
+            source,
+        },
     })?;
     parsed.set_query(None);
     parsed.set_fragment(None);
@@ -300,7 +303,7 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(
-            err.to_string(),
+            plexus_transport::error_chain(&err),
             "OAuth setting the DPoP proof's URL: not a url is not a URL: relative URL without a base"
         );
     }
@@ -354,18 +357,12 @@ mod tests {
 
         bound.dpop_key = None;
         assert_eq!(
-            restarted
-                .authorization(&bound, "POST", "http://rs/mcp")
-                .unwrap_err()
-                .to_string(),
+            plexus_transport::error_chain(&restarted.authorization(&bound, "POST", "http://rs/mcp").unwrap_err()),
             "the private key is unusable: a DPoP-bound token was stored without its key"
         );
         bound.dpop_key = Some(Secret::new("!!"));
         assert_eq!(
-            restarted
-                .authorization(&bound, "POST", "http://rs/mcp")
-                .unwrap_err()
-                .to_string(),
+            plexus_transport::error_chain(&restarted.authorization(&bound, "POST", "http://rs/mcp").unwrap_err()),
             "the private key is unusable: the stored DPoP key is not base64url"
         );
     }

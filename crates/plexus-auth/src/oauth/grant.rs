@@ -21,11 +21,11 @@ use std::sync::Arc;
 use http::header::{AUTHORIZATION, HeaderName};
 use serde_json::{Map, Value};
 
-use super::OAuthError;
 use super::dpop::{self, Nonces, ProofRequest, USE_DPOP_NONCE};
 use super::http::OAuthHttp;
 use super::jwt::SigningKey;
 use super::pkce::random_token;
+use super::{OAuthError, SettingsProblem};
 use crate::store::{Secret, StoredTokens, unix_now};
 
 /// `grant_type` of the JWT bearer grant (RFC 7523 §2.1).
@@ -211,7 +211,7 @@ impl ClientCredentials {
                 let mut value = HeaderValue::from_str(&format!("Basic {}", STANDARD.encode(pair))).map_err(|_| {
                     OAuthError::Settings {
                         field: "the client credentials".to_owned(),
-                        reason: "they cannot be sent in an HTTP header".to_owned(),
+                        problem: SettingsProblem::CredentialsNotHeaderSafe,
                     }
                 })?;
                 value.set_sensitive(true);
@@ -224,10 +224,9 @@ impl ClientCredentials {
             (AuthMethod::PrivateKeyJwt, _) => {
                 let key = self.key.as_ref().ok_or_else(|| OAuthError::Settings {
                     field: "the client's private key".to_owned(),
-                    reason: format!(
-                        "client {:?} authenticates with private_key_jwt, but no private key is configured",
-                        self.client_id
-                    ),
+                    problem: SettingsProblem::NoPrivateKey {
+                        client_id: self.client_id.clone(),
+                    },
                 })?;
                 form.push(("client_id", self.client_id.clone()));
                 form.push(("client_assertion_type", CLIENT_ASSERTION_TYPE.to_owned()));
@@ -447,7 +446,7 @@ fn token_form(request: &TokenRequest<'_>) -> Result<(Form, Headers), OAuthError>
         )?;
         let value = HeaderValue::from_str(&proof).map_err(|_| OAuthError::Settings {
             field: "the DPoP proof".to_owned(),
-            reason: "it cannot be sent in an HTTP header".to_owned(),
+            problem: SettingsProblem::ProofNotHeaderSafe,
         })?;
         headers.push((HeaderName::from_static("dpop"), value));
     }
@@ -554,7 +553,7 @@ mod tests {
         let keyless = ClientCredentials::plain("svc", None, AuthMethod::PrivateKeyJwt);
         let err = keyless.authenticate("https://as", &mut Vec::new()).unwrap_err();
         assert_eq!(
-            err.to_string(),
+            plexus_transport::error_chain(&err),
             "OAuth setting the client's private key: client \"svc\" authenticates with private_key_jwt, but no private key is configured"
         );
     }

@@ -14,7 +14,7 @@ use plexus_net::tls::{Alpn, TlsOptions, server_config};
 use plexus_transport::body_excerpt;
 use serde::de::DeserializeOwned;
 
-use super::OAuthError;
+use super::{OAuthError, SettingsProblem};
 
 /// The largest response body read from an OAuth endpoint.
 pub(crate) const MAX_RESPONSE_BYTES: usize = 1024 * 1024;
@@ -68,7 +68,7 @@ impl OAuthHttp {
         settings.tls = tls.clone();
         let client = HttpClient::new(settings).map_err(|e| OAuthError::Settings {
             field: "the HTTP client".to_owned(),
-            reason: e.to_string(),
+            problem: SettingsProblem::HttpClient(e),
         })?;
         Ok(OAuthHttp { client, timeout })
     }

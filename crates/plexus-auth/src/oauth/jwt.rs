@@ -27,14 +27,15 @@ use serde_json::{Map, Value, json};
 pub const ALGORITHM: &str = "ES256";
 
 /// Why a key could not be read or a JWT not signed. Messages never contain key material.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum JwtError {
     /// The key is not an unencrypted EC P-256 private key in PEM or DER.
-    #[error("the private key is unusable: {reason}")]
+    #[error("the private key is unusable")]
     Key {
         /// Why.
-        reason: String,
+        #[source]
+        problem: KeyProblem,
     },
     /// The crypto library failed to create a key or a signature.
     #[error("ES256 {what} failed")]
@@ -42,6 +43,49 @@ pub enum JwtError {
         /// What was being done (`key generation`, `signing`).
         what: &'static str,
     },
+}
+
+/// Why a private key is unusable ([`JwtError::Key`]). Never contains key material.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum KeyProblem {
+    /// The text has no `-----BEGIN …-----` line.
+    #[error("no PEM block (-----BEGIN …-----) found")]
+    NoPemBlock,
+    /// The `-----BEGIN` line does not end with `-----`.
+    #[error("the PEM BEGIN line is not closed")]
+    UnclosedBegin,
+    /// The block has no `-----END …-----` line.
+    #[error("the PEM block {label:?} has no -----END {label}----- line")]
+    NoEnd {
+        /// The block's label.
+        label: String,
+    },
+    /// The block is an encrypted private key.
+    #[error("the PEM private key is encrypted; give an unencrypted one")]
+    Encrypted,
+    /// The block has PEM headers (`Proc-Type`, …), which only an encrypted key has.
+    #[error("the PEM private key has headers (it is encrypted); give an unencrypted one")]
+    PemHeaders,
+    /// The block is not a private key.
+    #[error("the PEM block is a {label:?}, not a PRIVATE KEY")]
+    NotPrivate {
+        /// The block's label.
+        label: String,
+    },
+    /// The block's body is not base64.
+    #[error("the PEM body is not base64")]
+    NotBase64(#[source] base64::DecodeError),
+    /// The DER is not an EC P-256 private key; the crypto library's word for why is said in
+    /// this problem's own parentheses, so it is not its source.
+    #[error("not an EC P-256 private key in PKCS#8 or SEC 1 DER ({0})")]
+    NotP256(aws_lc_rs::error::KeyRejected),
+    /// A DPoP-bound token was stored without the key it is bound to.
+    #[error("a DPoP-bound token was stored without its key")]
+    NoStoredKey,
+    /// The stored DPoP key is not base64url.
+    #[error("the stored DPoP key is not base64url")]
+    StoredKeyNotBase64,
 }
 
 /// An ES256 private key (EC P-256). Its `Debug` shows the public key's coordinates only.
@@ -78,7 +122,7 @@ impl SigningKey {
         EcdsaKeyPair::from_private_key_der(&ECDSA_P256_SHA256_FIXED_SIGNING, der)
             .map(|pair| SigningKey { pair })
             .map_err(|e| JwtError::Key {
-                reason: format!("not an EC P-256 private key in PKCS#8 or SEC 1 DER ({e})"),
+                problem: KeyProblem::NotP256(e),
             })
     }
 
@@ -146,38 +190,32 @@ pub(crate) fn base64url(bytes: &[u8]) -> String {
 
 /// The DER inside the first PEM block of `pem`, which must be an unencrypted private key.
 fn pem_body(pem: &str) -> Result<Vec<u8>, JwtError> {
-    let bad = |reason: String| JwtError::Key { reason };
-    let begin = pem
-        .find("-----BEGIN ")
-        .ok_or_else(|| bad("no PEM block (-----BEGIN …-----) found".to_owned()))?;
+    let bad = |problem| JwtError::Key { problem };
+    let begin = pem.find("-----BEGIN ").ok_or_else(|| bad(KeyProblem::NoPemBlock))?;
     let rest = &pem[begin + "-----BEGIN ".len()..];
-    let label_end = rest
-        .find("-----")
-        .ok_or_else(|| bad("the PEM BEGIN line is not closed".to_owned()))?;
+    let label_end = rest.find("-----").ok_or_else(|| bad(KeyProblem::UnclosedBegin))?;
     let label = &rest[..label_end];
     let body = &rest[label_end + "-----".len()..];
     let end_marker = format!("-----END {label}-----");
-    let body_end = body
-        .find(&end_marker)
-        .ok_or_else(|| bad(format!("the PEM block {label:?} has no {end_marker} line")))?;
+    let body_end = body.find(&end_marker).ok_or_else(|| {
+        bad(KeyProblem::NoEnd {
+            label: label.to_owned(),
+        })
+    })?;
     match label {
         "PRIVATE KEY" | "EC PRIVATE KEY" => {}
-        "ENCRYPTED PRIVATE KEY" => {
-            return Err(bad(
-                "the PEM private key is encrypted; give an unencrypted one".to_owned()
-            ));
+        "ENCRYPTED PRIVATE KEY" => return Err(bad(KeyProblem::Encrypted)),
+        other => {
+            return Err(bad(KeyProblem::NotPrivate {
+                label: other.to_owned(),
+            }));
         }
-        other => return Err(bad(format!("the PEM block is a {other:?}, not a PRIVATE KEY"))),
     }
     let text: String = body[..body_end].chars().filter(|c| !c.is_ascii_whitespace()).collect();
     if text.contains(':') {
-        return Err(bad(
-            "the PEM private key has headers (it is encrypted); give an unencrypted one".to_owned(),
-        ));
+        return Err(bad(KeyProblem::PemHeaders));
     }
-    STANDARD
-        .decode(text)
-        .map_err(|e| bad(format!("the PEM body is not base64: {e}")))
+    STANDARD.decode(text).map_err(|e| bad(KeyProblem::NotBase64(e)))
 }
 
 #[cfg(test)]
@@ -267,7 +305,7 @@ mod tests {
 
     #[test]
     fn unusable_keys_are_refused_with_the_reason() {
-        let reason = |pem: &str| SigningKey::from_pem(pem).unwrap_err().to_string();
+        let reason = |pem: &str| plexus_transport::error_chain(&SigningKey::from_pem(pem).unwrap_err());
         assert_eq!(
             reason("nothing here"),
             "the private key is unusable: no PEM block (-----BEGIN …-----) found"

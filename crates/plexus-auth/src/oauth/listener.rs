@@ -28,7 +28,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{AbortHandle, Id, JoinSet};
 use tokio::time::Instant;
 
-use super::OAuthError;
+use super::{ListenerProblem, OAuthError};
 
 /// The path of the redirect URI.
 pub(crate) const CALLBACK_PATH: &str = "/callback";
@@ -97,12 +97,12 @@ impl CallbackListener {
     /// Binds 127.0.0.1 on `port` (random when `None`).
     pub(crate) async fn bind(port: Option<u16>) -> Result<Self, OAuthError> {
         let address = SocketAddr::from((Ipv4Addr::LOCALHOST, port.unwrap_or(0)));
-        let listener = TcpListener::bind(address).await.map_err(|e| OAuthError::Listener {
-            reason: format!("cannot listen on {address}: {e}"),
-        })?;
-        let bound = listener.local_addr().map_err(|e| OAuthError::Listener {
-            reason: format!("cannot read the listening address: {e}"),
-        })?;
+        let listener = TcpListener::bind(address)
+            .await
+            .map_err(|source| OAuthError::Listener(ListenerProblem::Bind { address, source }))?;
+        let bound = listener
+            .local_addr()
+            .map_err(|e| OAuthError::Listener(ListenerProblem::Address(e)))?;
         Ok(CallbackListener {
             listener,
             redirect_uri: format!("http://{bound}{CALLBACK_PATH}"),
@@ -280,7 +280,11 @@ fn answer(request: &hyper::Request<hyper::body::Incoming>, check: &Check) -> (hy
             "Authorized",
             "plexus received the authorization. You can close this window.",
         ),
-        Verdict::End(e) => page(hyper::StatusCode::BAD_REQUEST, "Authorization failed", &e.to_string()),
+        Verdict::End(e) => page(
+            hyper::StatusCode::BAD_REQUEST,
+            "Authorization failed",
+            &plexus_transport::error_chain(&e),
+        ),
         Verdict::Refuse(reason) => page(
             hyper::StatusCode::BAD_REQUEST,
             "Authorization response refused",

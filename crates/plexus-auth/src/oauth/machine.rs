@@ -13,7 +13,7 @@ use super::http::OAuthHttp;
 use super::registration::credentials;
 use super::scopes::join;
 use super::settings::{AssertionSource, IdentityProvider, OAuthGrant};
-use super::{OAuthError, OAuthSettings};
+use super::{AssertionProblem, OAuthError, OAuthSettings, SettingsProblem};
 use crate::store::{ClientSource, Secret, StoredClient};
 
 /// The `requested_token_type` of an identity assertion authorization grant.
@@ -53,15 +53,14 @@ pub(crate) async fn obtain(
         OAuthGrant::AuthorizationCode => {
             return Err(OAuthError::Settings {
                 field: "oauth grant".to_owned(),
-                reason: "the authorization code flow needs a login, not a token request".to_owned(),
+                problem: SettingsProblem::NeedsLogin,
             });
         }
         OAuthGrant::ClientCredentials => {
             if client.is_none() {
                 return Err(OAuthError::Settings {
                     field: "oauth.clientId".to_owned(),
-                    reason: "the client credentials grant needs the client's id (and its secret or private key)"
-                        .to_owned(),
+                    problem: SettingsProblem::NeedsClientId,
                 });
             }
             Grant::ClientCredentials
@@ -126,10 +125,9 @@ async fn identity_assertion(
             None => {
                 return Err(OAuthError::Settings {
                     field: "the identity provider".to_owned(),
-                    reason: format!(
-                        "no metadata was found for the issuer {}; configure its token endpoint",
-                        redact_url(&idp.issuer)
-                    ),
+                    problem: SettingsProblem::NoIssuerMetadata {
+                        issuer: redact_url(&idp.issuer),
+                    },
                 });
             }
         },
@@ -178,7 +176,7 @@ pub(crate) async fn read_assertion(source: &AssertionSource, what: &'static str)
                     return Err(OAuthError::Assertion {
                         what,
                         origin,
-                        reason: e.to_string(),
+                        problem: e.into(),
                     });
                 }
             }
@@ -187,21 +185,21 @@ pub(crate) async fn read_assertion(source: &AssertionSource, what: &'static str)
             let origin = format!("the file {}", path.display());
             match read_bounded(path).await {
                 Ok(text) => (origin, text),
-                Err(reason) => return Err(OAuthError::Assertion { what, origin, reason }),
+                Err(problem) => return Err(OAuthError::Assertion { what, origin, problem }),
             }
         }
     };
-    let failed = |reason: String| OAuthError::Assertion {
+    let failed = |problem: AssertionProblem| OAuthError::Assertion {
         what,
         origin: origin.clone(),
-        reason,
+        problem,
     };
     let text = text.trim();
     if text.is_empty() {
-        return Err(failed("it is empty".to_owned()));
+        return Err(failed(AssertionProblem::Empty));
     }
     if text.len() as u64 > MAX_ASSERTION_BYTES {
-        return Err(failed(format!("it is larger than {MAX_ASSERTION_BYTES} bytes")));
+        return Err(failed(AssertionProblem::TooLarge));
     }
     let parts: Vec<&str> = text.split('.').collect();
     let base64url = |part: &&str| {
@@ -211,30 +209,27 @@ pub(crate) async fn read_assertion(source: &AssertionSource, what: &'static str)
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
     };
     if parts.len() != 3 || !parts[..2].iter().all(base64url) || !(parts[2].is_empty() || base64url(&parts[2])) {
-        return Err(failed(
-            "it is not a JWT (three base64url parts separated by dots)".to_owned(),
-        ));
+        return Err(failed(AssertionProblem::NotAJwt));
     }
     Ok(Secret::new(text))
 }
 
 /// A file's text, refusing one larger than [`MAX_ASSERTION_BYTES`].
-async fn read_bounded(path: &Path) -> Result<String, String> {
-    let file = tokio::fs::File::open(path).await.map_err(|e| e.to_string())?;
+async fn read_bounded(path: &Path) -> Result<String, AssertionProblem> {
+    let file = tokio::fs::File::open(path).await?;
     let mut bytes = Vec::new();
-    file.take(MAX_ASSERTION_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .await
-        .map_err(|e| e.to_string())?;
+    file.take(MAX_ASSERTION_BYTES + 1).read_to_end(&mut bytes).await?;
     if bytes.len() as u64 > MAX_ASSERTION_BYTES {
-        return Err(format!("it is larger than {MAX_ASSERTION_BYTES} bytes"));
+        return Err(AssertionProblem::TooLarge);
     }
-    String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_owned())
+    String::from_utf8(bytes).map_err(|_| AssertionProblem::NotUtf8)
 }
 
 #[cfg(test)]
 mod tests {
     use std::io::Write as _;
+
+    use plexus_transport::error_chain;
 
     use super::*;
 
@@ -259,7 +254,7 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(
-            err.to_string(),
+            error_chain(&err),
             "the workload identity token (from the environment variable PATH): it is not a JWT (three base64url parts separated by dots)"
         );
     }
@@ -268,7 +263,7 @@ mod tests {
     async fn unusable_assertions_are_refused_with_where_they_came_from() {
         let reason = |text: &str| {
             let source = AssertionSource::Value(Secret::new(text));
-            async move { read_assertion(&source, "the token").await.unwrap_err().to_string() }
+            async move { error_chain(&read_assertion(&source, "the token").await.unwrap_err()) }
         };
         assert_eq!(
             reason("  \n").await,
@@ -293,8 +288,7 @@ mod tests {
             .await
             .unwrap_err();
         assert!(
-            err.to_string()
-                .starts_with(&format!("the token (from the file {}): ", missing.display())),
+            error_chain(&err).starts_with(&format!("the token (from the file {}): ", missing.display())),
             "{err}"
         );
         let huge = dir.path().join("huge");
@@ -303,7 +297,7 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(
-            err.to_string(),
+            error_chain(&err),
             format!(
                 "the token (from the file {}): it is larger than 65536 bytes",
                 huge.display()

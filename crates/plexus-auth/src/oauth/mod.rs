@@ -59,6 +59,7 @@ mod listener;
 mod login;
 mod machine;
 mod pkce;
+pub mod problem;
 mod provider;
 mod registration;
 pub mod resource;
@@ -68,12 +69,13 @@ mod user_agent;
 
 use std::time::Duration;
 
+pub use problem::{AssertionProblem, ListenerProblem, SettingsProblem};
 pub use provider::{LoggedIn, MAX_AUTHORIZATION_ATTEMPTS, OAuthProvider, REFRESH_MARGIN};
 pub use settings::{
     AssertionSource, CALLBACK_PORT_ENV, DEFAULT_LOGIN_TIMEOUT, DpopMode, ID_TOKEN_TYPE, IdentityProvider, OAuthGrant,
     OAuthSettings,
 };
-pub use user_agent::{AuthorizationPrompt, RedirectFollower, UserAgent, UserAgentError};
+pub use user_agent::{AuthorizationPrompt, RedirectFollower, UserAgent, UserAgentError, UserAgentProblem};
 
 use crate::store::TokenStoreError;
 
@@ -83,12 +85,13 @@ use crate::store::TokenStoreError;
 #[non_exhaustive]
 pub enum OAuthError {
     /// A setting is unusable.
-    #[error("OAuth setting {field}: {reason}")]
+    #[error("OAuth setting {field}")]
     Settings {
         /// The setting (`callbackPort`, `PLEXUS_OAUTH_CALLBACK_PORT`, the server URL, …).
         field: String,
         /// What is wrong with it.
-        reason: String,
+        #[source]
+        problem: SettingsProblem,
     },
     /// An HTTP request to a metadata, registration or token endpoint failed, or its answer is
     /// unusable.
@@ -185,11 +188,8 @@ pub enum OAuthError {
         description: Option<String>,
     },
     /// The loopback redirect listener failed.
-    #[error("the OAuth redirect listener: {reason}")]
-    Listener {
-        /// Why.
-        reason: String,
-    },
+    #[error("the OAuth redirect listener")]
+    Listener(#[source] ListenerProblem),
     /// No authorization response arrived in time ([`OAuthSettings::login_timeout`]).
     #[error(
         "no authorization response arrived within {} (the login was not completed){}",
@@ -235,14 +235,15 @@ pub enum OAuthError {
     #[error(transparent)]
     Jwt(#[from] jwt::JwtError),
     /// An assertion (a workload identity token, the ID token to exchange) could not be read.
-    #[error("{what} (from {origin}): {reason}")]
+    #[error("{what} (from {origin})")]
     Assertion {
         /// What it is.
         what: &'static str,
         /// Where it was read from (never its value).
         origin: String,
         /// Why it is unusable.
-        reason: String,
+        #[source]
+        problem: AssertionProblem,
     },
 }
 

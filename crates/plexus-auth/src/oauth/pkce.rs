@@ -4,7 +4,7 @@ use aws_lc_rs::digest::{SHA256, digest};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
-use super::OAuthError;
+use super::{OAuthError, SettingsProblem};
 use crate::store::Secret;
 
 /// A code verifier and its S256 challenge.
@@ -37,7 +37,7 @@ pub(crate) fn random_token() -> Result<String, OAuthError> {
     let mut bytes = [0u8; 32];
     aws_lc_rs::rand::fill(&mut bytes).map_err(|_| OAuthError::Settings {
         field: "the random number generator".to_owned(),
-        reason: "the system gave no random bytes".to_owned(),
+        problem: SettingsProblem::NoRandomBytes,
     })?;
     Ok(URL_SAFE_NO_PAD.encode(bytes))
 }

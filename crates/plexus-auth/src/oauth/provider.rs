@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use plexus_net::challenge::{AuthChallenge, WwwAuthenticate, dpop_nonce, is_dpop_nonce_challenge};
 use plexus_net::redact::redact_url;
-use plexus_transport::{AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, Rejection};
+use plexus_transport::{AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, Rejection, error_chain};
 use tokio::sync::Mutex;
 use url::Url;
 
@@ -20,7 +20,7 @@ use super::machine::{MachineRequest, obtain};
 use super::registration::credentials;
 use super::resource::resource_matches;
 use super::scopes::{OFFLINE_ACCESS, ScopeSources, parse, select, union};
-use super::{OAuthError, OAuthSettings, UserAgent};
+use super::{OAuthError, OAuthSettings, SettingsProblem, UserAgent};
 use crate::store::{ClientSource, Secret, StoredClient, StoredCredential, StoredTokens, TokenStore, unix_now};
 
 /// Access tokens are refreshed this many seconds before they expire.
@@ -120,7 +120,7 @@ impl OAuthProvider {
             .filter(|u| matches!(u.scheme(), "http" | "https") && u.has_host())
             .ok_or_else(|| OAuthError::Settings {
                 field: format!("the URL of server {server:?}"),
-                reason: format!("{} is not an http(s) URL", redact_url(url)),
+                problem: SettingsProblem::NotHttpUrl { url: redact_url(url) },
             })?;
         let http = OAuthHttp::new(settings.request_timeout, &settings.proxy, &settings.tls)?;
         Ok(OAuthProvider {
@@ -211,7 +211,7 @@ impl OAuthProvider {
                 Ok(())
             };
             if let Err(e) = renewed {
-                tracing::warn!(server = %self.server, error = %e, "renewing the OAuth access token failed");
+                tracing::warn!(server = %self.server, error = %error_chain(&e), "renewing the OAuth access token failed");
             }
         }
         let Some(tokens) = state
@@ -226,12 +226,12 @@ impl OAuthProvider {
             Ok(headers) => Ok(headers),
             Err(e @ OAuthError::Jwt(_)) => {
                 // A bound token whose key is gone is of no use: the server's 401 starts over.
-                tracing::warn!(server = %self.server, error = %e, "dropping a DPoP-bound token");
+                tracing::warn!(server = %self.server, error = %error_chain(&e), "dropping a DPoP-bound token");
                 self.drop_tokens(&mut state).await;
                 Ok(Vec::new())
             }
             Err(e) => Err(AuthFailure::Failed {
-                reason: format!("server {:?}: {e}", self.server),
+                reason: format!("server {:?}: {}", self.server, error_chain(&e)),
             }),
         }
     }
@@ -277,7 +277,7 @@ impl OAuthProvider {
         match outcome {
             Ok(()) => AuthDecision::Retry,
             Err(e) => {
-                let reason = format!("server {:?}: {e}", self.server);
+                let reason = format!("server {:?}: {}", self.server, error_chain(&e));
                 if matches!(
                     e,
                     OAuthError::LoginRequired { .. }
@@ -309,7 +309,7 @@ impl OAuthProvider {
                 match self.refresh(state).await {
                     Ok(()) => return Ok(()),
                     Err(e) => {
-                        tracing::info!(server = %self.server, error = %e, "refresh after a 401 failed; logging in again");
+                        tracing::info!(server = %self.server, error = %error_chain(&e), "refresh after a 401 failed; logging in again");
                     }
                 }
             }
@@ -593,7 +593,9 @@ impl OAuthProvider {
                     .filter(|(_, c)| c.tokens.is_some() && resource_matches(&c.resource, &self.server_url))
                     .max_by_key(|(_, c)| c.updated_at);
             }
-            Err(e) => tracing::warn!(server = %self.server, error = %e, "the OAuth token store could not be read"),
+            Err(e) => {
+                tracing::warn!(server = %self.server, error = %error_chain(&e), "the OAuth token store could not be read");
+            }
         }
     }
 
@@ -616,7 +618,7 @@ impl OAuthProvider {
             }
             Ok(_) => None,
             Err(e) => {
-                tracing::warn!(server = %self.server, error = %e, "the OAuth token store could not be read");
+                tracing::warn!(server = %self.server, error = %error_chain(&e), "the OAuth token store could not be read");
                 None
             }
         };
@@ -654,7 +656,7 @@ impl OAuthProvider {
             return;
         };
         if let Err(e) = self.store.put(&self.server, issuer, credential.clone()).await {
-            tracing::warn!(server = %self.server, error = %e, "the OAuth tokens could not be saved");
+            tracing::warn!(server = %self.server, error = %error_chain(&e), "the OAuth tokens could not be saved");
         }
     }
 }

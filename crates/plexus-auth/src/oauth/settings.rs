@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::OAuthError;
 use super::jwt::SigningKey;
+use super::{OAuthError, SettingsProblem};
 use crate::store::Secret;
 
 /// The `subject_token_type` of an OpenID Connect ID token (RFC 8693 §3).
@@ -315,7 +315,9 @@ impl OAuthSettings {
             }
             _ => Err(OAuthError::Settings {
                 field: CALLBACK_PORT_ENV.to_owned(),
-                reason: format!("{value:?} is not a port number (1-65535)"),
+                problem: SettingsProblem::NotAPort {
+                    value: value.to_owned(),
+                },
             }),
         }
     }
@@ -344,7 +346,7 @@ mod tests {
         for bad in ["0", "70000", "http"] {
             let err = OAuthSettings::default().with_callback_port_var(Some(bad)).unwrap_err();
             assert_eq!(
-                err.to_string(),
+                plexus_transport::error_chain(&err),
                 format!("OAuth setting PLEXUS_OAUTH_CALLBACK_PORT: {bad:?} is not a port number (1-65535)")
             );
         }

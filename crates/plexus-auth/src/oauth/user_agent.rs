@@ -6,6 +6,7 @@ use plexus_net::redact::redact_url;
 use plexus_transport::BoxFuture;
 use url::Url;
 
+use super::OAuthError;
 use super::http::OAuthHttp;
 
 /// What a user agent is asked to open.
@@ -20,11 +21,69 @@ pub struct AuthorizationPrompt {
 }
 
 /// A user agent could not open the authorization URL.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the user agent could not complete the authorization request: {reason}")]
+#[derive(Debug, thiserror::Error)]
+#[error("the user agent could not complete the authorization request")]
 pub struct UserAgentError {
     /// Why.
-    pub reason: String,
+    #[source]
+    pub problem: UserAgentProblem,
+}
+
+impl UserAgentError {
+    /// A host's user agent failed for a reason of its own.
+    pub fn host(cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        UserAgentError {
+            problem: UserAgentProblem::Host(cause.into()),
+        }
+    }
+}
+
+impl From<UserAgentProblem> for UserAgentError {
+    fn from(problem: UserAgentProblem) -> Self {
+        UserAgentError { problem }
+    }
+}
+
+/// Why a user agent could not complete the authorization request ([`UserAgentError`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UserAgentProblem {
+    /// Its HTTP client could not be set up, or a request failed.
+    #[error(transparent)]
+    Http(Box<OAuthError>),
+    /// The authorization URL does not parse.
+    #[error("the authorization URL is not valid")]
+    InvalidUrl(#[source] url::ParseError),
+    /// A redirect's `Location` does not parse.
+    #[error("the redirect to {location:?} is not a valid URL")]
+    InvalidRedirect {
+        /// The `Location`.
+        location: String,
+        /// Why it does not parse.
+        #[source]
+        source: url::ParseError,
+    },
+    /// A page answered without redirecting (a login page, an error).
+    #[error("{url} answered HTTP {status} instead of redirecting to {redirect_uri}")]
+    NoRedirect {
+        /// The page (its credentials redacted).
+        url: String,
+        /// Its HTTP status.
+        status: u16,
+        /// The redirect URI it did not redirect to.
+        redirect_uri: String,
+    },
+    /// The redirects did not reach the redirect URI.
+    #[error("more than {max} redirects without reaching {redirect_uri}")]
+    TooManyRedirects {
+        /// The most redirects followed.
+        max: usize,
+        /// The redirect URI.
+        redirect_uri: String,
+    },
+    /// A host's user agent failed for a reason of its own.
+    #[error(transparent)]
+    Host(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// Takes an authorization URL to the user. The login waits for the redirect on its listener
@@ -55,18 +114,17 @@ impl RedirectFollower {
             plexus_net::http::ProxyChoice::Environment,
             plexus_net::tls::TlsOptions::default(),
         );
-        let http =
-            OAuthHttp::new(timeout, &network.0, &network.1).map_err(|e| UserAgentError { reason: e.to_string() })?;
+        let http = OAuthHttp::new(timeout, &network.0, &network.1)
+            .map_err(|e| UserAgentError::from(UserAgentProblem::Http(Box::new(e))))?;
         Ok(RedirectFollower { http })
     }
 
     async fn follow(&self, prompt: &AuthorizationPrompt) -> Result<(), UserAgentError> {
-        let fail = |reason: String| UserAgentError { reason };
-        let mut url = Url::parse(&prompt.url).map_err(|e| fail(format!("the authorization URL is not valid: {e}")))?;
+        let mut url = Url::parse(&prompt.url).map_err(UserAgentProblem::InvalidUrl)?;
         for _ in 0..=Self::MAX_REDIRECTS {
             let delivering = url.as_str().starts_with(&prompt.redirect_uri);
             let reply = self.http.get("the authorization request to", url.as_str()).await;
-            let reply = reply.map_err(|e| fail(e.to_string()))?;
+            let reply = reply.map_err(|e| UserAgentProblem::Http(Box::new(e)))?;
             if delivering {
                 // The listener answered; what it thinks of the response is the login's business.
                 return Ok(());
@@ -75,22 +133,23 @@ impl RedirectFollower {
                 (300..=399, Some(location)) => {
                     url = url
                         .join(&location)
-                        .map_err(|e| fail(format!("the redirect to {location:?} is not a valid URL: {e}")))?;
+                        .map_err(|source| UserAgentProblem::InvalidRedirect { location, source })?;
                 }
                 (status, _) => {
-                    return Err(fail(format!(
-                        "{} answered HTTP {status} instead of redirecting to {}",
-                        redact_url(url.as_str()),
-                        prompt.redirect_uri
-                    )));
+                    return Err(UserAgentProblem::NoRedirect {
+                        url: redact_url(url.as_str()),
+                        status,
+                        redirect_uri: prompt.redirect_uri.clone(),
+                    }
+                    .into());
                 }
             }
         }
-        Err(fail(format!(
-            "more than {} redirects without reaching {}",
-            Self::MAX_REDIRECTS,
-            prompt.redirect_uri
-        )))
+        Err(UserAgentProblem::TooManyRedirects {
+            max: Self::MAX_REDIRECTS,
+            redirect_uri: prompt.redirect_uri.clone(),
+        }
+        .into())
     }
 }
 

@@ -4,11 +4,11 @@
 
 use serde_json::Value;
 
-use super::{Group, ImportContext, object_at};
+use super::{Group, ImportContext, ShapeProblem, object_at};
 use crate::json::quote;
 
 /// The user's servers and the current project's, user first (the project's win).
-pub(super) fn groups<'v>(top: &'v Value, context: &ImportContext) -> Result<Vec<Group<'v>>, String> {
+pub(super) fn groups<'v>(top: &'v Value, context: &ImportContext) -> Result<Vec<Group<'v>>, ShapeProblem> {
     let mut groups = Vec::new();
     if let Some(servers) = object_at(top, "", "mcpServers")? {
         groups.push(Group {
@@ -18,7 +18,10 @@ pub(super) fn groups<'v>(top: &'v Value, context: &ImportContext) -> Result<Vec<
     }
     let Some(projects) = top.get("projects") else {
         return if groups.is_empty() {
-            Err("no \"mcpServers\" object; is this Claude Code's ~/.claude.json or a .mcp.json?".to_owned())
+            Err(ShapeProblem::NoServers {
+                key: "mcpServers",
+                expected: "Claude Code's ~/.claude.json or a .mcp.json",
+            })
         } else {
             Ok(groups)
         };

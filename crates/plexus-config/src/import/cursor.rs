@@ -5,12 +5,14 @@
 use serde_json::{Map, Value};
 
 use super::convert::{drop_field, normalize_env, note};
-use super::{Group, ImportNote, NoteKind, object_at};
+use super::{Group, ImportNote, NoteKind, ShapeProblem, object_at};
 
 /// The servers of a Cursor `mcp.json`.
-pub(super) fn groups(top: &Value) -> Result<Vec<Group<'_>>, String> {
-    let servers = object_at(top, "", "mcpServers")?
-        .ok_or_else(|| "no \"mcpServers\" object; is this Cursor's mcp.json?".to_owned())?;
+pub(super) fn groups(top: &Value) -> Result<Vec<Group<'_>>, ShapeProblem> {
+    let servers = object_at(top, "", "mcpServers")?.ok_or(ShapeProblem::NoServers {
+        key: "mcpServers",
+        expected: "Cursor's mcp.json",
+    })?;
     Ok(vec![Group {
         origin: "mcpServers".to_owned(),
         servers,

@@ -146,12 +146,49 @@ pub enum ImportError {
     #[error(transparent)]
     Read(#[from] ConfigError),
     /// The file has no servers where the source keeps them, or they are not an object.
-    #[error("{}: {message}", path.display())]
+    #[error("{}", path.display())]
     Shape {
         /// The file.
         path: PathBuf,
         /// What is wrong.
-        message: String,
+        #[source]
+        problem: ShapeProblem,
+    },
+}
+
+/// What is wrong with the shape of a file to import ([`ImportError::Shape`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShapeProblem {
+    /// The top level is not a JSON object.
+    #[error("the top level must be a JSON object, found {found}")]
+    TopNotAnObject {
+        /// What it is instead (the value, cut short).
+        found: String,
+    },
+    /// A field on the way to the servers is not an object.
+    #[error("field {}: expected an object, found {found}", quote(.field))]
+    NotAnObject {
+        /// The field's path.
+        field: String,
+        /// What it is instead.
+        found: String,
+    },
+    /// The servers' field is not an object.
+    #[error("field {}: expected an object that maps each server's name to its settings, found {found}", quote(.field))]
+    ServersNotAnObject {
+        /// The field's path.
+        field: String,
+        /// What it is instead.
+        found: String,
+    },
+    /// The file has no servers where the source keeps them.
+    #[error("no \"{key}\" object; is this {expected}?")]
+    NoServers {
+        /// Where the source keeps its servers (`mcpServers`, `servers`).
+        key: &'static str,
+        /// The file the source's servers are in (`Cursor's mcp.json`, …).
+        expected: &'static str,
     },
 }
 
@@ -319,24 +356,30 @@ pub(crate) struct Group<'v> {
     pub(crate) servers: &'v Map<String, Value>,
 }
 
-/// The object under `key` of `value`: `Ok(None)` if absent, `Err` (a message naming the field) if
+/// The object under `key` of `value`: `Ok(None)` if absent, `Err` (naming the field) if
 /// it is not an object. `path` is where `value` is, for the message (`""` at the top level).
-pub(crate) fn object_at<'v>(value: &'v Value, path: &str, key: &str) -> Result<Option<&'v Map<String, Value>>, String> {
+pub(crate) fn object_at<'v>(
+    value: &'v Value,
+    path: &str,
+    key: &str,
+) -> Result<Option<&'v Map<String, Value>>, ShapeProblem> {
     let Value::Object(object) = value else {
         return Err(if path.is_empty() {
-            format!("the top level must be a JSON object, found {}", describe(value))
+            ShapeProblem::TopNotAnObject { found: describe(value) }
         } else {
-            format!("field {}: expected an object, found {}", quote(path), describe(value))
+            ShapeProblem::NotAnObject {
+                field: path.to_owned(),
+                found: describe(value),
+            }
         });
     };
     match object.get(key) {
         None => Ok(None),
         Some(Value::Object(inner)) => Ok(Some(inner)),
-        Some(other) => Err(format!(
-            "field {}: expected an object that maps each server's name to its settings, found {}",
-            quote(&crate::json::key_path(path, key)),
-            describe(other)
-        )),
+        Some(other) => Err(ShapeProblem::ServersNotAnObject {
+            field: crate::json::key_path(path, key),
+            found: describe(other),
+        }),
     }
 }
 
@@ -361,9 +404,9 @@ pub fn import_servers(
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
     let text = std::str::from_utf8(bytes).map_or_else(|_| String::from_utf8_lossy(bytes).into_owned(), jsonc::strip);
     let top: Value = serde_json::from_str(&text).map_err(|error| syntax_error(&path, error))?;
-    let shape = |message: String| ImportError::Shape {
+    let shape = |problem| ImportError::Shape {
         path: path.clone(),
-        message,
+        problem,
     };
     let mut import = Import {
         source,

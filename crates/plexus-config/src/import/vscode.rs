@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::convert::{InputDecl, drop_field, normalize_env};
-use super::{Group, ImportNote, NoteKind, object_at};
+use super::{Group, ImportNote, NoteKind, ShapeProblem, object_at};
 use crate::json::{describe, index_path};
 
 /// Where the file keeps its `servers` and `inputs`: the top level, or `mcp` in a settings file.
@@ -16,10 +16,12 @@ fn section(top: &Value) -> (&Value, &'static str) {
 }
 
 /// The servers of a VS Code `mcp.json`.
-pub(super) fn groups(top: &Value) -> Result<Vec<Group<'_>>, String> {
+pub(super) fn groups(top: &Value) -> Result<Vec<Group<'_>>, ShapeProblem> {
     let (section, path) = section(top);
-    let servers = object_at(section, path, "servers")?
-        .ok_or_else(|| "no \"servers\" object; is this VS Code's .vscode/mcp.json?".to_owned())?;
+    let servers = object_at(section, path, "servers")?.ok_or(ShapeProblem::NoServers {
+        key: "servers",
+        expected: "VS Code's .vscode/mcp.json",
+    })?;
     Ok(vec![Group {
         origin: if path.is_empty() {
             "servers".to_owned()

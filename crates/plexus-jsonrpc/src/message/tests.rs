@@ -58,9 +58,11 @@ fn rejects_each_malformed_shape_with_its_reason() {
         ),
     ];
     for (text, reason) in cases {
+        let error = decode(text).unwrap_err();
+        assert!(matches!(error, DecodeError::Invalid { .. }), "{text}: {error:?}");
         assert_eq!(
-            decode(text).unwrap_err(),
-            DecodeError::Invalid { reason: reason.into() },
+            crate::error_chain(&error),
+            format!("invalid JSON-RPC message: {reason}"),
             "{text}"
         );
     }

@@ -1,0 +1,142 @@
+//! What is wrong, in the OAuth client's own words: the typed causes of [`OAuthError`]'s
+//! [`Settings`](OAuthError::Settings), [`Listener`](OAuthError::Listener) and
+//! [`Assertion`](OAuthError::Assertion) (each the `source` of its error, whose own text names
+//! only where).
+//!
+//! [`OAuthError`]: super::OAuthError
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use super::jwt::JwtError;
+use super::machine::MAX_ASSERTION_BYTES;
+
+/// What is wrong with an OAuth setting ([`OAuthError::Settings`](super::OAuthError::Settings)).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingsProblem {
+    /// The text is not a URL.
+    #[error("{url} is not a URL")]
+    NotAUrl {
+        /// The text (a URL's credentials redacted).
+        url: String,
+        /// Why it does not parse.
+        #[source]
+        source: url::ParseError,
+    },
+    /// The URL is not an `http` or `https` URL with a host.
+    #[error("{url} is not an http(s) URL")]
+    NotHttpUrl {
+        /// The URL (its credentials redacted).
+        url: String,
+    },
+    /// The client's credentials hold characters an HTTP header cannot carry.
+    #[error("they cannot be sent in an HTTP header")]
+    CredentialsNotHeaderSafe,
+    /// A DPoP proof holds characters an HTTP header cannot carry.
+    #[error("it cannot be sent in an HTTP header")]
+    ProofNotHeaderSafe,
+    /// The client authenticates with `private_key_jwt` and has no private key.
+    #[error("client {client_id:?} authenticates with private_key_jwt, but no private key is configured")]
+    NoPrivateKey {
+        /// The client id.
+        client_id: String,
+    },
+    /// A token request was asked of the authorization code grant.
+    #[error("the authorization code flow needs a login, not a token request")]
+    NeedsLogin,
+    /// The client credentials grant has no client id.
+    #[error("the client credentials grant needs the client's id (and its secret or private key)")]
+    NeedsClientId,
+    /// The identity provider's metadata was not found, and no token endpoint is configured.
+    #[error("no metadata was found for the issuer {issuer}; configure its token endpoint")]
+    NoIssuerMetadata {
+        /// The issuer (its credentials redacted).
+        issuer: String,
+    },
+    /// The system's random number generator failed.
+    #[error("the system gave no random bytes")]
+    NoRandomBytes,
+    /// The HTTP client could not be built.
+    #[error(transparent)]
+    HttpClient(plexus_net::http::HttpError),
+    /// The value is not a port number.
+    #[error("{value:?} is not a port number (1-65535)")]
+    NotAPort {
+        /// The value given.
+        value: String,
+    },
+    /// The `jwt_bearer` grant has no assertion file.
+    #[error("the jwt_bearer grant needs one")]
+    NoAssertionFile,
+    /// A file could not be read.
+    #[error("cannot read {}", path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A private key file is larger than a private key.
+    #[error("{} is {size} bytes, more than a private key ({max} at most)", path.display())]
+    KeyTooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size in bytes.
+        size: u64,
+        /// The largest accepted, in bytes.
+        max: u64,
+    },
+    /// A private key file does not hold a usable key.
+    #[error("{}", path.display())]
+    Key {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with the key.
+        #[source]
+        source: JwtError,
+    },
+}
+
+/// Why the loopback redirect listener failed ([`OAuthError::Listener`](super::OAuthError::Listener)).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ListenerProblem {
+    /// The address could not be bound.
+    #[error("cannot listen on {address}")]
+    Bind {
+        /// The address.
+        address: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The bound address could not be read.
+    #[error("cannot read the listening address")]
+    Address(#[source] std::io::Error),
+}
+
+/// Why an assertion is unusable ([`OAuthError::Assertion`](super::OAuthError::Assertion)).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AssertionProblem {
+    /// The environment variable is not set or not Unicode.
+    #[error(transparent)]
+    Env(#[from] std::env::VarError),
+    /// The file could not be read.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// It is empty (or only white space).
+    #[error("it is empty")]
+    Empty,
+    /// It is larger than the largest assertion read (64 KiB).
+    #[error("it is larger than {MAX_ASSERTION_BYTES} bytes")]
+    TooLarge,
+    /// The file is not UTF-8 text.
+    #[error("it is not UTF-8 text")]
+    NotUtf8,
+    /// It is not shaped as a JWT.
+    #[error("it is not a JWT (three base64url parts separated by dots)")]
+    NotAJwt,
+}

@@ -221,7 +221,7 @@ impl TransportError {
     /// assert_eq!(error.reply_to(), Some(&RequestId::Number(3)));
     /// assert!(!error.is_terminal());
     /// assert_eq!(
-    ///     error.to_string(),
+    ///     plexus_transport::error_chain(&error),
     ///     "the server's reply to request 3 was dropped: a message of 20 bytes from the server is larger than \
     ///      the 16-byte limit; it was discarded (raise the limit with PLEXUS_MAX_MESSAGE_SIZE)"
     /// );

@@ -1,6 +1,6 @@
 //! What is wrong, in the OAuth client's own words: the typed causes of [`OAuthError`]'s
-//! [`Settings`](OAuthError::Settings), [`Listener`](OAuthError::Listener) and
-//! [`Assertion`](OAuthError::Assertion) (each the `source` of its error, whose own text names
+//! [`Settings`](super::OAuthError::Settings), [`Listener`](super::OAuthError::Listener) and
+//! [`Assertion`](super::OAuthError::Assertion) (each the `source` of its error, whose own text names
 //! only where).
 //!
 //! [`OAuthError`]: super::OAuthError

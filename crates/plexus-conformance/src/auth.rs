@@ -16,10 +16,9 @@ use plexus::auth::oauth::{
     AssertionSource, IdentityProvider, OAuthGrant, OAuthProvider, OAuthSettings, RedirectFollower,
 };
 use plexus::auth::store::{Secret, TokenStore};
-use plexus::transport::error_chain;
 use serde_json::{Map, Value};
 
-use crate::scenario::ScenarioError;
+use crate::scenario::{AuthSetupProblem, ScenarioError};
 
 /// The client id the suite expects from a client that uses a Client ID Metadata Document.
 pub const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
@@ -61,7 +60,7 @@ pub fn oauth_settings(name: &str, context: &Map<String, Value>) -> Result<OAuthS
     settings.request_timeout = REQUEST_TIMEOUT;
     if let Some(pem) = text("private_key_pem") {
         let key = SigningKey::from_pem(&pem).map_err(|e| ScenarioError::AuthSetup {
-            reason: format!("the context's private_key_pem: {}", error_chain(&e)),
+            problem: AuthSetupProblem::PrivateKey(e),
         })?;
         settings = settings.private_key(key);
     }
@@ -85,12 +84,13 @@ pub fn oauth_settings(name: &str, context: &Map<String, Value>) -> Result<OAuthS
 
 /// The provider for the scenario `name` against `url`.
 pub fn oauth_provider(name: &str, url: &str, context: &Map<String, Value>) -> Result<AuthSetup, ScenarioError> {
-    let failed = |reason: String| ScenarioError::AuthSetup { reason };
-    let home = tempfile::tempdir().map_err(|e| failed(format!("cannot create a temporary token store: {e}")))?;
+    let failed = |problem| ScenarioError::AuthSetup { problem };
+    let below = |e: Box<dyn std::error::Error + Send + Sync>| failed(AuthSetupProblem::Provider(e));
+    let home = tempfile::tempdir().map_err(|e| failed(AuthSetupProblem::TokenStore(e)))?;
     let store = TokenStore::new(home.path().join("credentials.json"));
-    let user_agent = RedirectFollower::new(REQUEST_TIMEOUT).map_err(|e| failed(error_chain(&e)))?;
+    let user_agent = RedirectFollower::new(REQUEST_TIMEOUT).map_err(|e| below(Box::new(e)))?;
     let provider = OAuthProvider::new(name, url, oauth_settings(name, context)?, store)
-        .map_err(|e| failed(error_chain(&e)))?
+        .map_err(|e| below(Box::new(e)))?
         .with_user_agent(Arc::new(user_agent));
     Ok(AuthSetup {
         provider: Arc::new(provider),
@@ -141,7 +141,7 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(
-            err.to_string(),
+            plexus::transport::error_chain(&err),
             "setting up OAuth failed: the context's private_key_pem: the private key is unusable: no PEM block (-----BEGIN …-----) found"
         );
 

@@ -137,18 +137,19 @@ impl Default for Limits {
 #[non_exhaustive]
 pub enum ScenarioError {
     /// The server URL is not a usable Streamable HTTP endpoint.
-    #[error("the server URL {url:?} is not usable: {reason}")]
+    #[error("the server URL {url:?} is not usable: {}", joined(.diagnostics))]
     BadUrl {
         /// The URL as given.
         url: String,
-        /// What is wrong with it.
-        reason: String,
+        /// What the config's checks found wrong with it.
+        diagnostics: Vec<plexus::config::Diagnostic>,
     },
     /// `MCP_CONFORMANCE_CONTEXT` is not a JSON object, or names another scenario.
-    #[error("{CONTEXT_ENV} is invalid: {reason}")]
+    #[error("{CONTEXT_ENV} is invalid")]
     BadContext {
         /// What is wrong with it.
-        reason: String,
+        #[source]
+        problem: ContextProblem,
     },
     /// Connecting (transport or handshake) failed.
     #[error("connecting to {url} failed")]
@@ -195,24 +196,122 @@ pub enum ScenarioError {
         text: String,
     },
     /// The auth scenario's OAuth provider could not be set up.
-    #[error("setting up OAuth failed: {reason}")]
+    #[error("setting up OAuth failed")]
     AuthSetup {
         /// Why.
-        reason: String,
+        #[source]
+        problem: AuthSetupProblem,
     },
     /// A request of a stateless (2026-07-28) scenario failed.
-    #[error("{what} failed: {reason}")]
+    #[error("{what} failed")]
     Exchange {
         /// The method.
         what: String,
         /// Why.
-        reason: String,
+        #[source]
+        problem: ExchangeProblem,
     },
     /// The scenario did not finish within [`Limits::total`].
     #[error("the scenario did not finish within {} s", .after.as_secs())]
     TimedOut {
         /// The limit.
         after: Duration,
+    },
+}
+
+/// Diagnostics on one line.
+fn joined(diagnostics: &[plexus::config::Diagnostic]) -> String {
+    diagnostics
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// What is wrong with `MCP_CONFORMANCE_CONTEXT`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ContextProblem {
+    /// It is JSON, but not an object.
+    #[error("expected a JSON object, found {found}")]
+    NotAnObject {
+        /// What the harness gave.
+        found: Value,
+    },
+    /// It is not JSON.
+    #[error("not JSON")]
+    NotJson(#[source] serde_json::Error),
+    /// It is about another scenario.
+    #[error("it is for scenario {name:?}, but {SCENARIO_ENV} is {scenario:?}")]
+    OtherScenario {
+        /// The scenario it names.
+        name: String,
+        /// The scenario being run.
+        scenario: String,
+    },
+}
+
+/// Why the auth scenario's OAuth provider could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthSetupProblem {
+    /// The context's `private_key_pem` is not a usable key.
+    #[error("the context's private_key_pem")]
+    PrivateKey(#[source] plexus::auth::oauth::jwt::JwtError),
+    /// No temporary token store could be made.
+    #[error("cannot create a temporary token store")]
+    TokenStore(#[source] std::io::Error),
+    /// The redirect follower or the provider could not be built (the error says which).
+    #[error(transparent)]
+    Provider(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Why a request of a stateless scenario failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExchangeProblem {
+    /// The HTTP client, the URL or the credentials failed (the error below says how).
+    #[error(transparent)]
+    Below(Box<dyn std::error::Error + Send + Sync>),
+    /// No answer within the request timeout.
+    #[error("no answer within {} s", .after.as_secs())]
+    NoAnswer {
+        /// The timeout.
+        after: std::time::Duration,
+    },
+    /// The answer's body is over the limit.
+    #[error("the answer is larger than {limit} bytes")]
+    TooLarge {
+        /// The limit.
+        limit: usize,
+    },
+    /// The answer is not JSON.
+    #[error("the answer is not JSON: {answer}")]
+    NotJson {
+        /// The parser's error.
+        source: serde_json::Error,
+        /// The start of the answer (the server's text).
+        answer: String,
+    },
+    /// The server answered with a JSON-RPC error.
+    #[error("the server answered with the error {answer}")]
+    ErrorAnswer {
+        /// The error object (the server's).
+        answer: Value,
+    },
+    /// The answer has no result.
+    #[error("the answer has no result: {answer}")]
+    NoResult {
+        /// The start of the answer (the server's text).
+        answer: String,
+    },
+    /// An HTTP status that is not success.
+    #[error("HTTP {status}: {answer}")]
+    Status {
+        /// The status.
+        status: u16,
+        /// The start of the answer's body (the server's text).
+        answer: String,
     },
 }
 
@@ -227,18 +326,21 @@ pub fn parse_context(scenario: &str, raw: Option<&str>) -> Result<Map<String, Va
         Ok(Value::Object(context)) => context,
         Ok(other) => {
             return Err(ScenarioError::BadContext {
-                reason: format!("expected a JSON object, found {other}"),
+                problem: ContextProblem::NotAnObject { found: other },
             });
         }
         Err(e) => {
             return Err(ScenarioError::BadContext {
-                reason: format!("not JSON: {e}"),
+                problem: ContextProblem::NotJson(e),
             });
         }
     };
     match context.get("name") {
         Some(Value::String(name)) if name != scenario => Err(ScenarioError::BadContext {
-            reason: format!("it is for scenario {name:?}, but {SCENARIO_ENV} is {scenario:?}"),
+            problem: ContextProblem::OtherScenario {
+                name: name.clone(),
+                scenario: scenario.to_owned(),
+            },
         }),
         _ => Ok(context),
     }
@@ -250,11 +352,7 @@ pub fn server_config(url: &str) -> Result<ServerConfig, ScenarioError> {
         .map(|(config, _warnings)| config)
         .map_err(|diagnostics| ScenarioError::BadUrl {
             url: url.to_owned(),
-            reason: diagnostics
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; "),
+            diagnostics,
         })
 }
 
@@ -495,19 +593,15 @@ mod tests {
         .unwrap();
         assert_eq!(context["client_id"], "c");
         assert_eq!(
-            parse_context("initialize", Some("[1]")).unwrap_err().to_string(),
+            plexus::transport::error_chain(&parse_context("initialize", Some("[1]")).unwrap_err()),
             "MCP_CONFORMANCE_CONTEXT is invalid: expected a JSON object, found [1]"
         );
         assert_eq!(
-            parse_context("initialize", Some(r#"{"name":"tools_call"}"#))
-                .unwrap_err()
-                .to_string(),
+            plexus::transport::error_chain(&parse_context("initialize", Some(r#"{"name":"tools_call"}"#)).unwrap_err()),
             "MCP_CONFORMANCE_CONTEXT is invalid: it is for scenario \"tools_call\", but MCP_CONFORMANCE_SCENARIO is \"initialize\""
         );
         assert!(
-            parse_context("initialize", Some("{"))
-                .unwrap_err()
-                .to_string()
+            plexus::transport::error_chain(&parse_context("initialize", Some("{")).unwrap_err())
                 .starts_with("MCP_CONFORMANCE_CONTEXT is invalid: not JSON: EOF while parsing an object")
         );
     }

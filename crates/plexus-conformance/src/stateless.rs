@@ -13,10 +13,10 @@ use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use plexus::net::Credentials;
 use plexus::net::http::{BodyError, HttpClient, HttpSettings, Request, Target};
-use plexus::transport::{AuthProvider, body_excerpt, error_chain};
+use plexus::transport::{AuthProvider, body_excerpt};
 use serde_json::{Map, Value, json};
 
-use crate::scenario::{CLIENT_NAME, Limits, ScenarioError, planned_calls};
+use crate::scenario::{CLIENT_NAME, ExchangeProblem, Limits, ScenarioError, planned_calls};
 
 /// The protocol version of the stateless era.
 pub const STATELESS_VERSION: &str = "2026-07-28";
@@ -41,19 +41,19 @@ pub async fn run_stateless(
     auth: Option<Arc<dyn AuthProvider>>,
     limits: Limits,
 ) -> Result<Vec<String>, ScenarioError> {
-    let exchange = |what: &str, reason: String| ScenarioError::Exchange {
+    let exchange = |what: &str, below: Box<dyn std::error::Error + Send + Sync>| ScenarioError::Exchange {
         what: what.to_owned(),
-        reason,
+        problem: ExchangeProblem::Below(below),
     };
     let settings =
         HttpSettings::new(concat!("plexus-conformance/", env!("CARGO_PKG_VERSION"))).connect_timeout(limits.initialize);
-    let http = HttpClient::new(settings).map_err(|e| exchange("setting up HTTP", error_chain(&e)))?;
-    let parsed = url::Url::parse(url).map_err(|e| exchange("setting up HTTP", error_chain(&e)))?;
+    let http = HttpClient::new(settings).map_err(|e| exchange("setting up HTTP", Box::new(e)))?;
+    let parsed = url::Url::parse(url).map_err(|e| exchange("setting up HTTP", Box::new(e)))?;
     let target = http
         .target(&parsed)
-        .map_err(|e| exchange("setting up HTTP", error_chain(&e)))?;
+        .map_err(|e| exchange("setting up HTTP", Box::new(e)))?;
     let credentials =
-        Credentials::new(Vec::new(), auth).map_err(|e| exchange("setting up credentials", error_chain(&e)))?;
+        Credentials::new(Vec::new(), auth).map_err(|e| exchange("setting up credentials", Box::new(e)))?;
     let mut client = Stateless {
         url: url.to_owned(),
         http,
@@ -123,32 +123,38 @@ impl Stateless {
             }),
         );
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let failed = |reason: String| ScenarioError::Exchange {
+        let failed = |problem| ScenarioError::Exchange {
             what: method.to_owned(),
-            reason,
+            problem,
         };
         let timeout = self.limits.request;
         let answer = tokio::time::timeout(timeout, self.post(method, &body))
             .await
-            .map_err(|_| failed(format!("no answer within {} s", timeout.as_secs())))??;
-        let message: Value = serde_json::from_slice(&answer)
-            .map_err(|e| failed(format!("the answer is not JSON ({e}): {}", body_excerpt(&answer))))?;
+            .map_err(|_| failed(ExchangeProblem::NoAnswer { after: timeout }))??;
+        let message: Value = serde_json::from_slice(&answer).map_err(|source| {
+            failed(ExchangeProblem::NotJson {
+                source,
+                answer: body_excerpt(&answer),
+            })
+        })?;
         if let Some(error) = message.get("error") {
-            return Err(failed(format!("the server answered with the error {error}")));
+            return Err(failed(ExchangeProblem::ErrorAnswer { answer: error.clone() }));
         }
-        message
-            .get("result")
-            .cloned()
-            .ok_or_else(|| failed(format!("the answer has no result: {}", body_excerpt(&answer))))
+        message.get("result").cloned().ok_or_else(|| {
+            failed(ExchangeProblem::NoResult {
+                answer: body_excerpt(&answer),
+            })
+        })
     }
 
     /// POSTs the body, answering a 401 or 403 through the credentials (one retry, and one more
     /// for a DPoP nonce challenge).
     async fn post(&self, method: &str, body: &Value) -> Result<Vec<u8>, ScenarioError> {
-        let failed = |reason: String| ScenarioError::Exchange {
+        let failed = |problem| ScenarioError::Exchange {
             what: method.to_owned(),
-            reason,
+            problem,
         };
+        let below = |e: Box<dyn std::error::Error + Send + Sync>| failed(ExchangeProblem::Below(e));
         let what = format!("POST {} ({method})", self.url);
         let mut retries = 0;
         loop {
@@ -156,7 +162,7 @@ impl Stateless {
                 .credentials
                 .headers("POST", &self.url)
                 .await
-                .map_err(|e| failed(error_chain(&e)))?;
+                .map_err(|e| below(Box::new(e)))?;
             let mut map: HeaderMap = plexus::net::headers::to_http(&headers, &[]).collect();
             map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
             map.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
@@ -173,14 +179,12 @@ impl Stateless {
                 .http
                 .send(&self.target, request)
                 .await
-                .map_err(|e| failed(error_chain(&e)))?;
+                .map_err(|e| below(Box::new(e)))?;
             let status = response.status.as_u16();
             let bytes = match response.body.read_capped(MAX_BODY).await {
                 Ok(bytes) => bytes.to_vec(),
-                Err(BodyError::TooLarge { .. }) => {
-                    return Err(failed(format!("the answer is larger than {MAX_BODY} bytes")));
-                }
-                Err(e) => return Err(failed(error_chain(&e))),
+                Err(BodyError::TooLarge { .. }) => return Err(failed(ExchangeProblem::TooLarge { limit: MAX_BODY })),
+                Err(e) => return Err(below(Box::new(e))),
             };
             // The headers matter only for a 401 or 403, whose challenge the credentials read.
             let rejected_headers = matches!(status, 401 | 403).then_some(&response.headers);
@@ -189,12 +193,15 @@ impl Stateless {
                 self.credentials
                     .rejected(&rejection, retries)
                     .await
-                    .map_err(|e| failed(error_chain(&e)))?;
+                    .map_err(|e| below(Box::new(e)))?;
                 retries += 1;
                 continue;
             }
             if !(200..300).contains(&status) {
-                return Err(failed(format!("HTTP {status}: {}", body_excerpt(&bytes))));
+                return Err(failed(ExchangeProblem::Status {
+                    status,
+                    answer: body_excerpt(&bytes),
+                }));
             }
             return Ok(bytes);
         }

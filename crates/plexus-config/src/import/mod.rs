@@ -103,8 +103,11 @@ impl fmt::Display for ImportSource {
 
 /// A string that names no [`ImportSource`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown import source {0:?}; expected one of \"claude-desktop\", \"vscode\", \"cursor\", \"claude-code\"")]
-pub struct UnknownImportSource(pub String);
+#[error("unknown import source {given:?}; expected one of \"claude-desktop\", \"vscode\", \"cursor\", \"claude-code\"")]
+pub struct UnknownImportSource {
+    /// What was given.
+    pub given: String,
+}
 
 impl FromStr for ImportSource {
     type Err = UnknownImportSource;
@@ -113,7 +116,7 @@ impl FromStr for ImportSource {
         ImportSource::ALL
             .into_iter()
             .find(|source| source.as_str() == name)
-            .ok_or_else(|| UnknownImportSource(name.to_owned()))
+            .ok_or_else(|| UnknownImportSource { given: name.to_owned() })
     }
 }
 

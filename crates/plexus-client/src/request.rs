@@ -161,13 +161,16 @@ fn encode<P: Serialize + ?Sized>(
     Ok(line)
 }
 
-/// `exchange` (a request's [`exchange`] future, not yet polled), ended early when `cancel` is
-/// cancelled: a request not sent yet is not sent; one in flight is forgotten and the server told
-/// (within 1 s) before this returns.
-async fn until_cancelled(
-    shared: &Shared,
+/// [`exchange`], ended early when `cancel` is cancelled: a request not sent yet is not sent;
+/// one in flight is forgotten and the server told (within 1 s) before this returns.
+async fn cancellable_exchange<P: Serialize + ?Sized>(
+    shared: &Arc<Shared>,
+    method: &'static str,
+    params: Option<&P>,
+    options: &RequestOptions,
+    default_timeout: Duration,
+    cancellable: bool,
     cancel: &CancelHandle,
-    exchange: impl Future<Output = Result<Box<RawValue>, ClientError>>,
 ) -> Result<Box<RawValue>, ClientError> {
     let cancelled = |reason: &str| ClientError::Cancelled {
         reason: reason.to_owned(),
@@ -179,7 +182,7 @@ async fn until_cancelled(
     // notifications/cancelled the server is owed, with the handle's reason.
     let outcome = tokio::select! {
         biased;
-        result = exchange => Ok(result),
+        result = exchange(shared, method, params, options, default_timeout, cancellable) => Ok(result),
         reason = cancel.cancelled() => Err(reason),
     };
     match outcome {
@@ -204,10 +207,11 @@ pub(crate) async fn request<P: Serialize + ?Sized>(
     default_timeout: Duration,
     cancellable: bool,
 ) -> Result<Box<RawValue>, ClientError> {
-    let exchanging = exchange(shared, method, params, options, default_timeout, cancellable);
     let result = match &options.cancel {
-        None => exchanging.await,
-        Some(cancel) => until_cancelled(shared, cancel, exchanging).await,
+        None => exchange(shared, method, params, options, default_timeout, cancellable).await,
+        Some(cancel) => {
+            cancellable_exchange(shared, method, params, options, default_timeout, cancellable, cancel).await
+        }
     };
     if let Some(observer) = &shared.observer {
         observer.request_ended(&shared.name, method, result.as_ref().map(drop));

@@ -20,7 +20,7 @@ use crate::EventStreamState;
 use crate::config::{HttpConfig, ReconnectPolicy};
 use crate::request::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID, RequestTemplates, USER_AGENT, header_pairs};
 use crate::stream::PostStreams;
-use plexus_transport::CLOSED_BY_CLIENT;
+use plexus_transport::CloseReason;
 
 /// What the body readers and the event stream put in the receive queue.
 pub(crate) type Inbound = Result<Received, TransportError>;
@@ -366,5 +366,5 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// The reason of the `Closed` error after an explicit close.
 pub(crate) fn closed_by_client() -> TransportError {
-    TransportError::closed(CLOSED_BY_CLIENT)
+    TransportError::closed(CloseReason::ByClient)
 }

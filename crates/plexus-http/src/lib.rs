@@ -194,9 +194,6 @@ pub use sender::HttpSender;
 
 use crate::inner::Inner;
 
-/// The reason of the [`TransportError::Closed`] after both halves were dropped.
-const DROPPED: &str = "the transport was dropped";
-
 /// A Streamable HTTP transport to one MCP endpoint, ready to be split into its two halves.
 #[derive(Debug)]
 pub struct HttpTransport {
@@ -342,7 +339,8 @@ pub(crate) struct Handle {
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        self.inner.close_with(TransportError::closed(DROPPED));
+        self.inner
+            .close_with(TransportError::closed(plexus_transport::CloseReason::Dropped));
         let needs_delete =
             self.inner.session_id().is_some() && !self.inner.session_ended.load(std::sync::atomic::Ordering::SeqCst);
         if needs_delete && let Ok(runtime) = tokio::runtime::Handle::try_current() {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use plexus_jsonrpc::Message;
-use plexus_transport::{Received, TransportError, TransportReceiver};
+use plexus_transport::{CloseReason, Received, TransportError, TransportReceiver};
 use tokio::sync::mpsc;
 
 use crate::Handle;
@@ -47,7 +47,7 @@ impl HttpReceiver {
     fn finish(&mut self, error: TransportError) -> Poll<Result<Received, TransportError>> {
         let later = match &error {
             TransportError::Closed { .. } => error.clone(),
-            other => TransportError::closed(other.to_string()),
+            other => TransportError::closed(CloseReason::Failed(Box::new(other.clone()))),
         };
         self.finished = Some(later);
         self.queue.close();
@@ -71,7 +71,7 @@ impl TransportReceiver for HttpReceiver {
         }
         match self.queue.poll_recv(cx) {
             Poll::Ready(Some(item)) => Poll::Ready(item),
-            Poll::Ready(None) => self.finish(TransportError::closed("the transport's tasks are gone")),
+            Poll::Ready(None) => self.finish(TransportError::closed(CloseReason::TasksGone)),
             Poll::Pending => {
                 if self.inner.register_reader(cx.waker())
                     && let Some(error) = self.inner.terminal()

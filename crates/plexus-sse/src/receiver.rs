@@ -9,7 +9,7 @@ use bytes::{Buf, Bytes};
 use plexus_jsonrpc::{FrameError, Message};
 use plexus_net::http::Body;
 use plexus_net::sse::{Decoded, Event, EventDecoder};
-use plexus_transport::{CLOSED_BY_CLIENT, TransportError, TransportReceiver, error_chain};
+use plexus_transport::{CloseReason, ServerOutput, TransportError, TransportReceiver};
 use tokio_util::sync::CancellationToken;
 
 /// The event stream's decoder and what is left of the body's last chunk.
@@ -184,7 +184,7 @@ impl TransportReceiver for SseReceiver {
                 return Poll::Ready(Err(ended.clone()));
             }
             let Some(body) = state.body.as_mut() else {
-                return Poll::Ready(Err(TransportError::closed(CLOSED_BY_CLIENT)));
+                return Poll::Ready(Err(TransportError::closed(CloseReason::ByClient)));
             };
             match body.poll_chunk(cx) {
                 Poll::Ready(Ok(Some(chunk))) => {
@@ -193,14 +193,18 @@ impl TransportReceiver for SseReceiver {
                 }
                 Poll::Ready(Err(e)) => {
                     drop(state);
-                    let reason = format!("the event stream failed: {}", error_chain(&e));
                     let context = format!("reading the event stream of {}", self.shared.target);
-                    self.shared.end(TransportError::closed(reason));
-                    return Poll::Ready(Err(TransportError::from_io(context, e)));
+                    let error = TransportError::from_io(context, e);
+                    self.shared
+                        .end(TransportError::closed(CloseReason::Failed(Box::new(error.clone()))));
+                    return Poll::Ready(Err(error));
                 }
                 Poll::Ready(Ok(None)) => {
                     drop(state);
-                    let error = TransportError::closed("the server closed the event stream");
+                    let error = TransportError::closed(CloseReason::EndOfOutput {
+                        output: ServerOutput::EventStream,
+                        mid_message: false,
+                    });
                     self.shared.end(error.clone());
                     return Poll::Ready(Err(error));
                 }

@@ -15,7 +15,7 @@ use url::Url;
 use crate::config::MAX_ERROR_BODY;
 use crate::receiver::Shared;
 use crate::request::{Requester, http_error, read_body_prefix};
-use plexus_transport::CLOSED_BY_CLIENT;
+use plexus_transport::CloseReason;
 
 /// The sending half of an [`SseTransport`](crate::SseTransport).
 ///
@@ -75,7 +75,7 @@ impl SseSender {
     fn ended_error(&self) -> TransportError {
         self.shared
             .ended()
-            .unwrap_or_else(|| TransportError::closed(CLOSED_BY_CLIENT))
+            .unwrap_or_else(|| TransportError::closed(CloseReason::ByClient))
     }
 
     /// POSTs one message, all of it (the answer included) within `timeout`.
@@ -132,7 +132,7 @@ impl TransportSender for SseSender {
 
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
         Box::pin(async move {
-            self.shared.end(TransportError::closed(CLOSED_BY_CLIENT));
+            self.shared.end(TransportError::closed(CloseReason::ByClient));
             tracing::debug!(server = %self.shared.name, "closed the event stream of {}", self.shared.target);
             Ok(())
         })

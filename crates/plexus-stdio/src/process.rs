@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use plexus_transport::{CLOSED_BY_CLIENT, TransportError};
+use plexus_transport::{CloseReason, ProcessExit, ServerOutput, TransportError};
 use tokio::sync::watch;
 
 use crate::config::ShutdownTimings;
@@ -46,26 +46,26 @@ pub(crate) enum ExitInfo {
     /// Its exit status.
     Status(ExitStatus),
     /// `waitpid` failed (for example because the host ignores `SIGCHLD`, so the kernel reaps).
-    Unavailable(String),
+    Unavailable(Arc<std::io::Error>),
 }
 
 impl ExitInfo {
     /// "the server exited with status N", "the server was killed by signal SIGKILL", …
-    pub(crate) fn reason(&self) -> String {
+    pub(crate) fn reason(&self) -> ProcessExit {
         match self {
             ExitInfo::Status(status) => {
                 if let Some(code) = status.code() {
-                    format!("the server exited with status {code}")
-                } else if let Some(signal) = status.signal() {
-                    let name = Signal::try_from(signal).map_or_else(|_| signal.to_string(), |s| s.as_str().to_owned());
-                    format!("the server was killed by signal {name}")
+                    ProcessExit::Code(code)
+                } else if let Some(number) = status.signal() {
+                    ProcessExit::Signal {
+                        number,
+                        name: Signal::try_from(number).ok().map(Signal::as_str),
+                    }
                 } else {
-                    format!("the server exited ({status})")
+                    ProcessExit::Other(*status)
                 }
             }
-            ExitInfo::Unavailable(why) => {
-                format!("the server exited (its exit status is unavailable: {why})")
-            }
+            ExitInfo::Unavailable(why) => ProcessExit::Unavailable(Arc::clone(why)),
         }
     }
 }
@@ -154,11 +154,14 @@ impl Shared {
     /// (else that it closed its stdout), with the tail of its stderr.
     pub(crate) fn gone_error(&self, exit: Option<&ExitInfo>) -> TransportError {
         let reason = if self.closed_by_client() {
-            CLOSED_BY_CLIENT.to_owned()
+            CloseReason::ByClient
         } else if let Some(exit) = exit {
-            exit.reason()
+            CloseReason::Exited(exit.reason())
         } else {
-            "the server closed its stdout".to_owned()
+            CloseReason::EndOfOutput {
+                output: ServerOutput::Stdout,
+                mid_message: false,
+            }
         };
         TransportError::Closed {
             reason,
@@ -209,7 +212,7 @@ impl Shared {
     pub(crate) fn closed_error(&self) -> TransportError {
         lock(&self.close_reason)
             .clone()
-            .unwrap_or_else(|| TransportError::closed("the transport is closed"))
+            .unwrap_or_else(|| TransportError::closed(CloseReason::ByClient))
     }
 
     pub(crate) fn closed_by_client(&self) -> bool {
@@ -255,7 +258,7 @@ impl Shared {
     /// The client's graceful close: stdin first, then the signal sequence; returns when the
     /// group is gone (or the sequence has given up on survivors).
     pub(crate) async fn close(self: &Arc<Self>) {
-        if self.mark_closed(TransportError::closed(CLOSED_BY_CLIENT)) {
+        if self.mark_closed(TransportError::closed(CloseReason::ByClient)) {
             self.closed_by_client.store(true, Ordering::Release);
         }
         let mut stdin_closed = self.stdin_closed.subscribe();
@@ -422,12 +425,12 @@ pub(crate) fn start_waiter(
 fn wait_for_exit(mut child: std::process::Child, shared: &Arc<Shared>) {
     let exit = match child.wait() {
         Ok(status) => ExitInfo::Status(status),
-        Err(e) => ExitInfo::Unavailable(e.to_string()),
+        Err(e) => ExitInfo::Unavailable(Arc::new(e)),
     };
     crate::orphans::server_ended(child.id());
     let reason = exit.reason();
     tracing::debug!(server = %shared.name, "{reason}");
-    shared.mark_closed(TransportError::closed(reason));
+    shared.mark_closed(TransportError::closed(CloseReason::Exited(reason)));
     shared.update_events(|events| events.exit = Some(exit));
     if shared.claim_shutdown() {
         shared.run_shutdown();
@@ -482,8 +485,7 @@ pub fn wait_for_shutdowns(timeout: Duration) -> bool {
 
 impl Drop for ProcessGuard {
     fn drop(&mut self) {
-        self.shared
-            .mark_closed(TransportError::closed("the transport was dropped"));
+        self.shared.mark_closed(TransportError::closed(CloseReason::Dropped));
         self.shared.start_shutdown();
     }
 }

@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 
 use futures_core::Stream;
 use plexus_jsonrpc::{LineCodec, Message};
-use plexus_transport::{TransportError, TransportReceiver};
+use plexus_transport::{CloseReason, TransportError, TransportReceiver};
 use tokio::process::ChildStdout;
 use tokio::time::Sleep;
 use tokio_util::codec::FramedRead;
@@ -83,7 +83,7 @@ impl TransportReceiver for StdioReceiver {
                 }
                 Poll::Ready(Some(Err(e))) => {
                     let error = TransportError::from_io("reading the server's stdout", e);
-                    let later = TransportError::closed(format!("reading the server's stdout failed: {error}"));
+                    let later = TransportError::closed(CloseReason::Failed(Box::new(error.clone())));
                     return Poll::Ready(Err(self.finish(error, later)));
                 }
                 Poll::Ready(None) => self.stdout_ended = true,

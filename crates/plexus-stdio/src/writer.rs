@@ -198,7 +198,7 @@ impl TransportSender for StdioSender {
     /// Starts the shutdown sequence on its own thread, as dropping the transport does.
     fn close_now(&self) {
         let shared = self.shared();
-        shared.mark_closed(TransportError::closed(plexus_transport::CLOSED_BY_CLIENT));
+        shared.mark_closed(TransportError::closed(plexus_transport::CloseReason::ByClient));
         shared.start_shutdown();
     }
 }

@@ -34,7 +34,7 @@ async fn a_request_comes_back_through_cat() {
     // cat exits on stdin EOF: the receiver ends with the client's reason.
     let closed = recv(&mut receiver).await.unwrap_err();
     assert!(
-        matches!(&closed, TransportError::Closed { reason, .. } if reason == "the transport was closed by the client"),
+        matches!(&closed, TransportError::Closed { reason, .. } if reason.to_string() == "the transport was closed by the client"),
         "{closed:?}"
     );
     let send_after_close = sender.send(notification("late")).await.unwrap_err();

@@ -69,7 +69,7 @@ async fn close_escalates_to_sigkill_for_the_whole_group() {
 
     let closed = recv(&mut receiver).await.unwrap_err();
     assert!(
-        matches!(&closed, TransportError::Closed { reason, .. } if reason == "the transport was closed by the client"),
+        matches!(&closed, TransportError::Closed { reason, .. } if reason.to_string() == "the transport was closed by the client"),
         "{closed:?}"
     );
     // Closing again is harmless and immediate.
@@ -176,7 +176,7 @@ async fn a_server_that_exits_takes_its_leftovers_with_it() {
     assert_eq!(recv_message(&mut receiver).await.method(), Some("bye"));
     let closed = recv(&mut receiver).await.unwrap_err();
     assert!(
-        matches!(&closed, TransportError::Closed { reason, .. } if reason == "the server exited with status 5"),
+        matches!(&closed, TransportError::Closed { reason, .. } if reason.to_string() == "the server exited with status 5"),
         "{closed:?}"
     );
     // Without any close or drop, the leftovers go (the halves are still alive here).

@@ -6,11 +6,7 @@ use std::sync::Arc;
 pub use plexus_jsonrpc::error_chain;
 use plexus_jsonrpc::{FrameError, ReplyScan, RequestId};
 
-use crate::AuthFailure;
-
-/// The reason of the [`TransportError::Closed`] a transport gives once its client closed it, the
-/// same for every transport.
-pub const CLOSED_BY_CLIENT: &str = "the transport was closed by the client";
+use crate::{AuthFailure, CloseReason};
 
 /// The environment variable with which plexus's connector sets every transport's message size
 /// limit (bytes); the errors about a message over the limit name it.
@@ -70,8 +66,8 @@ pub enum TransportError {
     /// The peer went away, or the transport was closed.
     #[error("the connection is closed: {reason}{}", stderr_suffix(.stderr_tail.as_deref()))]
     Closed {
-        /// Why (for example "the server exited with status 1", "closed by the client").
-        reason: String,
+        /// Why: the client closed it, the server exited or closed its output, an error ended it.
+        reason: CloseReason,
         /// The last lines the server wrote to its stderr, when there is a stderr.
         stderr_tail: Option<String>,
     },
@@ -277,9 +273,9 @@ impl TransportError {
     }
 
     /// A `Closed` error without a stderr tail.
-    pub fn closed(reason: impl Into<String>) -> Self {
+    pub fn closed(reason: CloseReason) -> Self {
         TransportError::Closed {
-            reason: reason.into(),
+            reason,
             stderr_tail: None,
         }
     }
@@ -351,13 +347,13 @@ mod tests {
             ErrorClass::TooLarge
         );
         assert!(!TransportError::protocol(plexus_jsonrpc::DecodeError::Batch).is_terminal());
-        assert!(TransportError::closed("bye").is_terminal());
+        assert!(TransportError::closed(CloseReason::ByClient).is_terminal());
     }
 
     #[test]
     fn closed_error_shows_the_stderr_tail() {
         let e = TransportError::Closed {
-            reason: "the server exited with status 3".into(),
+            reason: CloseReason::Exited(crate::ProcessExit::Code(3)),
             stderr_tail: Some("boom\n".into()),
         };
         assert_eq!(

@@ -26,6 +26,7 @@
 #![forbid(unsafe_code)]
 
 mod auth;
+mod close;
 mod error;
 mod outbound;
 
@@ -34,9 +35,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 pub use auth::{AuthDecision, AuthFailure, AuthHeaders, AuthProvider, MAX_REJECTION_HEADERS, Rejection};
+pub use close::{CloseReason, ProcessExit, ServerOutput};
 pub use error::{
-    BODY_EXCERPT_LIMIT, CLOSED_BY_CLIENT, ERROR_BODY_READ_LIMIT, ErrorClass, MAX_MESSAGE_SIZE_VAR, TransportError,
-    body_excerpt, error_chain, is_terminal_io,
+    BODY_EXCERPT_LIMIT, ERROR_BODY_READ_LIMIT, ErrorClass, MAX_MESSAGE_SIZE_VAR, TransportError, body_excerpt,
+    error_chain, is_terminal_io,
 };
 pub use outbound::{OutboundKind, OutboundMessage, REPLY_TIMEOUT_GRACE};
 pub use plexus_jsonrpc::{Message, RequestId, Response};

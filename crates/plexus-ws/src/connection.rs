@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use futures_util::Sink;
 use plexus_net::http::NetStream;
-use plexus_transport::{CLOSED_BY_CLIENT, TransportError};
+use plexus_transport::{CloseReason, TransportError};
 use tokio::time::Instant;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Error as WsError;
@@ -58,7 +58,7 @@ pub(crate) struct ConnState {
     /// The client sent its close frame.
     pub(crate) closing: bool,
     /// Why the server closed, from its close frame.
-    pub(crate) server_closed: Option<String>,
+    pub(crate) server_closed: Option<CloseReason>,
 }
 
 impl Shared {
@@ -91,7 +91,8 @@ impl Shared {
     }
 
     fn ended_error(&self) -> TransportError {
-        self.ended().unwrap_or_else(|| TransportError::closed(CLOSED_BY_CLIENT))
+        self.ended()
+            .unwrap_or_else(|| TransportError::closed(CloseReason::ByClient))
     }
 
     /// Ends the connection (the first reason wins): drops the socket, wakes the receiver, stops
@@ -154,9 +155,7 @@ impl Shared {
                         format!("the write did not complete within {after:?}"),
                     ),
                 );
-                self.end(TransportError::closed(format!(
-                    "a write to the WebSocket did not complete within {after:?}"
-                )));
+                self.end(TransportError::closed(CloseReason::Failed(Box::new(error.clone()))));
                 Err(error)
             }
         }
@@ -168,7 +167,7 @@ impl Shared {
             return Poll::Ready(Err(ended.clone()));
         }
         let Some(socket) = state.socket.as_mut() else {
-            return Poll::Ready(Err(TransportError::closed(CLOSED_BY_CLIENT)));
+            return Poll::Ready(Err(TransportError::closed(CloseReason::ByClient)));
         };
         let mut socket = Pin::new(socket);
         let written = (|| {
@@ -195,11 +194,14 @@ impl Shared {
 
     /// The error for a failed write, and the reason the connection then ended.
     fn write_failure(&self, error: WsError) -> (TransportError, TransportError) {
-        let later = TransportError::closed(format!("writing to the WebSocket failed: {error}"));
-        let now = match error {
-            WsError::Io(e) => TransportError::from_io(format!("writing to the WebSocket {}", self.target), e),
-            _ => later.clone(),
+        let context = format!("writing to the WebSocket {}", self.target);
+        let is_io = matches!(error, WsError::Io(_));
+        let failure = match error {
+            WsError::Io(e) => TransportError::from_io(context, e),
+            other => TransportError::from_io(context, io::Error::other(other)),
         };
+        let later = TransportError::closed(CloseReason::Failed(Box::new(failure.clone())));
+        let now = if is_io { failure } else { later.clone() };
         (now, later)
     }
 
@@ -229,7 +231,7 @@ impl Shared {
         if !finished {
             tracing::debug!(server = %self.name, "the server did not answer the close frame in time");
         }
-        self.end(TransportError::closed(CLOSED_BY_CLIENT));
+        self.end(TransportError::closed(CloseReason::ByClient));
     }
 
     /// Reads (and drops) frames until the server's close frame or the end of the connection. The
@@ -297,17 +299,21 @@ pub(crate) struct DropGuard {
 
 impl Drop for DropGuard {
     fn drop(&mut self) {
-        self.shared.end(TransportError::closed(CLOSED_BY_CLIENT));
+        self.shared.end(TransportError::closed(CloseReason::ByClient));
     }
 }
 
 /// Why the server closed, from its close frame.
-pub(crate) fn close_reason(frame: Option<&CloseFrame>) -> String {
+pub(crate) fn close_reason(frame: Option<&CloseFrame>) -> CloseReason {
     let Some(frame) = frame else {
-        return "the server closed the WebSocket (without a close code)".to_owned();
+        return CloseReason::WebSocketClose {
+            code: None,
+            meaning: "",
+            text: String::new(),
+        };
     };
     let code = u16::from(frame.code);
-    let name = match code {
+    let meaning = match code {
         1000 => "normal closure",
         1001 => "going away",
         1002 => "protocol error",
@@ -321,17 +327,11 @@ pub(crate) fn close_reason(frame: Option<&CloseFrame>) -> String {
         1013 => "try again later",
         _ => "",
     };
-    let mut reason = format!("the server closed the WebSocket (code {code}");
-    if !name.is_empty() {
-        reason.push_str(", ");
-        reason.push_str(name);
+    CloseReason::WebSocketClose {
+        code: Some(code),
+        meaning,
+        text: frame.reason.as_str().to_owned(),
     }
-    reason.push(')');
-    if !frame.reason.is_empty() {
-        reason.push_str(": ");
-        reason.push_str(frame.reason.as_str());
-    }
-    reason
 }
 
 #[cfg(test)]
@@ -345,15 +345,15 @@ mod tests {
             reason: reason.to_owned().into(),
         };
         assert_eq!(
-            close_reason(Some(&frame(1001, "restarting"))),
+            close_reason(Some(&frame(1001, "restarting"))).to_string(),
             "the server closed the WebSocket (code 1001, going away): restarting"
         );
         assert_eq!(
-            close_reason(Some(&frame(4000, ""))),
+            close_reason(Some(&frame(4000, ""))).to_string(),
             "the server closed the WebSocket (code 4000)"
         );
         assert_eq!(
-            close_reason(None),
+            close_reason(None).to_string(),
             "the server closed the WebSocket (without a close code)"
         );
     }

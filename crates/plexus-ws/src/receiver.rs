@@ -14,7 +14,7 @@ use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use crate::connection::{ConnState, DropGuard, Shared, close_reason};
-use plexus_transport::CLOSED_BY_CLIENT;
+use plexus_transport::{CloseReason, ServerOutput};
 
 /// A binary frame, which MCP does not use: the cause of the [`TransportError::Protocol`] it gives.
 #[derive(Debug, thiserror::Error)]
@@ -77,15 +77,18 @@ impl WsReceiver {
     }
 
     /// The reason the connection ended when the stream of frames ended or failed.
-    fn end_reason(state: &ConnState, failure: Option<&WsError>) -> String {
+    fn end_reason(state: &ConnState, failure: Option<TransportError>) -> CloseReason {
         if state.closing {
-            CLOSED_BY_CLIENT.to_owned()
+            CloseReason::ByClient
         } else if let Some(reason) = &state.server_closed {
             reason.clone()
-        } else if let Some(e) = failure {
-            format!("the WebSocket failed: {e}")
+        } else if let Some(failure) = failure {
+            CloseReason::Failed(Box::new(failure))
         } else {
-            "the server closed the connection without a WebSocket close frame".to_owned()
+            CloseReason::EndOfOutput {
+                output: ServerOutput::WebSocket,
+                mid_message: false,
+            }
         }
     }
 }
@@ -98,7 +101,7 @@ impl TransportReceiver for WsReceiver {
                 return Poll::Ready(Err(ended.clone()));
             }
             let Some(socket) = state.socket.as_mut() else {
-                return Poll::Ready(Err(TransportError::closed(CLOSED_BY_CLIENT)));
+                return Poll::Ready(Err(TransportError::closed(CloseReason::ByClient)));
             };
             let frame = match Pin::new(socket).poll_next(cx) {
                 Poll::Pending => {
@@ -115,7 +118,7 @@ impl TransportReceiver for WsReceiver {
                         limit: self.max_message_size,
                     };
                     // A WebSocket message cannot be skipped: every pending request ends with this.
-                    let later = TransportError::closed(format!("{now}; the WebSocket connection was closed"));
+                    let later = TransportError::closed(CloseReason::Failed(Box::new(now.clone())));
                     say_too_big(&mut state, cx);
                     return self.finish(&mut state, now, later);
                 }
@@ -125,13 +128,15 @@ impl TransportReceiver for WsReceiver {
                     return self.finish(&mut state, reason.clone(), reason);
                 }
                 Poll::Ready(Some(Err(e))) => {
-                    let later = TransportError::closed(Self::end_reason(&state, Some(&e)));
-                    let now = match e {
-                        WsError::Io(io) if state.server_closed.is_none() && !state.closing => {
-                            TransportError::from_io(format!("reading from the WebSocket {}", self.shared.target), io)
-                        }
-                        _ => later.clone(),
+                    let quiet = state.server_closed.is_none() && !state.closing;
+                    let is_io = matches!(e, WsError::Io(_));
+                    let context = format!("reading from the WebSocket {}", self.shared.target);
+                    let failure = match e {
+                        WsError::Io(io) => TransportError::from_io(context, io),
+                        other => TransportError::from_io(context, std::io::Error::other(other)),
                     };
+                    let later = TransportError::closed(Self::end_reason(&state, Some(failure.clone())));
+                    let now = if quiet && is_io { failure } else { later.clone() };
                     return self.finish(&mut state, now, later);
                 }
             };
@@ -152,7 +157,7 @@ impl TransportReceiver for WsReceiver {
                 Frame::Close(frame) => {
                     if state.closing {
                         // The answer to the client's close frame: the handshake is complete.
-                        let reason = TransportError::closed(CLOSED_BY_CLIENT);
+                        let reason = TransportError::closed(CloseReason::ByClient);
                         return self.finish(&mut state, reason.clone(), reason);
                     }
                     // tungstenite answers it; the server then closes the connection.

@@ -19,7 +19,10 @@ use std::task::{Context, Poll};
 
 use bytes::BytesMut;
 use plexus_jsonrpc::{LineCodec, Message, Response};
-use plexus_transport::{BoxFuture, OutboundMessage, Transport, TransportError, TransportReceiver, TransportSender};
+use plexus_transport::{
+    BoxFuture, CloseReason, OutboundMessage, ServerOutput, Transport, TransportError, TransportReceiver,
+    TransportSender,
+};
 use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf, ReadHalf, WriteHalf};
 use tokio::task::AbortHandle;
 
@@ -135,8 +138,12 @@ impl Drop for PipeShared {
     }
 }
 
-fn closed(reason: &str) -> TransportError {
-    TransportError::closed(reason)
+/// The server ended its end of the pipe, `mid_message` or not.
+fn pipe_ended(mid_message: bool) -> TransportError {
+    TransportError::closed(CloseReason::EndOfOutput {
+        output: ServerOutput::Pipe,
+        mid_message,
+    })
 }
 
 struct PipeSender {
@@ -148,14 +155,14 @@ impl TransportSender for PipeSender {
     fn send(&self, message: OutboundMessage) -> BoxFuture<'_, Result<Option<Response>, TransportError>> {
         Box::pin(async move {
             if self.shared.closed.load(Ordering::Acquire) {
-                return Err(closed(plexus_transport::CLOSED_BY_CLIENT));
+                return Err(TransportError::closed(CloseReason::ByClient));
             }
             let mut writer = self.writer.lock().await;
             match writer.write_all(message.line()).await {
                 Ok(()) => Ok(None),
                 Err(_) => {
                     self.shared.closed.store(true, Ordering::Release);
-                    Err(closed("the in-process server closed its end of the pipe"))
+                    Err(pipe_ended(false))
                 }
             }
         })
@@ -189,7 +196,7 @@ impl TransportReceiver for PipeReceiver {
     fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Result<Message, TransportError>> {
         loop {
             if self.ended {
-                return Poll::Ready(Err(closed("the in-process server ended the connection")));
+                return Poll::Ready(Err(pipe_ended(false)));
             }
             if let Some(frame) = self.codec.decode_line(&mut self.buffer) {
                 return Poll::Ready(frame.map_err(TransportError::from));
@@ -200,12 +207,7 @@ impl TransportReceiver for PipeReceiver {
                 Poll::Ready(Ok(())) if read.filled().is_empty() => {
                     self.ended = true;
                     self.shared.closed.store(true, Ordering::Release);
-                    let reason = if self.buffer.is_empty() {
-                        "the in-process server ended the connection"
-                    } else {
-                        "the in-process server ended the connection in the middle of a message"
-                    };
-                    return Poll::Ready(Err(closed(reason)));
+                    return Poll::Ready(Err(pipe_ended(!self.buffer.is_empty())));
                 }
                 Poll::Ready(Ok(())) => {
                     let filled = read.filled().len();

@@ -28,7 +28,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{AbortHandle, Id, JoinSet};
 use tokio::time::Instant;
 
-use super::{ListenerProblem, OAuthError};
+use super::{ListenerProblem, OAuthError, ResponseRefusal};
 
 /// The path of the redirect URI.
 pub(crate) const CALLBACK_PATH: &str = "/callback";
@@ -60,11 +60,11 @@ impl CallbackParams {
     }
 
     /// The parameter `name`; a parameter given twice is refused (RFC 6749 §3.1), with the reason.
-    pub(crate) fn get(&self, name: &str) -> Result<Option<&str>, String> {
+    pub(crate) fn get(&self, name: &str) -> Result<Option<&str>, ResponseRefusal> {
         let mut values = self.pairs.iter().filter(|(key, _)| key == name);
         let first = values.next().map(|(_, value)| value.as_str());
         if values.next().is_some() {
-            return Err(format!("the parameter {name:?} appears more than once"));
+            return Err(ResponseRefusal::RepeatedParameter { name: name.to_owned() });
         }
         Ok(first)
     }
@@ -80,7 +80,7 @@ pub(crate) enum Verdict {
     End(OAuthError),
     /// Not this login's response (forged, stale, malformed, without a code): an error page with
     /// the reason, and the listener keeps waiting.
-    Refuse(String),
+    Refuse(ResponseRefusal),
 }
 
 /// The login's judgement of a request to the callback path.
@@ -353,7 +353,7 @@ mod tests {
         assert_eq!(params.get("error").unwrap(), None);
         let twice = CallbackParams::from_query("code=a&code=b");
         assert_eq!(
-            twice.get("code").unwrap_err(),
+            twice.get("code").unwrap_err().to_string(),
             "the parameter \"code\" appears more than once"
         );
         assert_eq!(
@@ -392,7 +392,10 @@ mod tests {
                 description: Some("<b>no</b>".to_owned()),
                 uri: None,
             }),
-            _ => Verdict::Refuse("its <bad> state".to_owned()),
+            _ => Verdict::Refuse(ResponseRefusal::WrongIssuer {
+                given: "<bad>".to_owned(),
+                expected: "http://as".to_owned(),
+            }),
         }
     }
 
@@ -433,7 +436,10 @@ mod tests {
             let answer = get(port, forged).await;
             assert!(answer.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{forged}: {answer}");
             assert!(
-                answer.contains("refused: its &lt;bad&gt; state. plexus is still waiting"),
+                answer.contains(
+                    "refused: its issuer (iss) &quot;&lt;bad&gt;&quot; is not the authorization server&#39;s \
+                     &quot;http://as&quot;. plexus is still waiting"
+                ),
                 "{forged}: {answer}"
             );
         }
@@ -493,7 +499,7 @@ mod tests {
         assert_eq!(
             waiting.await.unwrap().unwrap_err().to_string(),
             "no authorization response arrived within 2 s (the login was not completed); 2 callbacks to the \
-             redirect listener were refused as not this login's authorization response (the last: its <bad> state)"
+             redirect listener were refused as not this login's authorization response (the last: its issuer (iss) \"<bad>\" is not the authorization server's \"http://as\")"
         );
     }
 

@@ -12,7 +12,7 @@ use super::listener::{CallbackListener, CallbackParams, Verdict};
 use super::pkce::{Pkce, random_token};
 use super::registration::{credentials, resolve_client};
 use super::scopes::join;
-use super::{AuthorizationPrompt, MAX_SERVER_TEXT_CHARS, OAuthError, OAuthSettings, UserAgent};
+use super::{AuthorizationPrompt, MAX_SERVER_TEXT_CHARS, OAuthError, OAuthSettings, ResponseRefusal, UserAgent};
 use crate::store::{StoredClient, StoredTokens};
 use crate::text::cut;
 
@@ -102,7 +102,7 @@ pub(crate) async fn login(
     // The check accepted it: one code, not empty.
     let code = params
         .get("code")
-        .map_err(|reason| OAuthError::AuthorizationResponse { reason })?
+        .map_err(OAuthError::AuthorizationResponse)?
         .unwrap_or_default();
     let client_credentials = credentials(&client, settings);
     let response = request_token(
@@ -209,27 +209,25 @@ impl ExpectedResponse {
     }
 
     /// `Ok(None)`: a code; `Ok(Some(_))`: the server's error response; `Err`: why it is refused.
-    fn examine(&self, params: &CallbackParams) -> Result<Option<OAuthError>, String> {
+    fn examine(&self, params: &CallbackParams) -> Result<Option<OAuthError>, ResponseRefusal> {
         match params.get("iss")? {
             Some(iss) if iss != self.issuer => {
-                return Err(format!(
-                    "its issuer (iss) {:?} is not the authorization server's {:?}",
-                    cut(iss, MAX_SERVER_TEXT_CHARS),
-                    self.issuer
-                ));
+                return Err(ResponseRefusal::WrongIssuer {
+                    given: cut(iss, MAX_SERVER_TEXT_CHARS),
+                    expected: self.issuer.clone(),
+                });
             }
             None if self.iss_required => {
-                return Err(format!(
-                    "it has no issuer (iss), which the authorization server {} advertises (RFC 9207)",
-                    self.issuer
-                ));
+                return Err(ResponseRefusal::MissingIssuer {
+                    issuer: self.issuer.clone(),
+                });
             }
             _ => {}
         }
         if params.get("state")? != Some(self.state.as_str()) {
-            return Err("its state does not match the request's (a forged or stale response)".to_owned());
+            return Err(ResponseRefusal::StateMismatch);
         }
-        let server_text = |name: &str| -> Result<Option<String>, String> {
+        let server_text = |name: &str| -> Result<Option<String>, ResponseRefusal> {
             Ok(params.get(name)?.map(|text| cut(text, MAX_SERVER_TEXT_CHARS)))
         };
         if let Some(error) = server_text("error")? {
@@ -242,7 +240,7 @@ impl ExpectedResponse {
         }
         match params.get("code")? {
             Some(code) if !code.is_empty() => Ok(None),
-            _ => Err("it has no authorization code".to_owned()),
+            _ => Err(ResponseRefusal::NoCode),
         }
     }
 }

@@ -69,7 +69,7 @@ mod user_agent;
 
 use std::time::Duration;
 
-pub use problem::{AssertionProblem, ListenerProblem, SettingsProblem};
+pub use problem::{AssertionProblem, ListenerProblem, ResponseRefusal, SettingsProblem};
 pub use provider::{LoggedIn, MAX_AUTHORIZATION_ATTEMPTS, OAuthProvider, REFRESH_MARGIN};
 pub use settings::{
     AssertionSource, CALLBACK_PORT_ENV, DEFAULT_LOGIN_TIMEOUT, DpopMode, ID_TOKEN_TYPE, IdentityProvider, OAuthGrant,
@@ -151,11 +151,8 @@ pub enum OAuthError {
         cimd: &'static str,
     },
     /// The authorization response (the redirect) was refused.
-    #[error("the authorization response was refused: {reason}")]
-    AuthorizationResponse {
-        /// Why.
-        reason: String,
-    },
+    #[error("the authorization response was refused")]
+    AuthorizationResponse(#[source] ResponseRefusal),
     /// The authorization server answered the authorization request with an error (a response
     /// with this login's `state` and the right `iss`). Its `error`, `error_description` and
     /// `error_uri` are the server's text, kept verbatim (at most [`MAX_SERVER_TEXT_CHARS`]
@@ -194,7 +191,7 @@ pub enum OAuthError {
     #[error(
         "no authorization response arrived within {} (the login was not completed){}",
         show_duration(*.after),
-        refusals(*.refused, .last_refusal.as_deref())
+        refusals(*.refused, .last_refusal.as_ref())
     )]
     LoginTimedOut {
         /// The limit.
@@ -204,16 +201,18 @@ pub enum OAuthError {
         /// `iss`).
         refused: usize,
         /// Why the last of them was refused.
-        last_refusal: Option<String>,
+        last_refusal: Option<ResponseRefusal>,
     },
     /// The user agent could not open the authorization URL.
     #[error(transparent)]
     UserAgent(#[from] UserAgentError),
     /// A login is needed and this provider has no user agent to run one.
-    #[error("{reason}")]
+    #[error("an OAuth login at {issuer} is needed; log in with `plexus login {server}`")]
     LoginRequired {
-        /// What the user should do.
-        reason: String,
+        /// The authorization server's issuer.
+        issuer: String,
+        /// The server, as the user names it.
+        server: String,
     },
     /// Too many authorizations for the same scopes.
     #[error(
@@ -265,7 +264,7 @@ fn show_duration(duration: Duration) -> String {
 }
 
 /// What a timed-out login says about the callbacks it refused.
-fn refusals(refused: usize, last: Option<&str>) -> String {
+fn refusals(refused: usize, last: Option<&ResponseRefusal>) -> String {
     if refused == 0 {
         return String::new();
     }

@@ -140,3 +140,37 @@ pub enum AssertionProblem {
     #[error("it is not a JWT (three base64url parts separated by dots)")]
     NotAJwt,
 }
+
+/// Why a request to the redirect listener's callback path was refused as not this login's
+/// authorization response ([`OAuthError::AuthorizationResponse`](super::OAuthError::AuthorizationResponse),
+/// and the last refusal of [`OAuthError::LoginTimedOut`](super::OAuthError::LoginTimedOut)).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResponseRefusal {
+    /// A parameter appears more than once (RFC 6749 §3.1).
+    #[error("the parameter {name:?} appears more than once")]
+    RepeatedParameter {
+        /// The parameter.
+        name: String,
+    },
+    /// Its `iss` names another authorization server (RFC 9207).
+    #[error("its issuer (iss) {given:?} is not the authorization server's {expected:?}")]
+    WrongIssuer {
+        /// The `iss` it carried (cut to a bounded length).
+        given: String,
+        /// The authorization server's issuer.
+        expected: String,
+    },
+    /// It has no `iss` though the authorization server advertises it (RFC 9207).
+    #[error("it has no issuer (iss), which the authorization server {issuer} advertises (RFC 9207)")]
+    MissingIssuer {
+        /// The authorization server's issuer.
+        issuer: String,
+    },
+    /// Its `state` is not this login's: a forged or stale response.
+    #[error("its state does not match the request's (a forged or stale response)")]
+    StateMismatch,
+    /// It carries neither a code nor an error.
+    #[error("it has no authorization code")]
+    NoCode,
+}

@@ -361,10 +361,8 @@ impl OAuthProvider {
     ) -> Result<(), OAuthError> {
         let user_agent = if self.settings.grant.is_interactive() {
             Some(self.user_agent.as_ref().ok_or_else(|| OAuthError::LoginRequired {
-                reason: format!(
-                    "an OAuth login at {} is needed; log in with `plexus login {}`",
-                    discovery.issuer, self.server
-                ),
+                issuer: discovery.issuer.clone(),
+                server: self.server.clone(),
             })?)
         } else {
             None

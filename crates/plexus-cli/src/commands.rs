@@ -480,7 +480,10 @@ async fn call_in(
         }
         Err(HubError::UnknownTool { .. }) => unknown_tool(hub, name, &pool),
         Err(HubError::Call(error)) => {
-            crate::terminal::say(format_args!("calling {name}: {}", error.reason()));
+            match std::error::Error::source(&*error) {
+                Some(cause) => crate::terminal::say_failure(format_args!("calling {name}"), cause),
+                None => crate::terminal::say_error(&*error),
+            }
             if let CallError::UrlElicitation {
                 source: UrlElicitationError::NoHandler { .. },
                 ..
@@ -494,7 +497,7 @@ async fn call_in(
             }
         }
         Err(other) => {
-            crate::terminal::say(format_args!("{other}"));
+            crate::terminal::say_error(&other);
             Outcome::Connection
         }
     }

@@ -327,10 +327,10 @@ pub(crate) struct ImportArgs {
     pub(crate) overwrite: bool,
 }
 
-/// Prints `message` as a `plexus: ...` line on stderr and says the command failed with a usage or
-/// config error.
+/// Prints `message` as a `plexus: error: ...` line on stderr and says the command failed with a
+/// usage or config error.
 pub(crate) fn fail(message: impl std::fmt::Display) -> Outcome {
-    crate::terminal::say(format_args!("{message}"));
+    crate::terminal::say(format_args!("error: {message}"));
     Outcome::Usage
 }
 

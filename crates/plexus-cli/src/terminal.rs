@@ -18,9 +18,33 @@ pub(crate) use plexus::tools::text::{escape_block as block, escape_line as line}
 
 pub(crate) use plexus::transport::error_chain as chain;
 
-/// Prints `error` and its causes on stderr as a `plexus: …` line (see [`chain`]).
+/// Prints `error` on stderr as a `plexus: error: …` line, then each of its causes on a
+/// `  caused by: …` line of its own (a cause the one before repeats is said once).
 pub(crate) fn say_error(error: &dyn std::error::Error) {
-    say(chain(error));
+    let mut causes = plexus::transport::error_causes(error).into_iter();
+    let first = causes.next().unwrap_or_default();
+    eprint!("{}", error_report(&first, causes));
+}
+
+/// Prints a `plexus: error: WHAT` line on stderr, then `cause` and its own causes on
+/// `  caused by: …` lines: for an error whose own text says less than the command knows (a
+/// call's qualified tool name).
+pub(crate) fn say_failure(what: impl Display, cause: &dyn std::error::Error) {
+    eprint!(
+        "{}",
+        error_report(&what.to_string(), plexus::transport::error_causes(cause))
+    );
+}
+
+/// The lines of an error report, each escaped as a [`block`].
+fn error_report(first: &str, causes: impl IntoIterator<Item = String>) -> String {
+    let mut report = format!("plexus: error: {}\n", block(first));
+    for cause in causes {
+        report.push_str("  caused by: ");
+        report.push_str(&block(&cause));
+        report.push('\n');
+    }
+    report
 }
 
 /// Prints `message` on stderr as a `plexus: …` line, escaped as a [`block`].

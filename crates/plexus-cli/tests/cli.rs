@@ -236,7 +236,7 @@ fn usage_errors_exit_2_with_the_reason() {
     let cases: [(&[&str], String); 7] = [
         (
             &["call", "mcp__demo__echo", "[1]"],
-            "plexus: the arguments must be a JSON object, not an array\n".to_owned(),
+            "plexus: error: the arguments must be a JSON object, not an array\n".to_owned(),
         ),
         (
             &["call", "mcp__demo__nope"],
@@ -265,7 +265,7 @@ fn usage_errors_exit_2_with_the_reason() {
         ),
         (
             &["call", "mcp__demo__add", "a=2", "b=3"],
-            "plexus: the arguments are one JSON object; give them one by one with --arg (-a): plexus call mcp__demo__add -a a=2 -a b=3\n".to_owned(),
+            "plexus: error: the arguments are one JSON object; give them one by one with --arg (-a): plexus call mcp__demo__add -a a=2 -a b=3\n".to_owned(),
         ),
     ];
     for (args, message) in cases {
@@ -278,7 +278,7 @@ fn usage_errors_exit_2_with_the_reason() {
     assert_eq!(
         stderr(&output),
         format!(
-            "plexus: cannot read {}: No such file or directory (os error 2)\n",
+            "plexus: error: cannot read {}\n  caused by: No such file or directory (os error 2)\n",
             missing.display()
         )
     );
@@ -307,7 +307,14 @@ fn a_server_dying_mid_call_exits_3_with_its_stderr() {
     let dir = workspace();
     let output = plexus(&dir, &["call", "mcp__demo__crash", r#"{"code": 9}"#]);
     assert_eq!(output.status.code(), Some(3));
-    assert!(stderr(&output).ends_with("plexus: calling mcp__demo__crash: the connection is closed: the server exited with status 9\n--- last stderr output of the server ---\nplexus-testserver: crashing as asked\n"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).ends_with(
+            "plexus: error: calling mcp__demo__crash\n  caused by: the connection is closed: the server exited with \
+             status 9\n--- last stderr output of the server ---\nplexus-testserver: crashing as asked\n"
+        ),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
@@ -623,14 +630,23 @@ fn plexus_max_message_size_sets_the_limit_and_a_reply_over_it_fails_its_call_at_
         &[("PLEXUS_MAX_MESSAGE_SIZE", "65536"), ("MCP_TOOL_TIMEOUT", "60000")],
     );
     assert_eq!(out.code, Some(3), "{out:?}");
-    let error = out.stderr.lines().last().unwrap();
+    let error = out.stderr.lines().rev().take(3).collect::<Vec<_>>();
+    assert_eq!(
+        error[1..],
+        [
+            "  caused by: the server's reply to request 2 was dropped",
+            "plexus: error: calling mcp__demo__large"
+        ],
+        "{}",
+        out.stderr
+    );
+    let error = error[0];
     assert!(
-        error.starts_with(
-            "plexus: calling mcp__demo__large: the server's reply to request 2 was dropped: a message of "
-        ) && error.ends_with(
-            "bytes from the server is larger than the 65536-byte limit; it was discarded (raise the limit with \
+        error.starts_with("  caused by: a message of ")
+            && error.ends_with(
+                "bytes from the server is larger than the 65536-byte limit; it was discarded (raise the limit with \
                  PLEXUS_MAX_MESSAGE_SIZE)"
-        ),
+            ),
         "{error}"
     );
     // Within both limits (the message size, and the output tokens) the whole text comes through.

@@ -135,51 +135,51 @@ fn bad_add_arguments_exit_2_with_the_reason_and_write_nothing() {
     let cases: [(&[&str], &str); 14] = [
         (
             &["add", "x"],
-            "plexus: missing the server's URL, or -- COMMAND [ARGS...]\n",
+            "plexus: error: missing the server's URL, or -- COMMAND [ARGS...]\n",
         ),
         (
             &["add", "bad name", "--", "x"],
-            "plexus: server \"bad name\": invalid server name: the character ' ' is not allowed; use only A-Z, a-z, 0-9, \"_\" and \"-\"\n",
+            "plexus: error: server \"bad name\": invalid server name: the character ' ' is not allowed; use only A-Z, a-z, 0-9, \"_\" and \"-\"\n",
         ),
         (
             &["add", "-e", "NOVALUE", "x", "--", "cmd"],
-            "plexus: invalid -e \"NOVALUE\": expected KEY=VALUE\n",
+            "plexus: error: invalid -e \"NOVALUE\"\n  caused by: expected KEY=VALUE\n",
         ),
         (
             &["add", "-H", "bad", "x", "https://e.com"],
-            "plexus: invalid -H \"bad\": expected 'Name: value'\n",
+            "plexus: error: invalid -H \"bad\"\n  caused by: expected 'Name: value'\n",
         ),
         (
             &["add", "-H", "Bad Name: v", "x", "https://e.com"],
-            "plexus: invalid -H \"Bad Name: v\": a header name cannot contain ' '\n",
+            "plexus: error: invalid -H \"Bad Name: v\"\n  caused by: a header name cannot contain ' '\n",
         ),
         (
             &["add", "-e", "A=b", "x", "https://e.com"],
-            "plexus: -e sets environment variables of a stdio server; an http server takes headers (-H)\n",
+            "plexus: error: -e sets environment variables of a stdio server; an http server takes headers (-H)\n",
         ),
         (
             &["add", "-H", "A: b", "x", "--", "cmd"],
-            "plexus: -H sets headers of a remote server; a stdio server takes environment variables (-e)\n",
+            "plexus: error: -H sets headers of a remote server; a stdio server takes environment variables (-e)\n",
         ),
         (
             &["add", "-t", "http", "x", "https://a.example", "https://b.example"],
-            "plexus: an http server takes one URL (http:// or https://), not a command: got \"https://a.example https://b.example\"\n",
+            "plexus: error: an http server takes one URL (http:// or https://), not a command: got \"https://a.example https://b.example\"\n",
         ),
         (
             &["add", "-t", "http", "x", "notaurl"],
-            "plexus: an http server takes one URL (http:// or https://), not a command: got \"notaurl\"\n",
+            "plexus: error: an http server takes one URL (http:// or https://), not a command: got \"notaurl\"\n",
         ),
         (
             &["add", "-t", "http", "x", "--", "npx", "-y", "server"],
-            "plexus: an http server takes one URL (http:// or https://), not a command: got \"npx -y server\"\n",
+            "plexus: error: an http server takes one URL (http:// or https://), not a command: got \"npx -y server\"\n",
         ),
         (
             &["add", "x", "ftp://files.example/mcp"],
-            "plexus: \"ftp://files.example/mcp\" is not a URL plexus can connect to (it takes http://, https://, ws:// or wss://); to run a command with it as its only word, say --transport stdio\n",
+            "plexus: error: \"ftp://files.example/mcp\" is not a URL plexus can connect to (it takes http://, https://, ws:// or wss://); to run a command with it as its only word, say --transport stdio\n",
         ),
         (
             &["add", "-t", "http", "x", "http://"],
-            "plexus: the entry is invalid: field \"url\": not a valid URL: empty host\n",
+            "plexus: error: the entry is invalid: field \"url\": not a valid URL: empty host\n",
         ),
         (
             &["add", "-t", "tcp", "x", "notaurl"],
@@ -206,7 +206,7 @@ fn a_name_already_in_the_file_is_not_replaced() {
     out.expect(
         2,
         &format!(
-            "plexus: {}: server \"x\" already exists; remove it first or choose another name\n",
+            "plexus: error: {}: server \"x\" already exists; remove it first or choose another name\n",
             ws.shown(ws.local_file())
         ),
     );
@@ -221,7 +221,7 @@ fn a_file_that_cannot_be_edited_is_a_config_error_and_stays_as_it_was() {
     out.expect(
         2,
         &format!(
-            "plexus: nothing was written: {}:2:18: invalid JSON: key must be a string\n",
+            "plexus: error: nothing was written\n  caused by: {}:2:18: invalid JSON\n  caused by: key must be a string\n",
             ws.shown(ws.local_file())
         ),
     );
@@ -232,7 +232,7 @@ fn a_file_that_cannot_be_edited_is_a_config_error_and_stays_as_it_was() {
     out.expect(
         2,
         &format!(
-            "plexus: nothing was written: cannot read {}: it is a directory, not a regular file\n",
+            "plexus: error: nothing was written\n  caused by: cannot read {}: it is a directory, not a regular file\n",
             ws.shown("home/settings.json")
         ),
     );
@@ -309,19 +309,19 @@ fn add_json_errors_name_the_line_column_and_field() {
     let cases: [(&[&str], &str); 4] = [
         (
             &["add-json", "x", r#"{"type":"http","#],
-            "plexus: invalid JSON at line 1, column 15: EOF while parsing a value\n",
+            "plexus: error: invalid JSON at line 1, column 15\n  caused by: EOF while parsing a value\n",
         ),
         (
             &["add-json", "x", r#"{"command": 3}"#],
-            "plexus: the entry is invalid: field \"command\": expected a string, found 3\n",
+            "plexus: error: the entry is invalid: field \"command\": expected a string, found 3\n",
         ),
         (
             &["add-json", "x", r#"{"type": "http", "url": "ftp://example.com/"}"#],
-            "plexus: the entry is invalid: field \"url\": expected an http or https URL, found a \"ftp\" URL\n",
+            "plexus: error: the entry is invalid: field \"url\": expected an http or https URL, found a \"ftp\" URL\n",
         ),
         (
             &["add-json", "x!", r#"{"command": "c"}"#],
-            "plexus: server \"x!\": invalid server name: the character '!' is not allowed; use only A-Z, a-z, 0-9, \"_\" and \"-\"\n",
+            "plexus: error: server \"x!\": invalid server name: the character '!' is not allowed; use only A-Z, a-z, 0-9, \"_\" and \"-\"\n",
         ),
     ];
     for (args, message) in cases {
@@ -345,7 +345,7 @@ fn remove_finds_the_scope_or_asks_for_one() {
     out.expect(
         2,
         &format!(
-            "plexus: server \"s\" is defined in several scopes: local ({local}), user ({user}); choose one with --scope\n"
+            "plexus: error: server \"s\" is defined in several scopes: local ({local}), user ({user}); choose one with --scope\n"
         ),
     );
     let out = ws.run(&["remove", "s", "--scope", "user"]);
@@ -363,11 +363,14 @@ fn remove_finds_the_scope_or_asks_for_one() {
 
     ws.run(&["remove", "s"]).expect(
         2,
-        "plexus: there is no server \"s\" in the local, project or user scope\n",
+        "plexus: error: there is no server \"s\" in the local, project or user scope\n",
     );
     ws.run(&["remove", "only-user", "--scope", "project"]).expect(
         2,
-        &format!("plexus: {}: there is no server \"only-user\"\n", ws.shown(".mcp.json")),
+        &format!(
+            "plexus: error: {}: there is no server \"only-user\"\n",
+            ws.shown(".mcp.json")
+        ),
     );
 }
 

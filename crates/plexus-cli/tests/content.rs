@@ -110,7 +110,10 @@ fn prompts_are_listed_by_qualified_name_and_got_with_arguments() {
     assert_eq!(json["messages"][0]["role"], "user");
     let bad = ws.run(&["prompt", "mcp__demo__greeting", "name"]);
     assert_eq!(bad.code, Some(2));
-    assert_eq!(bad.stderr, "plexus: prompt argument \"name\": expected ARG=VALUE\n");
+    assert_eq!(
+        bad.stderr,
+        "plexus: error: prompt argument \"name\": expected ARG=VALUE\n"
+    );
     let unknown = ws.run(&["prompt", "mcp__demo__nope"]);
     assert_eq!(unknown.code, Some(2), "{unknown:?}");
     assert!(

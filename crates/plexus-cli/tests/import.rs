@@ -274,18 +274,20 @@ fn import_errors_exit_2_with_the_reason() {
     ws.run(&["import", "--from", "cursor"]).expect(
         2,
         &format!(
-            "plexus: no cursor config found; looked at {}, {}; name the file to import\n",
+            "plexus: error: no cursor config found; looked at {}, {}; name the file to import\n",
             ws.shown(".cursor/mcp.json"),
             ws.shown("user/.cursor/mcp.json")
         ),
     );
     ws.write("x.json", "{\"mcpServers\": [1");
-    ws.run(&["import", "--from", "claude-desktop", "x.json"])
-        .expect(2, "plexus: x.json:1:17: invalid JSON: EOF while parsing a list\n");
+    ws.run(&["import", "--from", "claude-desktop", "x.json"]).expect(
+        2,
+        "plexus: error: x.json:1:17: invalid JSON\n  caused by: EOF while parsing a list\n",
+    );
     ws.write("y.json", "{\"a\": 1}");
     ws.run(&["import", "--from", "claude-desktop", "y.json"]).expect(
         2,
-        "plexus: y.json: no \"mcpServers\" object; is this Claude Desktop's claude_desktop_config.json?\n",
+        "plexus: error: y.json\n  caused by: no \"mcpServers\" object; is this Claude Desktop's claude_desktop_config.json?\n",
     );
     ws.run(&["import", "--from", "zed"]).expect(
         2,
@@ -298,7 +300,7 @@ fn import_errors_exit_2_with_the_reason() {
     ws.run(&["import", "--from", "claude-desktop", "z.json"]).expect(
         2,
         &format!(
-            "plexus: nothing was written: {}:1:1: invalid JSON: EOF while parsing a list\n",
+            "plexus: error: nothing was written\n  caused by: {}:1:1: invalid JSON\n  caused by: EOF while parsing a list\n",
             ws.shown(ws.local_file())
         ),
     );
@@ -314,7 +316,7 @@ fn import_errors_exit_2_with_the_reason() {
         (output.status.code(), String::from_utf8(output.stderr).unwrap()),
         (
             Some(2),
-            "plexus: cannot find your home directory (for the clients' default files): set HOME\n".to_owned()
+            "plexus: error: cannot find your home directory (for the clients' default files): set HOME\n".to_owned()
         )
     );
 }

@@ -171,16 +171,16 @@ fn only_oauth_servers_log_in() {
     let config = config.to_str().unwrap();
     ws.run(&["--config", config, "login", "local"]).expect(
         2,
-        "plexus: server \"local\": stdio servers need no authentication, not with an OAuth login\n",
+        "plexus: error: server \"local\": stdio servers need no authentication, not with an OAuth login\n",
     );
     ws.run(&["--config", config, "logout", "keyed"]).expect(
         2,
-        "plexus: server \"keyed\": http servers with a static `Authorization` header authenticate, not with an OAuth \
+        "plexus: error: server \"keyed\": http servers with a static `Authorization` header authenticate, not with an OAuth \
          login\n",
     );
     ws.run(&["--config", config, "login", "nope"]).expect(
         2,
-        "plexus: no server named \"nope\" is configured (configured: keyed, local)\n",
+        "plexus: error: no server named \"nope\" is configured (configured: keyed, local)\n",
     );
 }
 
@@ -201,7 +201,7 @@ fn a_login_whose_browser_never_comes_back_ends_after_its_timeout() {
     assert_eq!((run.code, run.stdout.as_str()), (Some(3), ""), "{}", run.stderr);
     assert!(
         run.stderr.ends_with(
-            "plexus: server \"docs\": no authorization response arrived within 1 s (the login was not completed)\n"
+            "plexus: error: server \"docs\"\n  caused by: no authorization response arrived within 1 s (the login was not completed)\n"
         ),
         "{}",
         run.stderr

@@ -113,7 +113,7 @@ fn arg_values_are_typed_by_the_schema_and_checked_before_anything_is_sent() {
     // KEY=VALUE without -a gets a hint.
     ws.run(&["call", "mcp__demo__add", "a=1", "b=2"]).expect(
         2,
-        "plexus: the arguments are one JSON object; give them one by one with --arg (-a): plexus call \
+        "plexus: error: the arguments are one JSON object; give them one by one with --arg (-a): plexus call \
          mcp__demo__add -a a=1 -a b=2\n",
     );
 }
@@ -134,11 +134,11 @@ fn a_resource_is_read_by_its_reference_and_a_near_uri_is_suggested() {
     );
     ws.run(&["read", "demo"]).expect(
         2,
-        "plexus: read needs the resource's URI: plexus read demo URI (or plexus read @demo:URI)\n",
+        "plexus: error: read needs the resource's URI: plexus read demo URI (or plexus read @demo:URI)\n",
     );
     ws.run(&["read", "@demo"]).expect(
         2,
-        "plexus: \"@demo\" is not a resource reference (@server:uri, as `plexus resources` shows it)\n",
+        "plexus: error: \"@demo\" is not a resource reference (@server:uri, as `plexus resources` shows it)\n",
     );
 }
 

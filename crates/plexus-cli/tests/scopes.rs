@@ -198,7 +198,7 @@ fn get_shows_invalid_entries_and_names_the_configured_servers_when_one_is_unknow
     );
     ws.run(&["get", "nope"]).expect(
         2,
-        "plexus: no server named \"nope\" is configured (configured: bad, good)\n",
+        "plexus: error: no server named \"nope\" is configured (configured: bad, good)\n",
     );
 }
 
@@ -274,7 +274,7 @@ fn the_search_stops_at_the_repository_root() {
     out.expect(
         2,
         &format!(
-            "{}plexus: no server named \"outer\" is configured (configured: demo)\n",
+            "{}plexus: error: no server named \"outer\" is configured (configured: demo)\n",
             support::DEMO_NOTICE
         ),
     );
@@ -288,7 +288,10 @@ fn a_settings_file_that_is_not_json_stops_every_command_with_its_line_and_column
         "{\n  \"mcpServers\": {\n    \"p\": {\"command\": \"x\"},\n  }\n}\n",
     );
     ws.write_servers("home/settings.json", &json!({"u": demo(&[])}));
-    let project_error = format!("plexus: {}:4:3: invalid JSON: trailing comma\n", ws.shown(".mcp.json"));
+    let project_error = format!(
+        "plexus: error: {}:4:3: invalid JSON\n  caused by: trailing comma\n",
+        ws.shown(".mcp.json")
+    );
     // Going on without the file would run other servers than the user wrote: nothing starts.
     for args in [
         &["servers"][..],
@@ -311,7 +314,7 @@ fn a_settings_file_that_is_not_json_stops_every_command_with_its_line_and_column
     ws.run(&["servers"]).expect(
         2,
         &format!(
-            "plexus: {}:1:22: invalid JSON: expected value\n",
+            "plexus: error: {}:1:22: invalid JSON\n  caused by: expected value\n",
             ws.shown("home/settings.json")
         ),
     );
@@ -322,7 +325,7 @@ fn a_settings_file_that_is_not_json_stops_every_command_with_its_line_and_column
     let explicit = explicit.to_str().unwrap();
     ws.run(&["--config", explicit, "servers"]).expect(
         2,
-        &format!("plexus: {explicit}:1:5: invalid JSON: EOF while parsing a list\n"),
+        &format!("plexus: error: {explicit}:1:5: invalid JSON\n  caused by: EOF while parsing a list\n"),
     );
 }
 
@@ -349,7 +352,7 @@ fn a_managed_file_that_cannot_be_applied_blocks_every_server() {
     out.expect(
         2,
         &format!(
-            "plexus: {managed}:1:22: invalid JSON: EOF while parsing a list\nplexus: no server could be used: of 1 \
+            "plexus: error: {managed}:1:22: invalid JSON\n  caused by: EOF while parsing a list\nplexus: no server could be used: of 1 \
              configured server, none may run (invalid, disabled, rejected or waiting for approval)\n"
         ),
     );

@@ -132,8 +132,7 @@ impl std::error::Error for ErrorObject {}
 
 /// `error` and its causes on one line, `what failed: why: why that`: how a host shows an error
 /// whose causes are kept as [`source`](std::error::Error::source)s, not repeated in its text.
-/// A cause whose text the line already ends with (an error of another library that repeats its
-/// cause) is not said twice.
+/// The parts are those of [`error_causes`].
 ///
 /// ```
 /// use plexus_jsonrpc::error_chain;
@@ -142,17 +141,35 @@ impl std::error::Error for ErrorObject {}
 /// assert_eq!(error_chain(&io), "refused");
 /// ```
 pub fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
+    error_causes(error).join(": ")
+}
+
+/// The text of `error`, then that of each of its causes in order (for a report with one line
+/// per cause: `error: …`, `caused by: …`). A cause whose text the one before ends with (an error
+/// of another library that repeats its cause) is left out, and so is an empty one.
+///
+/// ```
+/// use plexus_jsonrpc::error_causes;
+///
+/// #[derive(Debug, thiserror::Error)]
+/// #[error("reading the config")]
+/// struct Reading(#[source] std::io::Error);
+///
+/// let error = Reading(std::io::Error::other("refused"));
+/// assert_eq!(error_causes(&error), ["reading the config", "refused"]);
+/// ```
+pub fn error_causes(error: &dyn std::error::Error) -> Vec<String> {
+    let mut parts = vec![error.to_string()];
     let mut cause = error.source();
     while let Some(source) = cause {
         let part = source.to_string();
-        if !text.ends_with(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
+        let said = parts.last().is_some_and(|last| last.ends_with(&part));
+        if !said && !part.is_empty() {
+            parts.push(part);
         }
         cause = source.source();
     }
-    text
+    parts
 }
 
 #[cfg(test)]

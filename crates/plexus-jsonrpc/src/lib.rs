@@ -29,7 +29,7 @@ mod scan;
 
 pub use codec::{DEFAULT_MAX_MESSAGE_SIZE, FrameError, LineCodec};
 pub use decode::{InvalidMessage, JsonError};
-pub use error::{ErrorCode, ErrorObject, error_chain};
+pub use error::{ErrorCode, ErrorObject, error_causes, error_chain};
 pub use id::RequestId;
 pub use message::{
     DecodeError, Message, Notification, Request, Response, encode_notification, encode_request, encode_response,

@@ -3,8 +3,8 @@
 use std::io;
 use std::sync::Arc;
 
-pub use plexus_jsonrpc::error_chain;
 use plexus_jsonrpc::{FrameError, ReplyScan, RequestId};
+pub use plexus_jsonrpc::{error_causes, error_chain};
 
 use crate::{AuthFailure, CloseReason};
 

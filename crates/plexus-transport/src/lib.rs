@@ -38,7 +38,7 @@ pub use auth::{AuthDecision, AuthFailure, AuthHeaders, AuthProvider, MAX_REJECTI
 pub use close::{CloseReason, ProcessExit, ServerOutput};
 pub use error::{
     BODY_EXCERPT_LIMIT, ERROR_BODY_READ_LIMIT, ErrorClass, MAX_MESSAGE_SIZE_VAR, TransportError, body_excerpt,
-    error_chain, is_terminal_io,
+    error_causes, error_chain, is_terminal_io,
 };
 pub use outbound::{OutboundKind, OutboundMessage, REPLY_TIMEOUT_GRACE};
 pub use plexus_jsonrpc::{Message, RequestId, Response};

@@ -266,16 +266,16 @@ pub use cli::{Cli, Command, ProcessOptions, ServerOptions, StdioOptions, run};
 pub use events::EventLogFile;
 #[cfg(feature = "remote")]
 pub use oauth::{
-    Advertised, AuthMethod, CimdDocumentFile, DocumentFile, Endpoint, IssuedTokens, JwtClientFile, MetadataLocation,
-    OAuthError, OAuthHandle, OAuthOptions, OAuthRequest, PreRegisteredClient, PrmLocation, RedirectIss,
-    RefreshIssuance, RefreshRotation, TokenInfo, ToolScope,
+    Advertised, AuthMethod, CimdDocumentFile, DocumentFile, Endpoint, InvalidArgument, IssuedTokens, JwksProblem,
+    JwtClientFile, LimitReached, MetadataLocation, OAuthError, OAuthHandle, OAuthOptions, OAuthRequest,
+    PreRegisteredClient, PrmLocation, RedirectIss, RefreshIssuance, RefreshRotation, StoreError, TokenInfo, ToolScope,
 };
 #[cfg(feature = "remote")]
 pub use proxy::{ProxyError, ProxyOptions, ProxyServer, run_proxy};
 #[cfg(feature = "remote")]
 pub use remote::{
-    EndpointOptions, HttpOptions, RejectLargeBody, RemoteError, RemoteOptions, RemoteServer, RequiredHeader,
-    SessionOptions, SseOptions, WsOptions, run_http, run_sse, run_ws,
+    EndpointOptions, HttpOptions, OptionProblem, PathProblem, RejectLargeBody, RemoteError, RemoteOptions,
+    RemoteServer, RequiredHeader, SessionOptions, SseOptions, WsOptions, run_http, run_sse, run_ws,
 };
 pub use server::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 pub use stdio::{run_stdio, serve_io};

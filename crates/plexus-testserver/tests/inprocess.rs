@@ -7,7 +7,11 @@ mod wire;
 use std::net::TcpStream;
 
 use clap::Parser;
-use plexus_testserver::{Cli, Command, HttpOptions, RemoteServer, SseOptions, WsOptions};
+use plexus_jsonrpc::error_chain;
+use plexus_testserver::{
+    Cli, Command, HttpOptions, JwksProblem, JwtClientFile, OAuthOptions, OptionProblem, PathProblem, RemoteError,
+    RemoteServer, SseOptions, WsOptions,
+};
 use serde_json::json;
 use tokio::net::TcpListener;
 use wire::{Conn, initialize_request, tool_call};
@@ -100,16 +104,65 @@ fn invalid_options_are_named() {
         let mut options = HttpOptions::default();
         options.remote.path = Some("mcp".into());
         let error = RemoteServer::http(listener().await, options).unwrap_err();
+        assert!(matches!(
+            &error,
+            RemoteError::InvalidOption {
+                option: "path",
+                problem: OptionProblem::Path(PathProblem::NotAbsolute { path }),
+            } if path == "mcp"
+        ));
         assert_eq!(
-            error.to_string(),
+            error_chain(&error),
             "invalid option --path: \"mcp\" does not start with '/'"
         );
         let mut options = SseOptions::default();
         options.remote.path = Some("/messages".into());
         let error = RemoteServer::sse(listener().await, options).unwrap_err();
         assert_eq!(
-            error.to_string(),
+            error_chain(&error),
             "invalid option --path: /messages is where clients POST their messages; choose another path"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let keys = dir.path().join("svc.jwks");
+        std::fs::write(&keys, r#"{"kty": "EC", "crv": "P-256", "x": "AAAA", "y": "AAAA"}"#).unwrap();
+        let options = HttpOptions {
+            oauth: OAuthOptions {
+                jwt_clients: vec![JwtClientFile {
+                    id: "svc".into(),
+                    file: keys.clone(),
+                }],
+                ..OAuthOptions::enabled()
+            },
+            ..HttpOptions::default()
+        };
+        let error = RemoteServer::http(listener().await, options).unwrap_err();
+        assert!(matches!(
+            &error,
+            RemoteError::InvalidOption {
+                option: "oauth-jwt-client",
+                problem: OptionProblem::Keys { problem: JwksProblem::CoordinateLength { coordinate: "x", len: 3 }, .. },
+            }
+        ));
+        assert_eq!(
+            error_chain(&error),
+            format!(
+                "invalid option --oauth-jwt-client: {} holds no usable public keys: the JWK's x is 3 bytes, not 32",
+                keys.display()
+            )
+        );
+        let missing = dir.path().join("missing.pem");
+        let mut options = HttpOptions::default();
+        options.remote.tls_cert = Some(missing.clone());
+        options.remote.tls_key = Some(missing.clone());
+        let error = RemoteServer::http(listener().await, options).unwrap_err();
+        assert!(matches!(
+            &error,
+            RemoteError::InvalidOption { option: "tls-cert", problem: OptionProblem::Pem { path, .. } } if *path == missing
+        ));
+        let chain = error_chain(&error);
+        assert!(
+            chain.starts_with(&format!("invalid option --tls-cert: cannot read the PEM file {}: ", missing.display())),
+            "{chain}"
         );
     });
     let outside = runtime.block_on(listener());

@@ -10,7 +10,10 @@ use std::process::{Command as Process, Stdio};
 
 use clap::Parser;
 use oauth_support::{REDIRECT_URI, authorize_params, start, start_mode};
-use plexus_testserver::{Cli, Command, Endpoint, MetadataLocation, PrmLocation, RedirectIss};
+use plexus_testserver::{
+    Cli, Command, Endpoint, InvalidArgument, JwksProblem, LimitReached, MetadataLocation, OAuthError, PathProblem,
+    PrmLocation, RedirectIss,
+};
 use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -411,6 +414,58 @@ async fn an_authorization_server_of_its_own_and_its_migration() {
     assert_ne!(f.oauth.issuer(), first, "then the server moved");
     assert_eq!(f.initialize(Some(access)).await.status, 401);
     f.server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_handle_says_what_is_wrong_with_an_argument_or_which_limit_was_reached() {
+    let f = start(&["--oauth-cimd"]).await;
+    let error = f.oauth.serve_document("client.json", &json!({})).unwrap_err();
+    assert!(matches!(
+        &error,
+        OAuthError::Invalid(InvalidArgument::Path(PathProblem::NotAbsolute { path })) if path == "client.json"
+    ));
+    assert_eq!(error.to_string(), "\"client.json\" does not start with '/'");
+    let error = f
+        .oauth
+        .provide_client_metadata("ftp://app.example/c.json", &json!({}))
+        .unwrap_err();
+    assert!(matches!(
+        &error,
+        OAuthError::Invalid(InvalidArgument::NotHttpUrl { url }) if url == "ftp://app.example/c.json"
+    ));
+    assert_eq!(error.to_string(), "\"ftp://app.example/c.json\" is not an http(s) URL");
+    let error = f.oauth.register_jwt_client("c", &json!({"kty": "RSA"})).unwrap_err();
+    assert!(matches!(
+        &error,
+        OAuthError::Invalid(InvalidArgument::Jwks(JwksProblem::Unsupported { .. }))
+    ));
+    assert_eq!(
+        error.to_string(),
+        "only EC P-256 keys are supported (kty \"RSA\", crv \"(none)\")"
+    );
+    let big = json!("x".repeat(64 * 1024));
+    assert!(matches!(
+        f.oauth.serve_document("/big.json", &big).unwrap_err(),
+        OAuthError::Limit(LimitReached::DocumentSize {
+            size: 65538,
+            max: 65536
+        })
+    ));
+    for i in 0..64 {
+        f.oauth.serve_document(&format!("/{i}.json"), &json!({})).unwrap();
+    }
+    let error = f.oauth.serve_document("/64.json", &json!({})).unwrap_err();
+    assert!(matches!(error, OAuthError::Limit(LimitReached::Documents { max: 64 })));
+    assert_eq!(error.to_string(), "64 documents are held, the limit");
+    for _ in 0..15 {
+        f.oauth.migrate_authorization_server().await.unwrap();
+    }
+    let error = f.oauth.migrate_authorization_server().await.unwrap_err();
+    assert!(matches!(error, OAuthError::Limit(LimitReached::Migrations { max: 15 })));
+    assert_eq!(
+        error.to_string(),
+        "the authorization server moved 15 times already, the limit"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

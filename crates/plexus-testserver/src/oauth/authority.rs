@@ -5,6 +5,7 @@ use std::sync::Mutex;
 
 use serde_json::{Map, Value, json};
 
+use super::error::LimitReached;
 use super::jwt::PublicKey;
 use super::options::AuthMethod;
 use super::options::{Advertised, MetadataLocation, OAuthOptions};
@@ -63,7 +64,7 @@ impl Authority {
         own_listener: bool,
         options: &OAuthOptions,
         jwt_clients: &[(String, Vec<PublicKey>)],
-    ) -> Result<Self, String> {
+    ) -> Result<Self, LimitReached> {
         let path = options.issuer_path.clone().unwrap_or_default();
         let mut store = Store::default();
         for client in &options.clients {
@@ -178,7 +179,7 @@ impl Authority {
     }
 
     /// A new client id for dynamic registration.
-    pub(crate) fn new_client_id(&self) -> Result<String, String> {
+    pub(crate) fn new_client_id(&self) -> Result<String, getrandom::Error> {
         random_id(&format!("as{}-client", self.index))
     }
 

@@ -8,6 +8,7 @@ use std::time::Instant;
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
+use plexus_jsonrpc::error_chain;
 use url::Url;
 
 use super::authority::Authority;
@@ -177,7 +178,7 @@ fn new_code(
     };
     authority
         .with_store(|store| store.new_code(code))
-        .map_err(|e| failure("temporarily_unavailable", e))
+        .map_err(|e| failure("temporarily_unavailable", error_chain(&e)))
 }
 
 /// The client named by `client_id`: a known one, or (with `--oauth-cimd`) the one its metadata

@@ -43,7 +43,9 @@ pub(super) async fn fetch_client(oauth: &OAuth, authority: &Authority, client_id
     }
     oauth.push_record(entry);
     let client = result?;
-    authority.with_store(|store| store.put_client(client.clone()))?;
+    authority
+        .with_store(|store| store.put_client(client.clone()))
+        .map_err(|e| e.to_string())?;
     Ok(client)
 }
 

@@ -10,8 +10,8 @@ use std::sync::Mutex;
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::OAuthError;
-use crate::remote::RemoteError;
+use super::LimitReached;
+use crate::remote::{OptionProblem, RemoteError};
 use crate::server::lock;
 
 /// The most documents of each kind.
@@ -22,34 +22,54 @@ const MAX_DOCUMENT_BYTES: usize = 64 * 1024;
 /// Reads the JSON file of `--OPTION …=FILE` (the `count`-th such document), with `{origin}`
 /// replaced by `origin`.
 pub(super) fn load(file: &Path, origin: &str, option: &'static str, count: usize) -> Result<Bytes, RemoteError> {
-    let invalid = |reason: String| RemoteError::InvalidOption { option, reason };
-    let text = std::fs::read_to_string(file).map_err(|e| invalid(format!("cannot read {}: {e}", file.display())))?;
-    let text = text.replace("{origin}", origin);
-    serde_json::from_str::<Value>(&text).map_err(|e| invalid(format!("{} is not JSON: {e}", file.display())))?;
-    if text.len() > MAX_DOCUMENT_BYTES || count >= MAX_DOCUMENTS {
-        return Err(invalid(format!(
-            "at most {MAX_DOCUMENTS} documents of {MAX_DOCUMENT_BYTES} bytes each"
-        )));
-    }
+    let invalid = |problem: OptionProblem| RemoteError::InvalidOption { option, problem };
+    let (text, _) = read_json(file, Some(origin)).map_err(invalid)?;
+    within_limits(text.len(), count, false).map_err(|limit| invalid(limit.into()))?;
     Ok(Bytes::from(text))
 }
 
+/// Reads the JSON file `file` that an option names, with `{origin}` replaced by `origin` if
+/// given: its text and its value.
+pub(super) fn read_json(file: &Path, origin: Option<&str>) -> Result<(String, Value), OptionProblem> {
+    let text = std::fs::read_to_string(file).map_err(|source| OptionProblem::Unreadable {
+        path: file.to_owned(),
+        source,
+    })?;
+    let text = match origin {
+        Some(origin) => text.replace("{origin}", origin),
+        None => text,
+    };
+    let value = serde_json::from_str(&text).map_err(|source| OptionProblem::NotJson {
+        path: file.to_owned(),
+        source,
+    })?;
+    Ok((text, value))
+}
+
 /// Adds (or replaces) `document` at `key`, within the limits.
-pub(super) fn put(documents: &Mutex<BTreeMap<String, Bytes>>, key: String, document: &Value) -> Result<(), OAuthError> {
+pub(super) fn put(
+    documents: &Mutex<BTreeMap<String, Bytes>>,
+    key: String,
+    document: &Value,
+) -> Result<(), LimitReached> {
     let body = document.to_string();
-    if body.len() > MAX_DOCUMENT_BYTES {
-        return Err(OAuthError::Limit(format!(
-            "the document is {} bytes, more than {MAX_DOCUMENT_BYTES}",
-            body.len()
-        )));
-    }
     let mut documents = lock(documents);
-    if !documents.contains_key(&key) && documents.len() >= MAX_DOCUMENTS {
-        return Err(OAuthError::Limit(format!(
-            "{MAX_DOCUMENTS} documents are held, the limit"
-        )));
-    }
+    within_limits(body.len(), documents.len(), documents.contains_key(&key))?;
     documents.insert(key, Bytes::from(body));
+    Ok(())
+}
+
+/// Whether a document of `size` bytes may join `held` others (or replace one of them).
+fn within_limits(size: usize, held: usize, replacing: bool) -> Result<(), LimitReached> {
+    if size > MAX_DOCUMENT_BYTES {
+        return Err(LimitReached::DocumentSize {
+            size,
+            max: MAX_DOCUMENT_BYTES,
+        });
+    }
+    if !replacing && held >= MAX_DOCUMENTS {
+        return Err(LimitReached::Documents { max: MAX_DOCUMENTS });
+    }
     Ok(())
 }
 
@@ -83,8 +103,19 @@ mod tests {
             r#"{"client_id": "http://127.0.0.1:9/c.json"}"#
         );
         std::fs::write(&file, "not json").unwrap();
-        let error = load(&file, "", "oauth-document", 0).unwrap_err().to_string();
+        let error = load(&file, "", "oauth-document", 0).unwrap_err();
+        assert!(matches!(
+            &error,
+            RemoteError::InvalidOption { option: "oauth-document", problem: OptionProblem::NotJson { path, .. } }
+                if *path == file
+        ));
+        let error = plexus_jsonrpc::error_chain(&error);
         assert!(error.starts_with("invalid option --oauth-document: "), "{error}");
-        assert!(error.contains("is not JSON"), "{error}");
+        assert!(error.contains("is not JSON: expected ident"), "{error}");
+        std::fs::write(&file, "{}").unwrap();
+        assert_eq!(
+            plexus_jsonrpc::error_chain(&load(&file, "", "oauth-document", MAX_DOCUMENTS).unwrap_err()),
+            "invalid option --oauth-document: 64 documents are held, the limit"
+        );
     }
 }

@@ -8,6 +8,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value};
 
+use super::JwksProblem;
+
 /// `client_assertion_type` of a JWT client assertion.
 pub(crate) const ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 /// The clock skew tolerated on `exp`, `nbf` and `iat`, in seconds.
@@ -24,41 +26,46 @@ pub(crate) struct PublicKey {
 }
 
 /// Parses a JWK Set (`{"keys": […]}`) or a single JWK into EC P-256 public keys.
-pub(crate) fn parse_jwks(value: &Value) -> Result<Vec<PublicKey>, String> {
+pub(crate) fn parse_jwks(value: &Value) -> Result<Vec<PublicKey>, JwksProblem> {
     let keys = match value.get("keys") {
         Some(Value::Array(keys)) => keys.iter().collect::<Vec<_>>(),
-        Some(_) => return Err("jwks.keys must be an array".to_owned()),
+        Some(_) => return Err(JwksProblem::KeysNotArray),
         None => vec![value],
     };
     if keys.is_empty() || keys.len() > MAX_KEYS {
-        return Err(format!("the JWK Set must hold 1 to {MAX_KEYS} keys"));
+        return Err(JwksProblem::KeyCount {
+            count: keys.len(),
+            max: MAX_KEYS,
+        });
     }
     keys.into_iter().map(parse_jwk).collect()
 }
 
-fn parse_jwk(jwk: &Value) -> Result<PublicKey, String> {
+fn parse_jwk(jwk: &Value) -> Result<PublicKey, JwksProblem> {
     let Value::Object(jwk) = jwk else {
-        return Err("a JWK must be a JSON object".to_owned());
+        return Err(JwksProblem::NotAnObject);
     };
     let text = |name: &str| jwk.get(name).and_then(Value::as_str);
     if text("kty") != Some("EC") || text("crv") != Some("P-256") {
-        return Err(format!(
-            "only EC P-256 keys are supported (kty {:?}, crv {:?})",
-            text("kty").unwrap_or("(none)"),
-            text("crv").unwrap_or("(none)")
-        ));
+        return Err(JwksProblem::Unsupported {
+            kty: text("kty").map(str::to_owned),
+            crv: text("crv").map(str::to_owned),
+        });
     }
     if jwk.contains_key("d") {
-        return Err("the JWK holds a private key (d); register the public key only".to_owned());
+        return Err(JwksProblem::PrivateKey);
     }
-    let coordinate = |name: &str| {
+    let coordinate = |coordinate: &'static str| {
         let bytes = URL_SAFE_NO_PAD
-            .decode(text(name).unwrap_or(""))
-            .map_err(|e| format!("the JWK's {name} is not base64url: {e}"))?;
+            .decode(text(coordinate).unwrap_or(""))
+            .map_err(|source| JwksProblem::NotBase64Url { coordinate, source })?;
         if bytes.len() == 32 {
             Ok(bytes)
         } else {
-            Err(format!("the JWK's {name} is {} bytes, not 32", bytes.len()))
+            Err(JwksProblem::CoordinateLength {
+                coordinate,
+                len: bytes.len(),
+            })
         }
     };
     let mut point = vec![4u8];
@@ -260,19 +267,44 @@ mod tests {
         assert_eq!(parse_jwks(&jwk).unwrap().len(), 1, "a single JWK is a set of one");
         let mut private = jwk.clone();
         private["d"] = json!("AAAA");
+        let problem = |jwks: &Value| parse_jwks(jwks).unwrap_err();
+        assert!(matches!(problem(&private), JwksProblem::PrivateKey));
         assert_eq!(
-            parse_jwks(&private).unwrap_err(),
+            problem(&private).to_string(),
             "the JWK holds a private key (d); register the public key only"
         );
+        assert!(matches!(
+            problem(&json!({"kty": "RSA"})),
+            JwksProblem::Unsupported { kty: Some(kty), crv: None } if kty == "RSA"
+        ));
         assert_eq!(
-            parse_jwks(&json!({"kty": "RSA"})).unwrap_err(),
+            problem(&json!({"kty": "RSA"})).to_string(),
             "only EC P-256 keys are supported (kty \"RSA\", crv \"(none)\")"
         );
-        let mut short = jwk;
+        let mut short = jwk.clone();
         short["x"] = json!("AAAA");
-        assert_eq!(parse_jwks(&short).unwrap_err(), "the JWK's x is 3 bytes, not 32");
+        assert!(matches!(
+            problem(&short),
+            JwksProblem::CoordinateLength {
+                coordinate: "x",
+                len: 3
+            }
+        ));
+        assert_eq!(problem(&short).to_string(), "the JWK's x is 3 bytes, not 32");
+        let mut garbled = jwk;
+        garbled["y"] = json!("!!");
+        let error = problem(&garbled);
+        assert!(matches!(error, JwksProblem::NotBase64Url { coordinate: "y", .. }));
         assert_eq!(
-            parse_jwks(&json!({"keys": []})).unwrap_err(),
+            plexus_jsonrpc::error_chain(&error),
+            "the JWK's y is not base64url: Invalid symbol 33, offset 0."
+        );
+        assert!(matches!(
+            problem(&json!({"keys": []})),
+            JwksProblem::KeyCount { count: 0, max: 16 }
+        ));
+        assert_eq!(
+            problem(&json!({"keys": []})).to_string(),
             "the JWK Set must hold 1 to 16 keys"
         );
     }

@@ -11,6 +11,7 @@ mod authority;
 mod authorize;
 mod cimd;
 mod documents;
+mod error;
 mod jwt;
 mod options;
 mod record;
@@ -33,6 +34,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+pub use self::error::{InvalidArgument, JwksProblem, LimitReached, OAuthError, StoreError};
 pub use self::options::{
     Advertised, AuthMethod, CimdDocumentFile, DocumentFile, JwtClientFile, MetadataLocation, OAuthOptions,
     PreRegisteredClient, PrmLocation, RedirectIss, RefreshIssuance, RefreshRotation, ToolScope,
@@ -46,30 +48,12 @@ use self::record::Record;
 use self::store::Grant;
 use crate::events::EventLog;
 use crate::remote::http::{self, Body};
-use crate::remote::{App, Listener, RemoteError};
+use crate::remote::{App, Listener, OptionProblem, RemoteError};
 use crate::server::lock;
 
 /// The most authorization servers one protected resource goes through (the first and its
 /// migrations).
 const MAX_AUTHORITIES: usize = 16;
-
-/// Why an [`OAuthHandle`] call failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum OAuthError {
-    /// The server has stopped.
-    #[error("the server has stopped")]
-    Stopped,
-    /// A limit was reached.
-    #[error("{0}")]
-    Limit(String),
-    /// A new listener could not be bound.
-    #[error("cannot listen on 127.0.0.1 for the new authorization server")]
-    Listen(#[source] std::io::Error),
-    /// An argument is invalid.
-    #[error("{0}")]
-    Invalid(String),
-}
 
 /// The OAuth side of a remote server: the protected resource and its authorization servers.
 pub(crate) struct OAuth {
@@ -126,13 +110,18 @@ impl OAuth {
         }
         let mut jwt_clients = Vec::new();
         for client in &options.jwt_clients {
-            let invalid = |reason: String| RemoteError::InvalidOption {
+            let invalid = |problem: OptionProblem| RemoteError::InvalidOption {
                 option: "oauth-jwt-client",
-                reason: format!("{}: {reason}", client.file.display()),
+                problem,
             };
-            let text = std::fs::read_to_string(&client.file).map_err(|e| invalid(format!("cannot read it: {e}")))?;
-            let value = serde_json::from_str::<Value>(&text).map_err(|e| invalid(format!("not JSON: {e}")))?;
-            jwt_clients.push((client.id.clone(), jwt::parse_jwks(&value).map_err(invalid)?));
+            let (_, value) = documents::read_json(&client.file, None).map_err(invalid)?;
+            let keys = jwt::parse_jwks(&value).map_err(|problem| {
+                invalid(OptionProblem::Keys {
+                    path: client.file.clone(),
+                    problem,
+                })
+            })?;
+            jwt_clients.push((client.id.clone(), keys));
         }
         let (first_origin, listener) = match options.as_port {
             Some(port) => {
@@ -143,10 +132,10 @@ impl OAuth {
             None => (origin.clone(), None),
         };
         let authority =
-            Authority::new(0, &first_origin, listener.is_some(), options, &jwt_clients).map_err(|reason| {
+            Authority::new(0, &first_origin, listener.is_some(), options, &jwt_clients).map_err(|limit| {
                 RemoteError::InvalidOption {
                     option: "oauth-client",
-                    reason,
+                    problem: limit.into(),
                 }
             })?;
         let oauth = Arc::new(OAuth {
@@ -322,14 +311,13 @@ impl OAuth {
         let authority = {
             let mut authorities = lock(&self.authorities);
             if authorities.len() >= MAX_AUTHORITIES {
-                return Err(OAuthError::Limit(format!(
-                    "the authorization server moved {} times already, the limit",
-                    MAX_AUTHORITIES - 1
-                )));
+                return Err(LimitReached::Migrations {
+                    max: MAX_AUTHORITIES - 1,
+                }
+                .into());
             }
             let origin = format!("http://{addr}");
-            let authority = Authority::new(authorities.len(), &origin, true, &self.options, &self.jwt_clients)
-                .map_err(OAuthError::Limit)?;
+            let authority = Authority::new(authorities.len(), &origin, true, &self.options, &self.jwt_clients)?;
             let authority = Arc::new(authority);
             authorities.push(Arc::clone(&authority));
             authority
@@ -523,9 +511,7 @@ impl OAuthHandle {
             scopes: scopes.iter().map(|scope| (*scope).to_owned()).collect(),
             resource: Some(self.oauth.resource.clone()),
         };
-        let issued = authority
-            .with_store(|store| store.issue(&grant, self.oauth.token_lifetime(), true))
-            .map_err(OAuthError::Limit)?;
+        let issued = authority.with_store(|store| store.issue(&grant, self.oauth.token_lifetime(), true))?;
         Ok(IssuedTokens {
             access_token: issued.access_token,
             refresh_token: issued.refresh_token.unwrap_or_default(),
@@ -559,18 +545,16 @@ impl OAuthHandle {
     /// public keys `jwks` (a JWK or a JWK Set of EC P-256 keys); like `--oauth-jwt-client`, it may
     /// use every grant type and any loopback redirect URI.
     pub fn register_jwt_client(&self, client_id: &str, jwks: &Value) -> Result<(), OAuthError> {
-        let keys = jwt::parse_jwks(jwks).map_err(OAuthError::Invalid)?;
+        let keys = jwt::parse_jwks(jwks).map_err(InvalidArgument::from)?;
         let client = authority::pre_registered(client_id, None, vec![AuthMethod::PrivateKeyJwt], keys);
-        self.oauth
-            .current()
-            .with_store(|store| store.put_client(client))
-            .map_err(OAuthError::Limit)
+        self.oauth.current().with_store(|store| store.put_client(client))?;
+        Ok(())
     }
 
     /// Serves `document` as JSON at `path` on the MCP endpoint's listener (e.g. a client ID
     /// metadata document, whose URL is then its client id); returns its URL.
     pub fn serve_document(&self, path: &str, document: &Value) -> Result<String, OAuthError> {
-        let path = crate::remote::parse_path(path).map_err(OAuthError::Invalid)?;
+        let path = crate::remote::parse_path(path).map_err(InvalidArgument::from)?;
         documents::put(&self.oauth.documents, path.clone(), document)?;
         Ok(format!("{}{path}", self.oauth.origin))
     }
@@ -581,9 +565,10 @@ impl OAuthHandle {
     /// [`Endpoint::ClientMetadataFetch`] whose parameter `source` is `provided`.
     pub fn provide_client_metadata(&self, url: &str, document: &Value) -> Result<(), OAuthError> {
         if !(url.starts_with("https://") || url.starts_with("http://")) {
-            return Err(OAuthError::Invalid(format!("{url:?} is not an http(s) URL")));
+            return Err(InvalidArgument::NotHttpUrl { url: url.to_owned() }.into());
         }
-        documents::put(&self.oauth.client_documents, url.to_owned(), document)
+        documents::put(&self.oauth.client_documents, url.to_owned(), document)?;
+        Ok(())
     }
 
     /// Moves the protected resource to a new authorization server, on a listener of its own with

@@ -522,7 +522,7 @@ impl FromStr for DocumentFile {
             return Err(format!("{text:?} names no file ('PATH=FILE')"));
         }
         Ok(DocumentFile {
-            path: parse_path(path)?,
+            path: parse_path(path).map_err(|e| e.to_string())?,
             file: PathBuf::from(file),
         })
     }
@@ -531,7 +531,7 @@ impl FromStr for DocumentFile {
 /// Checks an issuer path: a path (see [`parse_path`]) without a trailing `/`; `/` alone means
 /// no path.
 pub(crate) fn parse_issuer_path(path: &str) -> Result<String, String> {
-    let path = parse_path(path)?;
+    let path = parse_path(path).map_err(|e| e.to_string())?;
     if path == "/" {
         return Ok(String::new());
     }

@@ -7,10 +7,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
+use plexus_jsonrpc::error_chain;
 use serde_json::{Map, Value, json};
 
 use super::authority::Authority;
 use super::authorize::Failure;
+use super::error::StoreError;
 use super::jwt::{self, PublicKey};
 use super::options::AuthMethod;
 use super::record::OAuthRequest;
@@ -81,17 +83,12 @@ pub(super) async fn handle(
         Ok(metadata) => metadata,
         Err((code, description)) => return wire::error(entry, StatusCode::BAD_REQUEST, &code, description),
     };
-    let ids = authority.new_client_id().and_then(|id| {
-        let secret = if metadata.auth_method.uses_secret() {
-            Some(wire::random_id("secret")?)
-        } else {
-            None
-        };
-        Ok((id, secret))
-    });
-    let (client_id, secret) = match ids {
-        Ok(ids) => ids,
-        Err(e) => return wire::error(entry, StatusCode::INTERNAL_SERVER_ERROR, "server_error", e),
+    let (client_id, secret) = match new_credentials(authority, metadata.auth_method.uses_secret()) {
+        Ok(credentials) => credentials,
+        Err(e) => {
+            let description = error_chain(&e);
+            return wire::error(entry, StatusCode::INTERNAL_SERVER_ERROR, "server_error", description);
+        }
     };
     let client = Client {
         id: client_id.clone(),
@@ -103,7 +100,8 @@ pub(super) async fn handle(
         jwks: metadata.jwks.clone(),
     };
     if let Err(e) = authority.with_store(|store| store.put_client(client)) {
-        return wire::error(entry, StatusCode::SERVICE_UNAVAILABLE, "temporarily_unavailable", e);
+        let status = StatusCode::SERVICE_UNAVAILABLE;
+        return wire::error(entry, status, "temporarily_unavailable", e.to_string());
     }
     entry.client_id = Some(client_id.clone());
     let issued_at = SystemTime::now()
@@ -123,6 +121,17 @@ pub(super) async fn handle(
     document.insert("response_types".to_owned(), json!(metadata.response_types));
     document.insert("redirect_uris".to_owned(), json!(metadata.redirect_uris));
     wire::json_response(StatusCode::CREATED, &Value::Object(document))
+}
+
+/// A new client id, and a new secret when the client authenticates with one.
+fn new_credentials(authority: &Authority, with_secret: bool) -> Result<(String, Option<String>), StoreError> {
+    let id = authority.new_client_id()?;
+    let secret = if with_secret {
+        Some(wire::random_id("secret")?)
+    } else {
+        None
+    };
+    Ok((id, secret))
 }
 
 /// Checks client metadata (RFC 7591 §2): `redirect_uris` (required for the `authorization_code`
@@ -195,7 +204,7 @@ pub(super) fn parse_metadata(
             ));
         }
         (AuthMethod::PrivateKeyJwt, Some(jwks), None) => {
-            jwt::parse_jwks(jwks).map_err(|e| invalid(format!("jwks: {e}")))?
+            jwt::parse_jwks(jwks).map_err(|e| invalid(format!("jwks: {}", error_chain(&e))))?
         }
         (AuthMethod::PrivateKeyJwt, None, None) => {
             return Err(invalid(

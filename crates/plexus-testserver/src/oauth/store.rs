@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use super::error::{LimitReached, StoreError};
 use super::jwt::PublicKey;
 use super::options::AuthMethod;
 use super::wire::random_id;
@@ -97,26 +98,22 @@ impl Store {
     }
 
     /// Adds or replaces a client.
-    pub(crate) fn put_client(&mut self, client: Client) -> Result<(), String> {
+    pub(crate) fn put_client(&mut self, client: Client) -> Result<(), LimitReached> {
         if !self.clients.contains_key(&client.id) && self.clients.len() >= MAX_CLIENTS {
-            return Err(format!(
-                "the authorization server holds {MAX_CLIENTS} clients, its limit"
-            ));
+            return Err(LimitReached::Clients { max: MAX_CLIENTS });
         }
         self.clients.insert(client.id.clone(), client);
         Ok(())
     }
 
     /// Stores a new code and returns it.
-    pub(crate) fn new_code(&mut self, code: Code) -> Result<String, String> {
+    pub(crate) fn new_code(&mut self, code: Code) -> Result<String, StoreError> {
         let now = Instant::now();
         if self.codes.len() >= MAX_CODES {
             self.codes.retain(|_, code| code.expires_at > now);
         }
         if self.codes.len() >= MAX_CODES {
-            return Err(format!(
-                "{MAX_CODES} authorization codes wait to be exchanged, the limit"
-            ));
+            return Err(LimitReached::Codes { max: MAX_CODES }.into());
         }
         let id = random_id("code")?;
         self.codes.insert(id.clone(), code);
@@ -129,13 +126,13 @@ impl Store {
     }
 
     /// Issues an access token for `grant`, living `lifetime`, and a refresh token when `refresh`.
-    pub(crate) fn issue(&mut self, grant: &Grant, lifetime: Duration, refresh: bool) -> Result<Issued, String> {
+    pub(crate) fn issue(&mut self, grant: &Grant, lifetime: Duration, refresh: bool) -> Result<Issued, StoreError> {
         let now = Instant::now();
         if self.access.len() >= MAX_TOKENS {
             self.access.retain(|_, token| token.expires_at > now);
         }
         if self.access.len() >= MAX_TOKENS || (refresh && self.refresh.len() >= MAX_TOKENS) {
-            return Err(format!("the authorization server holds {MAX_TOKENS} tokens, its limit"));
+            return Err(LimitReached::Tokens { max: MAX_TOKENS }.into());
         }
         let access_token = random_id("at")?;
         let refresh_token = if refresh { Some(random_id("rt")?) } else { None };
@@ -163,18 +160,16 @@ impl Store {
         jti: &str,
         expires: u64,
         now: u64,
-    ) -> Result<(), String> {
+    ) -> Result<(), StoreError> {
         let key = (client_id.to_owned(), jti.to_owned());
         if self.assertion_ids.get(&key).is_some_and(|expires| *expires > now) {
-            return Err(format!("the client assertion's jti {jti:?} was used already"));
+            return Err(StoreError::Replayed { jti: jti.to_owned() });
         }
         if self.assertion_ids.len() >= MAX_ASSERTION_IDS {
             self.assertion_ids.retain(|_, expires| *expires > now);
         }
         if self.assertion_ids.len() >= MAX_ASSERTION_IDS {
-            return Err(format!(
-                "{MAX_ASSERTION_IDS} client assertions are remembered, the limit"
-            ));
+            return Err(LimitReached::AssertionIds { max: MAX_ASSERTION_IDS }.into());
         }
         self.assertion_ids.insert(key, expires);
         Ok(())
@@ -263,8 +258,10 @@ mod tests {
     fn assertion_ids_are_used_once_while_their_assertion_lives() {
         let mut store = Store::default();
         store.use_assertion_id("c", "j", 100, 50).unwrap();
+        let replayed = store.use_assertion_id("c", "j", 100, 60).unwrap_err();
+        assert!(matches!(&replayed, StoreError::Replayed { jti } if jti == "j"));
         assert_eq!(
-            store.use_assertion_id("c", "j", 100, 60).unwrap_err(),
+            replayed.to_string(),
             "the client assertion's jti \"j\" was used already"
         );
         store.use_assertion_id("other", "j", 150, 60).unwrap();
@@ -272,10 +269,12 @@ mod tests {
         for i in 0..MAX_ASSERTION_IDS - 2 {
             store.use_assertion_id("c", &i.to_string(), 300, 100).unwrap();
         }
-        assert_eq!(
-            store.use_assertion_id("c", "x", 300, 100).unwrap_err(),
-            "4096 client assertions are remembered, the limit"
-        );
+        let full = store.use_assertion_id("c", "x", 300, 100).unwrap_err();
+        assert!(matches!(
+            full,
+            StoreError::Full(LimitReached::AssertionIds { max: 4096 })
+        ));
+        assert_eq!(full.to_string(), "4096 client assertions are remembered, the limit");
         store.use_assertion_id("c", "x", 400, 300).unwrap();
     }
 
@@ -294,8 +293,10 @@ mod tests {
         for _ in 0..MAX_TOKENS {
             store.issue(&grant(), Duration::from_secs(60), false).unwrap();
         }
+        let full = store.issue(&grant(), Duration::from_secs(60), false).unwrap_err();
+        assert!(matches!(full, StoreError::Full(LimitReached::Tokens { max: 4096 })));
         assert_eq!(
-            store.issue(&grant(), Duration::from_secs(60), false).unwrap_err(),
+            full.to_string(),
             "the authorization server holds 4096 tokens, its limit"
         );
     }

@@ -9,10 +9,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
+use plexus_jsonrpc::error_chain;
 use serde_json::{Map, Value, json};
 
 use super::authority::Authority;
 use super::authorize::{Failure, check_resource, check_scopes};
+use super::error::StoreError;
 use super::jwt;
 use super::options::{AuthMethod, RefreshIssuance, RefreshRotation};
 use super::record::OAuthRequest;
@@ -104,7 +106,7 @@ fn exchange(
     };
     let issued = authority
         .with_store(|store| store.issue(&grant, oauth.token_lifetime(), refresh))
-        .map_err(|e| failure("temporarily_unavailable", e))?;
+        .map_err(|e| failure("temporarily_unavailable", error_chain(&e)))?;
     Ok(token_response(oauth, &grant, &issued, issued.refresh_token.as_deref()))
 }
 
@@ -225,7 +227,7 @@ fn authenticate_jwt(
             .map_or(0, |since| since.as_secs());
         authority
             .with_store(|store| store.use_assertion_id(&client.id, &jti, expires, now))
-            .map_err(|e| unauthorized(entry, false, e))?;
+            .map_err(|e| unauthorized(entry, false, error_chain(&e)))?;
     }
     Ok(client)
 }
@@ -398,9 +400,9 @@ fn refresh_token(
             if rotate {
                 store.drop_refresh(token);
             }
-            Ok::<Issued, String>(issued)
+            Ok::<Issued, StoreError>(issued)
         })
-        .map_err(|e| failure("temporarily_unavailable", e))?;
+        .map_err(|e| failure("temporarily_unavailable", error_chain(&e)))?;
     let refresh = match oauth.options.refresh_rotation {
         RefreshRotation::Rotate => issued.refresh_token.as_deref(),
         RefreshRotation::Reuse => Some(token),

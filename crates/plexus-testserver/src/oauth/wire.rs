@@ -60,9 +60,9 @@ pub(crate) fn parse_params(bytes: &[u8]) -> Result<BTreeMap<String, String>, Str
 }
 
 /// A random identifier: `PREFIX-` and 32 lowercase hex digits from the OS's random source.
-pub(crate) fn random_id(prefix: &str) -> Result<String, String> {
+pub(crate) fn random_id(prefix: &str) -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(|e| format!("cannot draw random bytes: {e}"))?;
+    getrandom::fill(&mut bytes)?;
     Ok(bytes.iter().fold(format!("{prefix}-"), |mut id, byte| {
         use std::fmt::Write as _;
         let _ = write!(id, "{byte:02x}");

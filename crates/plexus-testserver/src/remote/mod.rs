@@ -6,6 +6,7 @@
 //! and `run_ws` run it as the binary does (bind, print the URL, serve until a signal).
 
 mod connection;
+mod error;
 pub(crate) mod http;
 mod legacy;
 mod options;
@@ -16,7 +17,6 @@ mod ws;
 
 use std::io::Write as _;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -28,6 +28,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub use error::{OptionProblem, PathProblem, RemoteError};
 pub(crate) use options::parse_path;
 pub use options::{
     EndpointOptions, HttpOptions, RejectLargeBody, RemoteOptions, RequiredHeader, SessionOptions, SseOptions, WsOptions,
@@ -50,54 +51,6 @@ pub(crate) const MAX_SESSIONS: usize = 1024;
 
 /// How long a crash waits at most for the last response to reach its connection.
 const CRASH_DRAIN_LIMIT: Duration = Duration::from_secs(2);
-
-/// Why an in-process remote server could not start.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RemoteError {
-    /// The event log (`--event-log`) cannot be opened.
-    #[error("cannot open the event log {path}")]
-    EventLog {
-        /// The path given.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The listener's local address cannot be read.
-    #[error("cannot read the listener's local address")]
-    Address(#[source] std::io::Error),
-    /// The server was started outside a tokio runtime.
-    #[error("a remote server must be started within a tokio runtime")]
-    NoRuntime,
-    /// The authorization server's own listener (`--oauth-as-port`) cannot be bound.
-    #[error("cannot listen on 127.0.0.1:{port} for the authorization server")]
-    Listen {
-        /// The port asked for.
-        port: u16,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// An option has a value the server cannot use.
-    #[error("invalid option --{option}: {reason}")]
-    InvalidOption {
-        /// The option, as spelled on the command line.
-        option: &'static str,
-        /// What is wrong with its value.
-        reason: String,
-    },
-    /// The command line given to [`RemoteServer::from_args`] cannot be parsed.
-    #[error("not a remote mode's command line")]
-    Arguments(#[source] clap::Error),
-    /// The mode given to [`RemoteServer::from_args`] is not a remote one (`stdio`, `proxy`).
-    #[error("not a remote mode's command line: {mode} is not a remote MCP mode")]
-    NotRemote {
-        /// The mode given.
-        mode: String,
-    },
-    /// No ephemeral port of 127.0.0.1 could be bound.
-    #[error("cannot listen on 127.0.0.1")]
-    Bind(#[source] std::io::Error),
-}
 
 /// What the server does when the `crash` tool or `--crash-after` asks it to crash.
 #[derive(Debug, Clone, Copy)]
@@ -554,7 +507,7 @@ impl RemoteServer {
         if path == MESSAGES_PATH {
             return Err(RemoteError::InvalidOption {
                 option: "path",
-                reason: format!("{MESSAGES_PATH} is where clients POST their messages; choose another path"),
+                problem: OptionProblem::MessagesPath,
             });
         }
         let kind = Kind::Sse(Legacy::new(&options.endpoint, &options.sessions));
@@ -709,7 +662,10 @@ pub(crate) type WeakApp = Weak<App>;
 
 fn endpoint_path(remote: &RemoteOptions, default: &str) -> Result<String, RemoteError> {
     match &remote.path {
-        Some(path) => options::parse_path(path).map_err(|reason| RemoteError::InvalidOption { option: "path", reason }),
+        Some(path) => options::parse_path(path).map_err(|problem| RemoteError::InvalidOption {
+            option: "path",
+            problem: problem.into(),
+        }),
         None => Ok(default.to_owned()),
     }
 }

@@ -9,6 +9,7 @@ use clap::builder::TypedValueParser;
 use clap::{Args, value_parser};
 use plexus_jsonrpc::DEFAULT_MAX_MESSAGE_SIZE;
 
+use super::PathProblem;
 use crate::{OAuthOptions, ProcessOptions, ServerOptions};
 
 /// The longest `--slow-headers-ms` and `--sse-retry-ms`, in milliseconds (10 minutes).
@@ -20,6 +21,8 @@ pub(crate) const DEFAULT_MCP_PATH: &str = "/mcp";
 pub(crate) const DEFAULT_SSE_PATH: &str = "/sse";
 /// Where the legacy transport's client POSTs its messages (`/messages?sessionId=…`).
 pub(crate) const MESSAGES_PATH: &str = "/messages";
+/// The longest endpoint path, in bytes.
+const MAX_PATH_BYTES: usize = 1024;
 
 /// Options every remote mode shares: where it listens, what it requires of requests, and the
 /// HTTP-level faults.
@@ -306,18 +309,24 @@ impl FromStr for RejectLargeBody {
 
 /// Checks an endpoint path: absolute, at most 1024 bytes, no query, fragment, space or control
 /// character.
-pub(crate) fn parse_path(path: &str) -> Result<String, String> {
+pub(crate) fn parse_path(path: &str) -> Result<String, PathProblem> {
     if !path.starts_with('/') {
-        return Err(format!("{path:?} does not start with '/'"));
+        return Err(PathProblem::NotAbsolute { path: path.to_owned() });
     }
-    if path.len() > 1024 {
-        return Err(format!("the path is {} bytes long, more than 1024", path.len()));
+    if path.len() > MAX_PATH_BYTES {
+        return Err(PathProblem::TooLong {
+            len: path.len(),
+            max: MAX_PATH_BYTES,
+        });
     }
-    if let Some(c) = path
+    if let Some(character) = path
         .chars()
         .find(|c| matches!(c, '?' | '#') || c.is_whitespace() || c.is_control())
     {
-        return Err(format!("{path:?} contains {c:?}, which a path cannot hold here"));
+        return Err(PathProblem::Character {
+            path: path.to_owned(),
+            character,
+        });
     }
     Ok(path.to_owned())
 }
@@ -392,10 +401,21 @@ mod tests {
     #[test]
     fn paths_and_origins_are_checked() {
         assert_eq!(parse_path("/a/b").unwrap(), "/a/b");
-        assert_eq!(parse_path("mcp").unwrap_err(), "\"mcp\" does not start with '/'");
         assert_eq!(
-            parse_path("/a?b").unwrap_err(),
+            parse_path("mcp").unwrap_err(),
+            PathProblem::NotAbsolute { path: "mcp".into() }
+        );
+        assert_eq!(
+            parse_path("mcp").unwrap_err().to_string(),
+            "\"mcp\" does not start with '/'"
+        );
+        assert_eq!(
+            parse_path("/a?b").unwrap_err().to_string(),
             "\"/a?b\" contains '?', which a path cannot hold here"
+        );
+        assert_eq!(
+            parse_path(&format!("/{}", "a".repeat(1024))).unwrap_err(),
+            PathProblem::TooLong { len: 1025, max: 1024 }
         );
         assert_eq!(parse_origin("http://evil.example:1/").unwrap(), "http://evil.example:1");
         assert_eq!(

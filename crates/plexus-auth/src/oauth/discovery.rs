@@ -22,9 +22,9 @@ use plexus_net::redact::redact_url;
 use serde::Deserialize;
 use url::Url;
 
-use super::OAuthError;
 use super::http::OAuthHttp;
 use super::resource::{canonical_resource, resource_matches};
+use super::{HttpProblem, OAuthError};
 
 /// Protected resource metadata (RFC 9728): the fields plexus uses.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -218,7 +218,7 @@ async fn fetch_resource_metadata(
             return Err(OAuthError::Http {
                 what: WHAT,
                 url: redact_url(&url),
-                reason: "it names no authorization server (authorization_servers is empty)".to_owned(),
+                problem: HttpProblem::NoAuthorizationServer,
             });
         }
         return Ok(Some((url, metadata)));
@@ -270,7 +270,10 @@ async fn fetch_metadata_document(http: &OAuthHttp, url: &str) -> Result<AuthServ
         return Err(OAuthError::Http {
             what: WHAT,
             url: redact_url(url),
-            reason: format!("HTTP {}", reply.status),
+            problem: HttpProblem::Status {
+                status: reply.status,
+                excerpt: String::new(),
+            },
         });
     }
     let metadata: AuthServerMetadata = reply.json(WHAT, url)?;
@@ -292,17 +295,17 @@ fn fallback_metadata(issuer: &str) -> Result<AuthServerMetadata, OAuthError> {
 
 /// An issuer identifier: an `http(s)` URL without query or fragment (RFC 8414 §2).
 fn parse_issuer(issuer: &str) -> Result<Url, OAuthError> {
-    let invalid = |reason: &str| OAuthError::Http {
+    let invalid = |problem: HttpProblem| OAuthError::Http {
         what: "the authorization server issuer",
         url: redact_url(issuer),
-        reason: reason.to_owned(),
+        problem,
     };
-    let url = Url::parse(issuer).map_err(|e| invalid(&format!("not a URL: {e}")))?;
+    let url = Url::parse(issuer).map_err(|e| invalid(HttpProblem::NotAUrl(e)))?;
     if !matches!(url.scheme(), "http" | "https") || !url.has_host() {
-        return Err(invalid("not an http(s) URL"));
+        return Err(invalid(HttpProblem::NotHttp));
     }
     if url.query().is_some() || url.fragment().is_some() {
-        return Err(invalid("an issuer has no query or fragment"));
+        return Err(invalid(HttpProblem::IssuerWithQuery));
     }
     Ok(url)
 }

@@ -25,7 +25,7 @@ use super::dpop::{self, Nonces, ProofRequest, USE_DPOP_NONCE};
 use super::http::OAuthHttp;
 use super::jwt::SigningKey;
 use super::pkce::random_token;
-use super::{OAuthError, SettingsProblem};
+use super::{HttpProblem, OAuthError, SettingsProblem};
 use crate::store::{Secret, StoredTokens, unix_now};
 
 /// `grant_type` of the JWT bearer grant (RFC 7523 §2.1).
@@ -361,15 +361,15 @@ pub(crate) async fn request_token(http: &OAuthHttp, request: TokenRequest<'_>) -
         });
     }
     let raw: RawTokenResponse = reply.json(WHAT, request.endpoint)?;
-    let bad = |reason: String| OAuthError::Http {
+    let bad = |problem: HttpProblem| OAuthError::Http {
         what: WHAT,
         url: endpoint.clone(),
-        reason,
+        problem,
     };
     let access_token = raw
         .access_token
         .filter(|t| !t.is_empty())
-        .ok_or_else(|| bad("the answer has no access_token".to_owned()))?;
+        .ok_or_else(|| bad(HttpProblem::Missing { field: "access_token" }))?;
     let token_type = raw.token_type.unwrap_or_else(|| "Bearer".to_owned());
     let token_type = match &request.grant {
         Grant::TokenExchange {
@@ -378,30 +378,27 @@ pub(crate) async fn request_token(http: &OAuthHttp, request: TokenRequest<'_>) -
             if let Some(issued) = raw.issued_token_type.as_deref()
                 && issued != *requested_token_type
             {
-                return Err(bad(format!(
-                    "the exchange issued a token of type {issued:?}, not the {requested_token_type:?} requested"
-                )));
+                return Err(bad(HttpProblem::ExchangedType {
+                    issued: issued.to_owned(),
+                    requested: (*requested_token_type).to_owned(),
+                }));
             }
             token_type
         }
         _ if token_type.eq_ignore_ascii_case("bearer") => "Bearer".to_owned(),
         _ if token_type.eq_ignore_ascii_case("dpop") && request.dpop.is_some() => "DPoP".to_owned(),
         _ if token_type.eq_ignore_ascii_case("dpop") => {
-            return Err(bad(
-                "the token type is DPoP, but the request carried no DPoP proof".to_owned()
-            ));
+            return Err(bad(HttpProblem::UnexpectedDpop));
         }
         _ => {
-            return Err(bad(format!(
-                "the token type {token_type:?} is not supported (only Bearer and DPoP)"
-            )));
+            return Err(bad(HttpProblem::UnsupportedTokenType { token_type }));
         }
     };
     let expires_in = match raw.expires_in {
         None | Some(serde_json::Value::Null) => None,
         Some(serde_json::Value::Number(n)) => n.as_u64().or_else(|| n.as_f64().map(seconds_from_float)),
         Some(serde_json::Value::String(s)) => s.trim().parse().ok(),
-        Some(other) => return Err(bad(format!("expires_in is not a number: {other}"))),
+        Some(value) => return Err(bad(HttpProblem::ExpiresIn { value })),
     };
     Ok(TokenResponse {
         access_token: Secret::new(access_token),

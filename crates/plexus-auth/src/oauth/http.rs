@@ -14,7 +14,7 @@ use plexus_net::tls::{Alpn, TlsOptions, server_config};
 use plexus_transport::body_excerpt;
 use serde::de::DeserializeOwned;
 
-use super::{OAuthError, SettingsProblem};
+use super::{HttpProblem, OAuthError, SettingsProblem};
 
 /// The largest response body read from an OAuth endpoint.
 pub(crate) const MAX_RESPONSE_BYTES: usize = 1024 * 1024;
@@ -36,13 +36,13 @@ impl Reply {
 
     /// The body as `T`, or an error naming the URL and quoting the body.
     pub(crate) fn json<T: DeserializeOwned>(&self, what: &'static str, url: &str) -> Result<T, OAuthError> {
-        serde_json::from_slice(&self.body).map_err(|e| OAuthError::Http {
+        serde_json::from_slice(&self.body).map_err(|source| OAuthError::Http {
             what,
             url: redact_url(url),
-            reason: format!(
-                "the answer is not the expected JSON ({e}): {}",
-                body_excerpt(&self.body)
-            ),
+            problem: HttpProblem::NotJson {
+                excerpt: body_excerpt(&self.body),
+                source,
+            },
         })
     }
 }
@@ -155,21 +155,24 @@ impl OAuthHttp {
         mut headers: HeaderMap,
         body: Option<Bytes>,
     ) -> Result<Reply, OAuthError> {
-        let failed = |reason: String| OAuthError::Http {
+        let failed = |problem: HttpProblem| OAuthError::Http {
             what,
             url: redact_url(url),
-            reason,
+            problem,
         };
         let exchange = async {
-            let parsed = url::Url::parse(url).map_err(|e| failed(format!("not a URL: {e}")))?;
-            let target = self.client.target(&parsed).map_err(|e| failed(e.to_string()))?;
+            let parsed = url::Url::parse(url).map_err(|e| failed(HttpProblem::NotAUrl(e)))?;
+            let target = self
+                .client
+                .target(&parsed)
+                .map_err(|e| failed(HttpProblem::Request(e)))?;
             headers.insert(ACCEPT, JSON);
             let request = Request { method, headers, body };
             let mut response = self
                 .client
                 .send(&target, request)
                 .await
-                .map_err(|e| failed(e.to_string()))?;
+                .map_err(|e| failed(HttpProblem::Request(e)))?;
             let status = response.status.as_u16();
             let location = response.header_str(LOCATION).map(str::to_owned);
             let dpop_nonce = response
@@ -179,11 +182,11 @@ impl OAuthHttp {
             let body = match response.body.read_capped(MAX_RESPONSE_BYTES).await {
                 Ok(body) => body.to_vec(),
                 Err(plexus_net::http::BodyError::TooLarge { .. }) => {
-                    return Err(failed(format!("the answer is larger than {MAX_RESPONSE_BYTES} bytes")));
+                    return Err(failed(HttpProblem::TooLarge {
+                        max: MAX_RESPONSE_BYTES,
+                    }));
                 }
-                Err(e) => {
-                    return Err(failed(format!("reading the answer failed: {e}")));
-                }
+                Err(e) => return Err(failed(HttpProblem::Read(e))),
             };
             Ok(Reply {
                 status,
@@ -194,7 +197,7 @@ impl OAuthHttp {
         };
         match tokio::time::timeout(self.timeout, exchange).await {
             Ok(result) => result,
-            Err(_) => Err(failed(format!("no answer within {} s", self.timeout.as_secs()))),
+            Err(_) => Err(failed(HttpProblem::Timeout { after: self.timeout })),
         }
     }
 }

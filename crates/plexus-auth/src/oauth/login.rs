@@ -12,7 +12,9 @@ use super::listener::{CallbackListener, CallbackParams, Verdict};
 use super::pkce::{Pkce, random_token};
 use super::registration::{credentials, resolve_client};
 use super::scopes::join;
-use super::{AuthorizationPrompt, MAX_SERVER_TEXT_CHARS, OAuthError, OAuthSettings, ResponseRefusal, UserAgent};
+use super::{
+    AuthorizationPrompt, HttpProblem, MAX_SERVER_TEXT_CHARS, OAuthError, OAuthSettings, ResponseRefusal, UserAgent,
+};
 use crate::store::{StoredClient, StoredTokens};
 use crate::text::cut;
 
@@ -166,7 +168,7 @@ fn authorization_url(
         .ok_or_else(|| OAuthError::Http {
             what: "the authorization endpoint",
             url: redact_url(endpoint),
-            reason: "not an http(s) URL".to_owned(),
+            problem: HttpProblem::NotHttp,
         })?;
     {
         let mut query = url.query_pairs_mut();

@@ -69,7 +69,7 @@ mod user_agent;
 
 use std::time::Duration;
 
-pub use problem::{AssertionProblem, ListenerProblem, ResponseRefusal, SettingsProblem};
+pub use problem::{AssertionProblem, HttpProblem, ListenerProblem, ResponseRefusal, SettingsProblem};
 pub use provider::{LoggedIn, MAX_AUTHORIZATION_ATTEMPTS, OAuthProvider, REFRESH_MARGIN};
 pub use settings::{
     AssertionSource, CALLBACK_PORT_ENV, DEFAULT_LOGIN_TIMEOUT, DpopMode, ID_TOKEN_TYPE, IdentityProvider, OAuthGrant,
@@ -95,14 +95,15 @@ pub enum OAuthError {
     },
     /// An HTTP request to a metadata, registration or token endpoint failed, or its answer is
     /// unusable.
-    #[error("{what} {url}: {reason}")]
+    #[error("{what} {url}")]
     Http {
         /// What was being fetched (`protected resource metadata`, `the token endpoint`, …).
         what: &'static str,
         /// The URL (without query).
         url: String,
         /// What went wrong.
-        reason: String,
+        #[source]
+        problem: HttpProblem,
     },
     /// The protected resource metadata names another resource than the server.
     #[error(

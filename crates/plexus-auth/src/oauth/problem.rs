@@ -174,3 +174,102 @@ pub enum ResponseRefusal {
     #[error("it has no authorization code")]
     NoCode,
 }
+
+/// What went wrong with a request to a metadata, registration or token endpoint, or with its
+/// answer ([`OAuthError::Http`](super::OAuthError::Http)).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HttpProblem {
+    /// The URL does not parse.
+    #[error("not a URL")]
+    NotAUrl(#[source] url::ParseError),
+    /// The URL is not an `http(s)` URL with a host.
+    #[error("not an http(s) URL")]
+    NotHttp,
+    /// An issuer identifier with a query or a fragment (RFC 8414 §2).
+    #[error("an issuer has no query or fragment")]
+    IssuerWithQuery,
+    /// The request could not be made or sent.
+    #[error("the request failed")]
+    Request(#[source] plexus_net::http::HttpError),
+    /// The answer's body is over the limit.
+    #[error("the answer is larger than {max} bytes")]
+    TooLarge {
+        /// The limit.
+        max: usize,
+    },
+    /// The answer's body could not be read.
+    #[error("reading the answer failed")]
+    Read(#[source] plexus_net::http::BodyError),
+    /// No answer within the timeout.
+    #[error("no answer within {} s", .after.as_secs())]
+    Timeout {
+        /// The timeout.
+        after: std::time::Duration,
+    },
+    /// The endpoint answered with an error status and an OAuth error (RFC 7591 §3.2.2).
+    #[error("HTTP {status}: {code}{}", .description.as_ref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    Refused {
+        /// The HTTP status.
+        status: u16,
+        /// The OAuth `error` code the server gave.
+        code: String,
+        /// The server's `error_description`.
+        description: Option<String>,
+    },
+    /// The endpoint answered with an error status (and the start of its body, when it had one).
+    #[error("HTTP {status}{}", if .excerpt.is_empty() { String::new() } else { format!(": {}", .excerpt) })]
+    Status {
+        /// The HTTP status.
+        status: u16,
+        /// The start of the server's body (see `plexus_transport::body_excerpt`).
+        excerpt: String,
+    },
+    /// The answer is not the JSON expected.
+    #[error("the answer is not the expected JSON: {excerpt}")]
+    NotJson {
+        /// The start of the server's body.
+        excerpt: String,
+        /// Why it does not decode.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A field the answer must have is missing or empty.
+    #[error("the answer has no {field}")]
+    Missing {
+        /// The field.
+        field: &'static str,
+    },
+    /// The protected resource metadata names no authorization server.
+    #[error("it names no authorization server (authorization_servers is empty)")]
+    NoAuthorizationServer,
+    /// Dynamic registration assigned a token endpoint authentication method plexus does not have.
+    #[error("the server assigned the token endpoint authentication method {method:?}, which plexus does not support")]
+    UnsupportedAuthMethod {
+        /// The method's name, as the server gave it.
+        method: String,
+    },
+    /// A token exchange issued another token type than the one requested (RFC 8693).
+    #[error("the exchange issued a token of type {issued:?}, not the {requested:?} requested")]
+    ExchangedType {
+        /// What it issued.
+        issued: String,
+        /// What was requested.
+        requested: String,
+    },
+    /// A DPoP token answered a request that carried no DPoP proof.
+    #[error("the token type is DPoP, but the request carried no DPoP proof")]
+    UnexpectedDpop,
+    /// A token type other than Bearer and DPoP.
+    #[error("the token type {token_type:?} is not supported (only Bearer and DPoP)")]
+    UnsupportedTokenType {
+        /// The type, as the server gave it.
+        token_type: String,
+    },
+    /// `expires_in` is neither a number nor a numeric string.
+    #[error("expires_in is not a number: {value}")]
+    ExpiresIn {
+        /// The value given.
+        value: serde_json::Value,
+    },
+}

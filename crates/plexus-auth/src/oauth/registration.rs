@@ -8,7 +8,7 @@ use serde::Deserialize;
 use super::discovery::AuthServerMetadata;
 use super::grant::{AuthMethod, ClientCredentials};
 use super::http::OAuthHttp;
-use super::{OAuthError, OAuthSettings};
+use super::{HttpProblem, OAuthError, OAuthSettings};
 use crate::store::{ClientSource, Secret, StoredClient};
 
 /// The client to use at the authorization server described by `metadata`: the configured one,
@@ -129,35 +129,39 @@ async fn register(
         "application_type": "native",
     });
     let reply = http.post_json(WHAT, endpoint, &body).await?;
-    let failed = |reason: String| OAuthError::Http {
+    let failed = |problem: HttpProblem| OAuthError::Http {
         what: WHAT,
         url: redact_url(endpoint),
-        reason,
+        problem,
     };
     if !reply.is_success() {
-        let reason = match serde_json::from_slice::<RegistrationError>(&reply.body) {
+        let problem = match serde_json::from_slice::<RegistrationError>(&reply.body) {
             Ok(RegistrationError {
-                error: Some(error),
+                error: Some(code),
                 error_description,
-            }) => match error_description {
-                Some(description) => format!("HTTP {}: {error} ({description})", reply.status),
-                None => format!("HTTP {}: {error}", reply.status),
+            }) => HttpProblem::Refused {
+                status: reply.status,
+                code,
+                description: error_description,
             },
-            _ => format!("HTTP {}: {}", reply.status, body_excerpt(&reply.body)),
+            _ => HttpProblem::Status {
+                status: reply.status,
+                excerpt: body_excerpt(&reply.body),
+            },
         };
-        return Err(failed(reason));
+        return Err(failed(problem));
     }
     let response: RegistrationResponse = reply.json(WHAT, endpoint)?;
     let client_id = response
         .client_id
         .filter(|id| !id.is_empty())
-        .ok_or_else(|| failed("the answer has no client_id".to_owned()))?;
+        .ok_or_else(|| failed(HttpProblem::Missing { field: "client_id" }))?;
     let client_secret = response.client_secret.filter(|s| !s.is_empty()).map(Secret::new);
     let method = match response.token_endpoint_auth_method.as_deref() {
         Some(name) => AuthMethod::parse(name).ok_or_else(|| {
-            failed(format!(
-                "the server assigned the token endpoint authentication method {name:?}, which plexus does not support"
-            ))
+            failed(HttpProblem::UnsupportedAuthMethod {
+                method: name.to_owned(),
+            })
         })?,
         None if requested != AuthMethod::None && client_secret.is_none() => AuthMethod::None,
         None => requested,

@@ -42,12 +42,13 @@
 use std::fmt;
 use std::io;
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use plexus_net::headers::{HeaderError, check_header};
 use plexus_net::redact::redact_url;
-use plexus_transport::{AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, Rejection, error_chain};
+use plexus_transport::{AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, Rejection};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::Mutex;
@@ -120,6 +121,38 @@ pub enum HelperError {
         status: String,
         /// The end of its standard error.
         stderr: String,
+    },
+    /// The server rejected the helper's headers (401 or 403), and running the helper again did
+    /// not help.
+    #[error(
+        "server \"{server}\" rejected the headers from its headersHelper (HTTP {status}), {}",
+        match .rerun {
+            Rerun::AlreadyDone => "also after the helper was run again",
+            Rerun::SameHeaders => "and the helper gave the same headers when run again",
+        }
+    )]
+    Rejected {
+        /// The server's name.
+        server: String,
+        /// 401 or 403.
+        status: u16,
+        /// What running the helper again gave.
+        rerun: Rerun,
+    },
+    /// The server rejected the helper's headers (401 or 403), and running the helper again
+    /// failed.
+    #[error(
+        "server \"{server}\" rejected the headers from its headersHelper (HTTP {status}), and running the helper \
+         again failed"
+    )]
+    RerunFailed {
+        /// The server's name.
+        server: String,
+        /// 401 or 403.
+        status: u16,
+        /// Why the second run failed.
+        #[source]
+        source: Box<HelperError>,
     },
     /// The helper printed more than [`MAX_HELPER_OUTPUT`] bytes.
     #[error("server \"{server}\": the headersHelper printed more than {limit} bytes")]
@@ -368,9 +401,9 @@ impl AuthProvider for HeadersHelper {
             if let Some(headers) = &state.headers {
                 return Ok(headers.clone());
             }
-            self.refresh(&mut state).await.map_err(|e| AuthFailure::Failed {
-                reason: error_chain(&e),
-            })
+            self.refresh(&mut state)
+                .await
+                .map_err(|e| AuthFailure::Failed { cause: Arc::new(e) })
         })
     }
 
@@ -384,30 +417,27 @@ impl AuthProvider for HeadersHelper {
                 return AuthDecision::Retry;
             }
             let server = &self.server;
+            let rejected = |rerun| AuthDecision::Fail {
+                cause: Arc::new(HelperError::Rejected {
+                    server: server.clone(),
+                    status,
+                    rerun,
+                }),
+            };
             if state.reran {
-                return AuthDecision::Fail {
-                    reason: format!(
-                        "server \"{server}\" rejected the headers from its headersHelper (HTTP {status}), \
-                         also after the helper was run again"
-                    ),
-                };
+                return rejected(Rerun::AlreadyDone);
             }
             state.reran = true;
             let before = state.headers.clone();
             match self.refresh(&mut state).await {
-                Ok(headers) if before.as_ref() == Some(&headers) => AuthDecision::Fail {
-                    reason: format!(
-                        "server \"{server}\" rejected the headers from its headersHelper (HTTP {status}), \
-                         and the helper gave the same headers when run again"
-                    ),
-                },
+                Ok(headers) if before.as_ref() == Some(&headers) => rejected(Rerun::SameHeaders),
                 Ok(_) => AuthDecision::Retry,
                 Err(e) => AuthDecision::Fail {
-                    reason: format!(
-                        "server \"{server}\" rejected the headers from its headersHelper (HTTP {status}), \
-                         and running the helper again failed: {}",
-                        error_chain(&e)
-                    ),
+                    cause: Arc::new(HelperError::RerunFailed {
+                        server: server.clone(),
+                        status,
+                        source: Box::new(e),
+                    }),
                 },
             }
         })
@@ -447,6 +477,17 @@ fn parse_headers(server: &str, stdout: &[u8], tail: &Tail) -> Result<AuthHeaders
         headers.push((name, value));
     }
     Ok(headers)
+}
+
+/// What running a headers helper again gave, when the server kept rejecting its headers
+/// ([`HelperError::Rejected`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Rerun {
+    /// It had been run again already for this rejection's predecessor.
+    AlreadyDone,
+    /// It gave the same headers.
+    SameHeaders,
 }
 
 /// What is wrong with a helper's output that is not JSON ([`HelperError::NotJson`]).

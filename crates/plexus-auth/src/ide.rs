@@ -34,6 +34,7 @@
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use plexus_transport::{AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, Rejection};
 use serde::Deserialize;
@@ -85,6 +86,14 @@ pub enum IdeError {
         /// What is wrong with it.
         #[source]
         problem: LockfileProblem,
+    },
+    /// The IDE answered a request carrying the token with 401 or 403.
+    #[error("the IDE rejected the token from {origin} (HTTP {status})")]
+    TokenRejected {
+        /// Where the token came from.
+        origin: String,
+        /// 401 or 403.
+        status: u16,
     },
     /// The lockfile has no `authToken` (or an empty one).
     #[error("the IDE lockfile {} has no \"authToken\"", .path.display())]
@@ -275,10 +284,10 @@ impl AuthProvider for IdeToken {
     }
 
     fn on_rejection(&self, rejection: &Rejection) -> BoxFuture<'_, AuthDecision> {
-        let reason = format!(
-            "the IDE rejected the token from {} (HTTP {})",
-            self.origin, rejection.status
-        );
-        Box::pin(async move { AuthDecision::Fail { reason } })
+        let cause = Arc::new(IdeError::TokenRejected {
+            origin: self.origin.clone(),
+            status: rejection.status,
+        });
+        Box::pin(async move { AuthDecision::Fail { cause } })
     }
 }

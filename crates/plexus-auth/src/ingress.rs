@@ -25,6 +25,7 @@
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use plexus_transport::{AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, Rejection};
 use tokio::io::AsyncReadExt;
@@ -81,6 +82,14 @@ pub enum IngressError {
     Empty {
         /// The file.
         path: PathBuf,
+    },
+    /// The server answered a request carrying the token with 401 or 403.
+    #[error("the server rejected the session ingress token from {origin} (HTTP {status})")]
+    TokenRejected {
+        /// Where the token came from.
+        origin: IngressOrigin,
+        /// 401 or 403.
+        status: u16,
     },
     /// The token has a character a bearer token cannot have (whitespace inside it, a control
     /// character, non-ASCII or non-UTF-8 text).
@@ -202,10 +211,10 @@ impl AuthProvider for IngressToken {
     }
 
     fn on_rejection(&self, rejection: &Rejection) -> BoxFuture<'_, AuthDecision> {
-        let reason = format!(
-            "the server rejected the session ingress token from {} (HTTP {})",
-            self.origin, rejection.status
-        );
-        Box::pin(async move { AuthDecision::Fail { reason } })
+        let cause = Arc::new(IngressError::TokenRejected {
+            origin: self.origin.clone(),
+            status: rejection.status,
+        });
+        Box::pin(async move { AuthDecision::Fail { cause } })
     }
 }

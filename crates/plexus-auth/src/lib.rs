@@ -49,7 +49,7 @@ pub mod private_file;
 pub mod store;
 mod text;
 
-pub use helper::{DEFAULT_HELPER_TIMEOUT, HeadersHelper, HelperError, OutputProblem};
+pub use helper::{DEFAULT_HELPER_TIMEOUT, HeadersHelper, HelperError, OutputProblem, Rerun};
 pub use ide::{
     IDE_AUTH_HEADER, IDE_LOCK_DIR_VAR, IdeError, IdeLockfile, IdeToken, LockfileProblem, default_ide_lock_dir,
 };

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use plexus_auth::ide::{MAX_LOCKFILE_SIZE, lockfile_path};
 use plexus_auth::{IDE_AUTH_HEADER, IdeError, IdeLockfile, IdeToken, default_ide_lock_dir};
-use plexus_transport::{AuthDecision, AuthProvider, Rejection};
+use plexus_transport::{AuthProvider, Rejection};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -149,13 +149,11 @@ async fn the_token_goes_in_the_ide_header_and_a_rejection_says_where_it_came_fro
     );
     let challenge = Rejection::new("a request", "ws://127.0.0.1:3000/", 401);
     assert_eq!(
-        token.on_rejection(&challenge).await,
-        AuthDecision::Fail {
-            reason: format!(
-                "the IDE rejected the token from the IDE lockfile {} (HTTP 401)",
-                path.display()
-            )
-        }
+        token.on_rejection(&challenge).await.to_string(),
+        format!(
+            "failed: the IDE rejected the token from the IDE lockfile {} (HTTP 401)",
+            path.display()
+        )
     );
     let configured = IdeToken::from_config("from-config");
     assert_eq!(
@@ -163,10 +161,8 @@ async fn the_token_goes_in_the_ide_header_and_a_rejection_says_where_it_came_fro
         [(IDE_AUTH_HEADER.to_owned(), "from-config".to_owned())]
     );
     assert_eq!(
-        configured.on_rejection(&challenge).await,
-        AuthDecision::Fail {
-            reason: "the IDE rejected the token from the entry's authToken (HTTP 401)".to_owned()
-        }
+        configured.on_rejection(&challenge).await.to_string(),
+        "failed: the IDE rejected the token from the entry's authToken (HTTP 401)"
     );
     assert_eq!(
         format!("{configured:?}"),

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use plexus_auth::{INGRESS_TOKEN_FILE_VAR, INGRESS_TOKEN_VAR, IngressError, IngressOrigin, IngressToken};
-use plexus_transport::{AuthDecision, AuthProvider, Rejection};
+use plexus_transport::{AuthProvider, Rejection};
 
 type Lookup = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
@@ -142,13 +142,11 @@ async fn a_rejected_token_is_a_failure_naming_its_origin() {
     let token = IngressToken::from_env(&file_env(&path)).await.unwrap().unwrap();
     let challenge = Rejection::new("a request", "wss://ingress.example/mcp", 403);
     assert_eq!(
-        token.on_rejection(&challenge).await,
-        AuthDecision::Fail {
-            reason: format!(
-                "the server rejected the session ingress token from the file {} (PLEXUS_SESSION_INGRESS_TOKEN_FILE) \
+        token.on_rejection(&challenge).await.to_string(),
+        format!(
+            "failed: the server rejected the session ingress token from the file {} (PLEXUS_SESSION_INGRESS_TOKEN_FILE) \
                  (HTTP 403)",
-                path.display()
-            )
-        }
+            path.display()
+        )
     );
 }

@@ -112,7 +112,7 @@ async fn an_assertion_signed_with_another_key_is_refused_with_the_servers_reason
         assert!(matches!(err, TransportError::AuthFailed { .. }), "{err:?}");
         let token = &f.requests_to(Endpoint::Token)[0];
         assert_eq!(
-            err.to_string(),
+            plexus_transport::error_chain(&err),
             format!(
                 "authentication failed: server \"docs\": the token endpoint {}/token answered HTTP 401: invalid_client ({})",
                 f.oauth.issuer(),
@@ -131,7 +131,7 @@ async fn client_credentials_need_a_client_id() {
         let provider = f.headless_provider(settings().grant(OAuthGrant::ClientCredentials));
         let err = f.caller(provider).initialize().await.unwrap_err();
         assert_eq!(
-            err.to_string(),
+            plexus_transport::error_chain(&err),
             "authentication failed: server \"docs\": OAuth setting oauth.clientId: the client credentials grant needs the \
              client's id (and its secret or private key)"
         );
@@ -193,7 +193,7 @@ async fn a_refused_jwt_bearer_grant_surfaces_once_without_a_retry_or_another_gra
         // The test server wants the client identified; the workload's platform would not.
         assert!(matches!(err, TransportError::AuthFailed { .. }), "{err:?}");
         assert_eq!(
-            err.to_string(),
+            plexus_transport::error_chain(&err),
             format!(
                 "authentication failed: server \"docs\": the token endpoint {}/token answered HTTP 401: invalid_client \
                  (no client authentication: neither Basic credentials nor a client_id)",
@@ -250,7 +250,7 @@ async fn enterprise_managed_authorization_starts_with_a_token_exchange_at_the_id
         assert_eq!(exchange["resource"], f.url());
         assert_eq!(exchange["client_id"], "idp-client");
         assert!(
-            err.to_string().starts_with(&format!(
+            plexus_transport::error_chain(&err).starts_with(&format!(
                 "authentication failed: server \"docs\": the token endpoint {idp_issuer}/token answered HTTP "
             )),
             "{err}"
@@ -290,7 +290,7 @@ async fn a_dpop_bound_token_goes_with_a_proof_per_request_and_a_nonce_challenge_
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     use plexus_auth::oauth::OAuthProvider;
     use plexus_auth::store::{StoredCredential, StoredTokens, TokenStore};
-    use plexus_transport::{AuthDecision, AuthProvider, Rejection};
+    use plexus_transport::{AuthProvider, Rejection};
 
     guarded(async {
         let home = tempfile::tempdir().unwrap();
@@ -326,7 +326,7 @@ async fn a_dpop_bound_token_goes_with_a_proof_per_request_and_a_nonce_challenge_
             ),
             ("DPoP-Nonce", b"server-nonce-1"),
         ]);
-        assert_eq!(provider.on_rejection(&rejection).await, AuthDecision::Retry);
+        assert!(provider.on_rejection(&rejection).await.is_retry());
         let headers = provider.headers("POST", url).await.unwrap();
         let second = proof_claims(&headers[1].1);
         assert_eq!(

@@ -503,7 +503,7 @@ async fn a_provider_without_a_user_agent_says_a_login_is_needed() {
         let err = caller.initialize().await.unwrap_err();
         assert!(matches!(err, TransportError::NeedsAuth { .. }), "{err:?}");
         assert_eq!(
-            err.to_string(),
+            plexus_transport::error_chain(&err),
             format!(
                 "the server needs authentication: server \"docs\": an OAuth login at {} is needed; log in with `plexus login docs`",
                 f.oauth.issuer()

@@ -24,7 +24,7 @@ async fn metadata_for_another_resource_is_refused_before_any_authorization_serve
         let err = refused(&f).await;
         assert!(matches!(err, TransportError::AuthFailed { .. }), "{err:?}");
         assert_eq!(
-            err.to_string(),
+            plexus_transport::error_chain(&err),
             format!(
                 "authentication failed: server \"docs\": the protected resource metadata at {0}/.well-known/oauth-protected-resource/mcp \
                  is for the resource \"https://evil.example.com/mcp\", not for the server {0}/mcp; refusing to authorize \
@@ -44,7 +44,7 @@ async fn metadata_naming_another_issuer_is_not_used() {
         let f = start(&["--oauth-metadata-issuer", "https://attacker.example.com"]).await;
         let err = refused(&f).await;
         assert_eq!(
-            err.to_string(),
+            plexus_transport::error_chain(&err),
             format!(
                 "authentication failed: server \"docs\": the authorization server metadata at {0}/.well-known/oauth-authorization-server \
                  names the issuer \"https://attacker.example.com\", but it was fetched for the issuer \"{0}\"; refusing it",
@@ -68,7 +68,7 @@ async fn a_server_without_pkce_s256_is_refused() {
             let f = start(args).await;
             let err = refused(&f).await;
             assert_eq!(
-                err.to_string(),
+                plexus_transport::error_chain(&err),
                 format!(
                     "authentication failed: server \"docs\": the authorization server {} does not list S256 in \
                      code_challenge_methods_supported ({listed}); PKCE S256 is required",
@@ -117,7 +117,7 @@ async fn the_redirect_iss_is_compared_exactly_and_required_where_advertised() {
             let f = start(args).await;
             let err = f.caller(f.provider(short.clone())).initialize().await.unwrap_err();
             assert!(matches!(err, TransportError::NeedsAuth { .. }), "{args:?}: {err:?}");
-            let text = err.to_string();
+            let text = plexus_transport::error_chain(&err);
             assert!(
                 text.starts_with(
                     "the server needs authentication: server \"docs\": no authorization response arrived within 1 s \
@@ -151,7 +151,7 @@ async fn a_denied_authorization_needs_auth_with_the_servers_reason() {
         let f = start(&["--oauth-authorize-error", "access_denied"]).await;
         let err = refused(&f).await;
         assert!(matches!(err, TransportError::NeedsAuth { .. }), "{err:?}");
-        let text = err.to_string();
+        let text = plexus_transport::error_chain(&err);
         assert!(
             text.starts_with(&format!(
                 "the server needs authentication: server \"docs\": the authorization server {} refused the authorization: access_denied",
@@ -178,7 +178,7 @@ async fn a_server_that_keeps_refusing_gets_at_most_three_authorizations() {
         let err = caller.initialize().await.unwrap_err();
         assert!(matches!(err, TransportError::AuthFailed { .. }), "{err:?}");
         assert_eq!(
-            err.to_string(),
+            plexus_transport::error_chain(&err),
             "authentication failed: server \"docs\": gave up after 3 authorizations for the same scopes (none): the server \
              keeps refusing the tokens they gave"
         );
@@ -217,7 +217,10 @@ async fn without_a_user_agent_a_refused_token_is_refreshed_once_then_a_login_is_
         f.oauth.revoke_tokens();
         let err = caller.initialize().await.unwrap_err();
         assert!(matches!(err, TransportError::NeedsAuth { .. }), "{err:?}");
-        assert!(err.to_string().ends_with("log in with `plexus login docs`"), "{err}");
+        assert!(
+            plexus_transport::error_chain(&err).ends_with("log in with `plexus login docs`"),
+            "{err}"
+        );
         assert_eq!(f.requests_to(Endpoint::Token).last().unwrap().status, 400);
         assert_eq!(f.requests_to(Endpoint::Authorize).len(), 1, "only the explicit login");
         let stored = f.store.get("docs", &f.oauth.issuer()).await.unwrap().unwrap();

@@ -62,6 +62,24 @@ impl fmt::Display for Limit {
     }
 }
 
+/// The auth provider took longer than a request's deadline (the cause of the
+/// [`TransportError::AuthFailed`](plexus_transport::TransportError::AuthFailed) the request
+/// fails with).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ProviderTimeout {
+    /// It gave no headers in time.
+    #[error("the auth provider gave no headers within {0}")]
+    Headers(Limit),
+    /// It did not decide about a 401 or 403 in time.
+    #[error("the auth provider did not answer the HTTP {status} challenge within {limit}")]
+    Decision {
+        /// 401 or 403.
+        status: u16,
+        /// The deadline.
+        limit: Limit,
+    },
+}
+
 /// The deadline of one request.
 #[derive(Debug)]
 pub(crate) struct Deadline {

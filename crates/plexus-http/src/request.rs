@@ -14,7 +14,7 @@ use plexus_net::http::{RedirectError, Request, Response, follow_redirects};
 use plexus_transport::TransportError;
 
 use crate::config::MAX_REDIRECTS;
-use crate::deadline::Deadline;
+use crate::deadline::{Deadline, ProviderTimeout};
 use crate::errors::error_body;
 use crate::inner::Inner;
 
@@ -253,10 +253,10 @@ impl Inner {
         let decided = deadline.run(pin!(self.credentials.rejected(&rejection, retries))).await;
         decided.unwrap_or_else(|| {
             Err(TransportError::AuthFailed {
-                reason: format!(
-                    "the auth provider did not answer the HTTP {status} challenge within {}",
-                    deadline.limit()
-                ),
+                cause: Arc::new(ProviderTimeout::Decision {
+                    status,
+                    limit: deadline.limit(),
+                }),
             })
         })
     }
@@ -272,7 +272,7 @@ impl Inner {
         let headers = self.credentials.headers(spec.method.as_str(), self.url.as_str());
         let Some(pairs) = deadline.run(pin!(headers)).await else {
             return Err(TransportError::AuthFailed {
-                reason: format!("the auth provider gave no headers within {}", deadline.limit()),
+                cause: Arc::new(ProviderTimeout::Headers(deadline.limit())),
             });
         };
         Ok(match pairs? {

@@ -130,7 +130,7 @@ async fn a_second_challenge_is_not_retried() {
     let (sender, _receiver, _info) = transport(&server.url, |c| c.auth(provider.clone()));
     let error = guard(sender.send(initialize(0))).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!(
             "the server needs authentication: POST {} answered HTTP 401 again after the credentials were renewed \
              (WWW-Authenticate: {CHALLENGE}): log in first",
@@ -147,13 +147,13 @@ async fn the_providers_decisions_become_errors() {
     let cases = [
         (
             AuthDecision::NeedsAuth {
-                reason: "run /login".into(),
+                cause: std::sync::Arc::new(std::io::Error::other("run /login")),
             },
             "the server needs authentication: run /login",
         ),
         (
             AuthDecision::Fail {
-                reason: "the token store is locked".into(),
+                cause: std::sync::Arc::new(std::io::Error::other("the token store is locked")),
             },
             "authentication failed: the token store is locked",
         ),
@@ -162,7 +162,7 @@ async fn the_providers_decisions_become_errors() {
         let provider = Rotating::new(decision);
         let (sender, _receiver, _info) = transport(&server.url, |c| c.auth(provider.clone()));
         let error = guard(sender.send(initialize(0))).await.unwrap_err();
-        assert_eq!(error.to_string(), expected);
+        assert_eq!(plexus_transport::error_chain(&error), expected);
         assert!(!sender.is_closed());
     }
     // A static credential that is refused is a failure, not a login prompt.
@@ -174,7 +174,7 @@ async fn the_providers_decisions_become_errors() {
     });
     let error = guard(sender.send(initialize(0))).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         "authentication failed: the server rejected the configured credentials (HTTP 401)"
     );
 }
@@ -190,7 +190,7 @@ async fn without_a_provider_a_401_needs_auth_and_a_403_is_an_auth_failure() {
     let error = guard(sender.send(initialize(0))).await.unwrap_err();
     assert!(matches!(error, TransportError::NeedsAuth { .. }));
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!(
             "the server needs authentication: POST {} answered HTTP 401 (WWW-Authenticate: {CHALLENGE}): log in first",
             server.url
@@ -199,7 +199,7 @@ async fn without_a_provider_a_401_needs_auth_and_a_403_is_an_auth_failure() {
     let error = guard(sender.send(request(1, "ping"))).await.unwrap_err();
     assert!(matches!(error, TransportError::AuthFailed { .. }));
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!(
             "authentication failed: POST {} answered HTTP 403: forbidden origin",
             server.url
@@ -213,13 +213,13 @@ async fn a_provider_without_headers_stops_the_request_before_it_is_sent() {
     let cases = [
         (
             AuthFailure::NeedsAuth {
-                reason: "no token yet".into(),
+                cause: std::sync::Arc::new(std::io::Error::other("no token yet")),
             },
             "the server needs authentication: no token yet",
         ),
         (
             AuthFailure::Failed {
-                reason: "headersHelper exited with status 2".into(),
+                cause: std::sync::Arc::new(std::io::Error::other("headersHelper exited with status 2")),
             },
             "authentication failed: headersHelper exited with status 2",
         ),
@@ -227,7 +227,7 @@ async fn a_provider_without_headers_stops_the_request_before_it_is_sent() {
     for (failure, expected) in cases {
         let (sender, _receiver, _info) = transport(&server.url, |c| c.auth(Arc::new(Broken(failure))));
         let error = guard(sender.send(initialize(0))).await.unwrap_err();
-        assert_eq!(error.to_string(), expected);
+        assert_eq!(plexus_transport::error_chain(&error), expected);
     }
     assert!(server.requests().is_empty());
 }
@@ -268,7 +268,7 @@ async fn a_bad_header_from_the_provider_is_an_auth_failure() {
     let (sender, _receiver, _info) = transport("http://127.0.0.1:9/mcp", |c| c.auth(Arc::new(BadHeader)));
     let error = guard(sender.send(initialize(0))).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         "authentication failed: the auth provider gave a bad header: the value of the header \"Authorization\" \
          contains a control character (such as a line break), which HTTP does not allow"
     );

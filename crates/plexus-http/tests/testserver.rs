@@ -346,7 +346,10 @@ async fn a_body_the_server_refuses_before_reading_it_gets_its_status_and_is_sent
                 );
                 assert_eq!(body, &format!("plexus-testserver: {refusal}"));
             }
-            TransportError::NeedsAuth { reason } => assert!(reason.contains(&refusal), "{reason}"),
+            TransportError::NeedsAuth { cause } => {
+                let reason = plexus_transport::error_chain(&**cause);
+                assert!(reason.contains(&refusal), "{reason}");
+            }
             other => panic!("HTTP {status}: {other:?}"),
         }
         let posts = log.matching(&json!({"event": "fault", "fault": "reject-large-body", "status": status}));

@@ -6,7 +6,9 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use plexus_transport::{AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, Rejection, TransportError};
+use plexus_transport::{
+    AuthCause, AuthDecision, AuthFailure, AuthHeaders, AuthProblem, AuthProvider, BoxFuture, Rejection, TransportError,
+};
 
 use crate::challenge::is_dpop_nonce_challenge;
 use crate::headers::{HeaderError, check_headers, merge};
@@ -29,7 +31,7 @@ use crate::redact::RedactedHeaders;
 /// // A static credential that the server rejects is a failure, not a retry.
 /// let rejection = Rejection::new("GET http://127.0.0.1:9/sse", "http://127.0.0.1:9/sse", 401);
 /// let error = credentials.rejected(&rejection, 0).await.unwrap_err();
-/// assert_eq!(error.to_string(), "authentication failed: the server rejected the configured credentials (HTTP 401)");
+/// assert_eq!(plexus_transport::error_chain(&error), "authentication failed: the server rejected the configured credentials (HTTP 401)");
 /// # }
 /// ```
 #[derive(Clone)]
@@ -73,7 +75,7 @@ impl Credentials {
         };
         let provided = provider.headers(method, url).await?;
         check_headers(&provided).map_err(|e| TransportError::AuthFailed {
-            reason: format!("the auth provider gave a bad header: {e}"),
+            cause: Arc::new(AuthProblem::BadHeader(Arc::new(e))),
         })?;
         Ok(Cow::Owned(merge(&self.configured, provided)))
     }
@@ -93,28 +95,30 @@ impl Credentials {
         // A 401 means "log in" when there is no credential at all, or when the provider's
         // credentials are the kind a login renews; otherwise the rejection is the answer.
         let login_fixes = self.provider.as_ref().is_none_or(|p| p.login_fixes_rejection());
-        let give_up = |reason: String| {
+        let give_up = |after_renewal: bool| {
+            let cause: AuthCause = Arc::new(AuthProblem::Rejected {
+                what: rejection.what.clone(),
+                status: rejection.status,
+                after_renewal,
+                details: rejection.details(),
+            });
             if rejection.status == 401 && login_fixes {
-                TransportError::NeedsAuth { reason }
+                TransportError::NeedsAuth { cause }
             } else {
-                TransportError::AuthFailed { reason }
+                TransportError::AuthFailed { cause }
             }
         };
-        let (what, status) = (&rejection.what, rejection.status);
         let Some(provider) = &self.provider else {
-            return Err(give_up(format!("{what} answered HTTP {status}{}", rejection.details())));
+            return Err(give_up(false));
         };
         let ask = retries == 0 || (retries < MAX_AUTH_RETRIES && is_dpop_nonce_challenge(rejection));
         if !ask {
-            return Err(give_up(format!(
-                "{what} answered HTTP {status} again after the credentials were renewed{}",
-                rejection.details()
-            )));
+            return Err(give_up(true));
         }
         match provider.on_rejection(rejection).await {
             AuthDecision::Retry => Ok(()),
-            AuthDecision::NeedsAuth { reason } => Err(TransportError::NeedsAuth { reason }),
-            AuthDecision::Fail { reason } => Err(TransportError::AuthFailed { reason }),
+            AuthDecision::NeedsAuth { cause } => Err(TransportError::NeedsAuth { cause }),
+            AuthDecision::Fail { cause } => Err(TransportError::AuthFailed { cause }),
         }
     }
 }
@@ -135,11 +139,10 @@ impl AuthProvider for StaticHeaders {
     }
 
     fn on_rejection(&self, rejection: &Rejection) -> BoxFuture<'_, AuthDecision> {
-        let reason = format!(
-            "the server rejected the configured credentials (HTTP {})",
-            rejection.status
-        );
-        Box::pin(async move { AuthDecision::Fail { reason } })
+        let cause = Arc::new(AuthProblem::CredentialsRejected {
+            status: rejection.status,
+        });
+        Box::pin(async move { AuthDecision::Fail { cause } })
     }
 }
 
@@ -218,7 +221,7 @@ mod tests {
         credentials.rejected(&rejection(401, &[]), 0).await.unwrap();
         let again = credentials.rejected(&rejection(401, &[]), 1).await.unwrap_err();
         assert_eq!(
-            again.to_string(),
+            plexus_transport::error_chain(&again),
             "authentication failed: GET http://h/sse answered HTTP 401 again after the credentials were renewed"
         );
         assert!(matches!(again, TransportError::AuthFailed { .. }));
@@ -269,16 +272,19 @@ mod tests {
         let error = credentials.headers("GET", "http://h/sse").await.unwrap_err();
         assert_eq!(error.class(), ErrorClass::Connect);
         assert_eq!(
-            error.to_string(),
+            plexus_transport::error_chain(&error),
             "authentication failed: the auth provider gave a bad header: the value of the header \"X-Token\" contains \
              a control character (such as a line break), which HTTP does not allow"
         );
         let no_token = Err(AuthFailure::NeedsAuth {
-            reason: "no token stored".into(),
+            cause: std::sync::Arc::new(std::io::Error::other("no token stored")),
         });
         let credentials = Credentials::new(Vec::new(), Some(scripted(no_token, Vec::new()))).unwrap();
         let error = credentials.headers("GET", "http://h/sse").await.unwrap_err();
-        assert_eq!(error.to_string(), "the server needs authentication: no token stored");
+        assert_eq!(
+            plexus_transport::error_chain(&error),
+            "the server needs authentication: no token stored"
+        );
     }
 
     #[tokio::test]
@@ -290,7 +296,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(error.class(), ErrorClass::NeedsAuth);
         assert_eq!(
-            error.to_string(),
+            plexus_transport::error_chain(&error),
             format!(
                 "the server needs authentication: GET http://h/sse answered HTTP 401 (WWW-Authenticate: {BEARER}, Basic)"
             )
@@ -299,7 +305,7 @@ mod tests {
         let error = credentials.rejected(&forbidden, 0).await.unwrap_err();
         assert!(matches!(error, TransportError::AuthFailed { .. }));
         assert_eq!(
-            error.to_string(),
+            plexus_transport::error_chain(&error),
             "authentication failed: GET http://h/sse answered HTTP 403: forbidden origin"
         );
     }
@@ -307,17 +313,17 @@ mod tests {
     #[tokio::test]
     async fn the_provider_is_asked_once_and_its_decision_is_final() {
         let login = AuthDecision::NeedsAuth {
-            reason: "run /login".into(),
+            cause: std::sync::Arc::new(std::io::Error::other("run /login")),
         };
         let locked = AuthDecision::Fail {
-            reason: "the token store is locked".into(),
+            cause: std::sync::Arc::new(std::io::Error::other("the token store is locked")),
         };
         let provider = scripted(Ok(Vec::new()), vec![login, locked]);
         let credentials = Credentials::new(Vec::new(), Some(provider.clone())).unwrap();
 
         let again = credentials.rejected(&rejection(401, &[]), 1).await.unwrap_err();
         assert_eq!(
-            again.to_string(),
+            plexus_transport::error_chain(&again),
             "the server needs authentication: GET http://h/sse answered HTTP 401 again after the credentials were renewed"
         );
         let again = credentials.rejected(&rejection(403, &[]), 1).await.unwrap_err();
@@ -325,9 +331,15 @@ mod tests {
         assert!(provider.seen.lock().unwrap().is_empty(), "not asked after the retry");
 
         let first = credentials.rejected(&rejection(401, &[]), 0).await.unwrap_err();
-        assert_eq!(first.to_string(), "the server needs authentication: run /login");
+        assert_eq!(
+            plexus_transport::error_chain(&first),
+            "the server needs authentication: run /login"
+        );
         let second = credentials.rejected(&rejection(401, &[]), 0).await.unwrap_err();
-        assert_eq!(second.to_string(), "authentication failed: the token store is locked");
+        assert_eq!(
+            plexus_transport::error_chain(&second),
+            "authentication failed: the token store is locked"
+        );
         assert_eq!(provider.seen.lock().unwrap().len(), 2);
     }
 
@@ -383,7 +395,7 @@ mod tests {
         credentials.rejected(&nonce(401, NONCE_CHALLENGE), 1).await.unwrap();
         let third = credentials.rejected(&nonce(401, NONCE_CHALLENGE), 2).await.unwrap_err();
         assert_eq!(
-            third.to_string(),
+            plexus_transport::error_chain(&third),
             format!(
                 "the server needs authentication: GET http://h/sse answered HTTP 401 again after the credentials were \
                  renewed (WWW-Authenticate: {NONCE_CHALLENGE})"

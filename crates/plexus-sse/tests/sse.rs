@@ -305,7 +305,7 @@ async fn a_401_with_a_challenge_is_needs_auth() {
     let error = connect(SseConfig::new(server.url("/sse"))).await.unwrap_err();
     assert_eq!(error.class(), ErrorClass::NeedsAuth);
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!(
             "the server needs authentication: GET {} answered HTTP 401 (WWW-Authenticate: Bearer \
              resource_metadata=\"http://127.0.0.1:1/.well-known/oauth-protected-resource\")",
@@ -407,7 +407,7 @@ async fn a_rejection_after_the_retry_or_from_the_provider_fails_the_send() {
     let (sender, _receiver) = Box::new(connect(config).await.unwrap()).split();
     let error = sender.send(request(1, "ping")).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!("authentication failed: POST {post} answered HTTP 403 again after the credentials were renewed")
     );
     assert_eq!(
@@ -417,13 +417,13 @@ async fn a_rejection_after_the_retry_or_from_the_provider_fails_the_send() {
     );
 
     let login = Renewing::new(AuthDecision::NeedsAuth {
-        reason: "log in with `plexus login`".into(),
+        cause: Arc::new(std::io::Error::other("log in with `plexus login`")),
     });
     let config = SseConfig::new(server.url("/sse")).auth(login);
     let (sender, _receiver) = Box::new(connect(config).await.unwrap()).split();
     let error = sender.send(request(1, "ping")).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         "the server needs authentication: log in with `plexus login`"
     );
 
@@ -431,7 +431,7 @@ async fn a_rejection_after_the_retry_or_from_the_provider_fails_the_send() {
     let (sender, _receiver) = Box::new(connect(config).await.unwrap()).split();
     let error = sender.send(request(1, "ping")).await.unwrap_err();
     assert_eq!(
-        error.to_string(),
+        error_chain(&error),
         "authentication failed: the server rejected the configured credentials (HTTP 403)"
     );
 }

@@ -81,7 +81,7 @@ async fn a_required_header_is_sent_on_the_stream_and_on_every_post() {
     let error = SseTransport::connect(SseConfig::new(server.url())).await.unwrap_err();
     assert_eq!(error.class(), ErrorClass::NeedsAuth);
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!(
             "the server needs authentication: GET {} answered HTTP 401 (WWW-Authenticate: Bearer \
              realm=\"plexus-testserver\"): plexus-testserver: the request lacks the header \"x-api-key\" with the \

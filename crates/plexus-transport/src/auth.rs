@@ -3,6 +3,8 @@
 //! logic of their own; what a scheme needs from an answer (its challenges, a nonce) it reads from
 //! the [`Rejection`].
 
+use std::sync::Arc;
+
 use crate::{BoxFuture, body_excerpt};
 
 /// Headers to put on a request, as `(name, value)` pairs.
@@ -34,38 +36,104 @@ pub trait AuthProvider: Send + Sync + 'static {
     }
 }
 
+/// Why authentication did not work, as a typed error: a provider's own (an OAuth error, a
+/// headers helper's), or the transport's [`AuthProblem`]. Shared, so one failure can reach every
+/// caller waiting on it.
+pub type AuthCause = Arc<dyn std::error::Error + Send + Sync>;
+
 /// A provider could not produce headers.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum AuthFailure {
     /// The server needs a login the user has not done (or that expired).
-    #[error("needs authentication: {reason}")]
+    #[error("needs authentication")]
     NeedsAuth {
         /// Why.
-        reason: String,
+        #[source]
+        cause: AuthCause,
     },
     /// The provider itself failed (a helper command, a token store, a network call).
-    #[error("{reason}")]
+    #[error("the auth provider failed")]
     Failed {
         /// Why.
-        reason: String,
+        #[source]
+        cause: AuthCause,
     },
 }
 
 /// What the transport does after a 401 or 403.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum AuthDecision {
     /// Ask for headers again and retry the request.
     Retry,
     /// Give up: the server needs a login.
     NeedsAuth {
         /// Why (shown to the user).
-        reason: String,
+        cause: AuthCause,
     },
     /// Give up: authentication failed for a reason a login would not fix.
     Fail {
         /// Why (shown to the user).
-        reason: String,
+        cause: AuthCause,
+    },
+}
+
+/// `retry`, `needs authentication: WHY` or `failed: WHY` (with the cause's whole chain).
+impl std::fmt::Display for AuthDecision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AuthDecision::Retry => f.write_str("retry"),
+            AuthDecision::NeedsAuth { cause } => write!(f, "needs authentication: {}", crate::error_chain(&**cause)),
+            AuthDecision::Fail { cause } => write!(f, "failed: {}", crate::error_chain(&**cause)),
+        }
+    }
+}
+
+impl AuthDecision {
+    /// Whether the decision is to retry the request.
+    pub fn is_retry(&self) -> bool {
+        matches!(self, AuthDecision::Retry)
+    }
+
+    /// Why the provider gave up, when it did.
+    pub fn cause(&self) -> Option<&AuthCause> {
+        match self {
+            AuthDecision::Retry => None,
+            AuthDecision::NeedsAuth { cause } | AuthDecision::Fail { cause } => Some(cause),
+        }
+    }
+}
+
+/// What a transport itself says about an authentication that did not work (the cause of a
+/// [`TransportError::NeedsAuth`](crate::TransportError::NeedsAuth) or
+/// [`TransportError::AuthFailed`](crate::TransportError::AuthFailed) that no provider decided).
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthProblem {
+    /// The server rejected the request: there is no provider, or the retry with renewed
+    /// credentials was rejected too.
+    #[error(
+        "{what} answered HTTP {status}{}{details}",
+        if *.after_renewal { " again after the credentials were renewed" } else { "" }
+    )]
+    Rejected {
+        /// What was requested (see [`Rejection::what`]).
+        what: String,
+        /// 401 or 403.
+        status: u16,
+        /// Whether this was the retry with renewed credentials.
+        after_renewal: bool,
+        /// The server's challenges and body, as [`Rejection::details`] shows them.
+        details: String,
+    },
+    /// The provider gave a header that cannot be sent.
+    #[error("the auth provider gave a bad header")]
+    BadHeader(#[source] AuthCause),
+    /// The server rejected the configured (static) credentials, which nothing renews.
+    #[error("the server rejected the configured credentials (HTTP {status})")]
+    CredentialsRejected {
+        /// 401 or 403.
+        status: u16,
     },
 }
 

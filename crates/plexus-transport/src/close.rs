@@ -45,12 +45,10 @@ pub enum CloseReason {
         mid_message: bool,
     },
     /// The server sent a WebSocket close frame.
-    #[error("the server closed the WebSocket ({}){}", close_code(*.code, .meaning), close_text(.text))]
+    #[error("the server closed the WebSocket ({}){}", close_code(*.code), close_text(.text))]
     WebSocketClose {
         /// The close code, when the frame had one.
         code: Option<u16>,
-        /// What RFC 6455 says the code means (empty for a code it does not name).
-        meaning: &'static str,
         /// The server's close reason text (empty when it gave none).
         text: String,
     },
@@ -70,12 +68,33 @@ impl CloseReason {
     }
 }
 
-fn close_code(code: Option<u16>, meaning: &str) -> String {
+fn close_code(code: Option<u16>) -> String {
     match code {
         None => "without a close code".to_owned(),
-        Some(code) if meaning.is_empty() => format!("code {code}"),
-        Some(code) => format!("code {code}, {meaning}"),
+        Some(code) => match close_code_meaning(code) {
+            Some(meaning) => format!("code {code}, {meaning}"),
+            None => format!("code {code}"),
+        },
     }
+}
+
+/// What RFC 6455 (§7.4.1) says a WebSocket close code means, for the codes it names that an
+/// endpoint may send.
+pub fn close_code_meaning(code: u16) -> Option<&'static str> {
+    Some(match code {
+        1000 => "normal closure",
+        1001 => "going away",
+        1002 => "protocol error",
+        1003 => "unsupported data",
+        1007 => "invalid payload data",
+        1008 => "policy violation",
+        1009 => "message too big",
+        1010 => "missing extension",
+        1011 => "internal error",
+        1012 => "service restart",
+        1013 => "try again later",
+        _ => return None,
+    })
 }
 
 fn close_text(text: &str) -> String {

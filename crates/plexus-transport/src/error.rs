@@ -6,7 +6,7 @@ use std::sync::Arc;
 use plexus_jsonrpc::{FrameError, ReplyScan, RequestId};
 pub use plexus_jsonrpc::{error_causes, error_chain};
 
-use crate::{AuthFailure, CloseReason};
+use crate::{AuthCause, AuthFailure, CloseReason};
 
 /// The environment variable with which plexus's connector sets every transport's message size
 /// limit (bytes); the errors about a message over the limit name it.
@@ -107,17 +107,20 @@ pub enum TransportError {
         source: Arc<dyn std::error::Error + Send + Sync>,
     },
     /// The server needs a login.
-    #[error("the server needs authentication: {reason}")]
+    #[error("the server needs authentication")]
     NeedsAuth {
-        /// Why (for example the challenge the server sent).
-        reason: String,
+        /// Why: the provider's error, or the transport's [`AuthProblem`](crate::AuthProblem)
+        /// quoting the server's challenge.
+        #[source]
+        cause: AuthCause,
     },
     /// Authentication failed for a reason a login would not fix (a rejected static header, a
     /// failing headers helper).
-    #[error("authentication failed: {reason}")]
+    #[error("authentication failed")]
     AuthFailed {
-        /// Why.
-        reason: String,
+        /// Why: the provider's error, or the transport's [`AuthProblem`](crate::AuthProblem).
+        #[source]
+        cause: AuthCause,
     },
     /// The server no longer knows the session (Streamable HTTP: 404 for a request that carried a
     /// session id). Every in-flight call fails with this error; the owner reconnects and retries
@@ -168,8 +171,8 @@ impl From<FrameError> for TransportError {
 impl From<AuthFailure> for TransportError {
     fn from(failure: AuthFailure) -> Self {
         match failure {
-            AuthFailure::NeedsAuth { reason } => TransportError::NeedsAuth { reason },
-            AuthFailure::Failed { reason } => TransportError::AuthFailed { reason },
+            AuthFailure::NeedsAuth { cause } => TransportError::NeedsAuth { cause },
+            AuthFailure::Failed { cause } => TransportError::AuthFailed { cause },
         }
     }
 }
@@ -365,16 +368,20 @@ mod tests {
     #[test]
     fn auth_failures_map_to_their_classes() {
         let needs: TransportError = AuthFailure::NeedsAuth {
-            reason: "log in".into(),
+            cause: Arc::new(io::Error::other("log in")),
         }
         .into();
         assert_eq!(needs.class(), ErrorClass::NeedsAuth);
-        assert_eq!(needs.to_string(), "the server needs authentication: log in");
+        assert_eq!(error_chain(&needs), "the server needs authentication: log in");
         let failed: TransportError = AuthFailure::Failed {
-            reason: "helper exited with 1".into(),
+            cause: Arc::new(crate::AuthProblem::CredentialsRejected { status: 403 }),
         }
         .into();
-        assert_eq!(failed.to_string(), "authentication failed: helper exited with 1");
+        assert_eq!(failed.class(), ErrorClass::Connect);
+        assert_eq!(
+            error_chain(&failed),
+            "authentication failed: the server rejected the configured credentials (HTTP 403)"
+        );
     }
 
     #[test]

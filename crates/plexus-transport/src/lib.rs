@@ -34,8 +34,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-pub use auth::{AuthDecision, AuthFailure, AuthHeaders, AuthProvider, MAX_REJECTION_HEADERS, Rejection};
-pub use close::{CloseReason, ProcessExit, ServerOutput};
+pub use auth::{
+    AuthCause, AuthDecision, AuthFailure, AuthHeaders, AuthProblem, AuthProvider, MAX_REJECTION_HEADERS, Rejection,
+};
+pub use close::{CloseReason, ProcessExit, ServerOutput, close_code_meaning};
 pub use error::{
     BODY_EXCERPT_LIMIT, ERROR_BODY_READ_LIMIT, ErrorClass, MAX_MESSAGE_SIZE_VAR, TransportError, body_excerpt,
     error_causes, error_chain, is_terminal_io,

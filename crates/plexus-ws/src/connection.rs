@@ -308,28 +308,12 @@ pub(crate) fn close_reason(frame: Option<&CloseFrame>) -> CloseReason {
     let Some(frame) = frame else {
         return CloseReason::WebSocketClose {
             code: None,
-            meaning: "",
             text: String::new(),
         };
     };
     let code = u16::from(frame.code);
-    let meaning = match code {
-        1000 => "normal closure",
-        1001 => "going away",
-        1002 => "protocol error",
-        1003 => "unsupported data",
-        1007 => "invalid payload data",
-        1008 => "policy violation",
-        1009 => "message too big",
-        1010 => "missing extension",
-        1011 => "internal error",
-        1012 => "service restart",
-        1013 => "try again later",
-        _ => "",
-    };
     CloseReason::WebSocketClose {
         code: Some(code),
-        meaning,
         text: frame.reason.as_str().to_owned(),
     }
 }

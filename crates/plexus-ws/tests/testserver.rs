@@ -82,7 +82,7 @@ async fn a_required_header_goes_on_the_upgrade() {
     let error = WsTransport::connect(WsConfig::new(server.url())).await.unwrap_err();
     assert_eq!(error.class(), ErrorClass::NeedsAuth);
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!(
             "the server needs authentication: the WebSocket upgrade of {} answered HTTP 401 (WWW-Authenticate: \
              Bearer realm=\"plexus-testserver\"): plexus-testserver: the request lacks the header \

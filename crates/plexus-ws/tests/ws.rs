@@ -189,7 +189,7 @@ async fn a_401_on_the_upgrade_is_needs_auth() {
     let error = client.unwrap_err();
     assert_eq!(error.class(), ErrorClass::NeedsAuth);
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!(
             "the server needs authentication: the WebSocket upgrade of {url} answered HTTP 401 (WWW-Authenticate: \
              Bearer realm=\"ide\", error=\"invalid_token\"): go away"
@@ -248,7 +248,7 @@ async fn the_provider_renews_credentials_and_the_upgrade_is_retried_once() {
     };
     let (client, ()) = tokio::join!(WsTransport::connect(config), server);
     assert_eq!(
-        client.unwrap_err().to_string(),
+        plexus_transport::error_chain(&client.unwrap_err()),
         format!(
             "authentication failed: the WebSocket upgrade of {url} answered HTTP 401 again after the credentials \
              were renewed: go away"
@@ -271,7 +271,7 @@ async fn other_answers_to_the_upgrade_are_reported() {
     );
     let (client, _, _) = connect_with(&listener, WsConfig::new(&url), Answer::Reject(503, vec![])).await;
     assert_eq!(
-        client.unwrap_err().to_string(),
+        plexus_transport::error_chain(&client.unwrap_err()),
         format!("the server answered HTTP 503 to the WebSocket upgrade of {url}: go away")
     );
 }

@@ -163,12 +163,12 @@ impl ConnectError {
 
     /// The transport's reason, when the transport said the server needs authentication.
     #[cfg(feature = "auth")]
-    pub(crate) fn transport_needs_auth_reason(&self) -> Option<&str> {
+    pub(crate) fn transport_needs_auth_reason(&self) -> Option<String> {
         match self {
             ConnectError::Client {
-                source: ClientError::Transport(TransportError::NeedsAuth { reason }),
+                source: ClientError::Transport(TransportError::NeedsAuth { cause }),
                 ..
-            } => Some(reason),
+            } => Some(plexus_transport::error_chain(&**cause)),
             _ => None,
         }
     }

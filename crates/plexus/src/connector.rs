@@ -587,7 +587,7 @@ mod needs_auth {
         let reason = match result {
             Ok(_) => None,
             Err(error) => match error.transport_needs_auth_reason() {
-                Some(reason) => Some(reason.to_owned()),
+                Some(reason) => Some(reason),
                 None => return,
             },
         };

@@ -218,7 +218,7 @@ async fn fetch_resource_metadata(
             return Err(OAuthError::Http {
                 what: WHAT,
                 url: redact_url(&url),
-                problem: HttpProblem::NoAuthorizationServer,
+                problem: Box::new(HttpProblem::NoAuthorizationServer),
             });
         }
         return Ok(Some((url, metadata)));
@@ -270,10 +270,10 @@ async fn fetch_metadata_document(http: &OAuthHttp, url: &str) -> Result<AuthServ
         return Err(OAuthError::Http {
             what: WHAT,
             url: redact_url(url),
-            problem: HttpProblem::Status {
+            problem: Box::new(HttpProblem::Status {
                 status: reply.status,
                 excerpt: String::new(),
-            },
+            }),
         });
     }
     let metadata: AuthServerMetadata = reply.json(WHAT, url)?;
@@ -298,7 +298,7 @@ fn parse_issuer(issuer: &str) -> Result<Url, OAuthError> {
     let invalid = |problem: HttpProblem| OAuthError::Http {
         what: "the authorization server issuer",
         url: redact_url(issuer),
-        problem,
+        problem: Box::new(problem),
     };
     let url = Url::parse(issuer).map_err(|e| invalid(HttpProblem::NotAUrl(e)))?;
     if !matches!(url.scheme(), "http" | "https") || !url.has_host() {

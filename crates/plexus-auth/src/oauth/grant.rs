@@ -364,7 +364,7 @@ pub(crate) async fn request_token(http: &OAuthHttp, request: TokenRequest<'_>) -
     let bad = |problem: HttpProblem| OAuthError::Http {
         what: WHAT,
         url: endpoint.clone(),
-        problem,
+        problem: Box::new(problem),
     };
     let access_token = raw
         .access_token

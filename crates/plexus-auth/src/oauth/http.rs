@@ -39,10 +39,10 @@ impl Reply {
         serde_json::from_slice(&self.body).map_err(|source| OAuthError::Http {
             what,
             url: redact_url(url),
-            problem: HttpProblem::NotJson {
+            problem: Box::new(HttpProblem::NotJson {
                 excerpt: body_excerpt(&self.body),
                 source,
-            },
+            }),
         })
     }
 }
@@ -158,21 +158,21 @@ impl OAuthHttp {
         let failed = |problem: HttpProblem| OAuthError::Http {
             what,
             url: redact_url(url),
-            problem,
+            problem: Box::new(problem),
         };
         let exchange = async {
             let parsed = url::Url::parse(url).map_err(|e| failed(HttpProblem::NotAUrl(e)))?;
             let target = self
                 .client
                 .target(&parsed)
-                .map_err(|e| failed(HttpProblem::Request(e)))?;
+                .map_err(|e| failed(HttpProblem::Request(Box::new(e))))?;
             headers.insert(ACCEPT, JSON);
             let request = Request { method, headers, body };
             let mut response = self
                 .client
                 .send(&target, request)
                 .await
-                .map_err(|e| failed(HttpProblem::Request(e)))?;
+                .map_err(|e| failed(HttpProblem::Request(Box::new(e))))?;
             let status = response.status.as_u16();
             let location = response.header_str(LOCATION).map(str::to_owned);
             let dpop_nonce = response

@@ -168,7 +168,7 @@ fn authorization_url(
         .ok_or_else(|| OAuthError::Http {
             what: "the authorization endpoint",
             url: redact_url(endpoint),
-            problem: HttpProblem::NotHttp,
+            problem: Box::new(HttpProblem::NotHttp),
         })?;
     {
         let mut query = url.query_pairs_mut();

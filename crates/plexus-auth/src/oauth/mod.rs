@@ -70,7 +70,7 @@ mod user_agent;
 use std::time::Duration;
 
 pub use problem::{AssertionProblem, HttpProblem, ListenerProblem, ResponseRefusal, SettingsProblem};
-pub use provider::{LoggedIn, MAX_AUTHORIZATION_ATTEMPTS, OAuthProvider, REFRESH_MARGIN};
+pub use provider::{LoggedIn, MAX_AUTHORIZATION_ATTEMPTS, OAuthProvider, REFRESH_MARGIN, ServerOAuthError};
 pub use settings::{
     AssertionSource, CALLBACK_PORT_ENV, DEFAULT_LOGIN_TIMEOUT, DpopMode, ID_TOKEN_TYPE, IdentityProvider, OAuthGrant,
     OAuthSettings,
@@ -103,7 +103,7 @@ pub enum OAuthError {
         url: String,
         /// What went wrong.
         #[source]
-        problem: HttpProblem,
+        problem: Box<HttpProblem>,
     },
     /// The protected resource metadata names another resource than the server.
     #[error(
@@ -207,6 +207,15 @@ pub enum OAuthError {
     /// The user agent could not open the authorization URL.
     #[error(transparent)]
     UserAgent(#[from] UserAgentError),
+    /// The server refused a request with a status no login or refresh answers (a 403 other
+    /// than `insufficient_scope`).
+    #[error("the server refused the request with HTTP {status}{}", .code.as_ref().map(|c| format!(" ({c})")).unwrap_or_default())]
+    Forbidden {
+        /// The HTTP status.
+        status: u16,
+        /// The `error` of its Bearer challenge, when it gave one.
+        code: Option<String>,
+    },
     /// A login is needed and this provider has no user agent to run one.
     #[error("an OAuth login at {issuer} is needed; log in with `plexus login {server}`")]
     LoginRequired {

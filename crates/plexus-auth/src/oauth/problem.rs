@@ -191,7 +191,7 @@ pub enum HttpProblem {
     IssuerWithQuery,
     /// The request could not be made or sent.
     #[error("the request failed")]
-    Request(#[source] plexus_net::http::HttpError),
+    Request(#[source] Box<plexus_net::http::HttpError>),
     /// The answer's body is over the limit.
     #[error("the answer is larger than {max} bytes")]
     TooLarge {

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use plexus_net::challenge::{AuthChallenge, WwwAuthenticate, dpop_nonce, is_dpop_nonce_challenge};
 use plexus_net::redact::redact_url;
-use plexus_transport::{AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, Rejection, error_chain};
+use plexus_transport::{
+    AuthCause, AuthDecision, AuthFailure, AuthHeaders, AuthProvider, BoxFuture, Rejection, error_chain,
+};
 use tokio::sync::Mutex;
 use url::Url;
 
@@ -111,7 +113,27 @@ pub struct LoggedIn {
     pub scope: Option<String>,
 }
 
+/// An OAuth error of one server's provider, as a transport reports it: the cause of the
+/// `TransportError::NeedsAuth` or `TransportError::AuthFailed` a request fails with.
+#[derive(Debug, thiserror::Error)]
+#[error("server {server:?}")]
+pub struct ServerOAuthError {
+    /// The server, as the user names it.
+    pub server: String,
+    /// What failed.
+    #[source]
+    pub source: OAuthError,
+}
+
 impl OAuthProvider {
+    /// `error` as the cause a transport reports, naming this provider's server.
+    fn cause(&self, error: OAuthError) -> AuthCause {
+        Arc::new(ServerOAuthError {
+            server: self.server.clone(),
+            source: error,
+        })
+    }
+
     /// The provider of the server `server` at `url`, keeping tokens in `store`. Without
     /// [`with_user_agent`](Self::with_user_agent) it never starts a login.
     pub fn new(server: &str, url: &str, settings: OAuthSettings, store: TokenStore) -> Result<Self, OAuthError> {
@@ -230,9 +252,7 @@ impl OAuthProvider {
                 self.drop_tokens(&mut state).await;
                 Ok(Vec::new())
             }
-            Err(e) => Err(AuthFailure::Failed {
-                reason: format!("server {:?}: {}", self.server, error_chain(&e)),
-            }),
+            Err(e) => Err(AuthFailure::Failed { cause: self.cause(e) }),
         }
     }
 
@@ -268,26 +288,30 @@ impl OAuthProvider {
             401 => self.on_unauthorized(&mut state, challenge).await,
             403 if error == Some("insufficient_scope") => self.on_insufficient_scope(&mut state, challenge).await,
             status => {
-                let detail = error.map(|e| format!(" ({e})")).unwrap_or_default();
+                let refused = OAuthError::Forbidden {
+                    status,
+                    code: error.map(str::to_owned),
+                };
                 return AuthDecision::Fail {
-                    reason: format!("the server refused the request with HTTP {status}{detail}"),
+                    cause: self.cause(refused),
                 };
             }
         };
         match outcome {
             Ok(()) => AuthDecision::Retry,
             Err(e) => {
-                let reason = format!("server {:?}: {}", self.server, error_chain(&e));
-                if matches!(
+                let login_fixes = matches!(
                     e,
                     OAuthError::LoginRequired { .. }
                         | OAuthError::LoginTimedOut { .. }
                         | OAuthError::AuthorizationDenied { .. }
                         | OAuthError::UserAgent(_)
-                ) {
-                    AuthDecision::NeedsAuth { reason }
+                );
+                let cause = self.cause(e);
+                if login_fixes {
+                    AuthDecision::NeedsAuth { cause }
                 } else {
-                    AuthDecision::Fail { reason }
+                    AuthDecision::Fail { cause }
                 }
             }
         }

@@ -132,7 +132,7 @@ async fn register(
     let failed = |problem: HttpProblem| OAuthError::Http {
         what: WHAT,
         url: redact_url(endpoint),
-        problem,
+        problem: Box::new(problem),
     };
     if !reply.is_success() {
         let problem = match serde_json::from_slice::<RegistrationError>(&reply.body) {

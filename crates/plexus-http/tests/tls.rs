@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use common::guard;
 use common::mcp::{call, handshake, request, result_of, transport};
 use plexus_net::RemoteConfig as _;
+use plexus_net::tls::TlsEnvironment;
 use plexus_transport::{TransportSender, error_chain};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::{Value, json};
@@ -171,6 +172,42 @@ fn an_unusable_node_extra_ca_certs_fails_the_connect_naming_the_file() {
         "refused_for_a_bad_ca_file",
         &[("NODE_EXTRA_CA_CERTS", "/nonexistent/plexus-test-ca.pem")],
     );
+}
+
+#[tokio::test]
+async fn the_cert_file_of_a_hosts_own_environment_is_trusted() {
+    let server = serve_tls().await;
+    let environment = TlsEnvironment {
+        cert_file: Some(CA.into()),
+        ..TlsEnvironment::default()
+    };
+    let (sender, mut receiver, _info) = transport(&server.url, |c| c.tls_environment(environment));
+    handshake(&sender, &mut receiver).await;
+    sender.close().await.unwrap();
+}
+
+#[test]
+fn the_processs_cert_file_is_not_read_for_a_host_with_its_own_environment() {
+    run_child("the_hosts_environment_without_the_ca_refuses", &[("SSL_CERT_FILE", CA)]);
+}
+
+/// Run by the test above, with the process's `SSL_CERT_FILE` naming the test CA.
+#[tokio::test]
+#[ignore = "run by the_processs_cert_file_is_not_read_for_a_host_with_its_own_environment"]
+async fn the_hosts_environment_without_the_ca_refuses() {
+    let server = serve_tls().await;
+    let (sender, _receiver, _info) = transport(&server.url, |c| c.tls_environment(TlsEnvironment::default()));
+    let error = error_chain(&guard(sender.send(common::mcp::initialize(0))).await.unwrap_err());
+    assert_eq!(
+        error,
+        format!(
+            "POST {}: could not connect: TLS: invalid peer certificate: UnknownIssuer",
+            server.url
+        )
+    );
+    // The process's variable is what the platform verifier reads: without a host environment,
+    // the same server is trusted.
+    session_over_tls(None).await;
 }
 
 /// Run by the test above, with `NODE_EXTRA_CA_CERTS` naming a file that does not exist.

@@ -43,6 +43,8 @@ mod setters;
 pub mod sse;
 mod target;
 pub mod tls;
+#[cfg(all(unix, not(target_vendor = "apple"), not(target_os = "android")))]
+mod tls_roots;
 
 pub use credentials::{Credentials, StaticHeaders, rejection_of};
 pub use remote::{DEFAULT_CONNECT_TIMEOUT, RemoteConfig, RemoteEndpoint};

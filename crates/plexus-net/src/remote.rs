@@ -12,7 +12,7 @@ use plexus_transport::AuthProvider;
 
 use crate::http::ProxyChoice;
 use crate::redact::{RedactedHeaders, redact_url};
-use crate::tls::{ClientIdentity, TlsOptions};
+use crate::tls::{ClientIdentity, TlsEnvironment, TlsOptions};
 
 /// The default bound on opening a connection to a remote server (TCP, a proxy's tunnel, TLS,
 /// and for WebSocket the upgrade): 30 s.
@@ -183,6 +183,14 @@ pub trait RemoteConfig: Sized {
     #[must_use]
     fn ca(mut self, ca: Option<PathBuf>) -> Self {
         self.endpoint_mut().tls.ca = ca;
+        self
+    }
+
+    /// Takes what trust the environment says (`NODE_EXTRA_CA_CERTS`, `SSL_CERT_FILE`,
+    /// `SSL_CERT_DIR`) from a host's own environment instead of the process's.
+    #[must_use]
+    fn tls_environment(mut self, environment: TlsEnvironment) -> Self {
+        self.endpoint_mut().tls.environment = Some(environment);
         self
     }
 

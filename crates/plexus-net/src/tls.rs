@@ -5,10 +5,18 @@
 //! `NODE_EXTRA_CA_CERTS` names: many users of Node-based MCP clients set it for a corporate CA,
 //! and plexus works where those clients do. A server's entry may add its own CA file (`ca`) and
 //! a client certificate with its key (`clientCert`, `clientKey`: mutual TLS).
+//!
+//! A host with an environment of its own (not the process's) gives it as a [`TlsEnvironment`]:
+//! its `NODE_EXTRA_CA_CERTS`, and on Linux and the other Unix systems whose verifier reads them,
+//! its `SSL_CERT_FILE` and `SSL_CERT_DIR` (there the roots are loaded as the platform verifier
+//! loads them, with `rustls-native-certs`, from the host's paths or else the system's usual
+//! locations, and checked by rustls's WebPKI verifier, which is what the platform verifier
+//! does there).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
+use rustls::client::danger::ServerCertVerifier;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls_platform_verifier::Verifier;
@@ -60,6 +68,19 @@ pub enum TlsError {
         #[source]
         source: Option<FileCause>,
     },
+    /// No root certificate was found: not in the host's `SSL_CERT_FILE` / `SSL_CERT_DIR` when
+    /// `named`, else not in the system's usual locations.
+    #[error(
+        "could not set up TLS: no CA certificates were found {}",
+        if *.named { "in SSL_CERT_FILE or SSL_CERT_DIR" } else { "in the system's usual locations" }
+    )]
+    NoRoots {
+        /// Whether the host's environment named where to look.
+        named: bool,
+    },
+    /// rustls refused the verifier built for a host's own roots.
+    #[error("could not set up TLS: the certificate verifier could not be built")]
+    Verifier(#[source] Arc<rustls::client::VerifierBuilderError>),
     /// A file of extra CA certificates is unusable.
     #[error("could not set up TLS: the CA file {} ({origin}) {problem}", path.display())]
     CaFile {
@@ -120,26 +141,55 @@ pub struct TlsOptions {
     pub ca: Option<PathBuf>,
     /// The client certificate to present, if the server asks for one.
     pub client_identity: Option<ClientIdentity>,
-    /// The extra CA file of a host's own environment (its `NODE_EXTRA_CA_CERTS`); `None`: the
-    /// process's variable.
-    pub environment_ca: Option<EnvironmentCa>,
+    /// What a host's own environment says of trust; `None`: the process's variables.
+    pub environment: Option<TlsEnvironment>,
 }
 
-/// What a host's environment says of extra CA certificates (`NODE_EXTRA_CA_CERTS`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum EnvironmentCa {
-    /// The variable names this file.
-    File(PathBuf),
-    /// The variable is not set (or empty).
-    Unset,
+/// The environment variable naming a PEM file of roots used instead of the system's (Unix).
+pub const CERT_FILE_VAR: &str = "SSL_CERT_FILE";
+
+/// The environment variable naming directories of roots used instead of the system's (Unix;
+/// separated by `:`).
+pub const CERT_DIR_VAR: &str = "SSL_CERT_DIR";
+
+/// What a host's own environment says of trust: its `NODE_EXTRA_CA_CERTS`, `SSL_CERT_FILE` and
+/// `SSL_CERT_DIR` (each unset when empty).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct TlsEnvironment {
+    /// `NODE_EXTRA_CA_CERTS`: CA certificates trusted besides the roots.
+    pub extra_ca: Option<PathBuf>,
+    /// `SSL_CERT_FILE`: roots used instead of the system's.
+    pub cert_file: Option<PathBuf>,
+    /// `SSL_CERT_DIR`: directories of roots used instead of the system's.
+    pub cert_dirs: Vec<PathBuf>,
 }
 
-impl EnvironmentCa {
-    /// What `value`, the variable's value if set, says.
-    pub fn from_value(value: Option<&str>) -> EnvironmentCa {
-        match value.filter(|path| !path.is_empty()) {
-            Some(path) => EnvironmentCa::File(PathBuf::from(path)),
-            None => EnvironmentCa::Unset,
+impl TlsEnvironment {
+    /// What the environment `get` looks variables up in says.
+    ///
+    /// ```
+    /// use plexus_net::tls::TlsEnvironment;
+    ///
+    /// let env = TlsEnvironment::from_lookup(|name| match name {
+    ///     "SSL_CERT_DIR" => Some("/etc/a::/etc/b".to_owned()),
+    ///     "NODE_EXTRA_CA_CERTS" => Some(String::new()),
+    ///     _ => None,
+    /// });
+    /// assert_eq!(env.cert_dirs, ["/etc/a", "/etc/b"].map(std::path::PathBuf::from));
+    /// assert_eq!((env.extra_ca, env.cert_file), (None, None));
+    /// ```
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> TlsEnvironment {
+        let path = |name: &str| get(name).filter(|value| !value.is_empty()).map(PathBuf::from);
+        TlsEnvironment {
+            extra_ca: path(EXTRA_CA_CERTS_VAR),
+            cert_file: path(CERT_FILE_VAR),
+            cert_dirs: get(CERT_DIR_VAR)
+                .map(|dirs| {
+                    std::env::split_paths(&dirs)
+                        .filter(|dir| !dir.as_os_str().is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
         }
     }
 }
@@ -157,7 +207,7 @@ impl TlsOptions {
     /// No options: the platform's roots and the process's `NODE_EXTRA_CA_CERTS` only, no client
     /// certificate.
     pub fn is_default(&self) -> bool {
-        self.ca.is_none() && self.client_identity.is_none() && self.environment_ca.is_none()
+        self.ca.is_none() && self.client_identity.is_none() && self.environment.is_none()
     }
 }
 
@@ -175,7 +225,7 @@ pub fn client_config(alpn: Alpn) -> Result<Arc<ClientConfig>, TlsError> {
     if let Some(config) = cell.get() {
         return Ok(Arc::clone(config));
     }
-    let config = build(alpn, environment_roots()?, None)?;
+    let config = build(alpn, environment_roots()?, None, None)?;
     Ok(Arc::clone(cell.get_or_init(|| config)))
 }
 
@@ -197,16 +247,16 @@ pub fn server_config(alpn: Alpn, options: &TlsOptions) -> Result<Arc<ClientConfi
     if let Some(config) = built {
         return Ok(config);
     }
-    let mut roots = match &options.environment_ca {
+    let mut roots = match options.environment.as_ref().map(|env| env.extra_ca.as_ref()) {
         None => environment_roots()?,
-        Some(EnvironmentCa::File(path)) => read_ca_file(path, EXTRA_CA_CERTS_VAR)?,
-        Some(EnvironmentCa::Unset) => Vec::new(),
+        Some(Some(path)) => read_ca_file(path, EXTRA_CA_CERTS_VAR)?,
+        Some(None) => Vec::new(),
     };
     if let Some(ca) = &options.ca {
         roots.extend(read_ca_file(ca, "the entry's `ca`")?);
     }
     let identity = options.client_identity.as_ref().map(read_identity).transpose()?;
-    let config = build(alpn, roots, identity)?;
+    let config = build(alpn, roots, identity, options.environment.as_ref())?;
     BUILT
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
@@ -259,16 +309,22 @@ fn build(
     alpn: Alpn,
     extra: Vec<CertificateDer<'static>>,
     identity: Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>,
+    environment: Option<&TlsEnvironment>,
 ) -> Result<Arc<ClientConfig>, TlsError> {
     let setup = TlsError::Setup;
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let verifier = Verifier::new_with_extra_roots(extra, Arc::clone(&provider)).map_err(setup)?;
+    let verifier: Arc<dyn ServerCertVerifier> = match environment {
+        #[cfg(all(unix, not(target_vendor = "apple"), not(target_os = "android")))]
+        Some(environment) => crate::tls_roots::verifier(environment, extra, Arc::clone(&provider))?,
+        _ => Arc::new(Verifier::new_with_extra_roots(extra, Arc::clone(&provider)).map_err(setup)?),
+    };
     let builder = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(setup)?
-        // The platform's verifier with more roots: the way rustls-platform-verifier documents.
+        // The platform's verifier (or, for a host's own environment, the one it is on this
+        // system) with more roots: the way rustls-platform-verifier documents.
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(verifier));
+        .with_custom_certificate_verifier(verifier);
     let mut config = match identity {
         None => builder.with_no_client_auth(),
         Some((chain, key)) => builder

@@ -221,12 +221,13 @@ pub(crate) struct Limits {
 }
 
 /// What the connector's environment says of the network: its proxy variables and its
-/// `NODE_EXTRA_CA_CERTS` (the Hub's environment, not necessarily the process's).
+/// `NODE_EXTRA_CA_CERTS`, `SSL_CERT_FILE` and `SSL_CERT_DIR` (the Hub's environment, not
+/// necessarily the process's).
 #[derive(Debug, Clone, Default)]
 #[cfg_attr(not(any(feature = "http", feature = "sse", feature = "ws")), allow(dead_code))]
 pub(crate) struct NetworkEnv {
     pub(crate) proxy: plexus_net::http::ProxyVariables,
-    pub(crate) ca: Option<plexus_net::tls::EnvironmentCa>,
+    pub(crate) tls: Option<plexus_net::tls::TlsEnvironment>,
 }
 
 impl NetworkEnv {
@@ -234,9 +235,7 @@ impl NetworkEnv {
     pub(crate) fn of(env: &plexus_config::Environment) -> NetworkEnv {
         NetworkEnv {
             proxy: plexus_net::http::ProxyVariables::from_lookup(|name| env.get(name)),
-            ca: Some(plexus_net::tls::EnvironmentCa::from_value(
-                env.get(plexus_net::tls::EXTRA_CA_CERTS_VAR).as_deref(),
-            )),
+            tls: Some(plexus_net::tls::TlsEnvironment::from_lookup(|name| env.get(name))),
         }
     }
 }
@@ -398,7 +397,7 @@ impl Remote {
                         cert: identity.cert.clone(),
                         key: identity.key.clone(),
                     }),
-                environment_ca: env.ca.clone(),
+                environment: env.tls.clone(),
             },
             proxy: match &network.proxy {
                 None => ProxyChoice::Variables(env.proxy.clone()),

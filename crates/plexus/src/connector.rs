@@ -505,7 +505,7 @@ fn oauth_settings(
     // The authorization server is reached as the connector's environment says.
     let network = crate::connect::NetworkEnv::of(env);
     settings.proxy = plexus_net::http::ProxyChoice::Variables(network.proxy);
-    settings.tls.environment_ca = network.ca;
+    settings.tls.environment = network.tls;
     settings.with_callback_port_var(env.get(CALLBACK_PORT_ENV).as_deref())
 }
 

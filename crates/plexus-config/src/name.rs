@@ -14,6 +14,7 @@ pub struct ServerName(String);
 
 /// Why a string is not a valid [`ServerName`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum InvalidServerName {
     /// The name is the empty string.
     #[error("invalid server name: it is empty; use 1 to 64 characters from A-Z, a-z, 0-9, \"_\" and \"-\"")]

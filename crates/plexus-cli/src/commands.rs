@@ -181,9 +181,12 @@ pub(crate) fn select<'a>(configured: &'a Configured, only: Option<&str>) -> Resu
 pub(crate) fn report_unusable(hub: &Hub) {
     for (_, state) in hub.pool().states() {
         if matches!(state.status, ServerStatus::Failed | ServerStatus::NeedsAuth)
-            && let Some(error) = &state.error
+            && let Some(failure) = &state.error
         {
-            crate::terminal::say(format_args!("{error}"));
+            match failure.error() {
+                Some(error) => crate::terminal::say_error(&**error),
+                None => crate::terminal::say(format_args!("{failure}")),
+            }
         }
     }
 }

@@ -299,7 +299,13 @@ fn a_failing_server_does_not_hide_the_others_tools_and_exits_3() {
     assert_eq!(tools.len(), 20);
     assert!(tools.iter().all(|t| t["server"] == "demo"));
     let errors = stderr(&output);
-    assert!(errors.contains("plexus: server \"broken\": the connection is closed: the server exited with status 5\n--- last stderr output of the server ---\n"), "{errors}");
+    assert!(
+        errors.contains(
+            "plexus: error: server \"broken\"\n  caused by: the connection is closed: the server exited with status \
+             5\n--- last stderr output of the server ---\n"
+        ),
+        "{errors}"
+    );
 }
 
 #[test]

@@ -220,7 +220,7 @@ fn arguments_come_from_arg_flags_and_servers_from_the_command_line() {
     assert!(
         refused
             .stderr
-            .contains("POST http://127.0.0.1:1/mcp: could not connect"),
+            .contains("plexus: error: server \"adhoc\"\n  caused by: POST http://127.0.0.1:1/mcp\n  caused by: could not connect\n"),
         "{refused:?}"
     );
 }

@@ -41,10 +41,10 @@ impl Outcome {
         Outcome::Passed { note: None }
     }
 
-    fn from_result<E: Display>(result: Result<(), E>) -> Self {
+    fn from_result<E: std::error::Error>(result: Result<(), E>) -> Self {
         match result {
             Ok(()) => Outcome::passed(),
-            Err(e) => Outcome::Failed(e.to_string()),
+            Err(e) => Outcome::Failed(plexus_jsonrpc::error_chain(&e)),
         }
     }
 
@@ -195,7 +195,7 @@ fn check_layers(root: &Path) -> Outcome {
     cmd::echo(&command);
     let captured = match cmd::run_captured(&mut command) {
         Ok(captured) => captured,
-        Err(e) => return Outcome::Failed(e.to_string()),
+        Err(e) => return Outcome::Failed(plexus_jsonrpc::error_chain(&e)),
     };
     print!("{}", captured.stdout);
     eprint!("{}", captured.stderr);
@@ -211,7 +211,7 @@ fn check_layers(root: &Path) -> Outcome {
 /// `cargo deny check bans licenses sources`, plus `advisories` when asked for.
 fn deny(root: &Path, with_advisories: bool) -> Outcome {
     if let Err(e) = cmd::ensure_cargo_subcommand("deny", "cargo-deny") {
-        return Outcome::Failed(e.to_string());
+        return Outcome::Failed(plexus_jsonrpc::error_chain(&e));
     }
     let mut args = vec!["deny", "check", "bans", "licenses", "sources"];
     let note = if with_advisories {
@@ -228,7 +228,7 @@ fn deny(root: &Path, with_advisories: bool) -> Outcome {
     command.current_dir(root);
     match cmd::run_streaming(&mut command) {
         Ok(()) => Outcome::Passed { note },
-        Err(e) => Outcome::Failed(e.to_string()),
+        Err(e) => Outcome::Failed(plexus_jsonrpc::error_chain(&e)),
     }
 }
 
@@ -249,7 +249,11 @@ fn fuzz_smoke(ci: &mut Ci, seconds: u64) {
                 });
             }
         }
-        Err(e) => ci.record(name.to_owned(), Outcome::Failed(e.to_string()), started.elapsed()),
+        Err(e) => ci.record(
+            name.to_owned(),
+            Outcome::Failed(plexus_jsonrpc::error_chain(&e)),
+            started.elapsed(),
+        ),
     }
 }
 

@@ -11,7 +11,7 @@ use std::process::{Command, ExitStatus, Stdio};
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum CommandError {
     /// The program could not be started (not installed, not executable, bad working directory).
-    #[error("could not start `{command}`: {source}")]
+    #[error("could not start `{command}`")]
     Spawn {
         /// The command line.
         command: String,
@@ -191,7 +191,7 @@ mod tests {
     fn run_streaming_names_a_program_that_cannot_start() {
         let _lock = crate::process_test_lock();
         let err = run_streaming(&mut Command::new("/nonexistent/plexus-xtask-test")).unwrap_err();
-        let text = err.to_string();
+        let text = plexus_jsonrpc::error_chain(&err);
         assert!(text.starts_with("could not start `plexus-xtask-test`: "), "{text}");
         assert!(matches!(err, CommandError::Spawn { source, .. } if source.kind() == io::ErrorKind::NotFound));
     }

@@ -130,7 +130,7 @@ pub(crate) enum ConformanceError {
     #[error(transparent)]
     Peers(#[from] PeersError),
     /// A results or log file or directory could not be read or written.
-    #[error("{}: {source}", .path.display())]
+    #[error("{}", .path.display())]
     Io {
         /// The file or directory.
         path: PathBuf,

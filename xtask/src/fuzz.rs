@@ -58,7 +58,7 @@ pub(crate) enum FuzzError {
         known: Vec<String>,
     },
     /// Preparing the scratch corpus failed.
-    #[error("could not prepare the scratch corpus {path}: {source}")]
+    #[error("could not prepare the scratch corpus {path}")]
     Corpus {
         /// The file or directory involved.
         path: PathBuf,
@@ -79,7 +79,7 @@ pub(crate) enum FuzzError {
         artifacts: Vec<PathBuf>,
     },
     /// More than one target failed (when running all of them).
-    #[error("{} of {total} fuzz targets failed:\n{}", failures.len(), failures.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"))]
+    #[error("{} of {total} fuzz targets failed:\n{}", failures.len(), failures.iter().map(|e| format!("  - {}", plexus_jsonrpc::error_chain(e))).collect::<Vec<_>>().join("\n"))]
     Several {
         /// How many targets ran.
         total: usize,

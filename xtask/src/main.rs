@@ -62,12 +62,12 @@ enum Task {
     Conformance(conformance::ConformanceArgs),
 }
 
-/// Prints a task's error; true when it succeeded.
-fn report<E: std::fmt::Display>(result: Result<(), E>) -> bool {
+/// Prints a task's error with its causes; true when it succeeded.
+fn report<E: std::error::Error>(result: Result<(), E>) -> bool {
     match result {
         Ok(()) => true,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", plexus_jsonrpc::error_chain(&e));
             false
         }
     }

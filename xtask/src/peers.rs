@@ -172,7 +172,7 @@ pub(crate) enum PeersError {
         limit: Duration,
     },
     /// A file or directory could not be read or written.
-    #[error("{}: {source}", .path.display())]
+    #[error("{}", .path.display())]
     Io {
         /// The file or directory.
         path: PathBuf,
@@ -596,7 +596,8 @@ mod tests {
     fn a_program_that_cannot_start_is_named() {
         let _lock = crate::process_test_lock();
         let err = run_bounded(&mut Command::new("/nonexistent/plexus-peer"), Duration::from_secs(5)).unwrap_err();
-        assert!(err.to_string().starts_with("could not start `plexus-peer`: "), "{err}");
+        let text = plexus_jsonrpc::error_chain(&err);
+        assert!(text.starts_with("could not start `plexus-peer`: "), "{text}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The command line: subcommands and the options of each mode.
 
+use crate::era::{EraSupport, MODERN_PROTOCOL_VERSION, ProbeAnswer};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -150,6 +151,22 @@ pub struct ServerOptions {
     /// of it is answered with -32601, as the spec says for a call made without a task.
     #[arg(long)]
     pub task_required_tool: bool,
+    /// Which protocol eras to speak: `dual` (a connection's first request decides: the envelope
+    /// of the stateless revision makes it modern), `legacy` (the `initialize` era only) or
+    /// `modern` (the stateless revision only).
+    #[arg(long, value_enum, default_value_t = EraSupport::Dual)]
+    pub era: EraSupport,
+    /// How a legacy-only server (`--era legacy`) answers a `server/discover` probe.
+    #[arg(long, value_enum, default_value_t = ProbeAnswer::MethodNotFound)]
+    pub probe_answer: ProbeAnswer,
+    /// The stateless revision served: a request asking for another is answered with -32022.
+    #[arg(long, value_name = "VERSION", default_value = MODERN_PROTOCOL_VERSION)]
+    pub modern_version: String,
+    /// Fault: answer the first modern request with -32022 although it asks for the version
+    /// served (a client must retry with a version from the error's list, as the conformance
+    /// suite's request-metadata scenario checks).
+    #[arg(long)]
+    pub reject_first_modern_request: bool,
 }
 
 /// `METHOD=MS`.
@@ -184,6 +201,10 @@ impl Default for ServerOptions {
             delays: Vec::new(),
             named_tools: Vec::new(),
             task_required_tool: false,
+            era: EraSupport::Dual,
+            probe_answer: ProbeAnswer::MethodNotFound,
+            modern_version: MODERN_PROTOCOL_VERSION.to_owned(),
+            reject_first_modern_request: false,
         }
     }
 }

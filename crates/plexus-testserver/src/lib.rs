@@ -247,6 +247,7 @@ mod catalog;
 mod certs;
 pub mod child_test;
 mod cli;
+mod era;
 mod events;
 mod faults;
 #[cfg(feature = "remote")]
@@ -263,6 +264,7 @@ mod tools;
 #[cfg(feature = "remote")]
 pub use certs::{CertificateError, TestCertificates};
 pub use cli::{Cli, Command, ProcessOptions, ServerOptions, StdioOptions, run};
+pub use era::{EraSupport, MODERN_PROTOCOL_VERSION, ProbeAnswer};
 pub use events::EventLogFile;
 #[cfg(feature = "remote")]
 pub use oauth::{

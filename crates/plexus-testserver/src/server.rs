@@ -23,6 +23,7 @@ use tokio::task::AbortHandle;
 
 use crate::ServerOptions;
 use crate::catalog::{self, CompletionRef};
+use crate::era::{self, EraOptions, Routing, SessionEra};
 use crate::events::EventLog;
 use crate::faults::GARBAGE_LINE;
 
@@ -77,6 +78,8 @@ pub(crate) use plexus_protocol::LoggingLevel as LogLevel;
 #[derive(Debug)]
 pub(crate) struct Server {
     pub(crate) options: ServerOptions,
+    /// Which eras it speaks, and how.
+    pub(crate) era: EraOptions,
     pub(crate) events: Arc<EventLog>,
     builtin_tools: Vec<Value>,
     resources: Vec<Value>,
@@ -94,8 +97,15 @@ impl Server {
         if options.task_required_tool {
             builtin_tools.push(catalog::task_required_tool());
         }
+        let era = EraOptions {
+            support: options.era,
+            probe_answer: options.probe_answer,
+            modern_version: options.modern_version.clone(),
+            reject_first_modern: options.reject_first_modern_request,
+        };
         Server {
             options,
+            era,
             events,
             builtin_tools,
             resources: catalog::resources(),
@@ -124,6 +134,10 @@ pub(crate) struct SessionState {
     pub(crate) dynamic_tools: Vec<Value>,
     /// The -32042 answers `url-elicit` gave in a row.
     pub(crate) url_elicitations: u32,
+    /// The era the session's first request decided.
+    pub(crate) era: Option<SessionEra>,
+    /// A modern request was rejected under `--reject-first-modern-request`.
+    pub(crate) rejected_modern: bool,
 }
 
 /// A client response to a server-to-client request.
@@ -223,6 +237,27 @@ pub(crate) fn frame_error_line(error: &FrameError) -> Vec<u8> {
 fn raw_to_value(raw: Option<&RawValue>) -> Value {
     raw.and_then(|raw| serde_json::from_str(raw.get()).ok())
         .unwrap_or(Value::Null)
+}
+
+/// What the server offers, in its initialize and `server/discover` results.
+fn capabilities() -> Value {
+    json!({
+        "tools": {"listChanged": true},
+        "resources": {"subscribe": true, "listChanged": true},
+        "prompts": {"listChanged": true},
+        "logging": {},
+        "completions": {},
+    })
+}
+
+/// The caching fields a modern result of `method` carries (none but for lists and reads).
+fn cache_fields(method: &str) -> &'static str {
+    match method {
+        "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" | "resources/read" => {
+            r#""ttlMs":0,"cacheScope":"public""#
+        }
+        _ => "",
+    }
 }
 
 /// An empty result (`{}`).
@@ -358,8 +393,26 @@ impl Session {
         }
         let params = request.params.as_deref().map_or("{}", RawValue::get);
         let method = &*request.method;
+        let modern = match self.route(method, params) {
+            Routing::Legacy => false,
+            Routing::Modern => true,
+            Routing::Answer(outcome) => return self.respond(request.id, outcome, out),
+            Routing::Ignore => return,
+            Routing::Exit => {
+                return out.push(Output::Exit {
+                    code: 1,
+                    reason: "exiting on a server/discover probe as asked (--probe-answer exit)".to_owned(),
+                });
+            }
+        };
         let outcome = match method {
             "tools/call" => return self.call_tool(request.id, params, out),
+            "server/discover" if modern => {
+                raw(&self
+                    .server
+                    .era
+                    .discover(&capabilities(), &self.server_info(), catalog::INSTRUCTIONS))
+            }
             "initialize" => self.initialize(params, out),
             "ping" => empty(),
             "tools/list" => self.list_tools(params),
@@ -376,6 +429,12 @@ impl Session {
                 ErrorCode::METHOD_NOT_FOUND,
                 format!("method not found: {other}"),
             )),
+        };
+        let outcome = match outcome {
+            Ok(result) if modern && !cache_fields(method).is_empty() => {
+                Ok(era::prepend_fields(&result, cache_fields(method)))
+            }
+            other => other,
         };
         match self.options().delays.iter().find(|(delayed, _)| delayed == method) {
             Some(&(_, ms)) => self.respond_later(request.id, outcome, Duration::from_millis(ms)),
@@ -394,6 +453,16 @@ impl Session {
                 session.emit(output).await;
             }
         }));
+    }
+
+    /// How to treat a request of `method` with `params`, deciding the session's era if this is
+    /// its first request.
+    fn route(&self, method: &str, params: &str) -> Routing {
+        let mut state = lock(&self.state);
+        let SessionState {
+            era, rejected_modern, ..
+        } = &mut *state;
+        self.server.era.route(era, rejected_modern, method, params)
     }
 
     fn handle_notification(&self, notification: &Notification) {
@@ -431,6 +500,12 @@ impl Session {
 
     /// Queues `outcome` as the response to `id` (after a garbage line with `--garbage-line`).
     pub(crate) fn respond(&self, id: RequestId, outcome: Result<Box<RawValue>, ErrorObject>, out: &mut Vec<Output>) {
+        let outcome = match outcome {
+            Ok(result) if lock(&self.state).era == Some(SessionEra::Modern) => {
+                Ok(era::prepend_fields(&result, era::COMPLETE))
+            }
+            other => other,
+        };
         if self.options().garbage_line {
             out.push(Output::Raw(GARBAGE_LINE.to_vec()));
         }
@@ -563,13 +638,7 @@ impl Session {
         }
         raw(&json!({
             "protocolVersion": version,
-            "capabilities": {
-                "tools": {"listChanged": true},
-                "resources": {"subscribe": true, "listChanged": true},
-                "prompts": {"listChanged": true},
-                "logging": {},
-                "completions": {},
-            },
+            "capabilities": capabilities(),
             "serverInfo": self.server_info(),
             "instructions": catalog::INSTRUCTIONS,
         }))

@@ -62,6 +62,7 @@ mod common;
 mod completion;
 mod content;
 mod elicitation;
+pub mod http_headers;
 mod initialize;
 mod logging;
 pub mod messages;

@@ -49,7 +49,8 @@
 //!
 //! Dependencies: `plexus-jsonrpc` for [`RequestId`](plexus_jsonrpc::RequestId) (in
 //! `notifications/cancelled`); `indexmap` so that a form-mode elicitation's fields keep the order
-//! the server listed them in (a person is asked them in that order). The tests validate what the client sends against each revision's
+//! the server listed them in (a person is asked them in that order); `base64` for the
+//! `=?base64?…?=` values of the 2026-07-28 revision's HTTP headers ([`http_headers`]). The tests validate what the client sends against each revision's
 //! published JSON Schema with `jsonschema` (a dev-dependency, default features off so that it never
 //! fetches anything over the network).
 #![forbid(unsafe_code)]

@@ -37,15 +37,24 @@
 //! assert_eq!(block.tag(), "hologram");
 //! ```
 //!
-//! The types follow the MCP schema (2025-11-25 and the revisions before it) field for field, camelCase
+//! The types follow the MCP schema (2026-07-28 and the revisions before it) field for field, camelCase
 //! on the wire. Every object keeps the fields this crate does not know in `extra` and its `_meta` in
 //! `meta`, so a message decoded and encoded again is the message that arrived; tagged unions
 //! ([`ContentBlock`], [`SamplingContentBlock`], [`ElicitRequestParams`], ...) keep blocks of a kind
 //! they do not know as `Unknown`, so a newer server never makes decoding fail. Tagged unions are
 //! decoded by reading their tag, never by trying one type after another.
 //!
-//! [`version`] holds the protocol revisions, what each one has, and the negotiation rule; [`methods`]
-//! the method names; [`messages`] ties each method to its params and result types.
+//! [`version`] holds the protocol revisions, their [`Era`], what each one has, and the negotiation
+//! rules; [`methods`] the method names; [`messages`] ties each method to its params and result types.
+//!
+//! The stateless era (2026-07-28) adds: the per-request `_meta` envelope ([`envelope`],
+//! [`RequestEnvelope`]); `server/discover` ([`DiscoverResult`]); multi-round-trip requests
+//! ([`ResultType`], [`InputRequiredResult`], [`InputRequest`], [`InputResponse`],
+//! [`ResultOrInputRequired`], and `inputResponses`/`requestState` on the params of `tools/call`,
+//! `prompts/get` and `resources/read`); `subscriptions/listen` ([`SubscriptionFilter`] and its
+//! params and result); caching hints (`ttlMs`, [`CacheScope`]) on the list results, `resources/read`
+//! and `server/discover`; and its error codes with their data ([`errors`]). The new fields are
+//! optional and not written when absent, so an initialize-era message encodes exactly as before.
 //!
 //! Dependencies: `plexus-jsonrpc` for [`RequestId`](plexus_jsonrpc::RequestId) (in
 //! `notifications/cancelled`); `indexmap` so that a form-mode elicitation's fields keep the order
@@ -58,26 +67,34 @@
 #[macro_use]
 mod macros;
 
+mod caching;
 mod capabilities;
 mod common;
 mod completion;
 mod content;
+mod discover;
 mod elicitation;
+pub mod envelope;
+pub mod errors;
 pub mod http_headers;
 mod initialize;
 mod logging;
 pub mod messages;
 pub mod methods;
+mod mrtr;
 mod notifications;
 mod number;
 mod prompts;
 mod resources;
 mod roots;
 mod sampling;
+mod subscriptions;
 mod tagged;
 mod tasks;
 mod tools;
 pub mod version;
+
+pub use caching::{CacheScope, effective_ttl_ms};
 
 pub use capabilities::{
     ClientCapabilities, ClientTaskRequests, ClientTasksCapability, ElicitationCapability, ElicitationTaskRequests,
@@ -96,6 +113,7 @@ pub use content::{
     AudioContent, ContentBlock, EmbeddedResource, ImageContent, MediaContent, SamplingContentBlock, TextContent,
     ToolResultContent, ToolUseContent,
 };
+pub use discover::{DiscoverRequestParams, DiscoverResult};
 pub use elicitation::{
     AnswerError, BooleanSchema, ElicitAction, ElicitRequestFormParams, ElicitRequestParams, ElicitRequestUrlParams,
     ElicitResult, ElicitValue, ElicitationCompleteNotificationParams, LegacyTitledEnumSchema, NumberSchema, NumberType,
@@ -103,8 +121,14 @@ pub use elicitation::{
     TitledMultiSelectEnumSchema, TitledSingleSelectEnumSchema, UntitledEnumItems, UntitledMultiSelectEnumSchema,
     UntitledSingleSelectEnumSchema, UrlElicitationRequiredErrorData,
 };
+pub use envelope::{EnvelopeError, RequestEnvelope};
+pub use errors::{ErrorDataError, MissingCapabilityData, UnsupportedVersionData};
 pub use initialize::{InitializeRequestParams, InitializeResult};
 pub use logging::{LoggingLevel, LoggingMessageNotificationParams, ParseLoggingLevelError, SetLevelRequestParams};
+pub use mrtr::{
+    ElicitInputRequest, InputRequest, InputRequests, InputRequiredResult, InputResponse, InputResponseParams,
+    InputResponses, ResultOrInputRequired, ResultType, ResultTypeError, RootsInputRequest, SamplingInputRequest,
+};
 pub use notifications::{CancelledNotificationParams, ProgressNotificationParams};
 pub use prompts::{GetPromptRequestParams, GetPromptResult, ListPromptsResult, Prompt, PromptArgument, PromptMessage};
 pub use resources::{
@@ -117,6 +141,10 @@ pub use sampling::{
     CreateMessageRequestParams, CreateMessageResult, IncludeContext, ModelHint, ModelPreferences, SamplingContent,
     SamplingMessage, StopReason, ToolChoice, ToolChoiceMode,
 };
+pub use subscriptions::{
+    SubscriptionFilter, SubscriptionsAcknowledgedNotificationParams, SubscriptionsListenRequestParams,
+    SubscriptionsListenResult,
+};
 pub use tasks::{
     CancelTaskResult, CreateTaskResult, GetTaskResult, ListTasksResult, Task, TaskMetadata, TaskRequestParams,
     TaskStatus, TaskStatusNotificationParams,
@@ -124,7 +152,7 @@ pub use tasks::{
 pub use tools::{
     CallToolRequestParams, CallToolResult, ListToolsResult, TaskSupport, Tool, ToolAnnotations, ToolExecution,
 };
-pub use version::{NegotiationError, ParseVersionError, ProtocolVersion};
+pub use version::{Era, NegotiationError, ParseVersionError, ProtocolVersion};
 
 /// A JSON object: the type of `_meta`, of `extra` (unknown fields), of schemas and of tool arguments.
 pub type JsonObject = serde_json::Map<String, serde_json::Value>;

@@ -140,9 +140,24 @@ macro_rules! tagged_enum {
 }
 
 /// One page of a paginated list result (`tools/list`, `resources/list`, …): the items under
-/// their own key, `nextCursor`, `_meta`, and unknown fields kept verbatim.
+/// their own key, `nextCursor`, `_meta`, and unknown fields kept verbatim. With `cacheable`, also the
+/// stateless era's caching hints `ttlMs` and `cacheScope` (optional, not written when absent).
 macro_rules! paginated_result {
+    (cacheable $(#[$attr:meta])* $name:ident, $(#[$field_attr:meta])* $field:ident: $item:ty) => {
+        paginated_result!(@struct $(#[$attr])* $name, $(#[$field_attr])* $field: $item;
+            /// How long this page stays fresh, in milliseconds (2026-07-28); read it through the
+            /// `ttl_ms()` method, which treats an absent or negative value as 0.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub ttl_ms: Option<i64>,
+            /// Who may reuse this page from a cache (2026-07-28).
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub cache_scope: Option<$crate::CacheScope>,
+        );
+    };
     ($(#[$attr:meta])* $name:ident, $(#[$field_attr:meta])* $field:ident: $item:ty) => {
+        paginated_result!(@struct $(#[$attr])* $name, $(#[$field_attr])* $field: $item;);
+    };
+    (@struct $(#[$attr:meta])* $name:ident, $(#[$field_attr:meta])* $field:ident: $item:ty; $($more:tt)*) => {
         $(#[$attr])*
         #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
         #[serde(rename_all = "camelCase")]
@@ -152,6 +167,7 @@ macro_rules! paginated_result {
             /// The cursor of the next page; absent on the last page.
             #[serde(skip_serializing_if = "Option::is_none")]
             pub next_cursor: Option<String>,
+            $($more)*
             /// Metadata, kept verbatim.
             #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
             pub meta: Option<JsonObject>,

@@ -7,13 +7,14 @@ use serde::de::DeserializeOwned;
 use crate::methods;
 use crate::{
     CallToolRequestParams, CallToolResult, CancelTaskResult, CancelledNotificationParams, CompleteRequestParams,
-    CompleteResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    CompleteResult, CreateMessageRequestParams, CreateMessageResult, DiscoverResult, ElicitRequestParams, ElicitResult,
     ElicitationCompleteNotificationParams, EmptyResult, GetPromptRequestParams, GetPromptResult, GetTaskResult,
     InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListRootsResult, ListTasksResult, ListToolsResult, LoggingMessageNotificationParams,
     NotificationParams, PaginatedRequestParams, ProgressNotificationParams, ReadResourceRequestParams,
     ReadResourceResult, RequestParams, ResourceUpdatedNotificationParams, SetLevelRequestParams,
-    SubscribeRequestParams, TaskRequestParams, TaskStatusNotificationParams, UnsubscribeRequestParams,
+    SubscribeRequestParams, SubscriptionsAcknowledgedNotificationParams, SubscriptionsListenRequestParams,
+    SubscriptionsListenResult, TaskRequestParams, TaskStatusNotificationParams, UnsubscribeRequestParams,
 };
 
 /// An MCP request method: its name, the type of its params and the type of its result.
@@ -70,10 +71,17 @@ requests! {
     InitializeRequest = methods::INITIALIZE, InitializeRequestParams => InitializeResult;
     /// `ping` (either way).
     PingRequest = methods::PING, RequestParams => EmptyResult;
+    /// `server/discover` (client → server, stateless era): its params carry only the envelope.
+    DiscoverRequest = methods::SERVER_DISCOVER, RequestParams => DiscoverResult;
+    /// `subscriptions/listen` (client → server, stateless era). The result comes only when the
+    /// server ends the subscription; notifications come first.
+    SubscriptionsListenRequest = methods::SUBSCRIPTIONS_LISTEN, SubscriptionsListenRequestParams => SubscriptionsListenResult;
     /// `tools/list` (client → server).
     ListToolsRequest = methods::TOOLS_LIST, PaginatedRequestParams => ListToolsResult;
     /// `tools/call` (client → server). A task-augmented call answers with a `CreateTaskResult`
-    /// instead; decode that one yourself.
+    /// instead; decode that one yourself. In the stateless era the answer may be `input_required`:
+    /// decode it as [`ResultOrInputRequired`](crate::ResultOrInputRequired)`<CallToolResult>`
+    /// (the same holds for `prompts/get` and `resources/read`).
     CallToolRequest = methods::TOOLS_CALL, CallToolRequestParams => CallToolResult;
     /// `resources/list` (client → server).
     ListResourcesRequest = methods::RESOURCES_LIST, PaginatedRequestParams => ListResourcesResult;
@@ -112,6 +120,8 @@ requests! {
 notifications! {
     /// `notifications/initialized` (client → server).
     InitializedNotification = methods::INITIALIZED, NotificationParams;
+    /// `notifications/subscriptions/acknowledged` (server → client, stateless era).
+    SubscriptionsAcknowledgedNotification = methods::SUBSCRIPTIONS_ACKNOWLEDGED, SubscriptionsAcknowledgedNotificationParams;
     /// `notifications/tools/list_changed` (server → client).
     ToolListChangedNotification = methods::TOOLS_LIST_CHANGED, NotificationParams;
     /// `notifications/resources/list_changed` (server → client).

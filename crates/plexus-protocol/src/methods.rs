@@ -1,4 +1,9 @@
-//! The name of every MCP request and notification method (revisions up to 2025-11-25).
+//! The name of every MCP request and notification method, of both eras (revisions 2024-11-05 to
+//! 2026-07-28). The stateless era (2026-07-28) dropped `initialize`, `ping`, `logging/setLevel`,
+//! `resources/(un)subscribe`, the `tasks/*` methods and the client's notifications but
+//! `notifications/cancelled`; it added [`SERVER_DISCOVER`], [`SUBSCRIPTIONS_LISTEN`] and
+//! [`SUBSCRIPTIONS_ACKNOWLEDGED`], and `roots/list`, `sampling/createMessage` and
+//! `elicitation/create` come as input requests inside results instead of as requests.
 
 /// `initialize` (client → server): the handshake.
 pub const INITIALIZE: &str = "initialize";
@@ -6,6 +11,16 @@ pub const INITIALIZE: &str = "initialize";
 pub const INITIALIZED: &str = "notifications/initialized";
 /// `ping` (either way): liveness check.
 pub const PING: &str = "ping";
+
+/// `server/discover` (client → server, since 2026-07-28): the server's versions and capabilities,
+/// without a handshake.
+pub const SERVER_DISCOVER: &str = "server/discover";
+/// `subscriptions/listen` (client → server, since 2026-07-28): a long-lived request for change
+/// notifications.
+pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+/// `notifications/subscriptions/acknowledged` (server → client, since 2026-07-28): the first message
+/// of a subscription.
+pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 
 /// `tools/list` (client → server).
 pub const TOOLS_LIST: &str = "tools/list";
@@ -78,6 +93,8 @@ pub const TASKS_STATUS: &str = "notifications/tasks/status";
 pub const REQUESTS: &[&str] = &[
     INITIALIZE,
     PING,
+    SERVER_DISCOVER,
+    SUBSCRIPTIONS_LISTEN,
     TOOLS_LIST,
     TOOLS_CALL,
     RESOURCES_LIST,
@@ -101,6 +118,7 @@ pub const REQUESTS: &[&str] = &[
 /// Every notification method above.
 pub const NOTIFICATIONS: &[&str] = &[
     INITIALIZED,
+    SUBSCRIPTIONS_ACKNOWLEDGED,
     TOOLS_LIST_CHANGED,
     RESOURCES_LIST_CHANGED,
     RESOURCES_UPDATED,

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::content::ContentBlock;
-use crate::{Icon, JsonObject, RequestMeta, Role};
+use crate::{Icon, InputResponses, JsonObject, RequestMeta, Role};
 
 /// A prompt template the server offers.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -66,6 +66,7 @@ pub struct PromptMessage {
 }
 
 paginated_result!(
+    cacheable
     /// The result of `prompts/list`: one page of prompts.
     ListPromptsResult,
     /// The prompts on this page.
@@ -74,12 +75,21 @@ paginated_result!(
 
 /// The params of `prompts/get`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct GetPromptRequestParams {
     /// The prompt's name.
     pub name: String,
     /// The template's arguments.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arguments: Option<BTreeMap<String, String>>,
+    /// Stateless era: the answers to the input requests of an `input_required` result, on the retry
+    /// (not written when absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<InputResponses>,
+    /// Stateless era: the `requestState` of the `input_required` result, echoed byte for byte on
+    /// the retry (not written when absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
     /// Request metadata (progress token and other keys).
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<RequestMeta>,
@@ -99,7 +109,9 @@ impl GetPromptRequestParams {
     }
 }
 
-/// The result of `prompts/get`.
+/// The result of `prompts/get`. In the stateless era the server may answer with an
+/// [`InputRequiredResult`](crate::InputRequiredResult) instead; see
+/// [`ResultOrInputRequired`](crate::ResultOrInputRequired).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GetPromptResult {
     /// What the prompt is for.

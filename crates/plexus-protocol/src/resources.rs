@@ -5,7 +5,7 @@ use std::fmt;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::{Annotations, Icon, JsonObject, RequestMeta};
+use crate::{Annotations, CacheScope, Icon, InputResponses, JsonObject, RequestMeta};
 
 /// A resource the server can read (also the body of a `resource_link` content block).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -179,6 +179,7 @@ impl<'de> Deserialize<'de> for ResourceContents {
 }
 
 paginated_result!(
+    cacheable
     /// The result of `resources/list`: one page of resources.
     ListResourcesResult,
     /// The resources on this page.
@@ -186,6 +187,7 @@ paginated_result!(
 );
 
 paginated_result!(
+    cacheable
     /// The result of `resources/templates/list`: one page of resource templates.
     ListResourceTemplatesResult,
     /// The templates on this page.
@@ -195,9 +197,18 @@ paginated_result!(
 /// The params of a request about one resource: `resources/read`, `resources/subscribe` and
 /// `resources/unsubscribe`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ResourceRequestParams {
     /// The resource's URI.
     pub uri: String,
+    /// `resources/read` only, stateless era: the answers to the input requests of an
+    /// `input_required` result, on the retry (not written when absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<InputResponses>,
+    /// `resources/read` only, stateless era: the `requestState` of the `input_required` result,
+    /// echoed byte for byte on the retry (not written when absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
     /// Request metadata (progress token and other keys).
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<RequestMeta>,
@@ -223,11 +234,21 @@ pub type SubscribeRequestParams = ResourceRequestParams;
 /// The params of `resources/unsubscribe`.
 pub type UnsubscribeRequestParams = ResourceRequestParams;
 
-/// The result of `resources/read`.
+/// The result of `resources/read`. In the stateless era the server may answer with an
+/// [`InputRequiredResult`](crate::InputRequiredResult) instead; see
+/// [`ResultOrInputRequired`](crate::ResultOrInputRequired).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ReadResourceResult {
     /// The contents (one resource may have several parts, e.g. a directory).
     pub contents: Vec<ResourceContents>,
+    /// How long the contents stay fresh, in milliseconds (2026-07-28); read it through
+    /// [`ReadResourceResult::ttl_ms()`], which treats an absent or negative value as 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<i64>,
+    /// Who may reuse the contents from a cache (2026-07-28).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<CacheScope>,
     /// Metadata, kept verbatim.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<JsonObject>,

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::content::ContentBlock;
 use crate::tasks::TaskMetadata;
-use crate::{Icon, JsonObject, RequestMeta};
+use crate::{Icon, InputResponses, JsonObject, RequestMeta};
 
 /// A tool the server offers.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -123,6 +123,7 @@ pub struct ToolExecution {
 }
 
 paginated_result!(
+    cacheable
     /// The result of `tools/list`: one page of tools.
     ListToolsResult,
     /// The tools on this page.
@@ -131,6 +132,7 @@ paginated_result!(
 
 /// The params of `tools/call`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct CallToolRequestParams {
     /// The tool's name.
     pub name: String,
@@ -140,7 +142,15 @@ pub struct CallToolRequestParams {
     /// Asks for task-augmented execution (since 2025-11-25; the result is then a `CreateTaskResult`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskMetadata>,
-    /// Request metadata (progress token and other keys).
+    /// Stateless era: the answers to the input requests of an `input_required` result, on the retry
+    /// (not written when absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<InputResponses>,
+    /// Stateless era: the `requestState` of the `input_required` result, echoed byte for byte on
+    /// the retry (not written when absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+    /// Request metadata (progress token, the stateless era's envelope, and other keys).
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<RequestMeta>,
     /// Fields this crate does not know, kept verbatim.
@@ -160,7 +170,9 @@ impl CallToolRequestParams {
 }
 
 /// The result of `tools/call`. A tool's own failure is a result with `isError: true`, not a JSON-RPC
-/// error, so that the model can see it.
+/// error, so that the model can see it. In the stateless era the server may answer with an
+/// [`InputRequiredResult`](crate::InputRequiredResult) instead; see
+/// [`ResultOrInputRequired`](crate::ResultOrInputRequired).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {

@@ -1,4 +1,13 @@
-//! Protocol versions, version negotiation, and which features each version has.
+//! Protocol versions, their [`Era`], version negotiation, and which features each version has.
+//!
+//! MCP has two eras. In the **initialize era** (2024-11-05 to 2025-11-25) a session starts with
+//! `initialize`, in which the client offers [`ProtocolVersion::LATEST`] and accepts the server's
+//! answer with [`ProtocolVersion::negotiate`]. In the **stateless era** (2026-07-28 on) there is no
+//! handshake: every request names its version in its `_meta` envelope
+//! ([`RequestEnvelope`](crate::RequestEnvelope)), a server that does not speak it answers `-32022`
+//! with the versions it does, and the client picks one with [`ProtocolVersion::choose_stateless`].
+//! The two sets never mix: [`ProtocolVersion::SUPPORTED`], `negotiate` and `answer` are the
+//! initialize era's only, [`ProtocolVersion::STATELESS`] the stateless era's.
 
 use std::fmt;
 use std::str::FromStr;
@@ -6,10 +15,48 @@ use std::str::FromStr;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// The HTTP header that carries the negotiated version on every request after `initialize` (Streamable
-/// HTTP, since 2025-06-18).
+/// HTTP, since 2025-06-18); in the stateless era, on every request, equal to the version in its
+/// `_meta` envelope.
 pub const PROTOCOL_VERSION_HEADER: &str = "MCP-Protocol-Version";
 
-/// An MCP protocol revision this crate speaks. Ordered by date: a later revision compares greater.
+/// The two eras of MCP: how a client and a server agree on a version and what a request carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Era {
+    /// The initialize era (2024-11-05 to 2025-11-25, "legacy"): a session starts with the
+    /// `initialize` handshake, which fixes the version and both sides' capabilities.
+    Initialize,
+    /// The stateless era (2026-07-28 on, "modern"): no handshake; every request carries the version,
+    /// client capabilities and client info in its `_meta` envelope, and a client probes a server
+    /// with `server/discover`.
+    Stateless,
+}
+
+impl Era {
+    /// A short name for logs: `"initialize"` or `"stateless"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Era::Initialize => "initialize",
+            Era::Stateless => "stateless",
+        }
+    }
+
+    /// The revisions of this era this crate speaks, newest first.
+    pub fn versions(self) -> &'static [ProtocolVersion] {
+        match self {
+            Era::Initialize => &ProtocolVersion::SUPPORTED,
+            Era::Stateless => &ProtocolVersion::STATELESS,
+        }
+    }
+}
+
+impl fmt::Display for Era {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An MCP protocol revision this crate speaks, of either [`Era`]. Ordered by date: a later revision
+/// compares greater.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ProtocolVersion {
     /// 2024-11-05: the first revision (HTTP+SSE transport).
@@ -18,16 +65,40 @@ pub enum ProtocolVersion {
     V2025_03_26,
     /// 2025-06-18: structured tool output, elicitation, resource links, titles.
     V2025_06_18,
-    /// 2025-11-25: icons, URL-mode elicitation, tool use in sampling, tasks.
+    /// 2025-11-25: icons, URL-mode elicitation, tool use in sampling, tasks. The last revision of
+    /// the initialize era.
     V2025_11_25,
+    /// 2026-07-28: the first revision of the stateless era: no `initialize`, a `_meta` envelope on
+    /// every request, `server/discover`, multi-round-trip requests (`input_required`),
+    /// `subscriptions/listen`, caching hints (`ttlMs`, `cacheScope`); tasks moved to an extension.
+    V2026_07_28,
 }
 
 impl ProtocolVersion {
-    /// The newest revision: what a client offers in `initialize`.
+    /// The newest initialize-era revision: what a client offers in `initialize`. Never a
+    /// stateless-era revision (those have no `initialize`); see [`ProtocolVersion::LATEST_STATELESS`].
     pub const LATEST: ProtocolVersion = ProtocolVersion::V2025_11_25;
 
-    /// Every supported revision, newest first.
+    /// Every initialize-era revision, newest first: what [`ProtocolVersion::negotiate`] accepts and
+    /// [`ProtocolVersion::answer`] answers with. The stateless era's are in
+    /// [`ProtocolVersion::STATELESS`]; both together in [`ProtocolVersion::ALL`].
     pub const SUPPORTED: [ProtocolVersion; 4] = [
+        ProtocolVersion::V2025_11_25,
+        ProtocolVersion::V2025_06_18,
+        ProtocolVersion::V2025_03_26,
+        ProtocolVersion::V2024_11_05,
+    ];
+
+    /// The newest stateless-era revision: what a client puts in a request's `_meta` envelope first.
+    pub const LATEST_STATELESS: ProtocolVersion = ProtocolVersion::V2026_07_28;
+
+    /// Every stateless-era revision this crate speaks, newest first: what
+    /// [`ProtocolVersion::choose_stateless`] chooses from.
+    pub const STATELESS: [ProtocolVersion; 1] = [ProtocolVersion::V2026_07_28];
+
+    /// Every revision this crate knows, of both eras, newest first: what parsing accepts.
+    pub const ALL: [ProtocolVersion; 5] = [
+        ProtocolVersion::V2026_07_28,
         ProtocolVersion::V2025_11_25,
         ProtocolVersion::V2025_06_18,
         ProtocolVersion::V2025_03_26,
@@ -41,19 +112,39 @@ impl ProtocolVersion {
             ProtocolVersion::V2025_03_26 => "2025-03-26",
             ProtocolVersion::V2025_06_18 => "2025-06-18",
             ProtocolVersion::V2025_11_25 => "2025-11-25",
+            ProtocolVersion::V2026_07_28 => "2026-07-28",
         }
+    }
+
+    /// The era this revision belongs to.
+    pub const fn era(self) -> Era {
+        match self {
+            ProtocolVersion::V2024_11_05
+            | ProtocolVersion::V2025_03_26
+            | ProtocolVersion::V2025_06_18
+            | ProtocolVersion::V2025_11_25 => Era::Initialize,
+            ProtocolVersion::V2026_07_28 => Era::Stateless,
+        }
+    }
+
+    /// Whether this revision is of the stateless era (no `initialize`; a `_meta` envelope on every
+    /// request).
+    pub const fn is_stateless(self) -> bool {
+        matches!(self.era(), Era::Stateless)
     }
 
     /// Decides the session's version from the one the server answered `initialize` with, given that
     /// the client offered [`ProtocolVersion::LATEST`]: a server that supports the offer echoes it,
     /// one that does not answers with another version it supports, and the client accepts the
-    /// answer if it supports it too.
+    /// answer if it supports it too. Initialize era only: a stateless-era answer (which no
+    /// `initialize` should get) is rejected like any other unsupported one.
     pub fn negotiate(server_version: &str) -> Result<ProtocolVersion, NegotiationError> {
         Self::negotiate_among(&Self::SUPPORTED, server_version)
     }
 
     /// What a server answers a client's `initialize` with: the version the client asked for
-    /// when it is supported, else the newest (the client then decides whether it can go on).
+    /// when it is an initialize-era revision, else [`ProtocolVersion::LATEST`] (the client then
+    /// decides whether it can go on). Never a stateless-era revision.
     pub fn answer(requested: &str) -> ProtocolVersion {
         requested
             .parse::<ProtocolVersion>()
@@ -63,7 +154,7 @@ impl ProtocolVersion {
     }
 
     /// [`ProtocolVersion::negotiate`] for a client that supports only `supported` (e.g. pinned by
-    /// configuration).
+    /// configuration). The answer is accepted only if it is in `supported`, whatever its era.
     pub fn negotiate_among(
         supported: &[ProtocolVersion],
         server_version: &str,
@@ -75,6 +166,39 @@ impl ProtocolVersion {
             .ok_or_else(|| NegotiationError::UnsupportedVersion {
                 server_version: server_version.to_owned(),
                 supported: supported.to_vec(),
+            })
+    }
+
+    /// Chooses the stateless-era version to speak from the versions a server says it supports
+    /// (`data.supported` of a `-32022` error, or `supportedVersions` of a `server/discover`
+    /// result): the newest of [`ProtocolVersion::STATELESS`] the server lists. Strings this crate
+    /// does not know, and initialize-era versions, are never chosen (an initialize-era server is
+    /// spoken to through `initialize`, not by retrying a stateless request).
+    ///
+    /// ```
+    /// use plexus_protocol::ProtocolVersion;
+    ///
+    /// let supported = ["2027-01-01", "2026-07-28", "2025-11-25"];
+    /// assert_eq!(ProtocolVersion::choose_stateless(&supported), Ok(ProtocolVersion::V2026_07_28));
+    /// assert!(ProtocolVersion::choose_stateless(&["2025-11-25"]).is_err());
+    /// ```
+    pub fn choose_stateless<S: AsRef<str>>(server_supported: &[S]) -> Result<ProtocolVersion, NegotiationError> {
+        Self::choose_among(&Self::STATELESS, server_supported)
+    }
+
+    /// The newest of `ours` (any era, e.g. pinned by configuration) that `server_supported` lists.
+    /// The order of `server_supported` does not matter; `ours` need not be sorted.
+    pub fn choose_among<S: AsRef<str>>(
+        ours: &[ProtocolVersion],
+        server_supported: &[S],
+    ) -> Result<ProtocolVersion, NegotiationError> {
+        ours.iter()
+            .copied()
+            .filter(|version| server_supported.iter().any(|s| s.as_ref() == version.as_str()))
+            .max()
+            .ok_or_else(|| NegotiationError::NoCommonVersion {
+                server_supported: server_supported.iter().map(|s| s.as_ref().to_owned()).collect(),
+                supported: ours.to_vec(),
             })
     }
 
@@ -133,7 +257,8 @@ impl ProtocolVersion {
         self >= ProtocolVersion::V2025_06_18
     }
 
-    /// HTTP requests after `initialize` carry [`PROTOCOL_VERSION_HEADER`] (since 2025-06-18).
+    /// HTTP requests after `initialize` carry [`PROTOCOL_VERSION_HEADER`] (since 2025-06-18; in the
+    /// stateless era, every HTTP request).
     pub fn has_protocol_version_header(self) -> bool {
         self >= ProtocolVersion::V2025_06_18
     }
@@ -153,9 +278,10 @@ impl ProtocolVersion {
         self >= ProtocolVersion::V2025_11_25
     }
 
-    /// Requests may be task-augmented, with the `tasks/*` methods (since 2025-11-25).
+    /// Requests may be task-augmented, with the `tasks/*` methods (2025-11-25 only: 2026-07-28 moved
+    /// tasks to the `io.modelcontextprotocol/tasks` extension).
     pub fn has_tasks(self) -> bool {
-        self >= ProtocolVersion::V2025_11_25
+        self == ProtocolVersion::V2025_11_25
     }
 }
 
@@ -165,9 +291,9 @@ impl fmt::Display for ProtocolVersion {
     }
 }
 
-/// A string that names no protocol revision this crate speaks.
+/// A string that names no protocol revision this crate speaks (of either era).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown MCP protocol version {version:?} (known: {})", list(&ProtocolVersion::SUPPORTED))]
+#[error("unknown MCP protocol version {version:?} (known: {})", list(&ProtocolVersion::ALL))]
 pub struct ParseVersionError {
     /// The string that was given.
     pub version: String,
@@ -177,7 +303,7 @@ impl FromStr for ProtocolVersion {
     type Err = ParseVersionError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ProtocolVersion::SUPPORTED
+        ProtocolVersion::ALL
             .into_iter()
             .find(|version| version.as_str() == s)
             .ok_or_else(|| ParseVersionError { version: s.to_owned() })
@@ -212,6 +338,30 @@ pub enum NegotiationError {
         /// The versions the client supports, newest first.
         supported: Vec<ProtocolVersion>,
     },
+    /// None of the versions a stateless-era server supports is one the client speaks.
+    #[error(
+        "the server supports protocol versions {}, none of which this client speaks (it speaks: {})",
+        quoted(server_supported),
+        list(supported)
+    )]
+    NoCommonVersion {
+        /// The versions the server said it supports, as it spelled them.
+        server_supported: Vec<String>,
+        /// The versions the client chose from.
+        supported: Vec<ProtocolVersion>,
+    },
+}
+
+/// `"2027-01-01", "2025-11-25"` (`[]` when empty)
+fn quoted(versions: &[String]) -> String {
+    if versions.is_empty() {
+        return "[]".to_owned();
+    }
+    versions
+        .iter()
+        .map(|version| format!("{version:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `2025-11-25, 2025-06-18, ...`

@@ -1,25 +1,31 @@
-//! Every official example message (`shared/spec/2026-07-28/examples/<Type>/*.json`) whose type exists
-//! in the 2025-11-25 era decodes into this crate's type and encodes back to the same JSON value.
+//! Every official example message (`shared/spec/2026-07-28/examples/<Type>/*.json`) decodes into this
+//! crate's type for it and encodes back to the same JSON value; requests carry a readable envelope,
+//! the errors' data decode typed, and the stateless era's results keep no known field in `extra`.
 
 mod support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use plexus_jsonrpc::{ErrorObject, Message};
+use plexus_jsonrpc::{ErrorObject, Message, RequestId};
 use plexus_protocol::messages::{
-    CallToolRequest, CancelledNotification, CompleteRequest, CreateMessageRequest, ElicitRequest, GetPromptRequest,
-    ListPromptsRequest, ListResourceTemplatesRequest, ListResourcesRequest, ListRootsRequest, ListToolsRequest,
-    LoggingMessageNotification, McpNotification, McpRequest, ProgressNotification, PromptListChangedNotification,
-    ReadResourceRequest, ResourceListChangedNotification, ResourceUpdatedNotification, ToolListChangedNotification,
+    CallToolRequest, CancelledNotification, CompleteRequest, CreateMessageRequest, DiscoverRequest, ElicitRequest,
+    GetPromptRequest, ListPromptsRequest, ListResourceTemplatesRequest, ListResourcesRequest, ListRootsRequest,
+    ListToolsRequest, LoggingMessageNotification, McpNotification, McpRequest, ProgressNotification,
+    PromptListChangedNotification, ReadResourceRequest, ResourceListChangedNotification, ResourceUpdatedNotification,
+    SubscriptionsAcknowledgedNotification, SubscriptionsListenRequest, ToolListChangedNotification,
 };
 use plexus_protocol::{
-    CallToolRequestParams, CallToolResult, CancelledNotificationParams, ClientCapabilities, CompleteRequestParams,
-    CompleteResult, ContentBlock, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    GetPromptRequestParams, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListRootsResult, ListToolsResult, LoggingMessageNotificationParams, ModelPreferences, PaginatedRequestParams,
-    PrimitiveSchemaDefinition, ProgressNotificationParams, ReadResourceResult, Resource, ResourceContents,
-    ResourceUpdatedNotificationParams, Root, SamplingContentBlock, SamplingMessage, ServerCapabilities, Tool,
+    CacheScope, CallToolRequestParams, CallToolResult, CancelledNotificationParams, ClientCapabilities,
+    CompleteRequestParams, CompleteResult, ContentBlock, CreateMessageRequestParams, CreateMessageResult,
+    DiscoverResult, ElicitRequestParams, ElicitResult, GetPromptRequestParams, GetPromptResult, InputRequest,
+    InputRequests, InputRequiredResult, InputResponse, InputResponses, JsonObject, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListRootsResult, ListToolsResult,
+    LoggingMessageNotificationParams, MissingCapabilityData, ModelPreferences, PaginatedRequestParams,
+    PrimitiveSchemaDefinition, ProgressNotificationParams, ProtocolVersion, ReadResourceResult, RequestEnvelope,
+    Resource, ResourceContents, ResourceUpdatedNotificationParams, ResultOrInputRequired, Root, SamplingContentBlock,
+    SamplingMessage, ServerCapabilities, SubscriptionsAcknowledgedNotificationParams, SubscriptionsListenResult, Tool,
+    UnsupportedVersionData, errors,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -113,11 +119,108 @@ fn check_method(message: &Value, method: &str) -> Result<(), String> {
     }
 }
 
-/// A request message: its method is `R`'s, and its params round-trip as `R::Params`.
+/// A request message: its method is `R`'s, and its params round-trip as `R::Params`. A JSON-RPC
+/// request (not an input request embedded in a result) carries a readable envelope.
 fn request<R: McpRequest>() -> Check {
     Box::new(|message| {
         check_method(message, R::METHOD)?;
+        if message.get("jsonrpc").is_some() {
+            let params = message
+                .get("params")
+                .and_then(Value::as_object)
+                .ok_or("no params object")?;
+            let envelope = RequestEnvelope::read_from_params(params).map_err(|err| format!("envelope: {err}"))?;
+            if envelope.version() != Ok(ProtocolVersion::V2026_07_28) || envelope.client_info.is_none() {
+                return Err(format!("unexpected envelope {envelope:?}"));
+            }
+        }
         roundtrip_member::<R::Params>(message, "params")
+    })
+}
+
+/// Every check must give back the example unchanged; the last one's output is the answer.
+fn all_of(checks: Vec<Check>) -> Check {
+    Box::new(move |value| {
+        let mut last = Err("no checks".to_owned());
+        for check in &checks {
+            let again = check(value)?;
+            if again != *value {
+                return Ok(again);
+            }
+            last = Ok(again);
+        }
+        last
+    })
+}
+
+/// A value of type `T` that keeps none of its fields in `extra` (but `resultType`, which results of
+/// the initialize era's types keep there), and passes `more`.
+fn strict<T: DeserializeOwned + Serialize + 'static>(
+    extra: fn(&T) -> &JsonObject,
+    more: fn(&T) -> Result<(), String>,
+) -> Check {
+    Box::new(move |value| {
+        let typed = decode::<T>(value)?;
+        let unknown: Vec<_> = extra(&typed).keys().filter(|key| *key != "resultType").collect();
+        if !unknown.is_empty() {
+            return Err(format!("fields left untyped: {unknown:?}"));
+        }
+        more(&typed)?;
+        encode(&typed)
+    })
+}
+
+/// An embedded input request, which must decode to the variant `method` names.
+fn input_request(method: &'static str) -> Check {
+    variant::<InputRequest>(method, |request| match request {
+        InputRequest::Unknown(_) => "Unknown",
+        known => known.tag(),
+    })
+}
+
+/// A result of a request that may need input, decoded through `ResultOrInputRequired<T>`: it must be
+/// `expect_input` or complete.
+fn maybe_input<T: DeserializeOwned + Serialize + std::fmt::Debug + 'static>(expect_input: bool) -> Check {
+    Box::new(move |value| {
+        let typed = decode::<ResultOrInputRequired<T>>(value)?;
+        if matches!(typed, ResultOrInputRequired::InputRequired(_)) != expect_input {
+            return Err(format!("decoded as the wrong kind of result: {typed:?}"));
+        }
+        encode(&typed)
+    })
+}
+
+/// A success response to `R`, whose result may be `input_required`: it must be complete.
+fn complete_response<R: McpRequest>() -> Check
+where
+    R::Result: std::fmt::Debug + 'static,
+{
+    Box::new(|message| {
+        let result = message.get("result").ok_or("no result")?;
+        maybe_input::<R::Result>(false)(result)?;
+        roundtrip_member::<R::Result>(message, "result")
+    })
+}
+
+/// An error response whose `data` decodes as `T`, and that shows a stateless-era server.
+fn error_data<T: DeserializeOwned + Serialize + 'static>(read: fn(&ErrorObject) -> Result<T, String>) -> Check {
+    Box::new(move |message| {
+        let decoded = Message::from_str(&message.to_string()).map_err(|err| format!("does not decode: {err}"))?;
+        let Message::Response(response) = &decoded else {
+            return Err(format!("is not a response: {decoded:?}"));
+        };
+        let Err(error) = &response.outcome else {
+            return Err("is not an error response".to_owned());
+        };
+        if !errors::is_stateless_era_error(error) {
+            return Err(format!("not recognized as a stateless-era error: {error}"));
+        }
+        let data = read(error)?;
+        let mut again: Value = serde_json::from_str(&decoded.to_json()).map_err(|err| err.to_string())?;
+        if message["error"].get("data").is_some() {
+            again["error"]["data"] = encode(&data)?;
+        }
+        Ok(again)
     })
 }
 
@@ -168,7 +271,7 @@ fn covered() -> BTreeMap<&'static str, Check> {
         ("ElicitRequestFormParams", elicitation("form")),
         ("ElicitRequestURLParams", elicitation("url")),
         ("CallToolRequestParams", plain::<CallToolRequestParams>()),
-        ("CallToolResult", plain::<CallToolResult>()),
+        ("CallToolResult", maybe_input::<CallToolResult>(false)),
         ("CancelledNotificationParams", plain::<CancelledNotificationParams>()),
         ("ClientCapabilities", plain::<ClientCapabilities>()),
         ("ServerCapabilities", plain::<ServerCapabilities>()),
@@ -178,12 +281,24 @@ fn covered() -> BTreeMap<&'static str, Check> {
         ("CreateMessageResult", plain::<CreateMessageResult>()),
         ("ElicitResult", plain::<ElicitResult>()),
         ("GetPromptRequestParams", plain::<GetPromptRequestParams>()),
-        ("GetPromptResult", plain::<GetPromptResult>()),
-        ("ListPromptsResult", plain::<ListPromptsResult>()),
-        ("ListResourceTemplatesResult", plain::<ListResourceTemplatesResult>()),
-        ("ListResourcesResult", plain::<ListResourcesResult>()),
+        ("GetPromptResult", maybe_input::<GetPromptResult>(false)),
+        (
+            "ListPromptsResult",
+            strict::<ListPromptsResult>(|r| &r.extra, |r| cacheable(r.ttl_ms(), r.cache_scope.as_ref())),
+        ),
+        (
+            "ListResourceTemplatesResult",
+            strict::<ListResourceTemplatesResult>(|r| &r.extra, |r| cacheable(r.ttl_ms(), r.cache_scope.as_ref())),
+        ),
+        (
+            "ListResourcesResult",
+            strict::<ListResourcesResult>(|r| &r.extra, |r| cacheable(r.ttl_ms(), r.cache_scope.as_ref())),
+        ),
         ("ListRootsResult", plain::<ListRootsResult>()),
-        ("ListToolsResult", plain::<ListToolsResult>()),
+        (
+            "ListToolsResult",
+            strict::<ListToolsResult>(|r| &r.extra, |r| cacheable(r.ttl_ms(), r.cache_scope.as_ref())),
+        ),
         (
             "LoggingMessageNotificationParams",
             plain::<LoggingMessageNotificationParams>(),
@@ -191,7 +306,13 @@ fn covered() -> BTreeMap<&'static str, Check> {
         ("ModelPreferences", plain::<ModelPreferences>()),
         ("PaginatedRequestParams", plain::<PaginatedRequestParams>()),
         ("ProgressNotificationParams", plain::<ProgressNotificationParams>()),
-        ("ReadResourceResult", plain::<ReadResourceResult>()),
+        (
+            "ReadResourceResult",
+            all_of(vec![
+                maybe_input::<ReadResourceResult>(false),
+                strict::<ReadResourceResult>(|r| &r.extra, |r| cacheable(r.ttl_ms(), r.cache_scope.as_ref())),
+            ]),
+        ),
         ("Resource", plain::<Resource>()),
         (
             "ResourceUpdatedNotificationParams",
@@ -202,8 +323,17 @@ fn covered() -> BTreeMap<&'static str, Check> {
         ("Tool", plain::<Tool>()),
         ("CallToolRequest", request::<CallToolRequest>()),
         ("CompleteRequest", request::<CompleteRequest>()),
-        ("CreateMessageRequest", request::<CreateMessageRequest>()),
-        ("ElicitRequest", request::<ElicitRequest>()),
+        (
+            "CreateMessageRequest",
+            all_of(vec![
+                request::<CreateMessageRequest>(),
+                input_request("sampling/createMessage"),
+            ]),
+        ),
+        (
+            "ElicitRequest",
+            all_of(vec![request::<ElicitRequest>(), input_request("elicitation/create")]),
+        ),
         ("GetPromptRequest", request::<GetPromptRequest>()),
         ("ListPromptsRequest", request::<ListPromptsRequest>()),
         (
@@ -211,7 +341,10 @@ fn covered() -> BTreeMap<&'static str, Check> {
             request::<ListResourceTemplatesRequest>(),
         ),
         ("ListResourcesRequest", request::<ListResourcesRequest>()),
-        ("ListRootsRequest", request::<ListRootsRequest>()),
+        (
+            "ListRootsRequest",
+            all_of(vec![request::<ListRootsRequest>(), input_request("roots/list")]),
+        ),
         ("ListToolsRequest", request::<ListToolsRequest>()),
         ("ReadResourceRequest", request::<ReadResourceRequest>()),
         ("CancelledNotification", notification::<CancelledNotification>()),
@@ -236,9 +369,9 @@ fn covered() -> BTreeMap<&'static str, Check> {
             "ToolListChangedNotification",
             notification::<ToolListChangedNotification>(),
         ),
-        ("CallToolResultResponse", response::<CallToolRequest>()),
+        ("CallToolResultResponse", complete_response::<CallToolRequest>()),
         ("CompleteResultResponse", response::<CompleteRequest>()),
-        ("GetPromptResultResponse", response::<GetPromptRequest>()),
+        ("GetPromptResultResponse", complete_response::<GetPromptRequest>()),
         ("ListPromptsResultResponse", response::<ListPromptsRequest>()),
         (
             "ListResourceTemplatesResultResponse",
@@ -246,10 +379,91 @@ fn covered() -> BTreeMap<&'static str, Check> {
         ),
         ("ListResourcesResultResponse", response::<ListResourcesRequest>()),
         ("ListToolsResultResponse", response::<ListToolsRequest>()),
-        ("ReadResourceResultResponse", response::<ReadResourceRequest>()),
-        ("HeaderMismatchError", error_response()),
-        ("MissingRequiredClientCapabilityError", error_response()),
-        ("UnsupportedProtocolVersionError", error_response()),
+        ("ReadResourceResultResponse", complete_response::<ReadResourceRequest>()),
+        (
+            "HeaderMismatchError",
+            all_of(vec![error_response(), error_data::<()>(|_| Ok(()))]),
+        ),
+        (
+            "MissingRequiredClientCapabilityError",
+            error_data::<MissingCapabilityData>(|error| {
+                let data = MissingCapabilityData::from_error(error).map_err(|err| err.to_string())?;
+                if data.required_capabilities.elicitation.is_none() || !data.extra.is_empty() {
+                    return Err(format!("unexpected data {data:?}"));
+                }
+                Ok(data)
+            }),
+        ),
+        (
+            "UnsupportedProtocolVersionError",
+            error_data::<UnsupportedVersionData>(|error| {
+                let data = UnsupportedVersionData::from_error(error).map_err(|err| err.to_string())?;
+                if data.choose_version() != Ok(ProtocolVersion::V2026_07_28) || !data.extra.is_empty() {
+                    return Err(format!("unexpected data {data:?}"));
+                }
+                Ok(data)
+            }),
+        ),
+        ("DiscoverRequest", request::<DiscoverRequest>()),
+        (
+            "DiscoverResult",
+            strict::<DiscoverResult>(
+                |r| &r.extra,
+                |r| {
+                    cacheable(r.ttl_ms(), r.cache_scope.as_ref())?;
+                    let info = r.server_info().map_err(|err| err.to_string())?;
+                    match (info, r.choose_version()) {
+                        (Some(_), Ok(ProtocolVersion::V2026_07_28)) => Ok(()),
+                        other => Err(format!("unexpected server info or version: {other:?}")),
+                    }
+                },
+            ),
+        ),
+        ("DiscoverResultResponse", response::<DiscoverRequest>()),
+        (
+            "InputRequests",
+            strict_map::<InputRequests, InputRequest>(|request| matches!(request, InputRequest::Unknown(_))),
+        ),
+        (
+            "InputResponses",
+            strict_map::<InputResponses, InputResponse>(|response| matches!(response, InputResponse::Unknown(_))),
+        ),
+        (
+            "InputRequiredResult",
+            all_of(vec![
+                maybe_input::<CallToolResult>(true),
+                strict::<InputRequiredResult>(
+                    |r| &r.extra,
+                    |r| {
+                        let unknown = r
+                            .input_requests
+                            .iter()
+                            .flatten()
+                            .any(|(_, request)| matches!(request, InputRequest::Unknown(_)));
+                        if unknown || r.is_empty() {
+                            return Err(format!("unexpected input requests: {r:?}"));
+                        }
+                        Ok(())
+                    },
+                ),
+            ]),
+        ),
+        (
+            "SubscriptionsAcknowledgedNotification",
+            all_of(vec![
+                notification::<SubscriptionsAcknowledgedNotification>(),
+                acknowledged(),
+            ]),
+        ),
+        ("SubscriptionsListenRequest", request::<SubscriptionsListenRequest>()),
+        (
+            "SubscriptionsListenResult",
+            strict::<SubscriptionsListenResult>(|r| &r.extra, |r| expect_subscription(r.subscription_id())),
+        ),
+        (
+            "SubscriptionsListenResultResponse",
+            response::<SubscriptionsListenRequest>(),
+        ),
         ("InternalError", plain::<ErrorObject>()),
         ("InvalidParamsError", plain::<ErrorObject>()),
         ("MethodNotFoundError", plain::<ErrorObject>()),
@@ -257,46 +471,48 @@ fn covered() -> BTreeMap<&'static str, Check> {
     ])
 }
 
-/// Example types with no counterpart in the 2025-11-25 era, and why.
-const SKIPPED: &[(&str, &str)] = &[
-    (
-        "DiscoverRequest",
-        "`server/discover` is new in 2026-07-28 (stateless era)",
-    ),
-    (
-        "DiscoverResult",
-        "`server/discover` is new in 2026-07-28 (stateless era)",
-    ),
-    (
-        "DiscoverResultResponse",
-        "`server/discover` is new in 2026-07-28 (stateless era)",
-    ),
-    ("InputRequests", "multi-round-trip input requests are new in 2026-07-28"),
-    (
-        "InputRequiredResult",
-        "multi-round-trip input requests are new in 2026-07-28",
-    ),
-    (
-        "InputResponses",
-        "multi-round-trip input requests are new in 2026-07-28",
-    ),
-    (
-        "SubscriptionsAcknowledgedNotification",
-        "`subscriptions/listen` is new in 2026-07-28",
-    ),
-    (
-        "SubscriptionsListenRequest",
-        "`subscriptions/listen` is new in 2026-07-28",
-    ),
-    (
-        "SubscriptionsListenResult",
-        "`subscriptions/listen` is new in 2026-07-28",
-    ),
-    (
-        "SubscriptionsListenResultResponse",
-        "`subscriptions/listen` is new in 2026-07-28",
-    ),
-];
+/// Example types this crate has no type for, and why (none since the stateless era's types).
+const SKIPPED: &[(&str, &str)] = &[];
+
+/// Caching hints present and typed (every such example has a positive `ttlMs` and a known scope).
+fn cacheable(ttl_ms: u64, scope: Option<&CacheScope>) -> Result<(), String> {
+    match scope {
+        Some(CacheScope::Public | CacheScope::Private) if ttl_ms > 0 => Ok(()),
+        _ => Err(format!("caching hints not typed: ttlMs {ttl_ms}, cacheScope {scope:?}")),
+    }
+}
+
+/// The acknowledgement names its subscription.
+fn acknowledged() -> Check {
+    Box::new(|message| {
+        let params: SubscriptionsAcknowledgedNotificationParams = decode(&message["params"])?;
+        expect_subscription(params.subscription_id())?;
+        Ok(message.clone())
+    })
+}
+
+fn expect_subscription(id: Result<Option<RequestId>, plexus_protocol::EnvelopeError>) -> Result<(), String> {
+    match id {
+        Ok(Some(RequestId::String(id))) if id == "listen-1" => Ok(()),
+        other => Err(format!("unexpected subscription id {other:?}")),
+    }
+}
+
+/// A map (input requests or responses) whose values are all of a known kind.
+fn strict_map<M, V>(unknown: fn(&V) -> bool) -> Check
+where
+    M: DeserializeOwned + Serialize + 'static,
+    for<'a> &'a M: IntoIterator<Item = (&'a String, &'a V)>,
+    V: std::fmt::Debug + 'static,
+{
+    Box::new(move |value| {
+        let typed = decode::<M>(value)?;
+        if let Some((key, value)) = (&typed).into_iter().find(|(_, value)| unknown(value)) {
+            return Err(format!("{key} decoded as unknown: {value:?}"));
+        }
+        encode(&typed)
+    })
+}
 
 #[test]
 #[cfg_attr(

@@ -1,5 +1,6 @@
-//! What the client sends validates against the JSON Schema of every revision it speaks, the
-//! per-version feature table matches the schemas, and the method names match the schemas'.
+//! What the client sends validates against the JSON Schema of every initialize-era revision it
+//! speaks (the stateless era's requests: `stateless_schema.rs`), the per-version feature table
+//! matches the schemas of both eras, and the method names match the schemas'.
 
 mod support;
 
@@ -9,8 +10,8 @@ use plexus_jsonrpc::RequestId;
 use plexus_protocol::messages::{
     CallToolRequest, CancelledNotification, CompleteRequest, GetPromptRequest, InitializeRequest,
     InitializedNotification, ListPromptsRequest, ListResourceTemplatesRequest, ListResourcesRequest, ListToolsRequest,
-    McpNotification, McpRequest, PingRequest, ProgressNotification, ReadResourceRequest, RootsListChangedNotification,
-    SetLevelRequest, SubscribeRequest, UnsubscribeRequest,
+    PingRequest, ProgressNotification, ReadResourceRequest, RootsListChangedNotification, SetLevelRequest,
+    SubscribeRequest, UnsubscribeRequest,
 };
 use plexus_protocol::{
     CallToolRequestParams, CancelledNotificationParams, ClientCapabilities, ClientTaskRequests, ClientTasksCapability,
@@ -22,104 +23,12 @@ use plexus_protocol::{
     SamplingContentBlock, SamplingTaskRequests, SetLevelRequestParams, StopReason, TaskMetadata, ToolUseContent,
     methods,
 };
-use serde::Serialize;
 use serde_json::{Value, json};
 
-/// One revision's schema.
-struct Schema {
-    version: ProtocolVersion,
-    root: Value,
-    /// `definitions` (draft-07 revisions) or `$defs` (2020-12 revisions).
-    defs_key: &'static str,
-}
+#[path = "support/schema.rs"]
+mod schema;
 
-impl Schema {
-    fn load(version: ProtocolVersion) -> Schema {
-        let path = support::spec_dir().join(version.as_str()).join("schema.json");
-        let root = support::read_json(&path);
-        let defs_key = if root.get("$defs").is_some() {
-            "$defs"
-        } else {
-            "definitions"
-        };
-        assert!(
-            root.get(defs_key).is_some_and(Value::is_object),
-            "{} has no definitions",
-            path.display()
-        );
-        Schema {
-            version,
-            root,
-            defs_key,
-        }
-    }
-
-    fn definition(&self, name: &str) -> Option<&Value> {
-        self.root[self.defs_key].get(name)
-    }
-
-    fn has(&self, name: &str) -> bool {
-        self.definition(name).is_some()
-    }
-
-    /// Whether definition `name` declares `property`, looking into `params` first when asked.
-    fn has_property(&self, name: &str, path: &[&str]) -> bool {
-        let Some(mut node) = self.definition(name) else {
-            return false;
-        };
-        for key in path {
-            match node.get("properties").and_then(|p| p.get(*key)) {
-                Some(next) => node = next,
-                None => return false,
-            }
-        }
-        true
-    }
-
-    /// The errors of `instance` against definition `name`; panics when the schema lacks it.
-    fn errors(&self, name: &str, instance: &Value) -> Vec<String> {
-        assert!(self.has(name), "the {} schema has no definition {name}", self.version);
-        let wrapper = json!({
-            "$schema": self.root["$schema"],
-            self.defs_key: self.root[self.defs_key],
-            "allOf": [{ "$ref": format!("#/{}/{name}", self.defs_key) }],
-        });
-        let validator = jsonschema::options()
-            .should_validate_formats(true)
-            .build(&wrapper)
-            .unwrap_or_else(|err| panic!("cannot build a validator for {name} of {}: {err}", self.version));
-        validator
-            .iter_errors(instance)
-            .map(|err| format!("{err} (at `{}`)", err.instance_path))
-            .collect()
-    }
-}
-
-/// A request line as the client encodes it, parsed back.
-fn request<R: McpRequest>(id: i64, params: &R::Params) -> Value {
-    let mut line = Vec::new();
-    plexus_jsonrpc::encode_request(&mut line, &RequestId::Number(id), R::METHOD, Some(params)).unwrap();
-    serde_json::from_slice(&line).unwrap()
-}
-
-/// A notification line as the client encodes it, parsed back.
-fn notification<N: McpNotification>(params: &N::Params) -> Value {
-    let mut line = Vec::new();
-    plexus_jsonrpc::encode_notification(&mut line, N::METHOD, Some(params)).unwrap();
-    serde_json::from_slice(&line).unwrap()
-}
-
-/// A result as the client encodes it.
-fn result<T: Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap()
-}
-
-fn object(value: Value) -> JsonObject {
-    match value {
-        Value::Object(object) => object,
-        other => panic!("not an object: {other}"),
-    }
-}
+use schema::{Schema, notification, object, request, result};
 
 fn client_capabilities(version: ProtocolVersion) -> ClientCapabilities {
     let mut capabilities = ClientCapabilities {
@@ -539,7 +448,7 @@ fn feature_table_matches_the_schemas() {
         }),
     ];
     let mut mismatches = Vec::new();
-    for version in ProtocolVersion::SUPPORTED {
+    for version in ProtocolVersion::ALL {
         let schema = Schema::load(version);
         for (feature, claimed, probe) in &features {
             let (claimed, defined) = (claimed(version), probe(&schema));
@@ -586,7 +495,7 @@ fn method_names_match_the_schemas() {
         "a method is listed twice"
     );
     let mut union = BTreeSet::new();
-    for version in ProtocolVersion::SUPPORTED {
+    for version in ProtocolVersion::ALL {
         let mut theirs = BTreeSet::new();
         schema_methods(&Schema::load(version).root, &mut theirs);
         let missing: Vec<_> = theirs.difference(&ours).collect();

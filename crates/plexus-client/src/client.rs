@@ -19,6 +19,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::broadcast;
 
 use crate::ClientError;
+use crate::era::{EraChoice, EraSource};
 use crate::error::ListProblem;
 use crate::handler::{ClientHandler, NoHandler};
 use crate::notifications::ServerNotification;
@@ -61,6 +62,8 @@ pub struct ClientOptions {
     /// Told how every request of the session ended (a connection pool counts terminal I/O
     /// failures with it); none by default.
     pub observer: Option<Arc<dyn RequestObserver>>,
+    /// Which protocol era to speak, or how to choose it (default: the `initialize` handshake).
+    pub era: EraChoice,
 }
 
 /// Watches how a session's requests end, for whoever owns the connection's life (a pool that
@@ -83,6 +86,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("tool_timeout", &self.tool_timeout)
             .field("max_list_bytes", &self.max_list_bytes)
             .field("observer", &self.observer.is_some())
+            .field("era", &self.era)
             .finish_non_exhaustive()
     }
 }
@@ -101,6 +105,7 @@ impl ClientOptions {
             handler: Arc::new(NoHandler),
             max_list_bytes: MAX_LIST_BYTES,
             observer: None,
+            era: EraChoice::default(),
         }
     }
 
@@ -159,6 +164,8 @@ pub struct ServerDetails {
     pub capabilities: ServerCapabilities,
     /// The server's instructions for the model, if any.
     pub instructions: Option<String>,
+    /// How the era (and with it the version) was chosen.
+    pub era_source: EraSource,
 }
 
 /// One MCP session. Cheap to clone; every clone is the same session. Dropping the last clone
@@ -195,7 +202,7 @@ impl Client {
             options.observer.clone(),
         );
         shared.start_reader(receiver);
-        match initialize(&shared, &options).await {
+        match crate::era::start(&shared, &options).await {
             Ok(details) => Ok(Client {
                 shared,
                 details: Arc::new(details),
@@ -538,14 +545,19 @@ impl Client {
     }
 }
 
-fn decode_result<R: DeserializeOwned>(method: &str, raw: &RawValue) -> Result<R, ClientError> {
+pub(crate) fn decode_result<R: DeserializeOwned>(method: &str, raw: &RawValue) -> Result<R, ClientError> {
     serde_json::from_str(raw.get()).map_err(|e| ClientError::InvalidResult {
         method: method.to_owned(),
         source: Arc::new(e),
     })
 }
 
-async fn initialize(shared: &Arc<Shared>, options: &ClientOptions) -> Result<ServerDetails, ClientError> {
+/// The `initialize` handshake; `source` says how its era was chosen.
+pub(crate) async fn initialize(
+    shared: &Arc<Shared>,
+    options: &ClientOptions,
+    source: EraSource,
+) -> Result<ServerDetails, ClientError> {
     let params = InitializeRequestParams::new(
         options.protocol_version,
         options.handler.capabilities(),
@@ -570,5 +582,6 @@ async fn initialize(shared: &Arc<Shared>, options: &ClientOptions) -> Result<Ser
         server_info: result.server_info,
         capabilities: result.capabilities,
         instructions: result.instructions,
+        era_source: source,
     })
 }

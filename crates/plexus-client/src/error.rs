@@ -66,6 +66,15 @@ pub enum ClientError {
     /// The session was closed by its owner.
     #[error("the session is closed")]
     SessionClosed,
+    /// The connection ended while the `server/discover` probe waited (a stdio server of the
+    /// initialize era that exits on a request it does not know): whoever owns the transport
+    /// starts the server again and speaks the initialize era to it.
+    #[error("the server closed the connection on the server/discover probe")]
+    ProbeClosed {
+        /// How the connection ended.
+        #[source]
+        source: TransportError,
+    },
     /// The host cancelled the request ([`Client::cancel_all`](crate::Client::cancel_all)); the
     /// server was told.
     #[error("cancelled: {reason}")]
@@ -106,9 +115,12 @@ pub enum ParamsProblem {
     /// serde_json could not serialize them.
     #[error(transparent)]
     Json(Arc<serde_json::Error>),
-    /// They are not a JSON object, so they cannot carry a progress token.
-    #[error("params must be an object to carry a progress token")]
+    /// They are not a JSON object, so they cannot carry a progress token or the envelope.
+    #[error("params must be an object to carry a progress token or the request envelope")]
     NotAnObject,
+    /// The stateless revision's envelope could not be written into them.
+    #[error("the request envelope cannot be written")]
+    Envelope(#[source] Arc<plexus_protocol::envelope::EnvelopeError>),
 }
 
 impl From<serde_json::Error> for ParamsProblem {

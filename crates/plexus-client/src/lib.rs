@@ -25,6 +25,7 @@
 
 mod cancel;
 mod client;
+mod era;
 mod error;
 mod handler;
 mod notifications;
@@ -40,6 +41,7 @@ pub use client::{
     Client, ClientOptions, DEFAULT_INITIALIZE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_TOOL_TIMEOUT, MAX_LIST_BYTES,
     MAX_LIST_PAGES, RequestObserver, ServerDetails,
 };
+pub use era::{DEFAULT_PROBE_TIMEOUT, EraChoice, EraSource};
 pub use error::{ClientError, ListProblem, ParamsProblem, UnidentifiedDrops};
 pub use handler::{ClientHandler, NoHandler, ServerRequestContext};
 pub use notifications::ServerNotification;

@@ -124,12 +124,15 @@ pub(crate) async fn send_cancelled(shared: &Shared, id: i64, reason: &str) -> Re
     shared.notify_raw(methods::CANCELLED, &params).await
 }
 
-/// Encodes the request line, adding `_meta.progressToken` when progress is wanted.
+/// Encodes the request line, adding `_meta.progressToken` when progress is wanted and the
+/// stateless era's envelope (`envelope`: its `_meta` entries as JSON text) when the session has
+/// one.
 fn encode<P: Serialize + ?Sized>(
     id: i64,
     method: &str,
     params: Option<&P>,
     progress: bool,
+    envelope: Option<&str>,
 ) -> Result<Vec<u8>, ClientError> {
     let invalid = |e: serde_json::Error| ClientError::InvalidParams {
         method: method.to_owned(),
@@ -137,28 +140,57 @@ fn encode<P: Serialize + ?Sized>(
     };
     let mut line = Vec::with_capacity(128);
     let request_id = RequestId::Number(id);
-    if progress {
-        let mut value = match params {
-            Some(p) => serde_json::to_value(p).map_err(invalid)?,
-            None => serde_json::Value::Object(serde_json::Map::new()),
-        };
-        let Some(object) = value.as_object_mut() else {
-            return Err(ClientError::InvalidParams {
-                method: method.to_owned(),
-                source: ParamsProblem::NotAnObject,
-            });
-        };
-        let meta = object
-            .entry("_meta")
-            .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
-        if let Some(meta) = meta.as_object_mut() {
-            meta.insert("progressToken".into(), id.into());
-        }
-        plexus_jsonrpc::encode_request(&mut line, &request_id, method, Some(&value)).map_err(invalid)?;
-    } else {
+    if !progress && envelope.is_none() {
         plexus_jsonrpc::encode_request(&mut line, &request_id, method, params).map_err(invalid)?;
+        return Ok(line);
     }
+    let body = match params {
+        Some(p) => serde_json::to_string(p).map_err(invalid)?,
+        None => "{}".to_owned(),
+    };
+    let Some(members) = body.trim_start().strip_prefix('{') else {
+        return Err(ClientError::InvalidParams {
+            method: method.to_owned(),
+            source: ParamsProblem::NotAnObject,
+        });
+    };
+    let mut meta = String::with_capacity(envelope.map_or(0, str::len) + 32);
+    if let Some(envelope) = envelope {
+        meta.push_str(envelope);
+    }
+    if progress {
+        if !meta.is_empty() {
+            meta.push(',');
+        }
+        meta.push_str("\"progressToken\":");
+        meta.push_str(&id.to_string());
+    }
+    let params = if body.contains("\"_meta\"") {
+        // The caller's params have a `_meta` of their own (or text that looks like one): merged
+        // as values, its entries kept.
+        merge_meta(&body, &meta).map_err(invalid)?
+    } else {
+        let members = members.trim_start();
+        let separator = if members.starts_with('}') { "" } else { "," };
+        format!("{{\"_meta\":{{{meta}}}{separator}{members}")
+    };
+    let params = RawValue::from_string(params).map_err(invalid)?;
+    plexus_jsonrpc::encode_request(&mut line, &request_id, method, Some(&params)).map_err(invalid)?;
     Ok(line)
+}
+
+/// `body` (a JSON object) with the `_meta` entries `meta` (JSON text without braces) added to
+/// its own `_meta`.
+fn merge_meta(body: &str, meta: &str) -> Result<String, serde_json::Error> {
+    let mut value: serde_json::Map<String, serde_json::Value> = serde_json::from_str(body)?;
+    let added: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&format!("{{{meta}}}"))?;
+    let target = value
+        .entry("_meta")
+        .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+    if let Some(target) = target.as_object_mut() {
+        target.extend(added);
+    }
+    serde_json::to_string(&value)
 }
 
 /// [`exchange`], ended early when `cancel` is cancelled: a request not sent yet is not sent;
@@ -229,7 +261,7 @@ async fn exchange<P: Serialize + ?Sized>(
 ) -> Result<Box<RawValue>, ClientError> {
     let id = shared.next_id();
     let wants_progress = options.on_progress.is_some() || options.reset_timeout_on_progress;
-    let line = encode(id, method, params, wants_progress)?;
+    let line = encode(id, method, params, wants_progress, shared.envelope())?;
     let progress = wants_progress.then(|| Arc::new(ProgressState::new(options.on_progress.clone())));
     let (reply_tx, mut reply_rx) = oneshot::channel();
     shared.register(
@@ -386,5 +418,44 @@ async fn wait_resetting(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::encode;
+
+    const ENVELOPE: &str =
+        r#""io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}"#;
+
+    fn params_of(line: &[u8]) -> Value {
+        let message: Value = serde_json::from_slice(line).unwrap();
+        message["params"].clone()
+    }
+
+    #[test]
+    fn the_envelope_and_the_progress_token_go_into_meta() {
+        let envelope = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+        let line = encode(7, "tools/call", Some(&json!({"name": "add"})), true, Some(ENVELOPE)).unwrap();
+        let mut meta = envelope.clone();
+        meta["progressToken"] = json!(7);
+        assert_eq!(params_of(&line), json!({"_meta": meta, "name": "add"}));
+
+        let line = encode::<Value>(8, "tools/list", None, false, Some(ENVELOPE)).unwrap();
+        assert_eq!(params_of(&line), json!({"_meta": envelope}));
+
+        // The caller's own `_meta` keeps its entries.
+        let own = json!({"name": "add", "_meta": {"trace": "t1"}});
+        let line = encode(9, "tools/call", Some(&own), false, Some(ENVELOPE)).unwrap();
+        let mut meta = envelope.clone();
+        meta["trace"] = json!("t1");
+        assert_eq!(params_of(&line), json!({"_meta": meta, "name": "add"}));
+
+        // Without either, the params go as they are.
+        let line = encode(10, "tools/call", Some(&json!({"name": "add"})), false, None).unwrap();
+        assert_eq!(params_of(&line), json!({"name": "add"}));
+        assert!(encode(11, "x", Some(&json!([1])), false, Some(ENVELOPE)).is_err());
     }
 }

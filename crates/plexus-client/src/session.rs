@@ -57,6 +57,9 @@ type CloseCallback = Box<dyn FnOnce(&ClientError) + Send>;
 pub(crate) struct Shared {
     pub(crate) name: String,
     pub(crate) sender: Box<dyn TransportSender>,
+    /// The `_meta` entries every request of a stateless-era session carries (JSON text without
+    /// braces); unset in the initialize era.
+    envelope: std::sync::OnceLock<Box<str>>,
     pub(crate) pending: Mutex<PendingTable>,
     next_id: AtomicI64,
     pub(crate) notifications: broadcast::Sender<ServerNotification>,
@@ -102,6 +105,7 @@ impl Shared {
         Arc::new(Shared {
             name,
             sender,
+            envelope: std::sync::OnceLock::new(),
             pending: Mutex::default(),
             next_id: AtomicI64::new(0),
             notifications,
@@ -119,6 +123,16 @@ impl Shared {
             owed_count: AtomicUsize::new(0),
             sending_owed: tokio::sync::Mutex::new(()),
         })
+    }
+
+    /// Makes every later request carry `fragment` in its `_meta` (the stateless era's envelope).
+    pub(crate) fn set_envelope(&self, fragment: Box<str>) {
+        let _ = self.envelope.set(fragment);
+    }
+
+    /// The envelope every request carries, in the stateless era.
+    pub(crate) fn envelope(&self) -> Option<&str> {
+        self.envelope.get().map(|fragment| &**fragment)
     }
 
     /// Starts the reader task and the refusal sender. Both hold only a weak reference, so

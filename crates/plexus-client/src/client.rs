@@ -242,7 +242,12 @@ impl Client {
         params: Option<&P>,
         options: &RequestOptions,
     ) -> Result<Box<RawValue>, ClientError> {
-        request(&self.shared, method, params, options, self.request_timeout, true).await
+        match method {
+            methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ => {
+                crate::rounds::request_with_input(&self.shared, method, params, options, self.request_timeout).await
+            }
+            _ => request(&self.shared, method, params, options, self.request_timeout, true).await,
+        }
     }
 
     /// Sends a request and decodes its result.

@@ -66,6 +66,34 @@ pub enum ClientError {
     /// The session was closed by its owner.
     #[error("the session is closed")]
     SessionClosed,
+    /// The server's result names a `resultType` this client does not know (the stateless era
+    /// defines `complete` and `input_required`).
+    #[error("{method}: the server's result is of an unknown type {found:?}")]
+    UnknownResultType {
+        /// The method of the request.
+        method: String,
+        /// The `resultType` the server gave.
+        found: String,
+    },
+    /// The server asked for input (`input_required`) that the client's handler could not give.
+    #[error("{method}: the client could not answer the server's input request {key:?}")]
+    InputRequest {
+        /// The method of the request.
+        method: String,
+        /// The input request's key.
+        key: String,
+        /// What the handler answered.
+        #[source]
+        error: Box<ErrorObject>,
+    },
+    /// The server kept asking for input past [`MAX_INPUT_ROUNDS`](crate::MAX_INPUT_ROUNDS).
+    #[error("{method}: the server still asked for input after {limit} rounds")]
+    InputRounds {
+        /// The method of the request.
+        method: String,
+        /// The limit.
+        limit: usize,
+    },
     /// The connection ended while the `server/discover` probe waited (a stdio server of the
     /// initialize era that exits on a request it does not know): whoever owns the transport
     /// starts the server again and speaks the initialize era to it.

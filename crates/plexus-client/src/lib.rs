@@ -31,6 +31,7 @@ mod handler;
 mod notifications;
 mod progress;
 mod request;
+mod rounds;
 mod session;
 mod trace;
 
@@ -49,3 +50,4 @@ pub use notifications::ServerNotification;
 pub use plexus_transport::BoxFuture;
 pub use progress::{ProgressCallback, progress_channel};
 pub use request::RequestOptions;
+pub use rounds::MAX_INPUT_ROUNDS;

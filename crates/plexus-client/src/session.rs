@@ -125,6 +125,11 @@ impl Shared {
         })
     }
 
+    /// The handler of the server's requests (and of the stateless era's input requests).
+    pub(crate) fn handler(&self) -> &dyn ClientHandler {
+        &*self.handler
+    }
+
     /// Makes every later request carry `fragment` in its `_meta` (the stateless era's envelope).
     pub(crate) fn set_envelope(&self, fragment: Box<str>) {
         let _ = self.envelope.set(fragment);

@@ -138,6 +138,10 @@ pub(crate) struct SessionState {
     pub(crate) era: Option<SessionEra>,
     /// A modern request was rejected under `--reject-first-modern-request`.
     pub(crate) rejected_modern: bool,
+    /// The request states of `input_required` results not yet echoed (see `mrtr`).
+    pub(crate) request_states: std::collections::VecDeque<String>,
+    /// How many request states the session issued.
+    pub(crate) states_issued: u64,
 }
 
 /// A client response to a server-to-client request.
@@ -501,7 +505,11 @@ impl Session {
     /// Queues `outcome` as the response to `id` (after a garbage line with `--garbage-line`).
     pub(crate) fn respond(&self, id: RequestId, outcome: Result<Box<RawValue>, ErrorObject>, out: &mut Vec<Output>) {
         let outcome = match outcome {
-            Ok(result) if lock(&self.state).era == Some(SessionEra::Modern) => {
+            // A result that says its own type (`input_required`) keeps it.
+            Ok(result)
+                if !result.get().starts_with(r#"{"resultType""#)
+                    && lock(&self.state).era == Some(SessionEra::Modern) =>
+            {
                 Ok(era::prepend_fields(&result, era::COMPLETE))
             }
             other => other,

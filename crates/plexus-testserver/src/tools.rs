@@ -34,6 +34,12 @@ struct CallParams<'a> {
     arguments: Option<&'a RawValue>,
     #[serde(default, rename = "_meta")]
     meta: Option<RequestMeta>,
+    /// The client's answers to an `input_required` result (the stateless era's retry).
+    #[serde(default, rename = "inputResponses")]
+    pub(crate) input_responses: Option<serde_json::Map<String, Value>>,
+    /// The state the `input_required` result carried, echoed.
+    #[serde(default, rename = "requestState")]
+    pub(crate) request_state: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -80,7 +86,7 @@ fn invalid(tool: &str, reason: impl std::fmt::Display) -> ErrorObject {
 }
 
 /// Parses the arguments of `tool` (absent arguments are `{}`).
-fn arguments<'a, T: Deserialize<'a>>(tool: &str, arguments: Option<&'a RawValue>) -> Result<T, ErrorObject> {
+pub(crate) fn arguments<'a, T: Deserialize<'a>>(tool: &str, arguments: Option<&'a RawValue>) -> Result<T, ErrorObject> {
     let text = arguments.map_or("{}", RawValue::get);
     if !text.trim_start().starts_with('{') {
         return Err(invalid(tool, "the arguments must be a JSON object"));
@@ -177,18 +183,18 @@ fn yes() -> bool {
 
 /// The `elicit` tool's arguments: the question, and how long to wait before asking it.
 #[derive(Deserialize)]
-struct ElicitArgs {
-    message: String,
+pub(crate) struct ElicitArgs {
+    pub(crate) message: String,
     #[serde(default)]
     ms: u64,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct SampleArgs {
-    prompt: String,
+pub(crate) struct SampleArgs {
+    pub(crate) prompt: String,
     #[serde(default = "default_max_tokens")]
-    max_tokens: u32,
+    pub(crate) max_tokens: u32,
 }
 
 fn default_max_tokens() -> u32 {
@@ -252,6 +258,11 @@ impl Session {
             )),
             "garbage" => arguments(name, args).and_then(|GarbageArgs { line }| garbage(line, out)),
             "oversize" => arguments(name, args).and_then(|BytesArgs { bytes }| oversize(bytes, out)),
+            "elicit" | "sample" | "roots" if self.is_modern() => {
+                let outcome =
+                    self.input_round(name, args, call.input_responses.as_ref(), call.request_state.as_deref());
+                return self.respond_to_tool_call(id, outcome, out);
+            }
             "slow" | "elicit" | "sample" | "roots" | "stderr" => {
                 return match self.start_waiting_tool(name, args, call.meta) {
                     Ok(work) => self.spawn_tool_call(id, work, out),
@@ -486,6 +497,16 @@ impl Session {
     }
 
     async fn elicit(&self, message: String) -> Outcome {
+        let params = self.elicit_params(&message);
+        elicit_outcome(
+            self.ask_client("elicitation/create", &params)
+                .await
+                .map_err(|e| e.to_string()),
+        )
+    }
+
+    /// The `elicitation/create` params of the `elicit` tool.
+    pub(crate) fn elicit_params(&self, message: &str) -> Value {
         let mut params = json!({
             "message": message,
             "requestedSchema": {
@@ -505,52 +526,79 @@ impl Session {
         {
             params["mode"] = json!("form");
         }
-        match self.ask_client("elicitation/create", &params).await {
-            Ok(result) => text(result.get()),
-            Err(e) => tool_error(&e.to_string()),
-        }
+        params
     }
 
     async fn sample(&self, prompt: String, max_tokens: u32) -> Outcome {
-        #[derive(Deserialize)]
-        struct Sampled {
-            content: Value,
-        }
-        // With a progress token, so that a client's progress on the request can be seen in the
-        // event log.
-        let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}], "maxTokens": max_tokens, "_meta": {"progressToken": "sample-progress"}});
-        let result = match self.ask_client("sampling/createMessage", &params).await {
-            Ok(result) => result,
-            Err(e) => return tool_error(&e.to_string()),
-        };
-        match serde_json::from_str::<Sampled>(result.get()) {
-            Ok(Sampled { content }) => match content.get("text").and_then(Value::as_str) {
-                Some(answer) if content["type"] == "text" => text(answer),
-                _ => text(&content.to_string()),
-            },
-            Err(e) => tool_error(&format!(
-                "the client's sampling/createMessage result is invalid ({e}): {}",
-                result.get()
-            )),
-        }
+        let params = sample_params(&prompt, max_tokens);
+        sample_outcome(
+            self.ask_client("sampling/createMessage", &params)
+                .await
+                .map_err(|e| e.to_string()),
+        )
     }
 
     async fn roots(&self) -> Outcome {
-        #[derive(Deserialize)]
-        struct Roots {
-            roots: Vec<Value>,
-        }
-        let result = match self.ask_client("roots/list", &json!({})).await {
-            Ok(result) => result,
-            Err(e) => return tool_error(&e.to_string()),
-        };
-        match serde_json::from_str::<Roots>(result.get()) {
-            Ok(Roots { roots }) => text(&Value::Array(roots).to_string()),
-            Err(e) => tool_error(&format!(
-                "the client's roots/list result is invalid ({e}): {}",
-                result.get()
-            )),
-        }
+        roots_outcome(
+            self.ask_client("roots/list", &json!({}))
+                .await
+                .map_err(|e| e.to_string()),
+        )
+    }
+}
+
+/// The `sampling/createMessage` params of the `sample` tool (with a progress token, so that a
+/// client's progress on the request can be seen in the event log).
+pub(crate) fn sample_params(prompt: &str, max_tokens: u32) -> Value {
+    json!({"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}], "maxTokens": max_tokens, "_meta": {"progressToken": "sample-progress"}})
+}
+
+/// The `elicit` tool's result from the client's answer (or why there is none).
+pub(crate) fn elicit_outcome(answer: Result<Box<RawValue>, String>) -> Outcome {
+    match answer {
+        Ok(result) => text(result.get()),
+        Err(e) => tool_error(&e),
+    }
+}
+
+/// The `sample` tool's result from the client's answer (or why there is none).
+pub(crate) fn sample_outcome(answer: Result<Box<RawValue>, String>) -> Outcome {
+    #[derive(Deserialize)]
+    struct Sampled {
+        content: Value,
+    }
+    let result = match answer {
+        Ok(result) => result,
+        Err(e) => return tool_error(&e),
+    };
+    match serde_json::from_str::<Sampled>(result.get()) {
+        Ok(Sampled { content }) => match content.get("text").and_then(Value::as_str) {
+            Some(answer) if content["type"] == "text" => text(answer),
+            _ => text(&content.to_string()),
+        },
+        Err(e) => tool_error(&format!(
+            "the client's sampling/createMessage result is invalid ({e}): {}",
+            result.get()
+        )),
+    }
+}
+
+/// The `roots` tool's result from the client's answer (or why there is none).
+pub(crate) fn roots_outcome(answer: Result<Box<RawValue>, String>) -> Outcome {
+    #[derive(Deserialize)]
+    struct Roots {
+        roots: Vec<Value>,
+    }
+    let result = match answer {
+        Ok(result) => result,
+        Err(e) => return tool_error(&e),
+    };
+    match serde_json::from_str::<Roots>(result.get()) {
+        Ok(Roots { roots }) => text(&Value::Array(roots).to_string()),
+        Err(e) => tool_error(&format!(
+            "the client's roots/list result is invalid ({e}): {}",
+            result.get()
+        )),
     }
 }
 

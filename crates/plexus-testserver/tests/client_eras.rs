@@ -166,3 +166,87 @@ async fn a_pinned_era_sends_no_probe() {
     };
     assert_eq!((method.as_str(), error.code.0), ("initialize", -32022));
 }
+
+/// Answers elicitations (as Ada) and roots; declares no sampling.
+struct Answering;
+
+#[plexus_client::async_trait]
+impl plexus_client::ClientHandler for Answering {
+    fn capabilities(&self) -> plexus_protocol::ClientCapabilities {
+        plexus_protocol::ClientCapabilities {
+            elicitation: Some(plexus_protocol::ElicitationCapability::default()),
+            roots: Some(plexus_protocol::RootsCapability::default()),
+            ..plexus_protocol::ClientCapabilities::default()
+        }
+    }
+
+    async fn elicit(
+        &self,
+        _params: plexus_protocol::ElicitRequestParams,
+        _context: plexus_client::ServerRequestContext,
+    ) -> Result<plexus_protocol::ElicitResult, plexus_jsonrpc::ErrorObject> {
+        Ok(serde_json::from_value(json!({"action": "accept", "content": {"name": "Ada", "confirm": true}})).unwrap())
+    }
+
+    async fn list_roots(
+        &self,
+        _context: plexus_client::ServerRequestContext,
+    ) -> Result<plexus_protocol::ListRootsResult, plexus_jsonrpc::ErrorObject> {
+        Ok(serde_json::from_value(json!({"roots": [{"uri": "file:///work", "name": "work"}]})).unwrap())
+    }
+}
+
+#[tokio::test]
+async fn input_required_is_answered_by_the_handler_and_retried_with_the_state_echoed() {
+    let dir = temp_dir();
+    let log = dir.path().join("events.jsonl");
+    let mut options = probing(Duration::from_secs(5));
+    options = options.handler(std::sync::Arc::new(Answering));
+    let client = connect(&["--era", "modern", "--event-log", log.to_str().unwrap()], options)
+        .await
+        .unwrap();
+    let elicited = client
+        .call_tool("elicit", args(json!({"message": "Who are you?"})))
+        .await
+        .unwrap();
+    let answer: serde_json::Value = serde_json::from_str(&first_text(&elicited)).unwrap();
+    assert_eq!(
+        answer,
+        json!({"action": "accept", "content": {"name": "Ada", "confirm": true}})
+    );
+    let roots = client.call_tool("roots", None).await.unwrap();
+    assert_eq!(first_text(&roots), r#"[{"uri":"file:///work","name":"work"}]"#);
+
+    // Sampling was not declared: the call fails naming the input request, and nothing is retried.
+    let error = client
+        .call_tool("sample", args(json!({"prompt": "hi"})))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, ClientError::InputRequest { key, .. } if key == "input"),
+        "{error:?}"
+    );
+    assert_eq!(
+        plexus_transport::error_chain(&error),
+        "tools/call: the client could not answer the server's input request \"input\": the client does not support \
+         sampling/createMessage (method not found, code -32601)"
+    );
+    client.close().await.unwrap();
+
+    let calls: Vec<_> = events(&log)
+        .into_iter()
+        .filter(|e| e["event"] == "request" && e["method"] == "tools/call")
+        .collect();
+    assert_eq!(calls.len(), 5, "elicit twice, roots twice, sample once: {calls:#?}");
+    let (first, retry) = (&calls[0]["params"], &calls[1]["params"]);
+    assert_ne!(calls[0]["id"], calls[1]["id"], "a retry is a new request");
+    assert_eq!(first.get("requestState"), None);
+    assert_eq!(first.get("inputResponses"), None);
+    assert_eq!(retry["arguments"], json!({"message": "Who are you?"}));
+    assert_eq!(retry["inputResponses"]["input"]["action"], "accept");
+    // The state went back byte for byte (the server refuses any other, and checks it was issued).
+    assert!(retry["requestState"].as_str().unwrap().contains("é \\u00e9"), "{retry}");
+    // The roots call carries nothing of the elicitation's round.
+    assert_eq!(calls[2]["params"].get("inputResponses"), None);
+    assert_eq!(calls[2]["params"].get("requestState"), None);
+}

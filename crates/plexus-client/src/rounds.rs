@@ -1,0 +1,144 @@
+//! Multi-round-trip requests of the stateless era (SEP-2322): a `tools/call`, `prompts/get` or
+//! `resources/read` may come back `input_required`, naming what the server needs first
+//! (elicitations, sampled messages, the client's roots). Each input request is answered by the
+//! session's [`ClientHandler`](crate::ClientHandler), exactly as the initialize era's server
+//! requests are, and the request is sent again (a new id) with the answers as `inputResponses`
+//! and the server's `requestState` echoed byte for byte (or left out when it sent none), for at
+//! most [`MAX_INPUT_ROUNDS`] rounds. The answers and the state belong to that retry only.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Duration;
+
+use plexus_jsonrpc::{RawValue, RequestId};
+use plexus_protocol::InputRequiredResult;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::ClientError;
+use crate::client::decode_result;
+use crate::handler::{ServerRequestContext, dispatch};
+use crate::request::{RequestOptions, request};
+use crate::session::Shared;
+
+/// The most `input_required` rounds one request goes through before the client gives up.
+pub const MAX_INPUT_ROUNDS: usize = 8;
+
+/// What a stateless-era result says it is.
+enum Kind {
+    Complete,
+    InputRequired,
+}
+
+/// [`request`], then the rounds an `input_required` answer asks for (only in a stateless session).
+pub(crate) async fn request_with_input<P: Serialize + ?Sized>(
+    shared: &Arc<Shared>,
+    method: &'static str,
+    params: Option<&P>,
+    options: &RequestOptions,
+    default_timeout: Duration,
+) -> Result<Box<RawValue>, ClientError> {
+    let mut raw = request(shared, method, params, options, default_timeout, true).await?;
+    if shared.envelope().is_none() {
+        return Ok(raw);
+    }
+    let mut retry: Option<Map<String, Value>> = None;
+    for round in 0..=MAX_INPUT_ROUNDS {
+        if let Kind::Complete = kind(method, &raw)? {
+            return Ok(raw);
+        }
+        if round == MAX_INPUT_ROUNDS {
+            break;
+        }
+        let required: InputRequiredResult = decode_result(method, &raw)?;
+        let answers = answer(shared, method, &required).await?;
+        let mut next = match retry.take() {
+            Some(next) => next,
+            None => first_params(method, params)?,
+        };
+        next.remove("inputResponses");
+        next.remove("requestState");
+        if !answers.is_empty() {
+            next.insert("inputResponses".to_owned(), Value::Object(answers));
+        }
+        if let Some(state) = &required.request_state {
+            next.insert("requestState".to_owned(), Value::String(state.clone()));
+        }
+        raw = request(shared, method, Some(&next), options, default_timeout, true).await?;
+        retry = Some(next);
+    }
+    Err(ClientError::InputRounds {
+        method: method.to_owned(),
+        limit: MAX_INPUT_ROUNDS,
+    })
+}
+
+/// Whether `raw` is complete or asks for input; an absent `resultType` is complete (a server of
+/// an earlier revision), any value but the two is invalid. Only a result that mentions the field
+/// is parsed for it.
+fn kind(method: &str, raw: &RawValue) -> Result<Kind, ClientError> {
+    #[derive(Deserialize)]
+    struct Head<'a> {
+        #[serde(default, borrow, rename = "resultType")]
+        result_type: Option<Cow<'a, str>>,
+    }
+    if !raw.get().contains("\"resultType\"") {
+        return Ok(Kind::Complete);
+    }
+    let head: Head<'_> = serde_json::from_str(raw.get()).map_err(|e| ClientError::InvalidResult {
+        method: method.to_owned(),
+        source: Arc::new(e),
+    })?;
+    match head.result_type.as_deref() {
+        None | Some("complete") => Ok(Kind::Complete),
+        Some("input_required") => Ok(Kind::InputRequired),
+        Some(other) => Err(ClientError::UnknownResultType {
+            method: method.to_owned(),
+            found: other.to_owned(),
+        }),
+    }
+}
+
+/// The original request's params as an object, for the retry to add to.
+fn first_params<P: Serialize + ?Sized>(method: &str, params: Option<&P>) -> Result<Map<String, Value>, ClientError> {
+    let invalid = |source| ClientError::InvalidParams {
+        method: method.to_owned(),
+        source,
+    };
+    match params.map(serde_json::to_value).transpose() {
+        Ok(None) => Ok(Map::new()),
+        Ok(Some(Value::Object(object))) => Ok(object),
+        Ok(Some(_)) => Err(invalid(crate::error::ParamsProblem::NotAnObject)),
+        Err(e) => Err(invalid(e.into())),
+    }
+}
+
+/// The handler's answers to the input requests of `required`, by their keys.
+async fn answer(
+    shared: &Arc<Shared>,
+    method: &str,
+    required: &InputRequiredResult,
+) -> Result<Map<String, Value>, ClientError> {
+    let mut answers = Map::new();
+    for (key, input) in required.input_requests.iter().flatten() {
+        let failed = |error| ClientError::InputRequest {
+            method: method.to_owned(),
+            key: key.clone(),
+            error: Box::new(error),
+        };
+        let request = serde_json::to_value(input).unwrap_or(Value::Null);
+        let asked = request.get("method").and_then(Value::as_str).unwrap_or_default();
+        let params = request
+            .get("params")
+            .map(serde_json::value::to_raw_value)
+            .transpose()
+            .unwrap_or(None);
+        let context = ServerRequestContext::new(shared.name.clone(), RequestId::String(key.clone()));
+        let result = dispatch(shared.handler(), asked, params.as_deref(), context)
+            .await
+            .map_err(failed)?;
+        let value = serde_json::from_str(result.get()).unwrap_or(Value::Null);
+        answers.insert(key.clone(), value);
+    }
+    Ok(answers)
+}

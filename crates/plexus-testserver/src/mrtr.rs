@@ -1,0 +1,99 @@
+//! The tools that need the client, in the stateless era (SEP-2322, multi-round-trip requests):
+//! `elicit`, `sample` and `roots` answer a call with `input_required` (one input request and a
+//! request state), and the retry that carries the client's answer and echoes the state byte for
+//! byte gets the tool's result. A state this server did not issue, or an answer without one, is
+//! refused, so that a client that invents, alters or drops the state fails visibly.
+
+use plexus_jsonrpc::{ErrorCode, ErrorObject, RawValue};
+use serde_json::{Map, Value, json};
+
+use crate::era::SessionEra;
+use crate::server::{Session, lock, raw};
+use crate::tools::{ElicitArgs, SampleArgs, arguments, elicit_outcome, roots_outcome, sample_outcome, sample_params};
+
+/// The most request states one session remembers (the oldest is forgotten first).
+const MAX_ISSUED_STATES: usize = 1024;
+
+/// The key of the one input request a tool makes.
+const INPUT_KEY: &str = "input";
+
+type Outcome = Result<Box<RawValue>, ErrorObject>;
+
+impl Session {
+    /// Whether the session speaks the stateless era.
+    pub(crate) fn is_modern(&self) -> bool {
+        lock(&self.state).era == Some(SessionEra::Modern)
+    }
+
+    /// One round of the tool `name`: without the client's answer, `input_required`; with it (and
+    /// the state echoed), the tool's result.
+    pub(crate) fn input_round(
+        &self,
+        name: &str,
+        args: Option<&RawValue>,
+        responses: Option<&Map<String, Value>>,
+        state: Option<&str>,
+    ) -> Outcome {
+        let (method, params) = match name {
+            "elicit" => {
+                let ElicitArgs { message, .. } = arguments(name, args)?;
+                ("elicitation/create", self.elicit_params(&message))
+            }
+            "sample" => {
+                let SampleArgs { prompt, max_tokens } = arguments(name, args)?;
+                ("sampling/createMessage", sample_params(&prompt, max_tokens))
+            }
+            _ => ("roots/list", json!({})),
+        };
+        let Some(answer) = responses.and_then(|responses| responses.get(INPUT_KEY)) else {
+            let issued = self.issue_state(name);
+            return raw(&json!({
+                "resultType": "input_required",
+                "inputRequests": {INPUT_KEY: {"method": method, "params": params}},
+                "requestState": issued,
+            }));
+        };
+        let refused = |message: String| Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, message));
+        match state {
+            Some(state) if self.take_state(state) => {}
+            Some(state) => return refused(format!("requestState {state:?} is not one this server issued")),
+            None => {
+                return refused(
+                    "the retry has no requestState: echo the one the input_required result carried".to_owned(),
+                );
+            }
+        }
+        let answer = RawValue::from_string(answer.to_string())
+            .map_err(|e| ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("inputResponses.{INPUT_KEY}: {e}")))?;
+        match name {
+            "elicit" => elicit_outcome(Ok(answer)),
+            "sample" => sample_outcome(Ok(answer)),
+            _ => roots_outcome(Ok(answer)),
+        }
+    }
+
+    /// A new request state for a round of `tool`, remembered until a retry echoes it.
+    fn issue_state(&self, tool: &str) -> String {
+        let mut state = lock(&self.state);
+        state.states_issued += 1;
+        // Characters a client might be tempted to normalize, so that only a byte-exact echo passes.
+        let issued = format!(
+            "{{\"tool\": \"{tool}\", \"round\": {}, \"note\": \"é \\u00e9\"}}",
+            state.states_issued
+        );
+        if state.request_states.len() == MAX_ISSUED_STATES {
+            state.request_states.pop_front();
+        }
+        state.request_states.push_back(issued.clone());
+        issued
+    }
+
+    /// Whether `echoed` is a state this session issued (it can be used once).
+    fn take_state(&self, echoed: &str) -> bool {
+        let mut state = lock(&self.state);
+        match state.request_states.iter().position(|issued| issued == echoed) {
+            Some(at) => state.request_states.remove(at).is_some(),
+            None => false,
+        }
+    }
+}

@@ -42,6 +42,11 @@ pub struct ServerOptions {
     /// `timeout`: the connect timeout for this server, written in milliseconds; `None` means the
     /// default. Values below [`MIN_TIMEOUT`](crate::MIN_TIMEOUT) are ignored when parsing.
     pub timeout: Option<Duration>,
+    /// `protocolVersion`: `"auto"` (the client probes the server with `server/discover` and
+    /// speaks the era it answers in) or the protocol revision to speak (`"2026-07-28"` pins the
+    /// stateless era, an earlier one the `initialize` handshake offering it); `None`: the host's
+    /// default.
+    pub protocol_version: Option<String>,
     /// `disabled`: the server is configured but not connected.
     pub disabled: bool,
     /// `required`: a host that waits for its servers to be ready fails when this one cannot
@@ -393,6 +398,9 @@ impl ServerConfig {
         if let Some(timeout) = options.timeout {
             // Durations parsed from a file come from a u64 of milliseconds, so this does not truncate.
             object.insert("timeout".into(), (timeout.as_millis() as u64).into());
+        }
+        if let Some(version) = &options.protocol_version {
+            object.insert("protocolVersion".into(), version.clone().into());
         }
         insert_flag(&mut object, "disabled", options.disabled);
         insert_flag(&mut object, "required", options.required);

@@ -399,6 +399,36 @@ pub(crate) fn port(value: &Value, path: &str, report: &mut Report) -> Option<u16
     port
 }
 
+/// `protocolVersion`: `"auto"` (probe the server with `server/discover`) or a protocol revision
+/// (`"2026-07-28"`, `"2025-11-25"`, …: its date, `YYYY-MM-DD`); which revisions exist is the
+/// connector's to know.
+pub(crate) fn protocol_version(value: &Value, path: &str, report: &mut Report) -> Option<String> {
+    let Value::String(text) = value else {
+        report.error(
+            Some(path),
+            format!(
+                "expected \"auto\" or a protocol revision such as \"2026-07-28\", found {}",
+                describe(value)
+            ),
+        );
+        return None;
+    };
+    let dated = text.len() == 10
+        && text.bytes().enumerate().all(|(at, byte)| match at {
+            4 | 7 => byte == b'-',
+            _ => byte.is_ascii_digit(),
+        });
+    if text == "auto" || dated {
+        Some(text.clone())
+    } else {
+        report.error(
+            Some(path),
+            format!("{text:?} is neither \"auto\" nor a protocol revision such as \"2026-07-28\""),
+        );
+        None
+    }
+}
+
 /// A timeout in whole milliseconds; values below [`MIN_TIMEOUT`] are ignored with a warning.
 pub(crate) fn timeout(value: &Value, path: &str, report: &mut Report) -> Option<Duration> {
     let Value::Number(number) = value else {
@@ -514,6 +544,30 @@ mod tests {
 
     fn messages(report: &Report) -> Vec<String> {
         report.diagnostics.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn a_protocol_version_is_auto_or_a_dated_revision() {
+        let mut report = Report::default();
+        for good in ["auto", "2026-07-28", "2024-11-05"] {
+            assert_eq!(
+                protocol_version(&json!(good), "protocolVersion", &mut report).as_deref(),
+                Some(good)
+            );
+        }
+        assert!(!report.failed());
+        for bad in [
+            json!("latest"),
+            json!("2026-7-28"),
+            json!(20260728),
+            json!("2026-07-28 "),
+        ] {
+            assert_eq!(protocol_version(&bad, "protocolVersion", &mut report), None, "{bad}");
+        }
+        assert_eq!(
+            messages(&report)[0],
+            r#"field "protocolVersion": "latest" is neither "auto" nor a protocol revision such as "2026-07-28""#
+        );
     }
 
     #[test]

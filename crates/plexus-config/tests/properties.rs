@@ -223,10 +223,12 @@ fn options() -> impl Strategy<Value = ServerOptions> {
         option::of(patterns()),
         patterns(),
         unknown,
+        option::of(prop_oneof![Just("auto".to_owned()), "20[0-9]{2}-[01][0-9]-[0-3][0-9]"]),
     )
         .prop_map(
-            |(timeout, disabled, required, enabled_tools, disabled_tools, unknown)| ServerOptions {
+            |(timeout, disabled, required, enabled_tools, disabled_tools, unknown, protocol_version)| ServerOptions {
                 timeout: timeout.map(Duration::from_millis),
+                protocol_version,
                 disabled,
                 required,
                 enabled_tools,

@@ -104,6 +104,16 @@ pub enum ConnectError {
         /// How long until the cache entry expires.
         retry_in: Duration,
     },
+    /// The entry's `protocolVersion` names a revision this build does not speak; the server was
+    /// not contacted.
+    #[error("server \"{server}\": its protocolVersion is no revision plexus speaks")]
+    ProtocolVersion {
+        /// The server's name.
+        server: String,
+        /// The revision given, and the ones there are.
+        #[source]
+        source: plexus_protocol::ParseVersionError,
+    },
     /// The transport or the MCP handshake failed.
     #[error("server \"{server}\"")]
     Client {
@@ -133,6 +143,7 @@ impl ConnectError {
             | ConnectError::Unsupported { server, .. }
             | ConnectError::Credentials { server, .. }
             | ConnectError::NeedsAuth { server, .. }
+            | ConnectError::ProtocolVersion { server, .. }
             | ConnectError::Client { server, .. } => server,
         }
     }
@@ -265,6 +276,7 @@ pub(crate) async fn connect_entry(
         server: name.to_owned(),
         source,
     };
+    let options = with_era(name, config, options)?;
     // Only the remote kinds take an auth provider.
     #[cfg(not(any(feature = "http", feature = "sse", feature = "ws")))]
     let _ = auth;
@@ -273,24 +285,26 @@ pub(crate) async fn connect_entry(
     let transport: Result<Box<dyn Transport>, ClientError> = match config {
         #[cfg(feature = "stdio")]
         ServerConfig::Stdio(stdio) => {
-            let mut transport_config = plexus_stdio::StdioConfig::new(&stdio.command)
-                .name(name)
-                .args(&stdio.args);
-            for (key, value) in &stdio.env {
-                transport_config = transport_config.env(key, value);
-            }
-            for secret in crate::SECRET_VARIABLES {
-                transport_config = transport_config.without_env(secret);
-            }
-            if let Some(cwd) = &stdio.cwd {
-                transport_config = transport_config.cwd(cwd);
-            }
-            if let Some(limit) = limits.max_message_size {
-                transport_config = transport_config.max_message_size(limit);
-            }
-            plexus_stdio::StdioTransport::spawn(transport_config)
-                .map(|transport| Box::new(transport) as Box<dyn Transport>)
-                .map_err(Into::into)
+            let transport = spawn_stdio(name, stdio, limits).map_err(failed)?;
+            return match Client::connect(transport, options.clone()).await {
+                Ok(client) => Ok(Connected { client, fallback: None }),
+                // A server of the initialize era that exits on the server/discover probe is
+                // started again and spoken to with the handshake.
+                Err(ClientError::ProbeClosed { source }) => {
+                    tracing::info!(
+                        server = name,
+                        "the server ended on the server/discover probe ({}); starting it again for the initialize era",
+                        plexus_transport::error_chain(&source)
+                    );
+                    let legacy = ClientOptions {
+                        era: plexus_client::EraChoice::Initialize,
+                        ..options
+                    };
+                    let transport = spawn_stdio(name, stdio, limits).map_err(failed)?;
+                    session(transport, legacy).await.map_err(failed)
+                }
+                Err(e) => Err(failed(e)),
+            };
         }
         #[cfg(feature = "http")]
         ServerConfig::Http(http) => {
@@ -341,6 +355,59 @@ pub(crate) async fn connect_entry(
         }
     };
     session(transport.map_err(failed)?, options).await.map_err(failed)
+}
+
+/// Starts the child process of a `stdio` entry.
+#[cfg(feature = "stdio")]
+fn spawn_stdio(
+    name: &str,
+    stdio: &plexus_config::StdioEntry,
+    limits: Limits,
+) -> Result<Box<dyn Transport>, ClientError> {
+    let mut transport_config = plexus_stdio::StdioConfig::new(&stdio.command)
+        .name(name)
+        .args(&stdio.args);
+    for (key, value) in &stdio.env {
+        transport_config = transport_config.env(key, value);
+    }
+    for secret in crate::SECRET_VARIABLES {
+        transport_config = transport_config.without_env(secret);
+    }
+    if let Some(cwd) = &stdio.cwd {
+        transport_config = transport_config.cwd(cwd);
+    }
+    if let Some(limit) = limits.max_message_size {
+        transport_config = transport_config.max_message_size(limit);
+    }
+    plexus_stdio::StdioTransport::spawn(transport_config)
+        .map(|transport| Box::new(transport) as Box<dyn Transport>)
+        .map_err(Into::into)
+}
+
+/// `options` with the era the entry's `protocolVersion` asks for (`auto`: probe; a stateless
+/// revision: that one, pinned; an earlier one: the handshake offering it); without one, the
+/// host's choice stands.
+fn with_era(name: &str, config: &ServerConfig, mut options: ClientOptions) -> Result<ClientOptions, ConnectError> {
+    use plexus_client::EraChoice;
+    use plexus_protocol::ProtocolVersion;
+    let Some(given) = config.options().protocol_version.as_deref() else {
+        return Ok(options);
+    };
+    if given == "auto" {
+        options.era = EraChoice::PROBE;
+        return Ok(options);
+    }
+    let version: ProtocolVersion = given.parse().map_err(|source| ConnectError::ProtocolVersion {
+        server: name.to_owned(),
+        source,
+    })?;
+    if version.is_stateless() {
+        options.era = EraChoice::Stateless(version);
+    } else {
+        options.era = EraChoice::Initialize;
+        options.protocol_version = version;
+    }
+    Ok(options)
 }
 
 /// Why a kind cannot be connected by this build.

@@ -26,6 +26,10 @@ pub(crate) struct ServerRow {
     state: &'static str,
     reason: Option<String>,
     protocol_version: Option<String>,
+    /// `initialize` or `stateless`.
+    era: Option<&'static str>,
+    /// How the era was chosen: `pinned` (the entry, or plexus's default) or `probe`.
+    era_source: Option<&'static str>,
     server_info: Option<Value>,
     tool_count: Option<usize>,
     connect_ms: Option<u64>,
@@ -47,6 +51,8 @@ impl ServerRow {
             state: ServerStatus::Failed.as_str(),
             reason: server.reason(),
             protocol_version: None,
+            era: None,
+            era_source: None,
             server_info: None,
             tool_count: None,
             connect_ms: None,
@@ -76,6 +82,8 @@ impl ServerRow {
         if let (ServerStatus::Connected, Some(client)) = (state.status, pool.client(&server.name)) {
             let details = client.server();
             row.protocol_version = Some(details.protocol_version.to_string());
+            row.era = Some(details.protocol_version.era().as_str());
+            row.era_source = Some(details.era_source.as_str());
             row.server_info = Some(json!({"name": details.server_info.name, "version": details.server_info.version}));
             match pool.tools(&server.name).await {
                 Ok(tools) => row.tool_count = Some(tools.len()),
@@ -146,7 +154,10 @@ pub(crate) fn print_servers(rows: &[ServerRow], json: bool) {
                 r.scope.unwrap_or_default().to_owned(),
                 r.kind.clone().unwrap_or_default(),
                 r.status.to_owned(),
-                r.protocol_version.clone().unwrap_or_default(),
+                match (&r.protocol_version, r.era_source) {
+                    (Some(version), Some("probe")) => format!("{version} (probed)"),
+                    (version, _) => version.clone().unwrap_or_default(),
+                },
                 info,
                 r.tool_count.map_or_else(String::new, |n| n.to_string()),
                 r.source.clone().unwrap_or_default(),

@@ -37,6 +37,9 @@ pub enum EraChoice {
     /// The stateless revision at this version, with no fall back: a server that does not speak
     /// it fails the connect.
     Stateless(ProtocolVersion),
+    /// The `initialize` handshake because a probe of this server already decided on it (a
+    /// stdio server that exited on the probe, started again); reported as the probe's verdict.
+    InitializeAfterProbe,
     /// Probe with `server/discover` and speak what the server answers (see the module docs),
     /// waiting at most `probe_timeout` for the probe's answer.
     Probe {
@@ -62,10 +65,21 @@ pub enum EraSource {
     Probe,
 }
 
+impl EraSource {
+    /// `"pinned"` or `"probe"` (as `plexus servers --json` shows it).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EraSource::Pinned => "pinned",
+            EraSource::Probe => "probe",
+        }
+    }
+}
+
 /// Starts the session as `choice` says.
 pub(crate) async fn start(shared: &Arc<Shared>, options: &ClientOptions) -> Result<ServerDetails, ClientError> {
     match options.era {
         EraChoice::Initialize => initialize(shared, options, EraSource::Pinned).await,
+        EraChoice::InitializeAfterProbe => initialize(shared, options, EraSource::Probe).await,
         EraChoice::Stateless(version) => discover(shared, options, version, options.initialize_timeout)
             .await
             .map(|discovered| discovered.into_details(shared, options, version, EraSource::Pinned)),

@@ -559,7 +559,7 @@ mod tests {
         for bad in [
             json!("latest"),
             json!("2026-7-28"),
-            json!(20260728),
+            json!(20_260_728),
             json!("2026-07-28 "),
         ] {
             assert_eq!(protocol_version(&bad, "protocolVersion", &mut report), None, "{bad}");

@@ -297,7 +297,7 @@ pub(crate) async fn connect_entry(
                         plexus_transport::error_chain(&source)
                     );
                     let legacy = ClientOptions {
-                        era: plexus_client::EraChoice::Initialize,
+                        era: plexus_client::EraChoice::InitializeAfterProbe,
                         ..options
                     };
                     let transport = spawn_stdio(name, stdio, limits).map_err(failed)?;

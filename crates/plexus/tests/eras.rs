@@ -71,6 +71,7 @@ async fn auto_starts_a_server_that_exits_on_the_probe_again_for_the_initialize_e
     assert_eq!(echoed.content[0].as_text(), Some("legacy"));
     let client = hub.pool().ensure_connected("demo").await.unwrap();
     assert_eq!(client.server().protocol_version, ProtocolVersion::LATEST);
+    assert_eq!(client.server().era_source, plexus::client::EraSource::Probe);
     assert_eq!(starts(&log), 2, "started once for the probe, once for the handshake");
     hub.shutdown().await;
 }

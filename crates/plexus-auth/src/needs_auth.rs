@@ -86,7 +86,7 @@ pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
 
 /// The cache file could not be written.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot write the needs-auth cache {}: {source}", .path.display())]
+#[error("cannot write the needs-auth cache {}", .path.display())]
 pub struct NeedsAuthError {
     /// The cache file.
     pub path: PathBuf,

@@ -386,7 +386,7 @@ fn a_write_error_names_the_file() {
     let cache = NeedsAuthCache::new(&home);
     let error = cache.record("docs", URL, None).unwrap_err();
     assert_eq!(
-        error.to_string(),
+        plexus_transport::error_chain(&error),
         format!(
             "cannot write the needs-auth cache {}: File exists (os error 17)",
             home.join(NEEDS_AUTH_CACHE_FILE).display()

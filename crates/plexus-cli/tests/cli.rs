@@ -132,7 +132,8 @@ fn servers_json_reports_each_status() {
     let row = |name: &str, kind: &str, status: &str, details: Value| {
         let mut row = json!({
             "name": name, "scope": "explicit", "source": path, "kind": kind, "status": status, "state": status,
-            "reason": null, "protocolVersion": null, "serverInfo": null, "toolCount": null, "connectMs": null,
+            "reason": null, "protocolVersion": null, "era": null, "eraSource": null, "serverInfo": null,
+            "toolCount": null, "connectMs": null,
             "required": false, "error": null, "warnings": [], "errors": []
         });
         for (key, value) in details.as_object().unwrap() {
@@ -147,7 +148,7 @@ fn servers_json_reports_each_status() {
                 "demo",
                 "stdio",
                 "connected",
-                json!({"protocolVersion": "2025-11-25", "serverInfo": {"name": "plexus-testserver", "version": version}, "toolCount": 20, "connectMs": "measured"})
+                json!({"protocolVersion": "2025-11-25", "era": "initialize", "eraSource": "pinned", "serverInfo": {"name": "plexus-testserver", "version": version}, "toolCount": 20, "connectMs": "measured"})
             ),
             row(
                 "gone",

@@ -12,7 +12,8 @@ use support::{PLEXUS, Workspace, demo, demo_written, version};
 fn row(name: &str, scope: &str, source: &str, kind: Option<&str>, status: &str, details: &Value) -> Value {
     let mut row = json!({
         "name": name, "scope": scope, "source": source, "kind": kind, "status": status, "state": status,
-        "reason": null, "protocolVersion": null, "serverInfo": null, "toolCount": null, "connectMs": null,
+        "reason": null, "protocolVersion": null, "era": null, "eraSource": null, "serverInfo": null,
+        "toolCount": null, "connectMs": null,
         "required": false, "error": null, "warnings": [], "errors": []
     });
     for (key, value) in details.as_object().unwrap() {
@@ -85,7 +86,7 @@ fn servers_shows_every_scope_with_its_file_warnings_and_errors() {
                 Some("stdio"),
                 "connected",
                 &json!({
-                    "protocolVersion": "2025-11-25", "serverInfo": {"name": "plexus-testserver", "version": version()}, "toolCount": 20,
+                    "protocolVersion": "2025-11-25", "era": "initialize", "eraSource": "pinned", "serverInfo": {"name": "plexus-testserver", "version": version()}, "toolCount": 20,
                     "connectMs": "measured",
                     "warnings": [format!("{user}: server \"from-user\": field \"color\": unknown field for a \"stdio\" server; kept as written but not used")]
                 })

@@ -263,7 +263,11 @@ fn saved(
         Err(e) => not_shown(
             processed,
             (what, mime),
-            &format!("{} bytes, not saved: {e}", bytes.len()),
+            &format!(
+                "{} bytes, not saved: {}",
+                bytes.len(),
+                plexus_transport::error_chain(&e)
+            ),
         ),
     }
 }

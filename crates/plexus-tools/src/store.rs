@@ -32,7 +32,7 @@ pub const MAX_SESSION_BYTES: u64 = 1024 * 1024 * 1024;
 
 /// Why output could not be persisted.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot write tool output to {path}: {source}")]
+#[error("cannot write tool output to {}", .path.display())]
 pub struct ResultStoreError {
     /// The file or directory.
     pub path: PathBuf,

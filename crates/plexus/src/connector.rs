@@ -599,7 +599,7 @@ mod needs_auth {
         .await;
         match written {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!("server \"{name}\": {e}"),
+            Ok(Err(e)) => tracing::warn!("server \"{name}\": {}", plexus_transport::error_chain(&e)),
             Err(e) => tracing::warn!("server \"{name}\": updating the needs-auth cache failed: {e}"),
         }
     }

@@ -266,9 +266,15 @@ impl Client {
         self.shared.notify_raw(method, params).await
     }
 
-    /// `ping`.
+    /// `ping` (in the stateless era, which has none, `server/discover`).
     pub async fn ping(&self) -> Result<(), ClientError> {
-        self.request::<(), serde_json::Value>(methods::PING, None, &RequestOptions::default())
+        // The stateless revision has no `ping`: `server/discover` is its cheapest request.
+        let method = if self.shared.envelope().is_some() {
+            methods::SERVER_DISCOVER
+        } else {
+            methods::PING
+        };
+        self.request::<(), serde_json::Value>(method, None, &RequestOptions::default())
             .await
             .map(drop)
     }

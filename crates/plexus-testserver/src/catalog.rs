@@ -4,7 +4,9 @@
 use serde_json::{Value, json};
 
 use crate::faults::MAX_FAULT_BYTES;
-use crate::tools::{MAX_DRIP_CHUNK, MAX_DRIP_DELAY_MS, MAX_SLOW_MS, MAX_SLOW_STEPS, MAX_URL_ELICIT_ROUNDS};
+use crate::tools::{
+    MAX_DRIP_CHUNK, MAX_DRIP_DELAY_MS, MAX_ELICIT_ROUNDS, MAX_SLOW_MS, MAX_SLOW_STEPS, MAX_URL_ELICIT_ROUNDS,
+};
 
 /// A 1×1 RGBA PNG, base64-encoded (the `image` tool's content).
 pub(crate) const TINY_PNG_BASE64: &str =
@@ -163,9 +165,9 @@ fn client_tools() -> Vec<Value> {
         tool(
             "elicit",
             "Elicit",
-            "Asks the client for input (elicitation/create, form mode), after waiting `ms` milliseconds, and returns its answer as JSON.",
+            "Asks the client for input (elicitation/create, form mode), after waiting `ms` milliseconds, and returns its answer as JSON. In the stateless era it asks `rounds` times (input_required, then again on each retry) before it answers.",
             schema(
-                &json!({"message": {"type": "string"}, "ms": {"type": "integer", "minimum": 0, "maximum": MAX_SLOW_MS, "default": 0}}),
+                &json!({"message": {"type": "string"}, "ms": {"type": "integer", "minimum": 0, "maximum": MAX_SLOW_MS, "default": 0}, "rounds": {"type": "integer", "minimum": 1, "maximum": MAX_ELICIT_ROUNDS, "default": 1}}),
                 &["message"],
             ),
             &asks_client(),

@@ -9,7 +9,10 @@ use serde_json::{Map, Value, json};
 
 use crate::era::SessionEra;
 use crate::server::{Session, lock, raw};
-use crate::tools::{ElicitArgs, SampleArgs, arguments, elicit_outcome, roots_outcome, sample_outcome, sample_params};
+use crate::tools::{
+    ElicitArgs, MAX_ELICIT_ROUNDS, SampleArgs, arguments, at_most, elicit_outcome, roots_outcome, sample_outcome,
+    sample_params,
+};
 
 /// The most request states one session remembers (the oldest is forgotten first).
 const MAX_ISSUED_STATES: usize = 1024;
@@ -34,34 +37,42 @@ impl Session {
         responses: Option<&Map<String, Value>>,
         state: Option<&str>,
     ) -> Outcome {
-        let (method, params) = match name {
+        let (method, params, rounds) = match name {
             "elicit" => {
-                let ElicitArgs { message, .. } = arguments(name, args)?;
-                ("elicitation/create", self.elicit_params(&message))
+                let ElicitArgs { message, rounds, .. } = arguments(name, args)?;
+                let rounds = at_most(name, "rounds", u64::from(rounds.max(1)), u64::from(MAX_ELICIT_ROUNDS))?;
+                ("elicitation/create", self.elicit_params(&message), rounds)
             }
             "sample" => {
                 let SampleArgs { prompt, max_tokens } = arguments(name, args)?;
-                ("sampling/createMessage", sample_params(&prompt, max_tokens))
+                ("sampling/createMessage", sample_params(&prompt, max_tokens), 1)
             }
-            _ => ("roots/list", json!({})),
+            _ => ("roots/list", json!({}), 1),
         };
-        let Some(answer) = responses.and_then(|responses| responses.get(INPUT_KEY)) else {
-            let issued = self.issue_state(name);
-            return raw(&json!({
+        let ask = |left: u64| {
+            raw(&json!({
                 "resultType": "input_required",
                 "inputRequests": {INPUT_KEY: {"method": method, "params": params}},
-                "requestState": issued,
-            }));
+                "requestState": self.issue_state(name, left),
+            }))
+        };
+        let Some(answer) = responses.and_then(|responses| responses.get(INPUT_KEY)) else {
+            return ask(rounds);
         };
         let refused = |message: String| Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, message));
-        match state {
-            Some(state) if self.take_state(state) => {}
-            Some(state) => return refused(format!("requestState {state:?} is not one this server issued")),
+        let left = match state {
+            Some(state) => match self.take_state(state) {
+                Some(left) => left,
+                None => return refused(format!("requestState {state:?} is not one this server issued")),
+            },
             None => {
                 return refused(
                     "the retry has no requestState: echo the one the input_required result carried".to_owned(),
                 );
             }
+        };
+        if left > 1 {
+            return ask(left - 1);
         }
         let answer = RawValue::from_string(answer.to_string())
             .map_err(|e| ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("inputResponses.{INPUT_KEY}: {e}")))?;
@@ -72,28 +83,27 @@ impl Session {
         }
     }
 
-    /// A new request state for a round of `tool`, remembered until a retry echoes it.
-    fn issue_state(&self, tool: &str) -> String {
+    /// A new request state for a round of `tool` with `left` rounds to go, remembered until a
+    /// retry echoes it.
+    fn issue_state(&self, tool: &str, left: u64) -> String {
         let mut state = lock(&self.state);
         state.states_issued += 1;
         // Characters a client might be tempted to normalize, so that only a byte-exact echo passes.
         let issued = format!(
-            "{{\"tool\": \"{tool}\", \"round\": {}, \"note\": \"é \\u00e9\"}}",
+            "{{\"tool\": \"{tool}\", \"round\": {}, \"left\": {left}, \"note\": \"é \\u00e9\"}}",
             state.states_issued
         );
         if state.request_states.len() == MAX_ISSUED_STATES {
             state.request_states.pop_front();
         }
-        state.request_states.push_back(issued.clone());
+        state.request_states.push_back((issued.clone(), left));
         issued
     }
 
-    /// Whether `echoed` is a state this session issued (it can be used once).
-    fn take_state(&self, echoed: &str) -> bool {
+    /// The rounds left of the state `echoed`, if this session issued it (it can be used once).
+    fn take_state(&self, echoed: &str) -> Option<u64> {
         let mut state = lock(&self.state);
-        match state.request_states.iter().position(|issued| issued == echoed) {
-            Some(at) => state.request_states.remove(at).is_some(),
-            None => false,
-        }
+        let at = state.request_states.iter().position(|(issued, _)| issued == echoed)?;
+        state.request_states.remove(at).map(|(_, left)| left)
     }
 }

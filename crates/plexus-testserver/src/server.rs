@@ -139,7 +139,7 @@ pub(crate) struct SessionState {
     /// A modern request was rejected under `--reject-first-modern-request`.
     pub(crate) rejected_modern: bool,
     /// The request states of `input_required` results not yet echoed (see `mrtr`).
-    pub(crate) request_states: std::collections::VecDeque<String>,
+    pub(crate) request_states: std::collections::VecDeque<(String, u64)>,
     /// How many request states the session issued.
     pub(crate) states_issued: u64,
 }

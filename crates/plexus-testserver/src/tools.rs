@@ -95,7 +95,7 @@ pub(crate) fn arguments<'a, T: Deserialize<'a>>(tool: &str, arguments: Option<&'
 }
 
 /// Checks that `value` is at most `max`, naming the argument otherwise.
-fn at_most<T: Copy + PartialOrd + std::fmt::Display>(
+pub(crate) fn at_most<T: Copy + PartialOrd + std::fmt::Display>(
     tool: &str,
     argument: &str,
     value: T,
@@ -187,7 +187,17 @@ pub(crate) struct ElicitArgs {
     pub(crate) message: String,
     #[serde(default)]
     ms: u64,
+    /// How many `input_required` rounds it takes in the stateless era.
+    #[serde(default = "one_round")]
+    pub(crate) rounds: u32,
 }
+
+fn one_round() -> u32 {
+    1
+}
+
+/// The most `input_required` rounds one `elicit` call asks for.
+pub(crate) const MAX_ELICIT_ROUNDS: u32 = 100;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -451,7 +461,7 @@ impl Session {
                 Box::pin(async move { session.slow(ms, steps, token).await })
             }
             "elicit" => {
-                let ElicitArgs { message, ms } = arguments(name, args)?;
+                let ElicitArgs { message, ms, .. } = arguments(name, args)?;
                 let delay = Duration::from_millis(at_most(name, "ms", ms, MAX_SLOW_MS)?);
                 Box::pin(async move {
                     tokio::time::sleep(delay).await;

@@ -42,6 +42,7 @@ async fn a_dual_server_is_spoken_to_in_the_stateless_era_with_the_envelope_on_ev
     assert_eq!(client.list_tools().await.unwrap().len(), 20);
     let sum = client.call_tool("add", args(json!({"a": 2, "b": 5}))).await.unwrap();
     assert_eq!(first_text(&sum), "7");
+    client.ping().await.unwrap();
     client.close().await.unwrap();
 
     let requests: Vec<_> = events(&log).into_iter().filter(|e| e["event"] == "request").collect();
@@ -51,10 +52,11 @@ async fn a_dual_server_is_spoken_to_in_the_stateless_era_with_the_envelope_on_ev
         .collect();
     assert_eq!(
         methods,
-        ["server/discover", "tools/list", "tools/call"],
-        "no initialize"
+        ["server/discover", "tools/list", "tools/call", "server/discover"],
+        "no initialize, and a ping is a discover"
     );
     for request in &requests {
+        assert!(request["params"].is_object(), "{request}");
         let meta = &request["params"]["_meta"];
         assert_eq!(
             meta["io.modelcontextprotocol/protocolVersion"], "2026-07-28",
@@ -249,4 +251,43 @@ async fn input_required_is_answered_by_the_handler_and_retried_with_the_state_ec
     // The roots call carries nothing of the elicitation's round.
     assert_eq!(calls[2]["params"].get("inputResponses"), None);
     assert_eq!(calls[2]["params"].get("requestState"), None);
+}
+
+#[tokio::test]
+async fn rounds_go_on_while_the_server_asks_and_stop_at_the_limit() {
+    let options = probing(Duration::from_secs(5)).handler(std::sync::Arc::new(Answering));
+    let client = connect(&["--era", "modern"], options).await.unwrap();
+    // Three rounds: asked, asked again on each retry, then answered.
+    let elicited = client
+        .call_tool("elicit", args(json!({"message": "Sure?", "rounds": 3})))
+        .await
+        .unwrap();
+    assert!(first_text(&elicited).contains("Ada"), "{elicited:?}");
+    // Past the client's limit: it gives up, saying so.
+    let rounds = plexus_client::MAX_INPUT_ROUNDS + 1;
+    let error = client
+        .call_tool("elicit", args(json!({"message": "Sure?", "rounds": rounds})))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, ClientError::InputRounds { limit, .. } if *limit == plexus_client::MAX_INPUT_ROUNDS),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "tools/call: the server still asked for input after {} rounds",
+            plexus_client::MAX_INPUT_ROUNDS
+        )
+    );
+    // Exactly at the limit it still completes.
+    let at_limit = client
+        .call_tool(
+            "elicit",
+            args(json!({"message": "Sure?", "rounds": plexus_client::MAX_INPUT_ROUNDS})),
+        )
+        .await
+        .unwrap();
+    assert!(first_text(&at_limit).contains("Ada"));
+    client.close().await.unwrap();
 }

@@ -250,6 +250,7 @@ mod cli;
 mod era;
 mod events;
 mod faults;
+mod listing;
 mod mrtr;
 #[cfg(feature = "remote")]
 mod oauth;

@@ -82,7 +82,7 @@ pub(crate) async fn start(shared: &Arc<Shared>, options: &ClientOptions) -> Resu
         EraChoice::InitializeAfterProbe => initialize(shared, options, EraSource::Probe).await,
         EraChoice::Stateless(version) => discover(shared, options, version, options.initialize_timeout)
             .await
-            .map(|discovered| discovered.into_details(shared, options, version, EraSource::Pinned)),
+            .map(|discovered| stateless_details(discovered, shared, options, version, EraSource::Pinned)),
         EraChoice::Probe { probe_timeout } => probe(shared, options, probe_timeout).await,
     }
 }
@@ -93,7 +93,7 @@ async fn probe(shared: &Arc<Shared>, options: &ClientOptions, timeout: Duration)
     loop {
         match discover(shared, options, version, timeout).await {
             Ok(discovered) => match discovered.choose_version() {
-                Ok(chosen) => return Ok(discovered.into_details(shared, options, chosen, EraSource::Probe)),
+                Ok(chosen) => return Ok(stateless_details(discovered, shared, options, chosen, EraSource::Probe)),
                 // A discover that offers no stateless version we speak (a server of both eras
                 // whose stateless side is newer or older than ours): the handshake.
                 Err(_) => break,
@@ -164,38 +164,28 @@ fn envelope_fragment(envelope: &RequestEnvelope) -> Option<Box<str>> {
     (!inner.is_empty()).then(|| inner.into())
 }
 
-trait IntoDetails {
-    fn into_details(
-        self,
-        shared: &Arc<Shared>,
-        options: &ClientOptions,
-        version: ProtocolVersion,
-        source: EraSource,
-    ) -> ServerDetails;
-}
-
-impl IntoDetails for DiscoverResult {
-    fn into_details(
-        self,
-        shared: &Arc<Shared>,
-        options: &ClientOptions,
-        version: ProtocolVersion,
-        source: EraSource,
-    ) -> ServerDetails {
-        if let Some(fragment) = envelope_fragment(&envelope_of(options, version)) {
-            shared.set_envelope(fragment);
-        }
-        let server_info = self
-            .server_info()
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| Implementation::new(shared.name.clone(), String::new()));
-        ServerDetails {
-            protocol_version: version,
-            server_info,
-            capabilities: self.capabilities,
-            instructions: self.instructions,
-            era_source: source,
-        }
+/// The session's details from `discovered`, speaking `version`: from now on every request
+/// carries the envelope of that version.
+fn stateless_details(
+    discovered: DiscoverResult,
+    shared: &Arc<Shared>,
+    options: &ClientOptions,
+    version: ProtocolVersion,
+    source: EraSource,
+) -> ServerDetails {
+    if let Some(fragment) = envelope_fragment(&envelope_of(options, version)) {
+        shared.set_envelope(fragment);
+    }
+    let server_info = discovered
+        .server_info()
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| Implementation::new(shared.name.clone(), String::new()));
+    ServerDetails {
+        protocol_version: version,
+        server_info,
+        capabilities: discovered.capabilities,
+        instructions: discovered.instructions,
+        era_source: source,
     }
 }

@@ -126,7 +126,9 @@ pub(crate) async fn send_cancelled(shared: &Shared, id: i64, reason: &str) -> Re
 
 /// Encodes the request line, adding `_meta.progressToken` when progress is wanted and the
 /// stateless era's envelope (`envelope`: its `_meta` entries as JSON text) when the session has
-/// one.
+/// one. The params are serialized once, straight into the line, and the `_meta` entries are
+/// spliced in at the start of their object: no parse, no second copy of the params (unless the
+/// caller's params have a `_meta` of their own, which is merged as values).
 fn encode<P: Serialize + ?Sized>(
     id: i64,
     method: &str,
@@ -134,6 +136,10 @@ fn encode<P: Serialize + ?Sized>(
     progress: bool,
     envelope: Option<&str>,
 ) -> Result<Vec<u8>, ClientError> {
+    /// The params of a request that has none, when `_meta` needs an object to go in.
+    #[derive(Serialize)]
+    struct NoParams {}
+
     let invalid = |e: serde_json::Error| ClientError::InvalidParams {
         method: method.to_owned(),
         source: e.into(),
@@ -144,16 +150,11 @@ fn encode<P: Serialize + ?Sized>(
         plexus_jsonrpc::encode_request(&mut line, &request_id, method, params).map_err(invalid)?;
         return Ok(line);
     }
-    let body = match params {
-        Some(p) => serde_json::to_string(p).map_err(invalid)?,
-        None => "{}".to_owned(),
-    };
-    let Some(members) = body.trim_start().strip_prefix('{') else {
-        return Err(ClientError::InvalidParams {
-            method: method.to_owned(),
-            source: ParamsProblem::NotAnObject,
-        });
-    };
+    match params {
+        Some(params) => plexus_jsonrpc::encode_request(&mut line, &request_id, method, Some(params)),
+        None => plexus_jsonrpc::encode_request(&mut line, &request_id, method, Some(&NoParams {})),
+    }
+    .map_err(invalid)?;
     let mut meta = String::with_capacity(envelope.map_or(0, str::len) + 32);
     if let Some(envelope) = envelope {
         meta.push_str(envelope);
@@ -165,24 +166,46 @@ fn encode<P: Serialize + ?Sized>(
         meta.push_str("\"progressToken\":");
         meta.push_str(&id.to_string());
     }
-    let params = if body.contains("\"_meta\"") {
-        // The caller's params have a `_meta` of their own (or text that looks like one): merged
-        // as values, its entries kept.
-        merge_meta(&body, &meta).map_err(invalid)?
-    } else {
-        let members = members.trim_start();
-        let separator = if members.starts_with('}') { "" } else { "," };
-        format!("{{\"_meta\":{{{meta}}}{separator}{members}")
+    // The line is `{"jsonrpc":"2.0","id":ID,"method":"METHOD","params":{…}}\n`: the first
+    // `,"params":` follows the id and the method (a protocol method name), so it is the key's.
+    let key: &[u8] = b",\"params\":";
+    let at = line
+        .windows(key.len())
+        .position(|window| window == key)
+        .map(|at| at + key.len());
+    let Some(open) = at.filter(|&at| line.get(at) == Some(&b'{')) else {
+        return Err(ClientError::InvalidParams {
+            method: method.to_owned(),
+            source: ParamsProblem::NotAnObject,
+        });
     };
-    let params = RawValue::from_string(params).map_err(invalid)?;
-    plexus_jsonrpc::encode_request(&mut line, &request_id, method, Some(&params)).map_err(invalid)?;
+    let body = &line[open..];
+    if body.windows(7).any(|window| window == b"\"_meta\"") {
+        // The caller's params have a `_meta` of their own (or text that looks like one).
+        let end = line.len() - 2; // the params object, without the line's `}\n`
+        let merged = merge_meta(&line[open..end], &meta).map_err(invalid)?;
+        line.truncate(open);
+        line.extend_from_slice(merged.as_bytes());
+        line.extend_from_slice(b"}\n");
+        return Ok(line);
+    }
+    let empty = body.get(1) == Some(&b'}');
+    let mut entries = Vec::with_capacity(meta.len() + 12);
+    entries.extend_from_slice(b"\"_meta\":{");
+    entries.extend_from_slice(meta.as_bytes());
+    entries.push(b'}');
+    if !empty {
+        entries.push(b',');
+    }
+    let inside = open + 1;
+    line.splice(inside..inside, entries);
     Ok(line)
 }
 
 /// `body` (a JSON object) with the `_meta` entries `meta` (JSON text without braces) added to
 /// its own `_meta`.
-fn merge_meta(body: &str, meta: &str) -> Result<String, serde_json::Error> {
-    let mut value: serde_json::Map<String, serde_json::Value> = serde_json::from_str(body)?;
+fn merge_meta(body: &[u8], meta: &str) -> Result<String, serde_json::Error> {
+    let mut value: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(body)?;
     let added: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&format!("{{{meta}}}"))?;
     let target = value
         .entry("_meta")

@@ -96,7 +96,7 @@ impl ResultType {
         match result {
             Value::Object(object) => Self::classify_object(object),
             other => Err(ResultTypeError::NotAnObject {
-                found: json_kind(other),
+                found: plexus_jsonrpc::value_kind(other),
             }),
         }
     }
@@ -142,17 +142,6 @@ impl Serialize for ResultType {
 impl<'de> Deserialize<'de> for ResultType {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         String::deserialize(deserializer)?.parse().map_err(D::Error::custom)
-    }
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

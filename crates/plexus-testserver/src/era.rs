@@ -85,11 +85,13 @@ struct Enveloped {
     meta: Option<Map<String, Value>>,
 }
 
-/// The protocol version of the envelope of `params` (the raw params text), if it carries one.
-pub(crate) fn envelope_version(params: &str) -> Option<String> {
-    let enveloped: Enveloped = serde_json::from_str(params).ok()?;
-    match enveloped.meta?.remove(PROTOCOL_VERSION_KEY)? {
-        Value::String(version) => Some(version),
+/// The envelope of `params` (the raw params text), if it carries one: its protocol version, and
+/// whether it declares the client's capabilities (one parse of the params).
+fn envelope_of(params: &str) -> Option<(String, bool)> {
+    let mut meta = serde_json::from_str::<Enveloped>(params).ok()?.meta?;
+    let capabilities = meta.get(CLIENT_CAPABILITIES_KEY).is_some_and(Value::is_object);
+    match meta.remove(PROTOCOL_VERSION_KEY)? {
+        Value::String(version) => Some((version, capabilities)),
         _ => None,
     }
 }
@@ -114,8 +116,12 @@ impl EraOptions {
         method: &str,
         params: &str,
     ) -> Routing {
-        let version = envelope_version(params);
-        let decided = *era.get_or_insert(match (self.support, method, &version) {
+        // A legacy session never looks at the envelope again (no parse per request).
+        if *era == Some(SessionEra::Legacy) && method != "server/discover" {
+            return Routing::Legacy;
+        }
+        let envelope = envelope_of(params);
+        let decided = *era.get_or_insert(match (self.support, method, &envelope) {
             (EraSupport::Modern, _, _) => SessionEra::Modern,
             (EraSupport::Legacy, _, _) | (_, "initialize", _) | (_, _, None) => SessionEra::Legacy,
             (EraSupport::Dual, _, Some(_)) => SessionEra::Modern,
@@ -134,14 +140,20 @@ impl EraOptions {
                 ))),
             },
             SessionEra::Legacy => Routing::Legacy,
-            SessionEra::Modern => self.route_modern(rejected_once, method, params, version),
+            SessionEra::Modern => self.route_modern(rejected_once, method, params, envelope),
         }
     }
 
-    fn route_modern(&self, rejected_once: &mut bool, method: &str, params: &str, version: Option<String>) -> Routing {
-        let requested = match (method, version) {
-            ("initialize", _) => initialize_version(params),
-            (_, Some(version)) => version,
+    fn route_modern(
+        &self,
+        rejected_once: &mut bool,
+        method: &str,
+        params: &str,
+        envelope: Option<(String, bool)>,
+    ) -> Routing {
+        let (requested, capabilities) = match (method, envelope) {
+            ("initialize", _) => (initialize_version(params), false),
+            (_, Some(envelope)) => envelope,
             (_, None) => {
                 return Routing::Answer(Err(ErrorObject::new(
                     ErrorCode::INVALID_PARAMS,
@@ -153,7 +165,7 @@ impl EraOptions {
         if method == "initialize" || requested != self.modern_version || reject {
             return Routing::Answer(Err(self.unsupported(&requested)));
         }
-        if !has_capabilities(params) {
+        if !capabilities {
             return Routing::Answer(Err(ErrorObject::new(
                 ErrorCode::INVALID_PARAMS,
                 format!("invalid params for {method}: _meta has no {CLIENT_CAPABILITIES_KEY}"),
@@ -195,13 +207,6 @@ fn initialize_version(params: &str) -> String {
         .ok()
         .and_then(|params| params.get("protocolVersion")?.as_str().map(str::to_owned))
         .unwrap_or_default()
-}
-
-fn has_capabilities(params: &str) -> bool {
-    serde_json::from_str::<Enveloped>(params)
-        .ok()
-        .and_then(|enveloped| enveloped.meta)
-        .is_some_and(|meta| meta.get(CLIENT_CAPABILITIES_KEY).is_some_and(Value::is_object))
 }
 
 /// The `resultType` of a complete result, as [`prepend_fields`] takes it.

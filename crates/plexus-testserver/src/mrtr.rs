@@ -7,7 +7,6 @@
 use plexus_jsonrpc::{ErrorCode, ErrorObject, RawValue};
 use serde_json::{Map, Value, json};
 
-use crate::era::SessionEra;
 use crate::server::{Session, lock, raw};
 use crate::tools::{
     ElicitArgs, MAX_ELICIT_ROUNDS, SampleArgs, arguments, at_most, elicit_outcome, roots_outcome, sample_outcome,
@@ -25,7 +24,7 @@ type Outcome = Result<Box<RawValue>, ErrorObject>;
 impl Session {
     /// Whether the session speaks the stateless era.
     pub(crate) fn is_modern(&self) -> bool {
-        lock(&self.state).era == Some(SessionEra::Modern)
+        self.modern.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// One round of the tool `name`: without the client's answer, `input_required`; with it (and

@@ -173,6 +173,8 @@ pub(crate) struct Session {
     in_flight: Mutex<HashMap<RequestId, AbortHandle>>,
     next_client_request: AtomicU64,
     tool_calls_answered: AtomicU64,
+    /// The session speaks the stateless era (read on every response without the state's lock).
+    pub(crate) modern: std::sync::atomic::AtomicBool,
 }
 
 /// Why a server-to-client request got no usable answer.
@@ -345,6 +347,7 @@ impl Session {
             in_flight: Mutex::new(HashMap::new()),
             next_client_request: AtomicU64::new(0),
             tool_calls_answered: AtomicU64::new(0),
+            modern: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -459,7 +462,11 @@ impl Session {
         let SessionState {
             era, rejected_modern, ..
         } = &mut *state;
-        self.server.era.route(era, rejected_modern, method, params)
+        let routing = self.server.era.route(era, rejected_modern, method, params);
+        if *era == Some(SessionEra::Modern) {
+            self.modern.store(true, Ordering::Relaxed);
+        }
+        routing
     }
 
     fn handle_notification(&self, notification: &Notification) {
@@ -499,10 +506,7 @@ impl Session {
     pub(crate) fn respond(&self, id: RequestId, outcome: Result<Box<RawValue>, ErrorObject>, out: &mut Vec<Output>) {
         let outcome = match outcome {
             // A result that says its own type (`input_required`) keeps it.
-            Ok(result)
-                if !result.get().starts_with(r#"{"resultType""#)
-                    && lock(&self.state).era == Some(SessionEra::Modern) =>
-            {
+            Ok(result) if self.is_modern() && !result.get().starts_with(r#"{"resultType""#) => {
                 Ok(era::prepend_fields(&result, era::COMPLETE))
             }
             other => other,

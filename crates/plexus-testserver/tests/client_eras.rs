@@ -98,7 +98,7 @@ async fn a_legacy_server_that_answers_the_probe_with_an_error_gets_initialize_on
 }
 
 #[tokio::test]
-async fn a_silent_legacy_server_costs_at_most_the_probe_timeout() {
+async fn a_silent_legacy_server_gets_the_handshake_once_the_probe_times_out() {
     let started = Instant::now();
     let client = connect(
         &["--era", "legacy", "--probe-answer", "silence"],

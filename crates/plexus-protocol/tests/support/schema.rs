@@ -78,6 +78,24 @@ impl Schema {
             .map(|err| format!("{err} (at `{}`)", err.instance_path))
             .collect()
     }
+
+    /// Checks every `(definition, message)`: what is wrong with each invalid one, one entry per
+    /// message.
+    pub(crate) fn invalid_messages(&self, messages: &[(&str, Value)]) -> Vec<String> {
+        messages
+            .iter()
+            .filter_map(|(definition, message)| {
+                let errors = self.errors(definition, message);
+                (!errors.is_empty()).then(|| {
+                    format!(
+                        "{} {definition}: {message}\n    {}",
+                        self.version,
+                        errors.join("\n    ")
+                    )
+                })
+            })
+            .collect()
+    }
 }
 
 /// A request line as the client encodes it, parsed back.

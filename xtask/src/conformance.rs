@@ -9,7 +9,12 @@
 //! or `WARNING`. `INFO` entries are the suite's log of the traffic, not verdicts, and are ignored.
 //! `WARNING` is what the suite itself calls acceptable (e.g. `sse-retry` reconnecting "slightly
 //! late" on a busy machine); warnings are counted in the table. `FAILURE`, `SKIPPED` (a check that
-//! could not run) and any other status fail the scenario.
+//! could not run; except the few a correct client leaves skipped,
+//! [`NOT_APPLICABLE`](crate::checks::NOT_APPLICABLE)) and any other status fail the scenario.
+//!
+//! A suite that names required revisions ([`REQUIREMENTS`](crate::requirements::REQUIREMENTS))
+//! also runs as the revision's conformance statement (`client --requirements REVISION`), read
+//! strictly: every check of every scenario it runs, with no `FAILURE` and no `WARNING`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -19,10 +24,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
+use crate::checks::{ScenarioResult, Verdict, read_results};
 use crate::cmd;
 use crate::peers::{self, NpmPackage, PeersError};
+use crate::requirements::REQUIREMENTS;
 
 /// The npm package of the suite.
 const SUITE_PACKAGE: &str = "@modelcontextprotocol/conformance";
@@ -92,6 +97,14 @@ pub(crate) const MUST_PASS_IN: &[(&str, &[&str])] = &[
             "auth/dpop-nonce",
             // Tool schemas pass through untouched: `$schema`, `$defs`, `additionalProperties`.
             "json-schema-2020-12-preservation",
+            // The stateless revision (2026-07-28): the request envelope and the retry at a
+            // version the server names, multi-round-trip requests, the Mcp-Method / Mcp-Name /
+            // Mcp-Param-* headers, and tools with invalid x-mcp-header annotations left out.
+            "request-metadata",
+            "sep-2322-client-request-state",
+            "http-standard-headers",
+            "http-custom-headers",
+            "http-invalid-tool-headers",
         ],
     ),
 ];
@@ -108,7 +121,7 @@ pub(crate) fn must_pass(version: &str) -> Vec<&'static str> {
 /// The client binary (crate `plexus-conformance`).
 const CLIENT_BIN: &str = "plexus-conformance-client";
 /// The suite's own limit for one client run, in milliseconds (its `--timeout`).
-const CLIENT_TIMEOUT_MS: u64 = 30_000;
+pub(crate) const CLIENT_TIMEOUT_MS: u64 = 30_000;
 /// The hang guard for one run of the suite's CLI (one scenario, or the scenario list).
 const RUN_LIMIT: Duration = Duration::from_secs(120);
 /// How many failing checks of one scenario the table shows.
@@ -153,7 +166,7 @@ pub(crate) enum ConformanceError {
     },
 }
 
-fn io_error(path: &Path) -> impl FnOnce(io::Error) -> ConformanceError + '_ {
+pub(crate) fn io_error(path: &Path) -> impl FnOnce(io::Error) -> ConformanceError + '_ {
     move |source| ConformanceError::Io {
         path: path.to_path_buf(),
         source,
@@ -187,6 +200,14 @@ pub(crate) fn run(args: &ConformanceArgs) -> Result<(), ConformanceError> {
             logs: base.join("logs").join(version),
         };
         failures.extend(suite.run(&client, &args.scenarios)?);
+        if args.scenarios.is_empty() {
+            for (_, revision) in REQUIREMENTS
+                .iter()
+                .filter(|(suite_version, _)| suite_version == version)
+            {
+                failures.extend(suite.run_requirements(&client, revision)?);
+            }
+        }
     }
     if failures.is_empty() {
         let counts: Vec<String> = SUITES
@@ -201,11 +222,12 @@ pub(crate) fn run(args: &ConformanceArgs) -> Result<(), ConformanceError> {
 }
 
 /// One installed suite version.
-struct Suite<'a> {
-    version: &'a str,
+pub(crate) struct Suite<'a> {
+    pub(crate) version: &'a str,
     node: &'a Path,
     cli: PathBuf,
-    results: PathBuf,
+    /// Where its runs write their results.
+    pub(crate) results: PathBuf,
     logs: PathBuf,
 }
 
@@ -240,7 +262,7 @@ impl Suite<'_> {
             if index == 0 {
                 println!("each scenario runs: {}", cmd::describe(&runner));
             }
-            let status = self.run_logged(&mut runner, &log_name(scenario), false)?;
+            let status = self.run_logged(&mut runner, &log_name(scenario), false, RUN_LIMIT)?;
             let exit = status
                 .code()
                 .map_or_else(|| status.to_string(), |code| format!("exit {code}"));
@@ -272,7 +294,7 @@ impl Suite<'_> {
         let mut runner = self.runner();
         runner.args(["list", "--client"]);
         let name = "list.log";
-        let status = self.run_logged(&mut runner, name, true)?;
+        let status = self.run_logged(&mut runner, name, true, RUN_LIMIT)?;
         let log = self.logs.join(name);
         let text = fs::read_to_string(&log).map_err(io_error(&log))?;
         let scenarios = parse_scenario_list(&text);
@@ -285,28 +307,29 @@ impl Suite<'_> {
         Ok(scenarios)
     }
 
-    fn runner(&self) -> Command {
+    pub(crate) fn runner(&self) -> Command {
         let mut runner = Command::new(self.node);
         runner.arg(&self.cli);
         runner
     }
 
-    /// Runs the suite's CLI with its output in `logs/NAME`, bounded by [`RUN_LIMIT`], echoing the
+    /// Runs the suite's CLI with its output in `logs/NAME`, bounded by `limit`, echoing the
     /// command line when asked to.
-    fn run_logged(
+    pub(crate) fn run_logged(
         &self,
         runner: &mut Command,
         name: &str,
         echo: bool,
+        limit: Duration,
     ) -> Result<std::process::ExitStatus, ConformanceError> {
         let log_path = self.logs.join(name);
         let log = File::create(&log_path).map_err(io_error(&log_path))?;
         let log_err = log.try_clone().map_err(io_error(&log_path))?;
         runner.stdout(Stdio::from(log)).stderr(Stdio::from(log_err));
         let status = if echo {
-            peers::run_bounded(runner, RUN_LIMIT)?
+            peers::run_bounded(runner, limit)?
         } else {
-            peers::run_bounded_quiet(runner, RUN_LIMIT)?
+            peers::run_bounded_quiet(runner, limit)?
         };
         Ok(status)
     }
@@ -350,7 +373,7 @@ fn log_name(scenario: &str) -> String {
 }
 
 /// `text` quoted for `sh` (the suite runs `--command` through a shell).
-fn shell_quote(text: &str) -> String {
+pub(crate) fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
@@ -360,156 +383,6 @@ fn parse_scenario_list(text: &str) -> Vec<String> {
         .filter_map(|line| line.trim_start().strip_prefix("- "))
         .filter_map(|rest| rest.split_whitespace().next())
         .map(str::to_owned)
-        .collect()
-}
-
-/// One check of a `checks.json`.
-#[derive(Debug, Clone, PartialEq)]
-struct Check {
-    id: String,
-    status: String,
-    /// `errorMessage`, else `details.message`.
-    message: Option<String>,
-}
-
-/// A scenario's recorded checks and where they are.
-#[derive(Debug, Clone, PartialEq)]
-struct ScenarioResult {
-    dir: PathBuf,
-    /// The suite's timestamp, to keep the latest of several runs.
-    timestamp: String,
-    /// The checks, or why `checks.json` could not be read.
-    checks: Result<Vec<Check>, String>,
-}
-
-/// How a scenario did.
-#[derive(Debug, Clone, PartialEq)]
-enum Verdict {
-    /// Every verdict check succeeded (`warnings` of them with a warning).
-    Passed { warnings: usize },
-    /// Why not, and the failing checks as `id: message`.
-    Failed { reason: String, failing: Vec<String> },
-}
-
-impl ScenarioResult {
-    fn verdict(&self) -> Verdict {
-        let checks = match &self.checks {
-            Ok(checks) => checks,
-            Err(reason) => {
-                return Verdict::Failed {
-                    reason: reason.clone(),
-                    failing: Vec::new(),
-                };
-            }
-        };
-        let verdicts: Vec<&Check> = checks.iter().filter(|check| check.status != "INFO").collect();
-        if verdicts.is_empty() {
-            return Verdict::Failed {
-                reason: "no verdict checks (the client did nothing the suite could judge)".to_owned(),
-                failing: Vec::new(),
-            };
-        }
-        let failing: Vec<String> = verdicts
-            .iter()
-            .filter(|check| check.status != "SUCCESS" && check.status != "WARNING")
-            .map(|check| match &check.message {
-                Some(message) => format!("{} {}: {message}", check.id, check.status),
-                None => format!("{} {}", check.id, check.status),
-            })
-            .collect();
-        if failing.is_empty() {
-            let warnings = verdicts.iter().filter(|check| check.status == "WARNING").count();
-            Verdict::Passed { warnings }
-        } else {
-            Verdict::Failed {
-                reason: format!("{} of {} check(s) failed", failing.len(), verdicts.len()),
-                failing,
-            }
-        }
-    }
-}
-
-/// Every `checks.json` under `dir` (results are in `<scenario>-<timestamp>/`, where a scenario such
-/// as `auth/x` is a subdirectory), by scenario; the latest run wins.
-fn read_results(dir: &Path) -> Result<BTreeMap<String, ScenarioResult>, ConformanceError> {
-    let mut found = Vec::new();
-    find_checks(dir, 0, &mut found)?;
-    let mut results: BTreeMap<String, ScenarioResult> = BTreeMap::new();
-    for file in found {
-        let Some(run_dir) = file.parent() else { continue };
-        let relative = run_dir
-            .strip_prefix(dir)
-            .unwrap_or(run_dir)
-            .to_string_lossy()
-            .into_owned();
-        let Some((scenario, timestamp)) = split_timestamp(&relative) else {
-            continue;
-        };
-        let result = ScenarioResult {
-            dir: run_dir.to_path_buf(),
-            timestamp: timestamp.to_owned(),
-            checks: parse_checks(&file),
-        };
-        match results.get(scenario) {
-            Some(existing) if existing.timestamp >= result.timestamp => {}
-            _ => {
-                results.insert(scenario.to_owned(), result);
-            }
-        }
-    }
-    Ok(results)
-}
-
-/// Collects the `checks.json` files under `dir`, at most 8 levels down.
-fn find_checks(dir: &Path, depth: usize, found: &mut Vec<PathBuf>) -> Result<(), ConformanceError> {
-    for entry in fs::read_dir(dir).map_err(io_error(dir))? {
-        let path = entry.map_err(io_error(dir))?.path();
-        if path.is_dir() && depth < 8 {
-            find_checks(&path, depth + 1, found)?;
-        } else if path.file_name().is_some_and(|name| name == "checks.json") {
-            found.push(path);
-        }
-    }
-    Ok(())
-}
-
-/// Splits `NAME-2026-11-30T18-49-17-976Z` into the name and the timestamp.
-fn split_timestamp(dir_name: &str) -> Option<(&str, &str)> {
-    const PATTERN: &str = "-dddd-dd-ddTdd-dd-dd-dddZ";
-    let split = dir_name.len().checked_sub(PATTERN.len())?;
-    let (name, suffix) = (dir_name.get(..split)?, dir_name.get(split..)?);
-    let matches = suffix.chars().zip(PATTERN.chars()).all(|(c, p)| match p {
-        'd' => c.is_ascii_digit(),
-        other => c == other,
-    });
-    (matches && !name.is_empty()).then(|| (name, &suffix[1..]))
-}
-
-/// The checks of one `checks.json`, or a reason naming the file.
-fn parse_checks(file: &Path) -> Result<Vec<Check>, String> {
-    let text = fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let value: Value = serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", file.display()))?;
-    let Value::Array(items) = value else {
-        return Err(format!("{}: expected an array of checks", file.display()));
-    };
-    items
-        .iter()
-        .enumerate()
-        .map(|(index, item)| {
-            let field = |name: &str| item.get(name).and_then(Value::as_str).map(str::to_owned);
-            let (Some(id), Some(status)) = (field("id"), field("status")) else {
-                return Err(format!(
-                    "{}: check {index} has no string `id` and `status`",
-                    file.display()
-                ));
-            };
-            let message = field("errorMessage").or_else(|| {
-                item.pointer("/details/message")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            });
-            Ok(Check { id, status, message })
-        })
         .collect()
 }
 
@@ -574,6 +447,7 @@ fn shorten(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checks::{Check, split_timestamp};
 
     /// A results directory as the suite writes it: `initialize` with only traffic logs,
     /// `tools_call` passed, `sse-retry` passed with a timing warning, an older failed run of
@@ -688,6 +562,7 @@ never-ran                FAILED              no checks.json was written
         let checks: Vec<Check> = (1..=8)
             .map(|n| Check {
                 id: format!("check-{n}"),
+                name: None,
                 status: "FAILURE".to_owned(),
                 message: None,
             })

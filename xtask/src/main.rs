@@ -11,11 +11,13 @@
 #![forbid(unsafe_code)]
 
 mod bench;
+mod checks;
 mod ci;
 mod cmd;
 mod conformance;
 mod fuzz;
 mod peers;
+mod requirements;
 
 use std::process::ExitCode;
 

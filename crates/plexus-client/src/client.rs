@@ -269,7 +269,7 @@ impl Client {
     /// `ping` (in the stateless era, which has none, `server/discover`).
     pub async fn ping(&self) -> Result<(), ClientError> {
         // The stateless revision has no `ping`: `server/discover` is its cheapest request.
-        let method = if self.shared.envelope().is_some() {
+        let method = if self.shared.stateless().is_some() {
             methods::SERVER_DISCOVER
         } else {
             methods::PING
@@ -279,22 +279,45 @@ impl Client {
             .map(drop)
     }
 
-    /// One page of `tools/list`.
+    /// One page of `tools/list`. Over Streamable HTTP in the stateless era, a tool whose
+    /// `x-mcp-header` annotations are invalid is left out (see [`rejected_tools`](Self::rejected_tools)).
     pub async fn list_tools_page(&self, cursor: Option<String>) -> Result<ListToolsResult, ClientError> {
-        self.request(
-            methods::TOOLS_LIST,
-            Some(&PaginatedRequestParams::page(cursor)),
-            &RequestOptions::default(),
-        )
-        .await
+        let mut page: ListToolsResult = self
+            .request(
+                methods::TOOLS_LIST,
+                Some(&PaginatedRequestParams::page(cursor)),
+                &RequestOptions::default(),
+            )
+            .await?;
+        if let Some(wire) = self.shared.stateless() {
+            wire.check_tools(&self.shared.name, &mut page.tools, false);
+        }
+        Ok(page)
     }
 
-    /// Every tool, following `nextCursor` (a repeated cursor is an error, not a loop).
+    /// Every tool, following `nextCursor` (a repeated cursor is an error, not a loop). Over
+    /// Streamable HTTP in the stateless era, a tool whose `x-mcp-header` annotations are invalid
+    /// is left out (see [`rejected_tools`](Self::rejected_tools)).
     pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
-        self.list_all(methods::TOOLS_LIST, |page: ListToolsResult| {
-            (page.tools, page.next_cursor)
-        })
-        .await
+        let mut tools = self
+            .list_all(methods::TOOLS_LIST, |page: ListToolsResult| {
+                (page.tools, page.next_cursor)
+            })
+            .await?;
+        if let Some(wire) = self.shared.stateless() {
+            wire.check_tools(&self.shared.name, &mut tools, true);
+        }
+        Ok(tools)
+    }
+
+    /// The tools the last listing left out, and why: over Streamable HTTP in the stateless era, a
+    /// tool whose input schema has an invalid `x-mcp-header` annotation cannot be called with the
+    /// headers the revision requires, so it is not listed. Empty in the initialize era.
+    pub fn rejected_tools(&self) -> Vec<crate::RejectedTool> {
+        self.shared
+            .stateless()
+            .map(crate::wire::StatelessWire::rejected)
+            .unwrap_or_default()
     }
 
     /// Calls a tool with the tool-call timeout.

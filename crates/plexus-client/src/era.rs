@@ -8,19 +8,31 @@
 //! - any other error, or no answer within the probe timeout: the `initialize` handshake, on the
 //!   same connection (the fallback keys on no single error code);
 //! - the connection closing (a stdio server that exits on the probe): [`ClientError::ProbeClosed`],
-//!   so that whoever owns the transport starts the server again for the `initialize` era.
+//!   so that whoever owns the transport starts the server again for the `initialize` era;
+//! - over Streamable HTTP, an error status whose body is a JSON-RPC error is that error (as
+//!   above), and one with an empty or other body means the `initialize` era; -32020 (header
+//!   mismatch) and -32021 (a client capability the server needs) fail the connect; 401 and 403
+//!   stay on the auth path, and a connection that fails fails the connect (none of these says
+//!   anything of the era).
+//!
+//! The probe's request carries the envelope and, over HTTP, the revision's headers, with the
+//! version it tries in both.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use plexus_protocol::envelope::RequestEnvelope;
-use plexus_protocol::errors::{UNSUPPORTED_PROTOCOL_VERSION, UnsupportedVersionData};
+use plexus_protocol::errors::{
+    HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION, UnsupportedVersionData,
+};
 use plexus_protocol::{DiscoverResult, Implementation, ProtocolVersion, methods};
+use plexus_transport::TransportError;
 
 use crate::ClientError;
 use crate::client::{ClientOptions, ServerDetails, decode_result, initialize};
-use crate::request::{RequestOptions, request};
+use crate::request::{RequestOptions, request_on};
 use crate::session::Shared;
+use crate::wire::StatelessWire;
 
 /// How long a probe waits for an answer before the server is taken for one of the `initialize`
 /// era that drops what it does not know: about a second, as the revision suggests (a silent
@@ -80,11 +92,40 @@ pub(crate) async fn start(shared: &Arc<Shared>, options: &ClientOptions) -> Resu
     match options.era {
         EraChoice::Initialize => initialize(shared, options, EraSource::Pinned).await,
         EraChoice::InitializeAfterProbe => initialize(shared, options, EraSource::Probe).await,
-        EraChoice::Stateless(version) => discover(shared, options, version, options.initialize_timeout)
-            .await
-            .map(|discovered| stateless_details(discovered, shared, options, version, EraSource::Pinned)),
+        EraChoice::Stateless(version) => pinned(shared, options, version).await,
         EraChoice::Probe { probe_timeout } => probe(shared, options, probe_timeout).await,
     }
+}
+
+/// The stateless era at `version`, with no fall back; a server that answers -32022 naming a
+/// stateless version we share is asked once more at that version.
+async fn pinned(
+    shared: &Arc<Shared>,
+    options: &ClientOptions,
+    version: ProtocolVersion,
+) -> Result<ServerDetails, ClientError> {
+    let timeout = options.initialize_timeout;
+    let (discovered, version) = match discover(shared, options, version, timeout).await {
+        Err(ClientError::Rpc { method, error }) if error.code == UNSUPPORTED_PROTOCOL_VERSION => {
+            let Some(mutual) = mutual_version(&error) else {
+                return Err(ClientError::Rpc { method, error });
+            };
+            (discover(shared, options, mutual, timeout).await?, mutual)
+        }
+        other => (other?, version),
+    };
+    Ok(stateless_details(
+        discovered,
+        shared,
+        options,
+        version,
+        EraSource::Pinned,
+    ))
+}
+
+/// The stateless version we share with a server that answered -32022, from its `data.supported`.
+fn mutual_version(error: &plexus_jsonrpc::ErrorObject) -> Option<ProtocolVersion> {
+    UnsupportedVersionData::from_error(error).ok()?.choose_version().ok()
 }
 
 async fn probe(shared: &Arc<Shared>, options: &ClientOptions, timeout: Duration) -> Result<ServerDetails, ClientError> {
@@ -99,18 +140,37 @@ async fn probe(shared: &Arc<Shared>, options: &ClientOptions, timeout: Duration)
                 Err(_) => break,
             },
             Err(ClientError::Rpc { error, .. }) if error.code == UNSUPPORTED_PROTOCOL_VERSION && !retried => {
-                match UnsupportedVersionData::from_error(&error).map(|data| data.choose_version()) {
-                    Ok(Ok(mutual)) => {
+                match mutual_version(&error) {
+                    Some(mutual) => {
                         retried = true;
                         version = mutual;
                     }
                     // No stateless version in common: the server may still speak the handshake.
-                    _ => break,
+                    None => break,
                 }
             }
-            Err(ClientError::Transport(source)) if source.is_terminal() => {
+            // A modern server's answer that it cannot take the request as it is (its headers, a
+            // capability it needs): never a reason to speak the handshake to it.
+            Err(ClientError::Rpc { error, .. })
+                if matches!(error.code, HEADER_MISMATCH | MISSING_REQUIRED_CLIENT_CAPABILITY) =>
+            {
+                return Err(ClientError::Rpc {
+                    method: methods::SERVER_DISCOVER.to_owned(),
+                    error,
+                });
+            }
+            // An HTTP error status without a JSON-RPC error (an empty or other body): what a
+            // server of the initialize era answers a request outside a session.
+            Err(ClientError::Transport(TransportError::Http { status, .. })) => {
+                tracing::debug!(server = %shared.name, "the server/discover probe got HTTP {status}: the initialize era");
+                break;
+            }
+            // A stream transport that closed: a server that exits on what it does not know.
+            Err(ClientError::Transport(source)) if source.is_terminal() && !shared.sender.carries_headers() => {
                 return Err(ClientError::ProbeClosed { source });
             }
+            // Over HTTP a failed connection, or a refused login, says nothing of the era.
+            Err(error @ ClientError::Transport(_)) if shared.sender.carries_headers() => return Err(error),
             Err(ClientError::SessionClosed) => return Err(ClientError::SessionClosed),
             // Any other answer, or none in time: a server of the initialize era.
             Err(other) => {
@@ -130,17 +190,12 @@ async fn discover(
     version: ProtocolVersion,
     timeout: Duration,
 ) -> Result<DiscoverResult, ClientError> {
-    let envelope = envelope_of(options, version);
-    let params = envelope
-        .envelop(&serde_json::json!({}))
-        .map_err(|e| ClientError::InvalidParams {
-            method: methods::SERVER_DISCOVER.to_owned(),
-            source: crate::error::ParamsProblem::Envelope(Arc::new(e)),
-        })?;
-    let raw = request(
+    let wire = wire_of(shared, options, version)?;
+    let raw = request_on::<()>(
         shared,
+        Some(&wire),
         methods::SERVER_DISCOVER,
-        Some(&params),
+        None,
         &RequestOptions::with_timeout(timeout),
         timeout,
         false,
@@ -149,19 +204,14 @@ async fn discover(
     decode_result(methods::SERVER_DISCOVER, &raw)
 }
 
-/// The envelope every request of a stateless session at `version` carries.
-fn envelope_of(options: &ClientOptions, version: ProtocolVersion) -> RequestEnvelope {
-    RequestEnvelope::new(version, options.handler.capabilities()).with_client_info(options.client_info.clone())
-}
-
-/// The `_meta` entries of `envelope` as JSON text (`"key":value,…`, without braces), spliced
-/// into every request's params.
-fn envelope_fragment(envelope: &RequestEnvelope) -> Option<Box<str>> {
-    let mut meta = serde_json::Map::new();
-    envelope.write_to_meta(&mut meta).ok()?;
-    let text = serde_json::to_string(&meta).ok()?;
-    let inner = text.strip_prefix('{')?.strip_suffix('}')?;
-    (!inner.is_empty()).then(|| inner.into())
+/// What every message of a stateless session at `version` carries.
+fn wire_of(shared: &Shared, options: &ClientOptions, version: ProtocolVersion) -> Result<StatelessWire, ClientError> {
+    let envelope =
+        RequestEnvelope::new(version, options.handler.capabilities()).with_client_info(options.client_info.clone());
+    StatelessWire::new(&envelope, version, shared.sender.carries_headers()).map_err(|e| ClientError::InvalidParams {
+        method: methods::SERVER_DISCOVER.to_owned(),
+        source: crate::error::ParamsProblem::Envelope(Arc::new(e)),
+    })
 }
 
 /// The session's details from `discovered`, speaking `version`: from now on every request
@@ -173,8 +223,9 @@ fn stateless_details(
     version: ProtocolVersion,
     source: EraSource,
 ) -> ServerDetails {
-    if let Some(fragment) = envelope_fragment(&envelope_of(options, version)) {
-        shared.set_envelope(fragment);
+    match wire_of(shared, options, version) {
+        Ok(wire) => shared.set_stateless(wire),
+        Err(e) => tracing::warn!(server = %shared.name, "the request envelope cannot be written: {e}"),
     }
     let server_info = discovered
         .server_info()

@@ -34,6 +34,7 @@ mod request;
 mod rounds;
 mod session;
 mod trace;
+mod wire;
 
 /// The attribute with which a host implements [`ClientHandler`] (the `async-trait` crate's).
 pub use async_trait::async_trait;
@@ -51,3 +52,4 @@ pub use plexus_transport::BoxFuture;
 pub use progress::{ProgressCallback, progress_channel};
 pub use request::RequestOptions;
 pub use rounds::MAX_INPUT_ROUNDS;
+pub use wire::RejectedTool;

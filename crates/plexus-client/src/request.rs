@@ -16,6 +16,7 @@ use crate::cancel::CancelHandle;
 use crate::error::ParamsProblem;
 use crate::progress::{ProgressCallback, ProgressState};
 use crate::session::{PendingEntry, Reply, Shared};
+use crate::wire::StatelessWire;
 
 /// How one request behaves. The default uses the session's default timeout and asks for no
 /// progress.
@@ -220,11 +221,8 @@ fn merge_meta(body: &[u8], meta: &str) -> Result<String, serde_json::Error> {
 /// one in flight is forgotten and the server told (within 1 s) before this returns.
 async fn cancellable_exchange<P: Serialize + ?Sized>(
     shared: &Arc<Shared>,
-    method: &'static str,
+    call: &Call<'_>,
     params: Option<&P>,
-    options: &RequestOptions,
-    default_timeout: Duration,
-    cancellable: bool,
     cancel: &CancelHandle,
 ) -> Result<Box<RawValue>, ClientError> {
     let cancelled = |reason: &str| ClientError::Cancelled {
@@ -237,7 +235,7 @@ async fn cancellable_exchange<P: Serialize + ?Sized>(
     // notifications/cancelled the server is owed, with the handle's reason.
     let outcome = tokio::select! {
         biased;
-        result = exchange(shared, method, params, options, default_timeout, cancellable) => Ok(result),
+        result = exchange(shared, call, params) => Ok(result),
         reason = cancel.cancelled() => Err(reason),
     };
     match outcome {
@@ -253,7 +251,7 @@ async fn cancellable_exchange<P: Serialize + ?Sized>(
 struct Dropped;
 
 /// Sends a request and waits for its result (raw JSON); the session's observer, if any, is told
-/// how it ended.
+/// how it ended. In the stateless era, the request carries the session's envelope and headers.
 pub(crate) async fn request<P: Serialize + ?Sized>(
     shared: &Arc<Shared>,
     method: &'static str,
@@ -262,11 +260,39 @@ pub(crate) async fn request<P: Serialize + ?Sized>(
     default_timeout: Duration,
     cancellable: bool,
 ) -> Result<Box<RawValue>, ClientError> {
+    request_on(
+        shared,
+        shared.stateless(),
+        method,
+        params,
+        options,
+        default_timeout,
+        cancellable,
+    )
+    .await
+}
+
+/// [`request`] carrying what `wire` says (the envelope and headers of a version being tried by
+/// a probe, before the session has its own), or nothing.
+pub(crate) async fn request_on<P: Serialize + ?Sized>(
+    shared: &Arc<Shared>,
+    wire: Option<&StatelessWire>,
+    method: &'static str,
+    params: Option<&P>,
+    options: &RequestOptions,
+    default_timeout: Duration,
+    cancellable: bool,
+) -> Result<Box<RawValue>, ClientError> {
+    let call = Call {
+        wire,
+        method,
+        options,
+        default_timeout,
+        cancellable,
+    };
     let result = match &options.cancel {
-        None => exchange(shared, method, params, options, default_timeout, cancellable).await,
-        Some(cancel) => {
-            cancellable_exchange(shared, method, params, options, default_timeout, cancellable, cancel).await
-        }
+        None => exchange(shared, &call, params).await,
+        Some(cancel) => cancellable_exchange(shared, &call, params, cancel).await,
     };
     if let Some(observer) = &shared.observer {
         observer.request_ended(&shared.name, method, result.as_ref().map(drop));
@@ -274,17 +300,65 @@ pub(crate) async fn request<P: Serialize + ?Sized>(
     result
 }
 
-async fn exchange<P: Serialize + ?Sized>(
-    shared: &Arc<Shared>,
+/// How one request goes: what it carries, its method, its options and whether the server may
+/// be told to stop working on it.
+#[derive(Clone, Copy)]
+struct Call<'a> {
+    wire: Option<&'a StatelessWire>,
     method: &'static str,
-    params: Option<&P>,
-    options: &RequestOptions,
+    options: &'a RequestOptions,
     default_timeout: Duration,
     cancellable: bool,
+}
+
+/// Request `id` of `call` as it goes to the transport: encoded (with the envelope in the
+/// stateless era, and a progress token when `wants_progress`), with its headers over HTTP in the
+/// stateless era, and its reply timeout when the sender has one.
+fn outbound<P: Serialize + ?Sized>(
+    id: i64,
+    call: &Call<'_>,
+    params: Option<&P>,
+    wants_progress: bool,
+    timeout: Duration,
+) -> Result<OutboundMessage, ClientError> {
+    let line = encode(
+        id,
+        call.method,
+        params,
+        wants_progress,
+        call.wire.map(StatelessWire::fragment),
+    )?;
+    let headers = call
+        .wire
+        .map(|wire| wire.request_headers(call.method, &line))
+        .unwrap_or_default();
+    let kind = OutboundKind::Request {
+        id: RequestId::Number(id),
+        method: call.method.into(),
+    };
+    let mut message = OutboundMessage::from_line(line, kind).with_headers(headers);
+    if let Some(limit) = reply_limit(call.options, timeout) {
+        message = message.with_reply_timeout(limit);
+    }
+    Ok(message)
+}
+
+async fn exchange<P: Serialize + ?Sized>(
+    shared: &Arc<Shared>,
+    call: &Call<'_>,
+    params: Option<&P>,
 ) -> Result<Box<RawValue>, ClientError> {
+    let Call {
+        method,
+        options,
+        default_timeout,
+        cancellable,
+        ..
+    } = *call;
     let id = shared.next_id();
     let wants_progress = options.on_progress.is_some() || options.reset_timeout_on_progress;
-    let line = encode(id, method, params, wants_progress, shared.envelope())?;
+    let timeout = options.timeout.unwrap_or(default_timeout);
+    let message = outbound(id, call, params, wants_progress, timeout)?;
     let progress = wants_progress.then(|| Arc::new(ProgressState::new(options.on_progress.clone())));
     let (reply_tx, mut reply_rx) = oneshot::channel();
     shared.register(
@@ -303,16 +377,7 @@ async fn exchange<P: Serialize + ?Sized>(
         sent: false,
         done: !cancellable,
     };
-    let kind = OutboundKind::Request {
-        id: RequestId::Number(id),
-        method: method.into(),
-    };
-    let timeout = options.timeout.unwrap_or(default_timeout);
     let deadline = tokio::time::Instant::now() + timeout;
-    let mut message = OutboundMessage::from_line(line, kind);
-    if let Some(limit) = reply_limit(options, timeout) {
-        message = message.with_reply_timeout(limit);
-    }
     let unidentified_before = shared.unidentified_count();
     let give_up = |guard: &mut PendingGuard<'_>| {
         guard.done = true;

@@ -39,7 +39,7 @@ pub(crate) async fn request_with_input<P: Serialize + ?Sized>(
     default_timeout: Duration,
 ) -> Result<Box<RawValue>, ClientError> {
     let mut raw = request(shared, method, params, options, default_timeout, true).await?;
-    if shared.envelope().is_none() {
+    if shared.stateless().is_none() {
         return Ok(raw);
     }
     let mut retry: Option<Map<String, Value>> = None;

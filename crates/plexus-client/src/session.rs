@@ -17,6 +17,7 @@ use tokio::task::AbortHandle;
 use crate::handler::{ClientHandler, ServerRequestContext};
 use crate::notifications::ServerNotification;
 use crate::progress::ProgressState;
+use crate::wire::StatelessWire;
 use crate::{ClientError, UnidentifiedDrops};
 
 /// At most this many server-to-client requests are handled at once; more are refused.
@@ -57,9 +58,9 @@ type CloseCallback = Box<dyn FnOnce(&ClientError) + Send>;
 pub(crate) struct Shared {
     pub(crate) name: String,
     pub(crate) sender: Box<dyn TransportSender>,
-    /// The `_meta` entries every request of a stateless-era session carries (JSON text without
-    /// braces); unset in the initialize era.
-    envelope: std::sync::OnceLock<Box<str>>,
+    /// What every message of a stateless-era session carries (its envelope, and its headers over
+    /// HTTP); unset in the initialize era.
+    stateless: std::sync::OnceLock<StatelessWire>,
     pub(crate) pending: Mutex<PendingTable>,
     next_id: AtomicI64,
     pub(crate) notifications: broadcast::Sender<ServerNotification>,
@@ -105,7 +106,7 @@ impl Shared {
         Arc::new(Shared {
             name,
             sender,
-            envelope: std::sync::OnceLock::new(),
+            stateless: std::sync::OnceLock::new(),
             pending: Mutex::default(),
             next_id: AtomicI64::new(0),
             notifications,
@@ -130,14 +131,15 @@ impl Shared {
         &*self.handler
     }
 
-    /// Makes every later request carry `fragment` in its `_meta` (the stateless era's envelope).
-    pub(crate) fn set_envelope(&self, fragment: Box<str>) {
-        let _ = self.envelope.set(fragment);
+    /// Makes every later message carry what `wire` says (the stateless era's envelope and
+    /// headers).
+    pub(crate) fn set_stateless(&self, wire: StatelessWire) {
+        let _ = self.stateless.set(wire);
     }
 
-    /// The envelope every request carries, in the stateless era.
-    pub(crate) fn envelope(&self) -> Option<&str> {
-        self.envelope.get().map(|fragment| &**fragment)
+    /// What every message carries, in the stateless era.
+    pub(crate) fn stateless(&self) -> Option<&StatelessWire> {
+        self.stateless.get()
     }
 
     /// Starts the reader task and the refusal sender. Both hold only a weak reference, so
@@ -336,7 +338,10 @@ impl Shared {
                 source: e.into(),
             }
         })?;
-        let message = OutboundMessage::from_line(line, OutboundKind::Notification { method: method.into() });
+        let mut message = OutboundMessage::from_line(line, OutboundKind::Notification { method: method.into() });
+        if let Some(wire) = self.stateless() {
+            message = message.with_headers(wire.notification_headers(method));
+        }
         // A notification has no reply: nothing comes back.
         self.send(message).await.map(drop).map_err(ClientError::from)
     }

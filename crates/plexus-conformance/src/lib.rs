@@ -13,7 +13,10 @@
 //! the client metadata document URL the suite expects ([`CLIENT_METADATA_URL`]), and a user agent
 //! that follows the authorization server's redirect to the provider's loopback listener.
 //! Scenarios the suite runs at the stateless 2026-07-28 wire version
-//! (`MCP_CONFORMANCE_PROTOCOL_VERSION`) are run by [`run_stateless`].
+//! (`MCP_CONFORMANCE_PROTOCOL_VERSION`) speak that revision through the same client
+//! ([`stateless_version`]): the envelope on every request, `Mcp-Method`, `Mcp-Name` and
+//! `Mcp-Param-*` headers, multi-round-trip requests, tools with invalid `x-mcp-header`
+//! annotations left out; they also read the resources and get the prompts ([`browse`]).
 //!
 //! ```
 //! use plexus_conformance::{ToolCalls, tool_calls};
@@ -28,21 +31,21 @@
 //!
 //! Dependencies: `tracing-subscriber` prints the session's tracing on stderr when `RUST_LOG` is
 //! set (the suite saves the client's stderr with each scenario's results); `tempfile` holds an
-//! auth scenario's token store; `http`, `bytes` and `url` are the types of the stateless scenarios'
-//! requests, which plexus-net's client sends.
+//! auth scenario's token store.
 #![forbid(unsafe_code)]
 
 mod auth;
+mod browse;
 mod elicitation;
 mod fill;
 mod scenario;
-mod stateless;
 
 pub use auth::{AuthSetup, CLIENT_METADATA_URL, is_auth_scenario, oauth_provider, oauth_settings};
+pub use browse::{MAX_BROWSED, browse};
 pub use elicitation::{AcceptDefaults, form_answer};
 pub use fill::{PLACEHOLDER_TEXT, fill_object, value_for};
 pub use scenario::{
-    CLIENT_NAME, CONTEXT_ENV, KNOWN_SCENARIOS, Limits, PROTOCOL_VERSION_ENV, SCENARIO_ENV, Scenario, ScenarioError,
-    ToolCalls, client_options, exercise, parse_context, run, server_config, tool_calls,
+    CLIENT_NAME, CONTEXT_ENV, KNOWN_SCENARIOS, Limits, PROTOCOL_VERSION_ENV, PlannedCall, SCENARIO_ENV, Scenario,
+    ScenarioError, ToolCalls, client_options, context_calls, exercise, parse_context, run, server_config,
+    stateless_version, tool_calls,
 };
-pub use stateless::{STATELESS_VERSION, run_stateless};

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use plexus::config::ServerConfig;
-use plexus::protocol::{CallToolResult, ContentBlock, Implementation};
+use plexus::protocol::{CallToolResult, ContentBlock, Implementation, ProtocolVersion};
 use plexus::transport::AuthProvider;
 use plexus::{ClientError, ClientOptions, ConnectError};
 use serde_json::{Map, Value};
@@ -13,7 +13,6 @@ use serde_json::{Map, Value};
 use crate::auth::{is_auth_scenario, oauth_provider};
 use crate::elicitation::AcceptDefaults;
 use crate::fill::fill_object;
-use crate::stateless::{STATELESS_VERSION, run_stateless};
 
 /// The environment variable holding the scenario's name (set by the suite).
 pub const SCENARIO_ENV: &str = "MCP_CONFORMANCE_SCENARIO";
@@ -202,15 +201,6 @@ pub enum ScenarioError {
         #[source]
         problem: AuthSetupProblem,
     },
-    /// A request of a stateless (2026-07-28) scenario failed.
-    #[error("{what} failed")]
-    Exchange {
-        /// The method.
-        what: String,
-        /// Why.
-        #[source]
-        problem: ExchangeProblem,
-    },
     /// The scenario did not finish within [`Limits::total`].
     #[error("the scenario did not finish within {} s", .after.as_secs())]
     TimedOut {
@@ -266,55 +256,6 @@ pub enum AuthSetupProblem {
     Provider(Box<dyn std::error::Error + Send + Sync>),
 }
 
-/// Why a request of a stateless scenario failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ExchangeProblem {
-    /// The HTTP client, the URL or the credentials failed (the error below says how).
-    #[error(transparent)]
-    Below(Box<dyn std::error::Error + Send + Sync>),
-    /// No answer within the request timeout.
-    #[error("no answer within {} s", .after.as_secs())]
-    NoAnswer {
-        /// The timeout.
-        after: std::time::Duration,
-    },
-    /// The answer's body is over the limit.
-    #[error("the answer is larger than {limit} bytes")]
-    TooLarge {
-        /// The limit.
-        limit: usize,
-    },
-    /// The answer is not JSON.
-    #[error("the answer is not JSON: {answer}")]
-    NotJson {
-        /// The parser's error.
-        source: serde_json::Error,
-        /// The start of the answer (the server's text).
-        answer: String,
-    },
-    /// The server answered with a JSON-RPC error.
-    #[error("the server answered with the error {answer}")]
-    ErrorAnswer {
-        /// The error object (the server's).
-        answer: Value,
-    },
-    /// The answer has no result.
-    #[error("the answer has no result: {answer}")]
-    NoResult {
-        /// The start of the answer (the server's text).
-        answer: String,
-    },
-    /// An HTTP status that is not success.
-    #[error("HTTP {status}: {answer}")]
-    Status {
-        /// The status.
-        status: u16,
-        /// The start of the answer's body (the server's text).
-        answer: String,
-    },
-}
-
 /// The scenario's context: the JSON object in `MCP_CONFORMANCE_CONTEXT`, checked to be about this
 /// scenario when it names one. An absent or empty value is an empty context.
 pub fn parse_context(scenario: &str, raw: Option<&str>) -> Result<Map<String, Value>, ScenarioError> {
@@ -359,8 +300,10 @@ pub fn server_config(url: &str) -> Result<ServerConfig, ScenarioError> {
 /// Runs the scenario against the server at `url`: connects over Streamable HTTP with
 /// [`client_options`] (an auth scenario with plexus's OAuth provider, see
 /// [`oauth_provider`](crate::oauth_provider)), runs [`exercise`] and closes the session. A
-/// scenario at the stateless wire version (2026-07-28) runs its requests without a session
-/// instead. Returns the transcript, one line per step.
+/// scenario at a stateless wire version (2026-07-28) speaks that revision, pinned
+/// ([`EraChoice::Stateless`](plexus::client::EraChoice::Stateless)): no `initialize`, the
+/// envelope and the revision's headers on every request. Returns the transcript, one line per
+/// step.
 pub async fn run(url: &str, scenario: &Scenario, limits: Limits) -> Result<Vec<String>, ScenarioError> {
     let name = scenario.name.as_str();
     let config = server_config(url)?;
@@ -373,10 +316,10 @@ pub async fn run(url: &str, scenario: &Scenario, limits: Limits) -> Result<Vec<S
         .as_ref()
         .map(|setup| Arc::clone(&setup.provider) as Arc<dyn AuthProvider>);
     let steps = async {
-        if scenario.protocol_version.as_deref() == Some(STATELESS_VERSION) {
-            return run_stateless(url, name, provider, limits).await;
+        let mut options = client_options(name, limits);
+        if let Some(version) = stateless_version(scenario) {
+            options.era = plexus::client::EraChoice::Stateless(version);
         }
-        let options = client_options(name, limits);
         let connected = match provider {
             Some(provider) => connect_with_auth(name, url, provider, options).await,
             None => plexus::connect(name, &config, options).await,
@@ -385,7 +328,7 @@ pub async fn run(url: &str, scenario: &Scenario, limits: Limits) -> Result<Vec<S
             url: url.to_owned(),
             source,
         })?;
-        let outcome = exercise(&client, name).await;
+        let outcome = exercise(&client, scenario).await;
         let closed = client.close().await;
         let mut transcript = outcome?;
         closed.map_err(|source| ScenarioError::Request {
@@ -399,6 +342,13 @@ pub async fn run(url: &str, scenario: &Scenario, limits: Limits) -> Result<Vec<S
         Ok(result) => result,
         Err(_) => Err(ScenarioError::TimedOut { after: limits.total }),
     }
+}
+
+/// The stateless revision the scenario runs at, when its wire version
+/// (`MCP_CONFORMANCE_PROTOCOL_VERSION`) names one this client speaks.
+pub fn stateless_version(scenario: &Scenario) -> Option<ProtocolVersion> {
+    let version: ProtocolVersion = scenario.protocol_version.as_deref()?.trim().parse().ok()?;
+    version.is_stateless().then_some(version)
 }
 
 /// Connects over Streamable HTTP with `provider` answering the server's challenges.
@@ -435,15 +385,23 @@ pub fn client_options(name: &str, limits: Limits) -> ClientOptions {
 }
 
 /// The scenario's steps on a connected session: lists the tools when the server has any and calls
-/// the scenario's tools ([`tool_calls`]) with arguments filled from their input schemas. Returns
-/// the transcript, one line per step.
-pub async fn exercise(client: &plexus::Client, scenario: &str) -> Result<Vec<String>, ScenarioError> {
+/// the scenario's tools: those of the context's `toolCalls` with their arguments as given, else
+/// [`tool_calls`] with arguments filled from their input schemas. In the stateless era it then
+/// reads the server's resources and gets its prompts ([`browse`](crate::browse)), so that every
+/// method whose headers the revision names is sent. Returns the transcript, one line per step.
+pub async fn exercise(client: &plexus::Client, scenario: &Scenario) -> Result<Vec<String>, ScenarioError> {
     let details = client.server();
     let mut transcript = vec![format!(
         "initialized: {} {} (protocol {})",
         details.server_info.name, details.server_info.version, details.protocol_version
     )];
-    let calls = tool_calls(scenario);
+    let context_calls = context_calls(&scenario.context);
+    let scenario = scenario.name.as_str();
+    let calls = if context_calls.is_empty() {
+        tool_calls(scenario)
+    } else {
+        ToolCalls::EveryListed
+    };
     if details.capabilities.tools.is_none() {
         let needed = calls.needed();
         if needed.is_empty() {
@@ -459,6 +417,9 @@ pub async fn exercise(client: &plexus::Client, scenario: &str) -> Result<Vec<Str
         what: "tools/list".to_owned(),
         source,
     })?;
+    for rejected in client.rejected_tools() {
+        transcript.push(rejected.to_string());
+    }
     let listed: Vec<(&str, &Map<String, Value>)> = tools
         .iter()
         .map(|tool| (tool.name.as_str(), &tool.input_schema))
@@ -467,7 +428,12 @@ pub async fn exercise(client: &plexus::Client, scenario: &str) -> Result<Vec<Str
         "tools: {}",
         listed.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", ")
     ));
-    for (tool, arguments) in planned_calls(scenario, &listed)? {
+    let planned = if context_calls.is_empty() {
+        planned_calls(scenario, &listed)?
+    } else {
+        context_calls
+    };
+    for (tool, arguments) in planned {
         let shown = Value::Object(arguments.clone());
         let result = client
             .call_tool(&tool, Some(arguments))
@@ -484,11 +450,34 @@ pub async fn exercise(client: &plexus::Client, scenario: &str) -> Result<Vec<Str
         }
         transcript.push(format!("called {tool} {shown}: {}", result_text(&result)));
     }
+    if details.protocol_version.is_stateless() {
+        crate::browse::browse(client, &mut transcript).await?;
+    }
     Ok(transcript)
 }
 
+/// The calls the context's `toolCalls` names (`[{"name": …, "arguments": {…}}, …]`), in order,
+/// with their arguments exactly as given.
+pub fn context_calls(context: &Map<String, Value>) -> Vec<PlannedCall> {
+    let Some(Value::Array(calls)) = context.get("toolCalls") else {
+        return Vec::new();
+    };
+    calls
+        .iter()
+        .filter_map(|call| {
+            let name = call.get("name")?.as_str()?.to_owned();
+            let arguments = call
+                .get("arguments")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            Some((name, arguments))
+        })
+        .collect()
+}
+
 /// A tool to call and its arguments.
-pub(crate) type PlannedCall = (String, Map<String, Value>);
+pub type PlannedCall = (String, Map<String, Value>);
 
 /// The calls the scenario `scenario` makes, in order, given the listed tools (name and input
 /// schema): each tool's name and arguments, filled from its input schema.
@@ -526,7 +515,7 @@ pub(crate) fn planned_calls(
 }
 
 /// The text blocks of a result joined by spaces, with other blocks named by kind.
-fn result_text(result: &CallToolResult) -> String {
+pub(crate) fn result_text(result: &CallToolResult) -> String {
     result
         .content
         .iter()

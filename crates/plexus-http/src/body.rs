@@ -7,10 +7,11 @@ use std::pin::pin;
 use std::sync::Arc;
 
 use crate::deadline::Deadline;
-use crate::errors::ResponseProblem;
+use crate::errors::{ResponseProblem, excerpt, read_error_bytes};
 use crate::inner::Inner;
+use crate::request::RequestSpec;
 use plexus_jsonrpc::{Message, ReplyScan, RequestId, Response};
-use plexus_net::http::{Body, BodyError};
+use plexus_net::http::{Body, BodyError, Response as HttpResponse};
 use plexus_transport::{Received, TransportError};
 
 /// Reads the JSON body of request `id`'s response (to a POST) and gives back the response it
@@ -68,4 +69,35 @@ pub(crate) async fn read_json_response(
         ),
     };
     Err(TransportError::from_io(what(), failed))
+}
+
+/// Reads the answer of a message of the stateless revision to request `id` that came with an
+/// error status: a JSON-RPC error body is the request's answer (whatever id it names: a server
+/// that could not read the request answers with none), read within
+/// [`ERROR_BODY_READ_LIMIT`](crate::config::ERROR_BODY_READ_LIMIT); any other body is a
+/// [`TransportError::Http`] with an excerpt of it (what a server of the `initialize` era gives
+/// a request outside a session).
+pub(crate) async fn read_error_answer(
+    inner: &Arc<Inner>,
+    response: HttpResponse,
+    id: RequestId,
+    spec: &RequestSpec,
+    deadline: &mut Deadline,
+) -> Result<Response, TransportError> {
+    let status = response.status.as_u16();
+    let bytes = read_error_bytes(response.body, deadline).await;
+    if let Ok(Message::Response(Response {
+        outcome: Err(error), ..
+    })) = Message::from_slice(&bytes)
+    {
+        return Ok(Response {
+            id: Some(id),
+            outcome: Err(error),
+        });
+    }
+    Err(TransportError::Http {
+        status,
+        what: spec.what(inner),
+        body: excerpt(&bytes),
+    })
 }

@@ -48,7 +48,13 @@ pub enum ResponseProblem {
 /// Reads at most [`ERROR_BODY_READ_LIMIT`] bytes of an error response before `deadline` and
 /// keeps an excerpt of at most [`ERROR_BODY_EXCERPT`](crate::ERROR_BODY_EXCERPT) bytes: the `message` of a JSON-RPC error
 /// body when it has one, else the start of the text.
-pub(crate) async fn error_body(mut body: Body, deadline: &mut Deadline) -> String {
+pub(crate) async fn error_body(body: Body, deadline: &mut Deadline) -> String {
+    excerpt(&read_error_bytes(body, deadline).await)
+}
+
+/// The first [`ERROR_BODY_READ_LIMIT`] bytes of an error response, or what arrived of them
+/// before `deadline`.
+pub(crate) async fn read_error_bytes(mut body: Body, deadline: &mut Deadline) -> Vec<u8> {
     let mut read = Vec::new();
     let reading = async {
         while read.len() < ERROR_BODY_READ_LIMIT {
@@ -62,7 +68,7 @@ pub(crate) async fn error_body(mut body: Body, deadline: &mut Deadline) -> Strin
         }
     };
     let _ = deadline.run(pin!(reading)).await;
-    excerpt(&read)
+    read
 }
 
 /// The excerpt of an error body (see [`error_body`]).

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use plexus_net::http::{RedirectError, Request, Response, follow_redirects};
-use plexus_transport::TransportError;
+use plexus_transport::{MessageHeader, PROTOCOL_VERSION_HEADER, TransportError};
 
 use crate::config::MAX_REDIRECTS;
 use crate::deadline::{Deadline, ProviderTimeout};
@@ -83,6 +83,12 @@ pub(crate) struct RequestSpec {
     pub(crate) initialize: bool,
     /// Resumes an event stream after this event.
     pub(crate) last_event_id: Option<String>,
+    /// The message's own headers (the 2026-07-28 revision's `MCP-Protocol-Version`, `Mcp-Method`,
+    /// `Mcp-Name`, `Mcp-Param-*`), which replace any of the same name.
+    pub(crate) message_headers: Vec<(HeaderName, HeaderValue)>,
+    /// A message of the stateless revision (it has a protocol version of its own): it carries
+    /// no session header, and an error status with a JSON-RPC error body is its answer.
+    pub(crate) stateless: bool,
 }
 
 impl RequestSpec {
@@ -92,6 +98,33 @@ impl RequestSpec {
             body: Some(Bytes::from(body)),
             initialize,
             last_event_id: None,
+            message_headers: Vec::new(),
+            stateless: false,
+        }
+    }
+
+    /// The POST of a message with headers of its own (see [`RequestSpec::message_headers`]).
+    pub(crate) fn post_with_headers(body: Vec<u8>, headers: Vec<MessageHeader>) -> Self {
+        let mut stateless = false;
+        let message_headers = headers
+            .into_iter()
+            .filter_map(|(name, value)| {
+                stateless |= name.eq_ignore_ascii_case(PROTOCOL_VERSION_HEADER);
+                match (HeaderName::from_bytes(name.as_bytes()), HeaderValue::try_from(value)) {
+                    (Ok(name), Ok(value)) => Some((name, value)),
+                    // The session encodes every value it sets; a header that still cannot be sent is
+                    // left out, and the server says what it misses.
+                    _ => {
+                        tracing::warn!("the message header {name:?} cannot be sent as it is; it is left out");
+                        None
+                    }
+                }
+            })
+            .collect();
+        RequestSpec {
+            message_headers,
+            stateless,
+            ..RequestSpec::post(body, false)
         }
     }
 
@@ -101,6 +134,8 @@ impl RequestSpec {
             body: None,
             initialize: false,
             last_event_id,
+            message_headers: Vec::new(),
+            stateless: false,
         }
     }
 
@@ -110,6 +145,8 @@ impl RequestSpec {
             body: None,
             initialize: false,
             last_event_id: None,
+            message_headers: Vec::new(),
+            stateless: false,
         }
     }
 
@@ -160,11 +197,15 @@ impl Inner {
     /// The headers of one request: the configured ones, or the auth provider's merged over them
     /// (which replace configured headers of the same name), then the protocol's own (which
     /// nothing replaces). An `initialize` carries neither the session id nor the protocol
-    /// version. (`Host`, `User-Agent` and `Accept-Encoding` are the HTTP client's.)
+    /// version, and a message of the stateless revision carries its own headers instead.
+    /// (`Host`, `User-Agent` and `Accept-Encoding` are the HTTP client's.)
     fn request_headers(&self, spec: &RequestSpec, provided: Option<&RequestTemplates>) -> HeaderMap {
         let mut headers = provided.unwrap_or(&self.headers).for_spec(spec).clone();
-        if !spec.initialize {
+        if !spec.initialize && !spec.stateless {
             self.add_session_headers(&mut headers);
+        }
+        for (name, value) in &spec.message_headers {
+            headers.insert(name, value.clone());
         }
         if let Some(id) = &spec.last_event_id
             && plexus_net::headers::check_header("Last-Event-ID", id).is_ok()
@@ -175,10 +216,12 @@ impl Inner {
         headers
     }
 
-    /// Sends `spec` and returns a 2xx response, or the error the response means. The response
+    /// Sends `spec` and returns a 2xx response (or, for a message of the stateless revision, a
+    /// 4xx but 401 and 403, whose body may be its JSON-RPC answer), or the error the response
+    /// means. The response
     /// headers must arrive before `deadline` (the per-request timeout).
     ///
-    /// A to a request that carried a session id ends the session: the transport closes with
+    /// A 404 to a request that carried a session id ends the session: the transport closes with
     /// [`TransportError::SessionExpired`].
     pub(crate) async fn execute(
         self: &Arc<Self>,
@@ -202,6 +245,11 @@ impl Inner {
             };
             let status = response.status.as_u16();
             if (200..300).contains(&status) {
+                return Ok(response);
+            }
+            if spec.stateless && (400..500).contains(&status) && !matches!(status, 401 | 403) {
+                // The stateless revision answers an error with its status and a JSON-RPC error
+                // body, which the caller reads as the request's answer.
                 return Ok(response);
             }
             if status == 404 && carried_session {

@@ -3,10 +3,11 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use crate::body::read_json_response;
+use crate::body::{read_error_answer, read_json_response};
 use crate::config::CLOSE_TIMEOUT;
 use crate::deadline::{Deadline, Limit};
 use crate::errors::ResponseProblem;
+use crate::errors::error_body;
 use crate::inner::{Counted, Inner, closed_by_client};
 use crate::request::RequestSpec;
 use crate::stream::read_post_stream;
@@ -70,12 +71,17 @@ impl TransportSender for HttpSender {
     fn is_closed(&self) -> bool {
         self.inner.is_closed()
     }
+
+    fn carries_headers(&self) -> bool {
+        true
+    }
 }
 
 impl Inner {
     /// POSTs one message (see [`HttpSender`]).
-    async fn post(self: &Arc<Self>, message: OutboundMessage) -> Result<Option<Response>, TransportError> {
+    async fn post(self: &Arc<Self>, mut message: OutboundMessage) -> Result<Option<Response>, TransportError> {
         self.check_open()?;
+        let headers = message.take_headers();
         let _in_flight = Counted::new(self, |inner| &inner.requests_in_flight);
         // A request's own timeout, with a grace, when it has one: its sender's timer fires first
         // and cancels it on the server. Everything else is bounded by the request timeout.
@@ -88,6 +94,10 @@ impl Inner {
         {
             // Its sender gave up on it: a server may keep its response stream open regardless.
             self.post_streams.cancel(&id);
+            if headers.iter().any(|(name, _)| is_version(name)) {
+                // The stateless revision cancels a request by closing its stream: that was all.
+                return Ok(None);
+            }
         }
         let initialize = match &kind {
             OutboundKind::Request { id, method } if method == "initialize" => {
@@ -96,11 +106,27 @@ impl Inner {
             }
             _ => false,
         };
-        let response = self
-            .execute(&RequestSpec::post(message.into_json(), initialize), &mut deadline)
-            .await?;
+        let spec = if headers.is_empty() {
+            RequestSpec::post(message.into_json(), initialize)
+        } else {
+            RequestSpec::post_with_headers(message.into_json(), headers)
+        };
+        let response = self.execute(&spec, &mut deadline).await?;
         if initialize {
             self.take_session_id(&response.headers)?;
+        }
+        if !response.status.is_success() {
+            // A message of the stateless revision answered with an error status.
+            return match kind {
+                OutboundKind::Request { id, .. } => read_error_answer(self, response, id, &spec, &mut deadline)
+                    .await
+                    .map(Some),
+                _ => Err(TransportError::Http {
+                    status: response.status.as_u16(),
+                    what: spec.what(self),
+                    body: error_body(response.body, &mut deadline).await,
+                }),
+            };
         }
         match kind {
             OutboundKind::Request { id, .. } => self.read_response(response, id, &mut deadline, timed).await,
@@ -187,6 +213,11 @@ impl Inner {
             Err(e) => tracing::debug!(server = %self.name, "could not end session {id}: {e}"),
         }
     }
+}
+
+/// Whether a header name is `MCP-Protocol-Version`.
+fn is_version(name: &str) -> bool {
+    name.eq_ignore_ascii_case(plexus_transport::PROTOCOL_VERSION_HEADER)
 }
 
 /// The id of the request a `notifications/cancelled` names, if it names one.

@@ -42,7 +42,7 @@ pub use error::{
     BODY_EXCERPT_LIMIT, ERROR_BODY_READ_LIMIT, ErrorClass, MAX_MESSAGE_SIZE_VAR, TransportError, body_excerpt,
     error_causes, error_chain, is_terminal_io,
 };
-pub use outbound::{OutboundKind, OutboundMessage, REPLY_TIMEOUT_GRACE};
+pub use outbound::{MessageHeader, OutboundKind, OutboundMessage, PROTOCOL_VERSION_HEADER, REPLY_TIMEOUT_GRACE};
 pub use plexus_jsonrpc::{Message, RequestId, Response};
 
 /// A boxed, sendable future (what the object-safe methods of this crate return).
@@ -82,6 +82,14 @@ pub trait TransportSender: Send + Sync + 'static {
     /// hold it. The default does nothing; a transport with a shutdown sequence of its own (stdio)
     /// starts it.
     fn close_now(&self) {}
+
+    /// Whether this transport sends a message's own HTTP headers
+    /// ([`OutboundMessage::with_headers`]): Streamable HTTP does. A session of the 2026-07-28
+    /// revision works them out (and checks its tools' `x-mcp-header` annotations) only for a
+    /// transport that does. The default: no.
+    fn carries_headers(&self) -> bool {
+        false
+    }
 }
 
 /// The receiving half: polled by one reader.

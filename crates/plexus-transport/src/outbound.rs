@@ -45,7 +45,18 @@ pub struct OutboundMessage {
     line: Vec<u8>,
     kind: OutboundKind,
     reply_timeout: Option<Duration>,
+    headers: Vec<MessageHeader>,
 }
+
+/// One HTTP header of a message (see [`OutboundMessage::with_headers`]): its name and its value,
+/// which must be a valid header value (visible ASCII, spaces and tabs; the 2026-07-28
+/// revision's encoding makes any text one).
+pub type MessageHeader = (Cow<'static, str>, String);
+
+/// The name of the header carrying a message's protocol version (every request and notification
+/// of the 2026-07-28 revision over HTTP carries it; it must equal the version in the request's
+/// `_meta`).
+pub const PROTOCOL_VERSION_HEADER: &str = "MCP-Protocol-Version";
 
 impl OutboundMessage {
     /// Wraps an encoded line (it must be one JSON-RPC message followed by a single `\n`, as the
@@ -56,6 +67,7 @@ impl OutboundMessage {
             line,
             kind,
             reply_timeout: None,
+            headers: Vec::new(),
         }
     }
 
@@ -77,7 +89,39 @@ impl OutboundMessage {
             line,
             kind,
             reply_timeout: None,
+            headers: Vec::new(),
         }
+    }
+
+    /// Gives the message HTTP headers of its own: the 2026-07-28 revision's `MCP-Protocol-Version`
+    /// ([`PROTOCOL_VERSION_HEADER`]), `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*`. A transport that
+    /// [carries headers](crate::TransportSender::carries_headers) (Streamable HTTP) sends them
+    /// with the message, and a message with a protocol version of its own is one of the
+    /// stateless revision: it belongs to no session. Other transports ignore them, and a session
+    /// attaches them only for a transport that carries them.
+    #[must_use]
+    pub fn with_headers(mut self, headers: Vec<MessageHeader>) -> Self {
+        self.headers = headers;
+        self
+    }
+
+    /// The message's own HTTP headers (see [`with_headers`](Self::with_headers)).
+    pub fn headers(&self) -> &[MessageHeader] {
+        &self.headers
+    }
+
+    /// Takes the message's own HTTP headers, leaving none.
+    pub fn take_headers(&mut self) -> Vec<MessageHeader> {
+        std::mem::take(&mut self.headers)
+    }
+
+    /// The protocol version among the message's own headers: set for a message of the stateless
+    /// revision.
+    pub fn protocol_version(&self) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(PROTOCOL_VERSION_HEADER))
+            .map(|(_, value)| value.as_str())
     }
 
     /// Says that the sender waits at most `timeout` for this request's reply (from the moment it

@@ -311,14 +311,19 @@ pub(crate) async fn connect_entry(
             let remote = Remote::new(&http.headers, &http.network, network);
             let transport = http_transport(name, http.url.as_str(), remote.clone(), auth.clone(), &options, limits)
                 .map_err(failed)?;
+            // A stateless revision pinned: an error status is the server's answer, not a sign of
+            // the 2024-11-05 era.
+            let pinned_stateless = matches!(options.era, plexus_client::EraChoice::Stateless(_));
             return match Client::connect(transport, options.clone()).await {
                 Ok(client) => Ok(Connected { client, fallback: None }),
                 Err(ClientError::Transport(TransportError::Http {
                     status: status @ (400 | 404 | 405),
                     ..
-                })) => legacy_fallback(name, http.url.as_str(), remote, auth, status, options, limits)
-                    .await
-                    .map_err(failed),
+                })) if !pinned_stateless => {
+                    legacy_fallback(name, http.url.as_str(), remote, auth, status, options, limits)
+                        .await
+                        .map_err(failed)
+                }
                 Err(e) => Err(failed(e)),
             };
         }

@@ -167,6 +167,12 @@ pub struct ServerOptions {
     /// suite's request-metadata scenario checks).
     #[arg(long)]
     pub reject_first_modern_request: bool,
+    /// Add the tools `headers_echo` (parameters `region`, `priority` and `verbose` annotated
+    /// `x-mcp-header`; it returns the `mcp-*` headers of the HTTP request that called it as a
+    /// JSON object, `{}` on stdio) and `bad_header_tool` (an invalid annotation, `"My Region"`,
+    /// which the server lists all the same), for tests of the 2026-07-28 HTTP headers.
+    #[arg(long)]
+    pub header_tools: bool,
 }
 
 /// `METHOD=MS`.
@@ -205,6 +211,7 @@ impl Default for ServerOptions {
             probe_answer: ProbeAnswer::MethodNotFound,
             modern_version: MODERN_PROTOCOL_VERSION.to_owned(),
             reject_first_modern_request: false,
+            header_tools: false,
         }
     }
 }

@@ -84,6 +84,18 @@ pub(crate) struct Server {
     resources: Vec<Value>,
     templates: Vec<Value>,
     prompts: Vec<Value>,
+    /// The request states of `input_required` results not yet echoed (see `mrtr`): the server's,
+    /// since a stateless client may retry on another connection (a new POST, over HTTP).
+    pub(crate) request_states: Mutex<IssuedStates>,
+}
+
+/// The request states a server issued and no retry echoed yet, oldest first.
+#[derive(Debug, Default)]
+pub(crate) struct IssuedStates {
+    /// Each state, with the rounds left after it.
+    pub(crate) states: std::collections::VecDeque<(String, u64)>,
+    /// How many states the server issued.
+    pub(crate) issued: u64,
 }
 
 impl Server {
@@ -95,6 +107,9 @@ impl Server {
         builtin_tools.extend(options.named_tools.iter().map(|name| catalog::dynamic_tool(name)));
         if options.task_required_tool {
             builtin_tools.push(catalog::task_required_tool());
+        }
+        if options.header_tools {
+            builtin_tools.extend(catalog::header_tools());
         }
         let era = EraOptions {
             support: options.era,
@@ -110,6 +125,7 @@ impl Server {
             resources: catalog::resources(),
             templates: catalog::resource_templates(),
             prompts: catalog::prompts(),
+            request_states: Mutex::new(IssuedStates::default()),
         }
     }
 }
@@ -137,10 +153,6 @@ pub(crate) struct SessionState {
     pub(crate) era: Option<SessionEra>,
     /// A modern request was rejected under `--reject-first-modern-request`.
     pub(crate) rejected_modern: bool,
-    /// The request states of `input_required` results not yet echoed (see `mrtr`).
-    pub(crate) request_states: std::collections::VecDeque<(String, u64)>,
-    /// How many request states the session issued.
-    pub(crate) states_issued: u64,
 }
 
 /// A client response to a server-to-client request.
@@ -175,6 +187,12 @@ pub(crate) struct Session {
     tool_calls_answered: AtomicU64,
     /// The session speaks the stateless era (read on every response without the state's lock).
     pub(crate) modern: std::sync::atomic::AtomicBool,
+    /// The transport routed the session's one request already (a stateless HTTP POST): its era
+    /// is modern and its envelope was checked.
+    routed: bool,
+    /// The `mcp-*` headers of the HTTP request this session serves (names lowercase, values as
+    /// sent): what a tool call sees of its transport (`headers_echo`). Empty elsewhere.
+    pub(crate) http_headers: Map<String, Value>,
 }
 
 /// Why a server-to-client request got no usable answer.
@@ -348,6 +366,36 @@ impl Session {
             next_client_request: AtomicU64::new(0),
             tool_calls_answered: AtomicU64::new(0),
             modern: std::sync::atomic::AtomicBool::new(false),
+            routed: false,
+            http_headers: Map::new(),
+        })
+    }
+
+    /// The session of one stateless request the transport already routed (checked its envelope
+    /// and headers): a Streamable HTTP POST of the 2026-07-28 era, whose `mcp-*` headers are
+    /// `http_headers`.
+    #[cfg(feature = "remote")]
+    pub(crate) fn stateless(
+        server: Arc<Server>,
+        outbox: mpsc::Sender<Emitted>,
+        http_headers: Map<String, Value>,
+    ) -> Arc<Self> {
+        let state = SessionState {
+            era: Some(SessionEra::Modern),
+            ..SessionState::default()
+        };
+        Arc::new(Session {
+            server,
+            label: None,
+            outbox,
+            state: Mutex::new(state),
+            pending: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(HashMap::new()),
+            next_client_request: AtomicU64::new(0),
+            tool_calls_answered: AtomicU64::new(0),
+            modern: std::sync::atomic::AtomicBool::new(true),
+            routed: true,
+            http_headers,
         })
     }
 
@@ -393,7 +441,12 @@ impl Session {
         }
         let params = request.params.as_deref().map_or("{}", RawValue::get);
         let method = &*request.method;
-        let modern = match self.route(method, params) {
+        let routing = if self.routed {
+            Routing::Modern
+        } else {
+            self.route(method, params)
+        };
+        let modern = match routing {
             Routing::Legacy => false,
             Routing::Modern => true,
             Routing::Answer(outcome) => return self.respond(request.id, outcome, out),

@@ -159,14 +159,26 @@ impl EraOptions {
     /// Routes a stateless request that came with `MCP-Protocol-Version: header` (Streamable HTTP):
     /// as [`route`](Self::route) routes a request of a modern session, and the header must equal
     /// the envelope's version (-32020 otherwise). `rejected_once` is the server's, not a session's.
-    pub(crate) fn route_stateless(&self, rejected_once: &mut bool, method: &str, params: &str, header: &str) -> Routing {
-        let envelope = if method == "initialize" { None } else { envelope_of(params) };
+    #[cfg(feature = "remote")]
+    pub(crate) fn route_stateless(
+        &self,
+        rejected_once: &mut bool,
+        method: &str,
+        params: &str,
+        header: &str,
+    ) -> Routing {
+        let envelope = if method == "initialize" {
+            None
+        } else {
+            envelope_of(params)
+        };
         self.route_modern(rejected_once, method, params, envelope, Some(header))
     }
 
     /// The refusal a modern-only server gives a request of the `initialize` era (Streamable HTTP:
     /// one without a stateless `MCP-Protocol-Version` header): -32022 naming the version served
     /// and the one asked for, `initialize`'s `protocolVersion`, else the header's, else `""`.
+    #[cfg(feature = "remote")]
     pub(crate) fn refuse_legacy_request(&self, method: &str, params: &str, header: Option<&str>) -> ErrorObject {
         let requested = match method {
             "initialize" => initialize_version(params),
@@ -371,6 +383,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "remote")]
     fn a_stateless_request_needs_its_header_to_match_the_envelope() {
         let dual = options(EraSupport::Dual, ProbeAnswer::MethodNotFound);
         let mut rejected = false;
@@ -384,7 +397,8 @@ mod tests {
         };
         assert_eq!(error.code, HEADER_MISMATCH);
         assert!(error.message.contains("\"2026-01-01\"") && error.message.contains("\"2026-07-28\""));
-        let initialize = r#"{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}"#;
+        let initialize =
+            r#"{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}"#;
         let Routing::Answer(Err(error)) = dual.route_stateless(&mut rejected, "initialize", initialize, "2026-07-28")
         else {
             panic!("initialize is not stateless")

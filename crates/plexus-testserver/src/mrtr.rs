@@ -21,6 +21,15 @@ const INPUT_KEY: &str = "input";
 
 type Outcome = Result<Box<RawValue>, ErrorObject>;
 
+/// The request states a server issued and no retry echoed yet, oldest first.
+#[derive(Debug, Default)]
+pub(crate) struct IssuedStates {
+    /// Each state, with the rounds left after it.
+    states: std::collections::VecDeque<(String, u64)>,
+    /// How many states the server issued.
+    issued: u64,
+}
+
 impl Session {
     /// Whether the session speaks the stateless era.
     pub(crate) fn is_modern(&self) -> bool {

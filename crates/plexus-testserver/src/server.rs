@@ -25,6 +25,7 @@ use crate::catalog::{self, CompletionRef};
 use crate::era::{self, EraOptions, Routing, SessionEra};
 use crate::events::EventLog;
 use crate::faults::GARBAGE_LINE;
+use crate::mrtr::IssuedStates;
 
 /// The protocol version the server prefers, and answers with when the client's is unknown.
 pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
@@ -87,15 +88,6 @@ pub(crate) struct Server {
     /// The request states of `input_required` results not yet echoed (see `mrtr`): the server's,
     /// since a stateless client may retry on another connection (a new POST, over HTTP).
     pub(crate) request_states: Mutex<IssuedStates>,
-}
-
-/// The request states a server issued and no retry echoed yet, oldest first.
-#[derive(Debug, Default)]
-pub(crate) struct IssuedStates {
-    /// Each state, with the rounds left after it.
-    pub(crate) states: std::collections::VecDeque<(String, u64)>,
-    /// How many states the server issued.
-    pub(crate) issued: u64,
 }
 
 impl Server {
@@ -356,19 +348,7 @@ impl Session {
     /// A session of `server` whose background outputs go to `outbox`; `label` names it in the
     /// event log.
     pub(crate) fn new(server: Arc<Server>, outbox: mpsc::Sender<Emitted>, label: Option<String>) -> Arc<Self> {
-        Arc::new(Session {
-            server,
-            label,
-            outbox,
-            state: Mutex::new(SessionState::default()),
-            pending: Mutex::new(HashMap::new()),
-            in_flight: Mutex::new(HashMap::new()),
-            next_client_request: AtomicU64::new(0),
-            tool_calls_answered: AtomicU64::new(0),
-            modern: std::sync::atomic::AtomicBool::new(false),
-            routed: false,
-            http_headers: Map::new(),
-        })
+        Arc::new(Self::build(server, outbox, label, None, Map::new()))
     }
 
     /// The session of one stateless request the transport already routed (checked its envelope
@@ -380,23 +360,40 @@ impl Session {
         outbox: mpsc::Sender<Emitted>,
         http_headers: Map<String, Value>,
     ) -> Arc<Self> {
-        let state = SessionState {
-            era: Some(SessionEra::Modern),
-            ..SessionState::default()
-        };
-        Arc::new(Session {
+        Arc::new(Self::build(
             server,
-            label: None,
             outbox,
-            state: Mutex::new(state),
+            None,
+            Some(SessionEra::Modern),
+            http_headers,
+        ))
+    }
+
+    /// A session whose era is `routed` already (a stateless request), or decided by its first
+    /// request (`None`).
+    fn build(
+        server: Arc<Server>,
+        outbox: mpsc::Sender<Emitted>,
+        label: Option<String>,
+        routed: Option<SessionEra>,
+        http_headers: Map<String, Value>,
+    ) -> Self {
+        Session {
+            server,
+            label,
+            outbox,
+            state: Mutex::new(SessionState {
+                era: routed,
+                ..SessionState::default()
+            }),
             pending: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
             next_client_request: AtomicU64::new(0),
             tool_calls_answered: AtomicU64::new(0),
-            modern: std::sync::atomic::AtomicBool::new(true),
-            routed: true,
+            modern: std::sync::atomic::AtomicBool::new(routed == Some(SessionEra::Modern)),
+            routed: routed.is_some(),
             http_headers,
-        })
+        }
     }
 
     pub(crate) fn options(&self) -> &ServerOptions {

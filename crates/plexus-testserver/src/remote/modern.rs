@@ -60,9 +60,11 @@ pub(crate) struct Stateless {
 /// Whether a request carries an `MCP-Protocol-Version` header naming no version of the
 /// `initialize` era (an unreadable value included): it is of the stateless era.
 pub(crate) fn is_stateless(headers: &HeaderMap) -> bool {
-    headers
-        .get(MCP_PROTOCOL_VERSION)
-        .is_some_and(|value| !value.to_str().is_ok_and(|value| SUPPORTED_PROTOCOL_VERSIONS.contains(&value)))
+    headers.get(MCP_PROTOCOL_VERSION).is_some_and(|value| {
+        !value
+            .to_str()
+            .is_ok_and(|value| SUPPORTED_PROTOCOL_VERSIONS.contains(&value))
+    })
 }
 
 /// The `mcp-*` headers of a request, by lowercase name, values as sent (repeated ones joined
@@ -136,7 +138,7 @@ pub(crate) fn error_response(id: Option<RequestId>, error: ErrorObject) -> Respo
 }
 
 /// -32020 saying `message`.
-fn mismatch(message: String) -> ErrorObject {
+fn mismatch(message: &str) -> ErrorObject {
     ErrorObject::new(HEADER_MISMATCH, format!("Header mismatch: {message}"))
 }
 
@@ -148,14 +150,14 @@ fn decoded<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<Cow<'h, str>
     };
     let text = value
         .to_str()
-        .map_err(|_| mismatch(format!("{name} is not visible ASCII")))?;
+        .map_err(|_| mismatch(&format!("{name} is not visible ASCII")))?;
     decode_header_value(text)
         .map(Some)
-        .map_err(|e| mismatch(format!("{name} {text:?} does not decode: {e}")))
+        .map_err(|e| mismatch(&format!("{name} {text:?} does not decode: {e}")))
 }
 
-/// The status of a JSON-RPC response line: that of its error's code, 200 for a result.
-fn status_of_line(line: &[u8]) -> StatusCode {
+/// The error code of a JSON-RPC response line, if it is an error.
+fn error_code(line: &[u8]) -> Option<ErrorCode> {
     #[derive(Deserialize)]
     struct Answer {
         error: Option<Code>,
@@ -164,10 +166,16 @@ fn status_of_line(line: &[u8]) -> StatusCode {
     struct Code {
         code: ErrorCode,
     }
-    match serde_json::from_slice::<Answer>(line) {
-        Ok(Answer { error: Some(Code { code }) }) => status_of(code),
-        _ => StatusCode::OK,
-    }
+    serde_json::from_slice::<Answer>(line)
+        .ok()?
+        .error
+        .map(|Code { code }| code)
+}
+
+/// A JSON body holding the response `line`, with the status its error's code calls for (200 for
+/// a result).
+fn response_body(line: Vec<u8>) -> Response<Body> {
+    http::json(error_code(&line).map_or(StatusCode::OK, status_of), line)
 }
 
 /// Aborts the work of a stateless request's session (its tool call's task) when dropped: the
@@ -243,9 +251,13 @@ impl Stateless {
         }
         drop(rejected_once);
         match decoded(headers, MCP_METHOD_HEADER)? {
-            None => return Err(mismatch(format!("{MCP_METHOD_HEADER} is missing (the body's method is {method:?})"))),
+            None => {
+                return Err(mismatch(&format!(
+                    "{MCP_METHOD_HEADER} is missing (the body's method is {method:?})"
+                )));
+            }
             Some(sent) if sent != method => {
-                return Err(mismatch(format!(
+                return Err(mismatch(&format!(
                     "{MCP_METHOD_HEADER} is {sent:?} but the body's method is {method:?}"
                 )));
             }
@@ -259,12 +271,12 @@ impl Stateless {
         let named = params.get(member).and_then(Value::as_str).unwrap_or_default();
         match decoded(headers, MCP_NAME_HEADER)? {
             None => {
-                return Err(mismatch(format!(
+                return Err(mismatch(&format!(
                     "{MCP_NAME_HEADER} is missing (params.{member} is {named:?})"
                 )));
             }
             Some(sent) if sent != named => {
-                return Err(mismatch(format!(
+                return Err(mismatch(&format!(
                     "{MCP_NAME_HEADER} is {sent:?} but params.{member} is {named:?}"
                 )));
             }
@@ -281,44 +293,17 @@ impl Stateless {
 
     /// Handles a checked stateless request on a session of its own and answers it.
     async fn run(&self, app: &Arc<App>, request: plexus_jsonrpc::Request, mcp: Map<String, Value>) -> Response<Body> {
-        let (outbox, mut emitted) = mpsc::channel(OUTBOX_CAPACITY);
+        let (outbox, emitted) = mpsc::channel(OUTBOX_CAPACITY);
         let session = Session::stateless(Arc::clone(app.server()), outbox, mcp);
         let work = EndWork(Arc::clone(&session));
         let mut outputs = Vec::new();
         session.handle(Message::Request(request), &mut outputs);
-        if self.json_response {
-            let mut stopping = app.stopping();
-            let mut outputs = outputs.into_iter();
-            loop {
-                let output = match outputs.next() {
-                    Some(output) => output,
-                    None => tokio::select! {
-                        emitted = emitted.recv() => match emitted {
-                            Some(Emitted { output, .. }) => output,
-                            None => return http::empty(StatusCode::ACCEPTED),
-                        },
-                        () = until_stopped(&mut stopping) => {
-                            return http::text(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
-                        }
-                    },
-                };
-                match output {
-                    Output::Response(line) | Output::Drip { line, .. } => {
-                        crash_after(app, outputs, || true);
-                        return http::json(status_of_line(&line), line);
-                    }
-                    Output::Exit { code, reason } => app.crash_when_drained(|| true, code, reason),
-                    // Nowhere to go without a stream.
-                    Output::Message(_) | Output::SessionNotification(_) | Output::Raw(_) => {}
-                }
-            }
-        }
         // An error answered at once is a JSON body with the status its code calls for.
-        if let Some(line) = outputs.iter().find_map(|output| match output {
-            Output::Response(line) if status_of_line(line) != StatusCode::OK => Some(line.clone()),
-            _ => None,
-        }) {
-            return http::json(status_of_line(&line), line);
+        let failed = outputs
+            .iter()
+            .any(|output| matches!(output, Output::Response(line) if error_code(line).is_some()));
+        if self.json_response || failed {
+            return json_answer(app, outputs, emitted, work).await;
         }
         let (frames, body) = mpsc::channel(FRAME_CAPACITY);
         tokio::spawn(stream(Arc::downgrade(app), work, outputs, emitted, frames));
@@ -326,8 +311,46 @@ impl Stateless {
     }
 }
 
+/// The response of a stateless request as one JSON body: the first response among `ready` and
+/// then the request's later outputs; the other messages have nowhere to go without a stream.
+async fn json_answer(
+    app: &Arc<App>,
+    ready: Vec<Output>,
+    mut emitted: mpsc::Receiver<Emitted>,
+    _work: EndWork,
+) -> Response<Body> {
+    let mut stopping = app.stopping();
+    let mut ready = ready.into_iter();
+    loop {
+        let output = match ready.next() {
+            Some(output) => output,
+            None => tokio::select! {
+                emitted = emitted.recv() => match emitted {
+                    Some(Emitted { output, .. }) => output,
+                    None => return http::empty(StatusCode::ACCEPTED),
+                },
+                () = until_stopped(&mut stopping) => {
+                    return http::text(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
+                }
+            },
+        };
+        match output {
+            Output::Response(line) | Output::Drip { line, .. } => {
+                crash_after(app, ready, || true);
+                return response_body(line);
+            }
+            Output::Exit { code, reason } => app.crash_when_drained(|| true, code, reason),
+            Output::Message(_) | Output::SessionNotification(_) | Output::Raw(_) => {}
+        }
+    }
+}
+
 /// Crashes after a response when an output after it says so (`--crash-after`), once `drained`.
-fn crash_after(app: &Arc<App>, rest: impl Iterator<Item = Output>, drained: impl Fn() -> bool + Send + Clone + 'static) {
+fn crash_after(
+    app: &Arc<App>,
+    rest: impl Iterator<Item = Output>,
+    drained: impl Fn() -> bool + Send + Clone + 'static,
+) {
     for output in rest {
         if let Output::Exit { code, reason } = output {
             app.crash_when_drained(drained.clone(), code, reason);
@@ -412,7 +435,7 @@ fn check_param_headers(
     arguments: &Map<String, Value>,
     headers: &HeaderMap,
 ) -> Result<(), ErrorObject> {
-    for param in annotated.iter() {
+    for param in annotated {
         let name = param.header_name();
         let argument = param.path().join(".");
         let expected = param.value(arguments);
@@ -424,17 +447,17 @@ fn check_param_headers(
             (None, None) => {}
             (Some(expected), Some(sent)) if expected == sent => {}
             (Some(expected), None) => {
-                return Err(mismatch(format!(
+                return Err(mismatch(&format!(
                     "{name} is missing (arguments.{argument} is {expected:?})"
                 )));
             }
             (Some(expected), Some(sent)) => {
-                return Err(mismatch(format!(
+                return Err(mismatch(&format!(
                     "{name} is {sent:?} but arguments.{argument} is {expected:?}"
                 )));
             }
             (None, Some(sent)) => {
-                return Err(mismatch(format!(
+                return Err(mismatch(&format!(
                     "{name} ({sent:?}) was sent but arguments.{argument} is absent or null"
                 )));
             }
@@ -448,7 +471,7 @@ fn check_param_headers(
                 .any(|param| param.header_name().eq_ignore_ascii_case(sent.as_str()))
     });
     match stray {
-        Some(stray) => Err(mismatch(format!(
+        Some(stray) => Err(mismatch(&format!(
             "{stray} was sent but the tool has no parameter annotated x-mcp-header {:?}",
             &stray.as_str()[prefix.len()..]
         ))),
@@ -475,8 +498,7 @@ pub(crate) async fn probe_answer(app: &App, connection: &Connection, id: Request
             error_body(status, Some(id), error)
         }
         Routing::Exit => {
-            app.events()
-                .record(&json!({"event": "fault", "fault": "probe-exit"}));
+            app.events().record(&json!({"event": "fault", "fault": "probe-exit"}));
             connection.mark_reset();
             match connection.close().await {}
         }

@@ -23,10 +23,10 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
 use super::connection::Connection;
-use super::modern::{self, Stateless};
 use super::http::{
     self, Body, EVENT_STREAM, JSON, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Refusal, accepts, header_text,
 };
+use super::modern::{self, Stateless};
 use super::stream::{EventStream, ResumeError, parse_event_id};
 use super::{App, HttpOptions, MAX_SESSIONS, WeakApp, new_session_id};
 use crate::era::EraSupport;
@@ -179,7 +179,7 @@ impl Streamable {
                 }
             }
             (_, Some(headers)) => return self.stateless.post(app, &headers, message).await,
-            (EraSupport::Modern, None) => return refuse_legacy(app, message, version.as_deref()),
+            (EraSupport::Modern, None) => return refuse_legacy(app, &message, version.as_deref()),
             (_, None) => message,
         };
         if let Message::Request(request) = message {
@@ -687,8 +687,8 @@ async fn pump(app: WeakApp, session: std::sync::Weak<HttpSession>, mut emitted: 
 /// A modern-only server's answer to a POST of the `initialize` era (no stateless
 /// `MCP-Protocol-Version` header, `version` being the header sent): 400 with -32022 naming the
 /// version served and the one asked for.
-fn refuse_legacy(app: &App, message: Message, version: Option<&str>) -> Response<Body> {
-    let (id, method, params) = match &message {
+fn refuse_legacy(app: &App, message: &Message, version: Option<&str>) -> Response<Body> {
+    let (id, method, params) = match message {
         Message::Request(request) => (Some(request.id.clone()), &*request.method, request.params.as_deref()),
         Message::Notification(notification) => (None, &*notification.method, notification.params.as_deref()),
         Message::Response(response) => (response.id.clone(), "", None),

@@ -179,8 +179,7 @@ pub(crate) struct Session {
     tool_calls_answered: AtomicU64,
     /// The session speaks the stateless era (read on every response without the state's lock).
     pub(crate) modern: std::sync::atomic::AtomicBool,
-    /// The transport routed the session's one request already (a stateless HTTP POST): its era
-    /// is modern and its envelope was checked.
+    /// The transport routed the session's one request already (a stateless HTTP POST).
     routed: bool,
     /// The `mcp-*` headers of the HTTP request this session serves (names lowercase, values as
     /// sent): what a tool call sees of its transport (`headers_echo`). Empty elsewhere.
@@ -351,9 +350,8 @@ impl Session {
         Arc::new(Self::build(server, outbox, label, None, Map::new()))
     }
 
-    /// The session of one stateless request the transport already routed (checked its envelope
-    /// and headers): a Streamable HTTP POST of the 2026-07-28 era, whose `mcp-*` headers are
-    /// `http_headers`.
+    /// The session of one stateless HTTP POST the transport already routed (checked its
+    /// envelope and headers), whose `mcp-*` headers are `http_headers`.
     #[cfg(feature = "remote")]
     pub(crate) fn stateless(
         server: Arc<Server>,

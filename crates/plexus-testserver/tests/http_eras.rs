@@ -580,3 +580,28 @@ fn the_event_log_records_what_a_stateless_client_sent() {
         &json!({"event": "modern-request", "http_method": "GET", "method": null, "id": null, "headers": {"mcp-protocol-version": VERSION}})
     );
 }
+
+#[test]
+fn a_stateless_call_that_waits_streams_at_once_and_a_crash_follows_its_answer() {
+    let mut remote = Remote::start("http", &["--crash-after", "1"]);
+    // A call that never answers: the stream opens at once and stays open until the client goes.
+    let hang = modern(1, "tools/call", json!({"name": "hang"}));
+    let mut conn = remote.connect();
+    conn.send(
+        "POST",
+        &remote.path,
+        &headers_for(&hang, Some("hang"), &[]),
+        &serde_json::to_vec(&hang).unwrap(),
+    );
+    let head = conn.head();
+    assert_eq!(
+        (head.status, head.header("content-type")),
+        (200, Some("text/event-stream"))
+    );
+    conn.close();
+    // `--crash-after 1`: the first answered call is read in full, then the process exits.
+    let add = modern(2, "tools/call", json!({"name": "add", "arguments": {"a": 1, "b": 1}}));
+    let sum = result(&post(&remote, &add, Some("add"), &[]), 2);
+    assert_eq!(sum["structuredContent"], json!({"sum": 2}));
+    assert_eq!(remote.wait().code(), Some(1));
+}

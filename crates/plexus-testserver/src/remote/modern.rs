@@ -19,7 +19,6 @@
 //!   tool a `tools/call` calls (`headers_echo`).
 
 use std::borrow::Cow;
-use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -360,6 +359,7 @@ fn crash_after(
 
 /// Writes a stateless request's outputs as SSE events (`frames`), those ready now first, until
 /// its response, the client going away (which ends the request's work) or the server stopping.
+/// A crash after the response (`--crash-after`) waits until the client has read it.
 async fn stream(
     app: WeakApp,
     _work: EndWork,
@@ -370,50 +370,50 @@ async fn stream(
     let Some(mut stopping) = app.upgrade().map(|app| app.stopping()) else {
         return;
     };
-    for output in ready {
-        if forward(&app, output, &frames).await.is_break() {
+    let drained = {
+        let frames = frames.downgrade();
+        move || {
+            frames
+                .upgrade()
+                .is_none_or(|frames| frames.capacity() == frames.max_capacity())
+        }
+    };
+    let mut ready = ready.into_iter();
+    loop {
+        let output = match ready.next() {
+            Some(output) => output,
+            None => tokio::select! {
+                emitted = emitted.recv() => match emitted {
+                    Some(Emitted { output, .. }) => output,
+                    None => return,
+                },
+                () = frames.closed() => return,
+                () = until_stopped(&mut stopping) => return,
+            },
+        };
+        let (line, last) = match output {
+            Output::Response(line) | Output::Drip { line, .. } => (line, true),
+            Output::Message(line) | Output::Raw(line) => (line, false),
+            // No listen stream: session notifications have nowhere to go.
+            Output::SessionNotification(_) => continue,
+            Output::Exit { code, reason } => {
+                if let Some(app) = app.upgrade() {
+                    app.crash_when_drained(drained.clone(), code, reason);
+                }
+                continue;
+            }
+        };
+        if frames.send(message_event(&line)).await.is_err() {
+            return;
+        }
+        if last {
+            if let Some(app) = app.upgrade() {
+                let later = std::iter::from_fn(|| emitted.try_recv().ok().map(|emitted| emitted.output));
+                crash_after(&app, ready.chain(later), drained);
+            }
             return;
         }
     }
-    loop {
-        let output = tokio::select! {
-            emitted = emitted.recv() => match emitted {
-                Some(Emitted { output, .. }) => output,
-                None => break,
-            },
-            () = frames.closed() => break,
-            () = until_stopped(&mut stopping) => break,
-        };
-        if forward(&app, output, &frames).await.is_break() {
-            break;
-        }
-    }
-}
-
-/// Writes one output as an SSE event; breaks after the response, or when the client is gone.
-async fn forward(app: &WeakApp, output: Output, frames: &mpsc::Sender<Bytes>) -> ControlFlow<()> {
-    let (line, last) = match output {
-        Output::Response(line) | Output::Drip { line, .. } => (line, true),
-        Output::Message(line) | Output::Raw(line) => (line, false),
-        // No listen stream: session notifications have nowhere to go.
-        Output::SessionNotification(_) => return ControlFlow::Continue(()),
-        Output::Exit { code, reason } => {
-            if let Some(app) = app.upgrade() {
-                let frames = frames.downgrade();
-                let drained = move || {
-                    frames
-                        .upgrade()
-                        .is_none_or(|frames| frames.capacity() == frames.max_capacity())
-                };
-                app.crash_when_drained(drained, code, reason);
-            }
-            return ControlFlow::Continue(());
-        }
-    };
-    if frames.send(message_event(&line)).await.is_err() || last {
-        return ControlFlow::Break(());
-    }
-    ControlFlow::Continue(())
 }
 
 /// The `x-mcp-header` parameters of the listed tool `name` (none for an unknown tool, or one

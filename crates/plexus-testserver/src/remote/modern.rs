@@ -188,6 +188,8 @@ impl Drop for EndWork {
 }
 
 impl Stateless {
+    /// The stateless side of a server that answers with one JSON body when `json_response`
+    /// (`--json-response`), else with an SSE stream.
     pub(crate) fn new(json_response: bool) -> Self {
         Stateless {
             json_response,

@@ -333,6 +333,42 @@ pub(crate) fn task_required_tool() -> Value {
     tool
 }
 
+/// The name of the `--header-tools` tool whose arguments become `Mcp-Param-*` headers.
+pub(crate) const HEADERS_ECHO: &str = "headers_echo";
+/// The name of the `--header-tools` tool whose `x-mcp-header` annotation is invalid.
+pub(crate) const BAD_HEADER_TOOL: &str = "bad_header_tool";
+
+/// The tools of `--header-tools`: `headers_echo`, three of whose parameters carry `x-mcp-header`
+/// annotations (a string, an integer, a boolean) and one not, and `bad_header_tool`, whose
+/// annotation is no HTTP token (a client of the stateless era leaves it out of its list over HTTP).
+pub(crate) fn header_tools() -> Vec<Value> {
+    let echo = tool(
+        HEADERS_ECHO,
+        "Headers echo",
+        "Returns, as a JSON object, every mcp-* header of the HTTP request that called it (names lowercase, values as \
+         sent); `{}` on stdio. region, priority and verbose are mirrored into Mcp-Param-Region, Mcp-Param-Priority and \
+         Mcp-Param-Verbose headers; query is not.",
+        json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "priority": {"type": "integer", "x-mcp-header": "Priority"},
+            "verbose": {"type": "boolean", "x-mcp-header": "Verbose"},
+            "query": {"type": "string"},
+        }}),
+        &read_only(),
+    );
+    let bad = tool(
+        BAD_HEADER_TOOL,
+        "Bad header tool",
+        "Its x-mcp-header annotation (\"My Region\") is not an HTTP token, which makes the tool invalid over HTTP; \
+         returns its arguments as JSON.",
+        json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "My Region"},
+        }}),
+        &read_only(),
+    );
+    vec![echo, bad]
+}
+
 pub(crate) fn dynamic_tool(name: &str) -> Value {
     json!({
         "name": name,

@@ -38,7 +38,8 @@ pub struct Cli {
 pub enum Command {
     /// Serve one MCP session on standard input and output (newline-delimited JSON-RPC).
     Stdio(StdioOptions),
-    /// Serve MCP over Streamable HTTP (2025-11-25) on 127.0.0.1; prints
+    /// Serve MCP over Streamable HTTP (2025-11-25 sessions, and stateless 2026-07-28 requests
+    /// told apart by their `MCP-Protocol-Version` header) on 127.0.0.1; prints
     /// `listening on http://127.0.0.1:PORT/PATH` first.
     #[cfg(feature = "remote")]
     Http(HttpOptions),
@@ -156,7 +157,11 @@ pub struct ServerOptions {
     /// `modern` (the stateless revision only).
     #[arg(long, value_enum, default_value_t = EraSupport::Dual)]
     pub era: EraSupport,
-    /// How a legacy-only server (`--era legacy`) answers a `server/discover` probe.
+    /// How a legacy-only server (`--era legacy`) answers a `server/discover` probe (over HTTP, one
+    /// with a 2026-07-28 `MCP-Protocol-Version` header): `method-not-found` (-32601; HTTP 200),
+    /// `invalid-params` (-32602; HTTP 400), `empty400` (HTTP 400 with no body; on stdio the same
+    /// as `method-not-found`), `silence` (no answer; HTTP holds the POST 60 s at most), `exit`
+    /// (stdio: exit with status 1; HTTP: drop the connection unanswered).
     #[arg(long, value_enum, default_value_t = ProbeAnswer::MethodNotFound)]
     pub probe_answer: ProbeAnswer,
     /// The stateless revision served: a request asking for another is answered with -32022.
@@ -167,6 +172,12 @@ pub struct ServerOptions {
     /// suite's request-metadata scenario checks).
     #[arg(long)]
     pub reject_first_modern_request: bool,
+    /// Add the tools `headers_echo` (parameters `region`, `priority` and `verbose` annotated
+    /// `x-mcp-header`; it returns the `mcp-*` headers of the HTTP request that called it as a
+    /// JSON object, `{}` on stdio) and `bad_header_tool` (an invalid annotation, `"My Region"`,
+    /// which the server lists all the same), for tests of the 2026-07-28 HTTP headers.
+    #[arg(long)]
+    pub header_tools: bool,
 }
 
 /// `METHOD=MS`.
@@ -205,6 +216,7 @@ impl Default for ServerOptions {
             probe_answer: ProbeAnswer::MethodNotFound,
             modern_version: MODERN_PROTOCOL_VERSION.to_owned(),
             reject_first_modern_request: false,
+            header_tools: false,
         }
     }
 }
@@ -215,7 +227,9 @@ pub struct ProcessOptions {
     /// Append one JSON line per observed event to PATH: `start`, `request`, `notification` (every
     /// client notification, with its params), `response`, `signal`, `stdin-closed`, `exit`; the
     /// remote modes add `listening`, `http` (every HTTP request), `session-start`, `session-end`
-    /// and `fault`.
+    /// and `fault`, and http adds `modern-request` for every request with a 2026-07-28
+    /// `MCP-Protocol-Version` header (`http_method`, JSON-RPC `method` and `id`, and `headers`:
+    /// its `mcp-*` headers by lowercase name, values as sent).
     #[arg(long, value_name = "PATH")]
     pub event_log: Option<PathBuf>,
     /// Ignore SIGINT and SIGTERM (they are still logged); by default either makes the server log

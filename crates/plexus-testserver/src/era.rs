@@ -23,8 +23,7 @@ const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 /// The stateless revision this server speaks (`--modern-version` replaces it).
 pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
 
-/// The error of a request whose protocol version the server does not speak (2026-07-28).
-const UNSUPPORTED_PROTOCOL_VERSION: ErrorCode = ErrorCode(-32022);
+pub(crate) use plexus_protocol::errors::{HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION};
 
 /// Which protocol eras the server speaks (`--era`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
@@ -47,11 +46,17 @@ pub enum ProbeAnswer {
     /// -32601, method not found (what most SDKs answer).
     #[default]
     MethodNotFound,
-    /// -32602, invalid params (servers that check a request's params before its method).
+    /// -32602, invalid params (servers that check a request's params before its method); over
+    /// Streamable HTTP, with status 400.
     InvalidParams,
-    /// No answer at all (servers that drop what comes before `initialize`).
+    /// Over Streamable HTTP, status 400 with an empty body (servers that refuse what they do not
+    /// know without saying why); on stdio, which has no status, the same as `method-not-found`.
+    Empty400,
+    /// No answer at all (servers that drop what comes before `initialize`); over Streamable
+    /// HTTP, the POST is held open unanswered (60 s at most).
     Silence,
-    /// Exits with status 1 (servers that die on an unknown request before `initialize`).
+    /// Exits with status 1 (servers that die on an unknown request before `initialize`); over
+    /// Streamable HTTP, the connection is dropped unanswered (the process lives on).
     Exit,
 }
 
@@ -127,21 +132,67 @@ impl EraOptions {
             (EraSupport::Dual, _, Some(_)) => SessionEra::Modern,
         });
         match decided {
-            SessionEra::Legacy if method == "server/discover" => match (self.support, self.probe_answer) {
-                (EraSupport::Legacy, ProbeAnswer::InvalidParams) => Routing::Answer(Err(ErrorObject::new(
-                    ErrorCode::INVALID_PARAMS,
-                    "invalid params: the session is not initialized",
-                ))),
-                (EraSupport::Legacy, ProbeAnswer::Silence) => Routing::Ignore,
-                (EraSupport::Legacy, ProbeAnswer::Exit) => Routing::Exit,
-                _ => Routing::Answer(Err(ErrorObject::new(
-                    ErrorCode::METHOD_NOT_FOUND,
-                    "method not found: server/discover",
-                ))),
-            },
+            SessionEra::Legacy if method == "server/discover" && self.support == EraSupport::Legacy => {
+                self.probe_routing()
+            }
+            SessionEra::Legacy if method == "server/discover" => Routing::Answer(Err(discover_not_found())),
             SessionEra::Legacy => Routing::Legacy,
-            SessionEra::Modern => self.route_modern(rejected_once, method, params, envelope),
+            SessionEra::Modern => self.route_modern(rejected_once, method, params, envelope, None),
         }
+    }
+
+    /// How a legacy-only server answers a `server/discover` probe (`--probe-answer`), as a
+    /// routing; `empty400` is `method-not-found` here (a transport with statuses checks for it
+    /// first).
+    pub(crate) fn probe_routing(&self) -> Routing {
+        match self.probe_answer {
+            ProbeAnswer::InvalidParams => Routing::Answer(Err(ErrorObject::new(
+                ErrorCode::INVALID_PARAMS,
+                "invalid params: the session is not initialized",
+            ))),
+            ProbeAnswer::Silence => Routing::Ignore,
+            ProbeAnswer::Exit => Routing::Exit,
+            ProbeAnswer::MethodNotFound | ProbeAnswer::Empty400 => Routing::Answer(Err(discover_not_found())),
+        }
+    }
+
+    /// Routes a stateless request that came with `MCP-Protocol-Version: header` (Streamable HTTP):
+    /// as [`route`](Self::route) routes a request of a modern session, and the header must equal
+    /// the envelope's version (-32020 otherwise). `rejected_once` is the server's, not a session's.
+    #[cfg(feature = "remote")]
+    pub(crate) fn route_stateless(
+        &self,
+        rejected_once: &mut bool,
+        method: &str,
+        params: &str,
+        header: &str,
+    ) -> Routing {
+        let envelope = if method == "initialize" {
+            None
+        } else {
+            envelope_of(params)
+        };
+        self.route_modern(rejected_once, method, params, envelope, Some(header))
+    }
+
+    /// The refusal a modern-only server gives a request of the `initialize` era (Streamable HTTP:
+    /// one without a stateless `MCP-Protocol-Version` header): -32022 naming the version served
+    /// and the one asked for, `initialize`'s `protocolVersion`, else the header's, else `""`.
+    #[cfg(feature = "remote")]
+    pub(crate) fn refuse_legacy_request(&self, method: &str, params: &str, header: Option<&str>) -> ErrorObject {
+        let requested = match method {
+            "initialize" => initialize_version(params),
+            _ => header.unwrap_or_default().to_owned(),
+        };
+        self.unsupported(&requested)
+    }
+
+    /// -32022 naming the version served, for a request that asked for `requested`.
+    pub(crate) fn unsupported(&self, requested: &str) -> ErrorObject {
+        let mut error = ErrorObject::new(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version");
+        let data = json!({"supported": [self.modern_version], "requested": requested});
+        error.data = serde_json::value::to_raw_value(&data).ok();
+        error
     }
 
     fn route_modern(
@@ -150,6 +201,7 @@ impl EraOptions {
         method: &str,
         params: &str,
         envelope: Option<(String, bool)>,
+        header: Option<&str>,
     ) -> Routing {
         let (requested, capabilities) = match (method, envelope) {
             ("initialize", _) => (initialize_version(params), false),
@@ -161,6 +213,14 @@ impl EraOptions {
                 )));
             }
         };
+        if let Some(header) = header.filter(|header| method != "initialize" && *header != requested) {
+            return Routing::Answer(Err(ErrorObject::new(
+                HEADER_MISMATCH,
+                format!(
+                    "Header mismatch: MCP-Protocol-Version is {header:?} but _meta's {PROTOCOL_VERSION_KEY} is {requested:?}"
+                ),
+            )));
+        }
         let reject = self.reject_first_modern && !std::mem::replace(rejected_once, true);
         if method == "initialize" || requested != self.modern_version || reject {
             return Routing::Answer(Err(self.unsupported(&requested)));
@@ -180,14 +240,6 @@ impl EraOptions {
         }
     }
 
-    /// -32022 naming the version served.
-    fn unsupported(&self, requested: &str) -> ErrorObject {
-        let mut error = ErrorObject::new(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version");
-        let data = json!({"supported": [self.modern_version], "requested": requested});
-        error.data = serde_json::value::to_raw_value(&data).ok();
-        error
-    }
-
     /// The `server/discover` result (its `resultType` is added with every modern result's).
     pub(crate) fn discover(&self, capabilities: &Value, server_info: &Value, instructions: &str) -> Value {
         json!({
@@ -199,6 +251,11 @@ impl EraOptions {
             "_meta": {SERVER_INFO_KEY: server_info},
         })
     }
+}
+
+/// -32601 for `server/discover`, as a server of the `initialize` era answers it.
+fn discover_not_found() -> ErrorObject {
+    ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "method not found: server/discover")
 }
 
 /// The version an `initialize` asks for.
@@ -274,6 +331,8 @@ mod tests {
         for (answer, code) in [
             (ProbeAnswer::MethodNotFound, Some(ErrorCode::METHOD_NOT_FOUND)),
             (ProbeAnswer::InvalidParams, Some(ErrorCode::INVALID_PARAMS)),
+            // Without statuses, an empty 400 is the common -32601.
+            (ProbeAnswer::Empty400, Some(ErrorCode::METHOD_NOT_FOUND)),
             (ProbeAnswer::Silence, None),
             (ProbeAnswer::Exit, None),
         ] {
@@ -321,6 +380,36 @@ mod tests {
             rejecting.route(&mut None, &mut first, "tools/list", ENVELOPE),
             Routing::Modern
         ));
+    }
+
+    #[test]
+    #[cfg(feature = "remote")]
+    fn a_stateless_request_needs_its_header_to_match_the_envelope() {
+        let dual = options(EraSupport::Dual, ProbeAnswer::MethodNotFound);
+        let mut rejected = false;
+        assert!(matches!(
+            dual.route_stateless(&mut rejected, "tools/list", ENVELOPE, "2026-07-28"),
+            Routing::Modern
+        ));
+        let Routing::Answer(Err(error)) = dual.route_stateless(&mut rejected, "tools/list", ENVELOPE, "2026-01-01")
+        else {
+            panic!("a header that differs from _meta")
+        };
+        assert_eq!(error.code, HEADER_MISMATCH);
+        assert!(error.message.contains("\"2026-01-01\"") && error.message.contains("\"2026-07-28\""));
+        let initialize =
+            r#"{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}"#;
+        let Routing::Answer(Err(error)) = dual.route_stateless(&mut rejected, "initialize", initialize, "2026-07-28")
+        else {
+            panic!("initialize is not stateless")
+        };
+        assert_eq!(error.code, UNSUPPORTED_PROTOCOL_VERSION);
+        let refused = dual.refuse_legacy_request("initialize", initialize, None);
+        let data: Value = serde_json::from_str(refused.data.unwrap().get()).unwrap();
+        assert_eq!(data, json!({"supported": ["2026-07-28"], "requested": "2025-11-25"}));
+        let refused = dual.refuse_legacy_request("tools/list", "{}", None);
+        let data: Value = serde_json::from_str(refused.data.unwrap().get()).unwrap();
+        assert_eq!(data["requested"], "");
     }
 
     #[test]

@@ -84,6 +84,44 @@
 //!   initialize POSTs get 405 (`Allow: GET`, or CODE): the "fall back to legacy SSE at the same URL"
 //!   rule end to end.
 //!
+//! ## Streamable HTTP in the stateless era (`http`, 2026-07-28)
+//! - A POST whose `MCP-Protocol-Version` header is present and names no `initialize`-era version
+//!   (2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25) is a stateless request (as the Python SDK's
+//!   server routes it); anything else takes the session path above. `--era`, `--modern-version`
+//!   and `--reject-first-modern-request` (the server's first stateless POST) apply as on stdio.
+//! - It needs no session and gets none (an `Mcp-Session-Id` sent is ignored). Its envelope is
+//!   checked as on stdio, then its headers against its body, values decoded from
+//!   `=?base64?…?=`: a header version not served gets -32022 (`data.supported`,
+//!   `data.requested`); one that is not the envelope's, a missing or wrong `Mcp-Method`, a missing
+//!   or wrong `Mcp-Name` (`tools/call`, `prompts/get`: `params.name`; `resources/read`:
+//!   `params.uri`), and on `tools/call` an `Mcp-Param-{Name}` header missing or wrong for an
+//!   `x-mcp-header` argument that is present and not null, or sent for one absent or null or for no
+//!   annotation, get -32020 naming the header.
+//! - An error answered at once is an `application/json` body with the request's id, status 400
+//!   for -32700, -32600, -32602, -32020, -32021 and -32022, 404 for -32601, else 200. A result is
+//!   a `text/event-stream` (no ids: `event: message` events of the request's progress and log
+//!   notifications, then the response; closing it cancels the request), or with `--json-response`
+//!   one `application/json` body. Elicitation, sampling and roots are `input_required` results,
+//!   and a retry with `inputResponses` and the `requestState` (on any connection) completes them.
+//! - A notification gets 202; GET and DELETE with a stateless header get 405 (`Allow: POST`).
+//! - `--era modern`: any other POST gets 400 with -32022 (`requested`: `initialize`'s
+//!   `protocolVersion`, else the header's value, else `""`). `--era legacy`: a stateless POST
+//!   takes the session path, except `server/discover`, answered per `--probe-answer`:
+//!   `method-not-found` 200 with -32601, `invalid-params` 400 with -32602, `empty400` 400 with no
+//!   body, `silence` no answer (the POST is held 60 s at most, then the connection closes),
+//!   `exit` the connection dropped unanswered (the process lives on).
+//! - `--header-tools` adds `headers_echo` (`region`, `priority` and `verbose` annotated
+//!   `x-mcp-header`: `Region`, `Priority`, `Verbose`; `query` not), which returns the `mcp-*`
+//!   headers of the request that called it as a JSON object (lowercase names, values as sent;
+//!   `{}` on stdio), and `bad_header_tool`, listed although its annotation `"My Region"` is invalid.
+//! - What a client sent: every POST with a stateless header (in any era), and every GET or
+//!   DELETE with one, is logged as
+//!   `{"event":"modern-request","http_method":"POST","method":"tools/call","id":3,"headers":{…}}`,
+//!   `headers` holding every `mcp-*` header by lowercase name with its value as sent
+//!   (`mcp-protocol-version`, `mcp-method`, `mcp-name`, `mcp-param-*`, `mcp-session-id`, …);
+//!   `method` and `id` are `null` for a GET or DELETE. Find them with
+//!   [`EventLogFile::matching`] and `json!({"event": "modern-request"})`.
+//!
 //! ## Legacy HTTP+SSE (`sse`, 2024-11-05)
 //! - GET PATH opens an event stream (and a session) whose first event is `event: endpoint` with
 //!   data `/messages?sessionId=<32 hex>` (relative); `--endpoint-absolute` gives

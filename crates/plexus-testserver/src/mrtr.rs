@@ -13,13 +13,22 @@ use crate::tools::{
     sample_params,
 };
 
-/// The most request states one session remembers (the oldest is forgotten first).
+/// The most request states one server remembers (the oldest is forgotten first).
 const MAX_ISSUED_STATES: usize = 1024;
 
 /// The key of the one input request a tool makes.
 const INPUT_KEY: &str = "input";
 
 type Outcome = Result<Box<RawValue>, ErrorObject>;
+
+/// The request states a server issued and no retry echoed yet, oldest first.
+#[derive(Debug, Default)]
+pub(crate) struct IssuedStates {
+    /// Each state, with the rounds left after it.
+    states: std::collections::VecDeque<(String, u64)>,
+    /// How many states the server issued.
+    issued: u64,
+}
 
 impl Session {
     /// Whether the session speaks the stateless era.
@@ -85,24 +94,24 @@ impl Session {
     /// A new request state for a round of `tool` with `left` rounds to go, remembered until a
     /// retry echoes it.
     fn issue_state(&self, tool: &str, left: u64) -> String {
-        let mut state = lock(&self.state);
-        state.states_issued += 1;
+        let mut issued_states = lock(&self.server.request_states);
+        issued_states.issued += 1;
         // Characters a client might be tempted to normalize, so that only a byte-exact echo passes.
         let issued = format!(
             "{{\"tool\": \"{tool}\", \"round\": {}, \"left\": {left}, \"note\": \"é \\u00e9\"}}",
-            state.states_issued
+            issued_states.issued
         );
-        if state.request_states.len() == MAX_ISSUED_STATES {
-            state.request_states.pop_front();
+        if issued_states.states.len() == MAX_ISSUED_STATES {
+            issued_states.states.pop_front();
         }
-        state.request_states.push_back((issued.clone(), left));
+        issued_states.states.push_back((issued.clone(), left));
         issued
     }
 
-    /// The rounds left of the state `echoed`, if this session issued it (it can be used once).
+    /// The rounds left of the state `echoed`, if this server issued it (it can be used once).
     fn take_state(&self, echoed: &str) -> Option<u64> {
-        let mut state = lock(&self.state);
-        let at = state.request_states.iter().position(|(issued, _)| issued == echoed)?;
-        state.request_states.remove(at).map(|(_, left)| left)
+        let mut issued_states = lock(&self.server.request_states);
+        let at = issued_states.states.iter().position(|(issued, _)| issued == echoed)?;
+        issued_states.states.remove(at).map(|(_, left)| left)
     }
 }

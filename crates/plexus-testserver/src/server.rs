@@ -25,6 +25,7 @@ use crate::catalog::{self, CompletionRef};
 use crate::era::{self, EraOptions, Routing, SessionEra};
 use crate::events::EventLog;
 use crate::faults::GARBAGE_LINE;
+use crate::mrtr::IssuedStates;
 
 /// The protocol version the server prefers, and answers with when the client's is unknown.
 pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
@@ -84,6 +85,9 @@ pub(crate) struct Server {
     resources: Vec<Value>,
     templates: Vec<Value>,
     prompts: Vec<Value>,
+    /// The request states of `input_required` results not yet echoed (see `mrtr`): the server's,
+    /// since a stateless client may retry on another connection (a new POST, over HTTP).
+    pub(crate) request_states: Mutex<IssuedStates>,
 }
 
 impl Server {
@@ -95,6 +99,9 @@ impl Server {
         builtin_tools.extend(options.named_tools.iter().map(|name| catalog::dynamic_tool(name)));
         if options.task_required_tool {
             builtin_tools.push(catalog::task_required_tool());
+        }
+        if options.header_tools {
+            builtin_tools.extend(catalog::header_tools());
         }
         let era = EraOptions {
             support: options.era,
@@ -110,6 +117,7 @@ impl Server {
             resources: catalog::resources(),
             templates: catalog::resource_templates(),
             prompts: catalog::prompts(),
+            request_states: Mutex::new(IssuedStates::default()),
         }
     }
 }
@@ -137,10 +145,6 @@ pub(crate) struct SessionState {
     pub(crate) era: Option<SessionEra>,
     /// A modern request was rejected under `--reject-first-modern-request`.
     pub(crate) rejected_modern: bool,
-    /// The request states of `input_required` results not yet echoed (see `mrtr`).
-    pub(crate) request_states: std::collections::VecDeque<(String, u64)>,
-    /// How many request states the session issued.
-    pub(crate) states_issued: u64,
 }
 
 /// A client response to a server-to-client request.
@@ -175,6 +179,11 @@ pub(crate) struct Session {
     tool_calls_answered: AtomicU64,
     /// The session speaks the stateless era (read on every response without the state's lock).
     pub(crate) modern: std::sync::atomic::AtomicBool,
+    /// The transport routed the session's one request already (a stateless HTTP POST).
+    routed: bool,
+    /// The `mcp-*` headers of the HTTP request this session serves (names lowercase, values as
+    /// sent): what a tool call sees of its transport (`headers_echo`). Empty elsewhere.
+    pub(crate) http_headers: Map<String, Value>,
 }
 
 /// Why a server-to-client request got no usable answer.
@@ -338,17 +347,51 @@ impl Session {
     /// A session of `server` whose background outputs go to `outbox`; `label` names it in the
     /// event log.
     pub(crate) fn new(server: Arc<Server>, outbox: mpsc::Sender<Emitted>, label: Option<String>) -> Arc<Self> {
-        Arc::new(Session {
+        Arc::new(Self::build(server, outbox, label, None, Map::new()))
+    }
+
+    /// The session of one stateless HTTP POST the transport already routed (checked its
+    /// envelope and headers), whose `mcp-*` headers are `http_headers`.
+    #[cfg(feature = "remote")]
+    pub(crate) fn stateless(
+        server: Arc<Server>,
+        outbox: mpsc::Sender<Emitted>,
+        http_headers: Map<String, Value>,
+    ) -> Arc<Self> {
+        Arc::new(Self::build(
+            server,
+            outbox,
+            None,
+            Some(SessionEra::Modern),
+            http_headers,
+        ))
+    }
+
+    /// A session whose era is `routed` already (a stateless request), or decided by its first
+    /// request (`None`).
+    fn build(
+        server: Arc<Server>,
+        outbox: mpsc::Sender<Emitted>,
+        label: Option<String>,
+        routed: Option<SessionEra>,
+        http_headers: Map<String, Value>,
+    ) -> Self {
+        Session {
             server,
             label,
             outbox,
-            state: Mutex::new(SessionState::default()),
+            state: Mutex::new(SessionState {
+                era: routed,
+                ..SessionState::default()
+            }),
             pending: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
             next_client_request: AtomicU64::new(0),
             tool_calls_answered: AtomicU64::new(0),
-            modern: std::sync::atomic::AtomicBool::new(false),
-        })
+            modern: std::sync::atomic::AtomicBool::new(routed == Some(SessionEra::Modern)),
+            routed: routed.is_some(),
+            http_headers,
+        }
     }
 
     pub(crate) fn options(&self) -> &ServerOptions {
@@ -393,7 +436,12 @@ impl Session {
         }
         let params = request.params.as_deref().map_or("{}", RawValue::get);
         let method = &*request.method;
-        let modern = match self.route(method, params) {
+        let routing = if self.routed {
+            Routing::Modern
+        } else {
+            self.route(method, params)
+        };
+        let modern = match routing {
             Routing::Legacy => false,
             Routing::Modern => true,
             Routing::Answer(outcome) => return self.respond(request.id, outcome, out),

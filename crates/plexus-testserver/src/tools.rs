@@ -303,6 +303,11 @@ impl Session {
                 }
                 Err(error) => Err(error),
             },
+            catalog::HEADERS_ECHO if self.options().header_tools => {
+                raw(&self.http_headers).and_then(|headers| text(headers.get()))
+            }
+            catalog::BAD_HEADER_TOOL if self.options().header_tools => arguments(name, args)
+                .and_then(|echoed: serde_json::Map<String, Value>| text(&Value::Object(echoed).to_string())),
             "task-required" if self.options().task_required_tool => Err(ErrorObject::new(
                 ErrorCode::METHOD_NOT_FOUND,
                 "task-required must be called as a task, and this server runs no tasks",

@@ -141,3 +141,26 @@ fn a_legacy_server_answers_the_probe_as_asked() {
         dying.stderr_text()
     );
 }
+
+#[test]
+fn the_header_tools_see_no_headers_on_stdio() {
+    let mut server = Server::start(&["--header-tools"]);
+    let tools = server.result("tools/list", modern(json!({})));
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names[20..], ["headers_echo", "bad_header_tool"]);
+    let echoed = server.result(
+        "tools/call",
+        modern(json!({"name": "headers_echo", "arguments": {"region": "eu"}})),
+    );
+    assert_eq!(echoed["content"][0]["text"], "{}");
+    let bad = server.result(
+        "tools/call",
+        modern(json!({"name": "bad_header_tool", "arguments": {"region": "eu"}})),
+    );
+    assert_eq!(bad["content"][0]["text"], r#"{"region":"eu"}"#);
+}

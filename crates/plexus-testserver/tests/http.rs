@@ -148,14 +148,13 @@ fn requests_need_accept_content_type_session_and_a_supported_version() {
             &ping,
         )
     };
+    // A version of no `initialize` era makes the POST a stateless one (as the Python SDK routes
+    // it): the session id is ignored, and the version is refused with the structured -32022.
     let response = with_version("1999-01-01");
     assert_eq!(response.status(), 400);
     assert_eq!(
         response.json(),
-        jsonrpc_error(
-            -32600,
-            "Bad Request: unsupported MCP-Protocol-Version \"1999-01-01\" (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)"
-        )
+        json!({"jsonrpc": "2.0", "id": 2, "error": {"code": -32022, "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"], "requested": "1999-01-01"}}})
     );
     assert_eq!(with_version("2025-06-18").status(), 200);
 

@@ -46,6 +46,9 @@ pub(crate) enum Body {
     Events(EventReader),
     /// Events of a legacy SSE stream.
     Channel(ChannelReader),
+    /// Events of a stateless request's stream, until its writer is done (the writer sees the
+    /// reader go: the client closing the stream cancels the request).
+    Frames(tokio::sync::mpsc::Receiver<Bytes>),
     /// Another body, gzip-compressed as it goes.
     Gzip(Box<GzipBody>),
 }
@@ -137,6 +140,7 @@ impl hyper::body::Body for Body {
             Body::Full(bytes) => Poll::Ready(bytes.take()),
             Body::Events(reader) => reader.poll_next(cx),
             Body::Channel(reader) => reader.poll_next(cx),
+            Body::Frames(frames) => frames.poll_recv(cx),
             Body::Gzip(gzip) => gzip.poll_next(cx),
         };
         next.map(|bytes| bytes.map(|bytes| Ok(Frame::data(bytes))))
@@ -149,7 +153,7 @@ impl hyper::body::Body for Body {
     fn size_hint(&self) -> SizeHint {
         match self {
             Body::Full(bytes) => SizeHint::with_exact(bytes.as_ref().map_or(0, |bytes| bytes.len() as u64)),
-            Body::Events(_) | Body::Channel(_) | Body::Gzip(_) => SizeHint::default(),
+            Body::Events(_) | Body::Channel(_) | Body::Frames(_) | Body::Gzip(_) => SizeHint::default(),
         }
     }
 }

@@ -74,8 +74,8 @@ impl Drop for EndOnDrop {
     }
 }
 
-/// One `message` event.
-fn message_event(line: &[u8]) -> Bytes {
+/// One `message` event (no id: such streams are not resumed).
+pub(crate) fn message_event(line: &[u8]) -> Bytes {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let mut event = Vec::with_capacity(line.len() + 24);
     event.extend_from_slice(b"event: message\n");

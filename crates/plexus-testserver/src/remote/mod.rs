@@ -9,6 +9,7 @@ mod connection;
 mod error;
 pub(crate) mod http;
 mod legacy;
+mod modern;
 mod options;
 mod stream;
 mod streamable;
@@ -334,6 +335,11 @@ impl App {
         let method = request.method().clone();
         let at_endpoint = path == self.path;
         let at_messages = path == MESSAGES_PATH;
+        if let (Kind::Http { .. }, true) = (&self.kind, at_endpoint)
+            && let Some(refusal) = Streamable::refuse_stateless(self, &request)
+        {
+            return refusal;
+        }
         match &self.kind {
             Kind::Http { streamable, legacy } if at_endpoint => match (method, legacy) {
                 (hyper::Method::GET, Some(legacy)) => legacy.open_stream(self, &request),

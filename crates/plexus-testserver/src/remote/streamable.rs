@@ -1,4 +1,5 @@
-//! Streamable HTTP (2025-11-25): sessions, POSTed messages answered by an SSE stream or one JSON
+//! Streamable HTTP (2025-11-25): which era a POST speaks (a stateless one goes to [`modern`]),
+//! sessions, POSTed messages answered by an SSE stream or one JSON
 //! body, the standalone GET stream, resumption by `Last-Event-ID`, DELETE, and the session and
 //! stream faults.
 //!
@@ -25,8 +26,10 @@ use super::connection::Connection;
 use super::http::{
     self, Body, EVENT_STREAM, JSON, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Refusal, accepts, header_text,
 };
+use super::modern::{self, Stateless};
 use super::stream::{EventStream, ResumeError, parse_event_id};
 use super::{App, HttpOptions, MAX_SESSIONS, WeakApp, new_session_id};
+use crate::era::EraSupport;
 use crate::faults::oversize_line;
 use crate::oauth::Authorized;
 use crate::server::{Emitted, OUTBOX_CAPACITY, Output, SUPPORTED_PROTOCOL_VERSIONS, Session, frame_error_line, lock};
@@ -57,6 +60,8 @@ pub(crate) struct Streamable {
     sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
     /// tools/call POSTs seen, over all sessions, for `--close-after-request-ms`.
     calls_seen: AtomicU64,
+    /// The stateless era's requests.
+    stateless: Stateless,
 }
 
 /// Where a request's response goes.
@@ -119,6 +124,7 @@ impl Streamable {
             },
             sessions: Mutex::new(HashMap::new()),
             calls_seen: AtomicU64::new(0),
+            stateless: Stateless::new(options.json_response),
         }
     }
 
@@ -149,6 +155,7 @@ impl Streamable {
         }
         let session_id = header_text(headers, &MCP_SESSION_ID);
         let version = header_text(headers, &MCP_PROTOCOL_VERSION);
+        let stateless_headers = modern::is_stateless(headers).then(|| headers.clone());
         let authorized = request.extensions().get::<Authorized>().cloned();
         let body = match http::read_body(request, app.remote().max_body_bytes).await {
             Ok(body) => body,
@@ -161,6 +168,20 @@ impl Streamable {
         if let Some(refusal) = app.oauth_refusal(authorized.as_ref(), &message) {
             return refusal;
         }
+        let message = match (app.server().era.support, stateless_headers) {
+            (EraSupport::Legacy, Some(headers)) => {
+                modern::record(app, "POST", Some(&message), &modern::mcp_headers(&headers));
+                match message {
+                    Message::Request(request) if request.method == "server/discover" => {
+                        return modern::probe_answer(app, connection, request.id).await;
+                    }
+                    other => other,
+                }
+            }
+            (_, Some(headers)) => return self.stateless.post(app, &headers, message).await,
+            (EraSupport::Modern, None) => return refuse_legacy(app, &message, version.as_deref()),
+            (_, None) => message,
+        };
         if let Message::Request(request) = message {
             if request.method == "initialize" {
                 return self.initialize(app, session_id.as_deref(), request).await;
@@ -284,6 +305,25 @@ impl Streamable {
             (None, None) => (None, false),
         };
         http::event_stream(Body::Events(stream.reader(limit, stop_before_response)))
+    }
+
+    /// The refusal of a GET or DELETE of the stateless era (405), unless the server speaks only
+    /// the `initialize` era (which takes it as its own).
+    pub(crate) fn refuse_stateless(app: &App, request: &Request<Incoming>) -> Option<Response<Body>> {
+        let stateless = modern::is_stateless(request.headers()) && request.method() != hyper::Method::POST;
+        if !stateless {
+            return None;
+        }
+        if app.server().era.support == EraSupport::Legacy {
+            modern::record(
+                app,
+                request.method().as_str(),
+                None,
+                &modern::mcp_headers(request.headers()),
+            );
+            return None;
+        }
+        Some(Stateless::refuse_method(app, request))
     }
 
     /// GET: the standalone stream, or a stream resumed by `Last-Event-ID`.
@@ -642,6 +682,20 @@ async fn pump(app: WeakApp, session: std::sync::Weak<HttpSession>, mut emitted: 
         };
         session.route(&app, origin.as_ref(), output);
     }
+}
+
+/// A modern-only server's answer to a POST of the `initialize` era (no stateless
+/// `MCP-Protocol-Version` header, `version` being the header sent): 400 with -32022 naming the
+/// version served and the one asked for.
+fn refuse_legacy(app: &App, message: &Message, version: Option<&str>) -> Response<Body> {
+    let (id, method, params) = match message {
+        Message::Request(request) => (Some(request.id.clone()), &*request.method, request.params.as_deref()),
+        Message::Notification(notification) => (None, &*notification.method, notification.params.as_deref()),
+        Message::Response(response) => (response.id.clone(), "", None),
+    };
+    let params = params.map_or("{}", serde_json::value::RawValue::get);
+    let error = app.server().era.refuse_legacy_request(method, params, version);
+    modern::error_response(id, error)
 }
 
 /// 404 with a JSON-RPC error -32001: the session is unknown, ended or expired.

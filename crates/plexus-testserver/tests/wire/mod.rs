@@ -108,6 +108,11 @@ impl Remote {
         }
     }
 
+    /// The exit status, if the process has exited.
+    pub fn try_status(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().unwrap()
+    }
+
     pub fn pid(&self) -> i32 {
         i32::try_from(self.child.id()).unwrap()
     }

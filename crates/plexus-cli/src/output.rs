@@ -156,6 +156,7 @@ pub(crate) fn print_servers(rows: &[ServerRow], json: bool) {
                 r.status.to_owned(),
                 match (&r.protocol_version, r.era_source) {
                     (Some(version), Some("probe")) => format!("{version} (probed)"),
+                    (Some(version), Some("cache")) => format!("{version} (remembered)"),
                     (version, _) => version.clone().unwrap_or_default(),
                 },
                 info,

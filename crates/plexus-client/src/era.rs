@@ -58,6 +58,18 @@ pub enum EraChoice {
         /// How long the probe waits.
         probe_timeout: Duration,
     },
+    /// What an earlier probe of this server settled on (the host remembered it, as the Hub does
+    /// in its plexus home), tried first: a server of the `initialize` era gets the handshake at
+    /// once (no probe), a stateless one its `server/discover` at that version (which a stateless
+    /// session sends anyway). A server that contradicts it (upgraded or downgraded since) is
+    /// probed on the spot, with no failure: the session then says [`EraSource::Probe`], and the
+    /// host remembers the new verdict.
+    Remembered {
+        /// The version the earlier probe settled on (of either era).
+        version: ProtocolVersion,
+        /// How long a probe waits, when one is needed.
+        probe_timeout: Duration,
+    },
 }
 
 impl EraChoice {
@@ -75,14 +87,17 @@ pub enum EraSource {
     Pinned,
     /// A `server/discover` probe decided.
     Probe,
+    /// A verdict remembered from an earlier probe decided, and the server agreed.
+    Cache,
 }
 
 impl EraSource {
-    /// `"pinned"` or `"probe"` (as `plexus servers --json` shows it).
+    /// `"pinned"`, `"probe"` or `"cache"` (as `plexus servers --json` shows it).
     pub const fn as_str(self) -> &'static str {
         match self {
             EraSource::Pinned => "pinned",
             EraSource::Probe => "probe",
+            EraSource::Cache => "cache",
         }
     }
 }
@@ -93,8 +108,41 @@ pub(crate) async fn start(shared: &Arc<Shared>, options: &ClientOptions) -> Resu
         EraChoice::Initialize => initialize(shared, options, EraSource::Pinned).await,
         EraChoice::InitializeAfterProbe => initialize(shared, options, EraSource::Probe).await,
         EraChoice::Stateless(version) => pinned(shared, options, version).await,
-        EraChoice::Probe { probe_timeout } => probe(shared, options, probe_timeout).await,
+        EraChoice::Probe { probe_timeout } => {
+            probe(shared, options, probe_timeout, ProtocolVersion::LATEST_STATELESS).await
+        }
+        EraChoice::Remembered { version, probe_timeout } if version.is_stateless() => {
+            let mut details = probe(shared, options, probe_timeout, version).await?;
+            if details.protocol_version.is_stateless() {
+                details.era_source = EraSource::Cache;
+            }
+            Ok(details)
+        }
+        EraChoice::Remembered { probe_timeout, .. } => match initialize(shared, options, EraSource::Cache).await {
+            Err(error) if refuses_handshake(&error) => {
+                tracing::debug!(
+                    server = %shared.name,
+                    "the server refused the handshake that an earlier probe settled on ({error}): probing again"
+                );
+                probe(shared, options, probe_timeout, ProtocolVersion::LATEST_STATELESS).await
+            }
+            other => other,
+        },
     }
+}
+
+/// Whether `error` of an `initialize` is a server's refusal of the handshake (a server of the
+/// stateless revision only): a JSON-RPC error, or over HTTP an error status that is not about
+/// authentication.
+fn refuses_handshake(error: &ClientError) -> bool {
+    matches!(
+        error,
+        ClientError::Rpc { .. }
+            | ClientError::Transport(TransportError::Http {
+                status: 400 | 404 | 405,
+                ..
+            })
+    )
 }
 
 /// The stateless era at `version`, with no fall back; a server that answers -32022 naming a
@@ -128,8 +176,13 @@ fn mutual_version(error: &plexus_jsonrpc::ErrorObject) -> Option<ProtocolVersion
     UnsupportedVersionData::from_error(error).ok()?.choose_version().ok()
 }
 
-async fn probe(shared: &Arc<Shared>, options: &ClientOptions, timeout: Duration) -> Result<ServerDetails, ClientError> {
-    let mut version = ProtocolVersion::LATEST_STATELESS;
+/// The probe (see the module docs), first at `version`.
+async fn probe(
+    shared: &Arc<Shared>,
+    options: &ClientOptions,
+    timeout: Duration,
+    mut version: ProtocolVersion,
+) -> Result<ServerDetails, ClientError> {
     let mut retried = false;
     loop {
         match discover(shared, options, version, timeout).await {

@@ -145,7 +145,7 @@ pub use server::{
 };
 pub use url::Url;
 pub use values::{ValueError, env_name, header_name, header_value};
-pub use write::{SettingsEdit, WriteError};
+pub use write::{SettingsEdit, WriteError, write_atomically};
 
 /// The shortest per-server `timeout` honoured; smaller values are ignored with a warning.
 pub const MIN_TIMEOUT: Duration = Duration::from_secs(1);

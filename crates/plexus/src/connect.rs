@@ -276,7 +276,6 @@ pub(crate) async fn connect_entry(
         server: name.to_owned(),
         source,
     };
-    let options = with_era(name, config, options)?;
     // Only the remote kinds take an auth provider.
     #[cfg(not(any(feature = "http", feature = "sse", feature = "ws")))]
     let _ = auth;
@@ -392,7 +391,11 @@ fn spawn_stdio(
 /// `options` with the era the entry's `protocolVersion` asks for (`auto`: probe; a stateless
 /// revision: that one, pinned; an earlier one: the handshake offering it); without one, the
 /// host's choice stands.
-fn with_era(name: &str, config: &ServerConfig, mut options: ClientOptions) -> Result<ClientOptions, ConnectError> {
+pub(crate) fn with_era(
+    name: &str,
+    config: &ServerConfig,
+    mut options: ClientOptions,
+) -> Result<ClientOptions, ConnectError> {
     use plexus_client::EraChoice;
     use plexus_protocol::ProtocolVersion;
     let Some(given) = config.options().protocol_version.as_deref() else {
@@ -582,6 +585,11 @@ async fn legacy_fallback(
     let note = format!(
         "the server answered the Streamable HTTP initialize with HTTP {status}; using legacy HTTP+SSE at the same URL"
     );
+    // The legacy transport has one era: no probe over it.
+    let options = ClientOptions {
+        era: plexus_client::EraChoice::Initialize,
+        ..options
+    };
     let transport = sse_transport(name, url, remote, auth, &options, limits)
         .await
         .map_err(|e| fallback_failed(status, e))?;

@@ -10,9 +10,10 @@ use plexus_client::{Client, ClientError, ClientOptions};
 use plexus_config::{DiscoveryOptions, Environment, Scope, ServerConfig, ServerKind};
 use plexus_transport::{MAX_MESSAGE_SIZE_VAR, TransportError};
 
-use crate::connect::{ConnectError, Connected, Limits, connect_entry};
+use crate::connect::{ConnectError, Connected, Limits, connect_entry, with_era};
 use crate::entry_auth;
 use crate::in_process::InProcessServer;
+use plexus_client::{EraChoice, EraSource};
 
 /// Connects configured servers: maps every kind to its transport and its auth, and keeps the
 /// needs-auth cache of its plexus home.
@@ -76,6 +77,8 @@ use crate::in_process::InProcessServer;
 #[derive(Clone)]
 pub struct DefaultConnector {
     home: Option<PathBuf>,
+    /// The home's era verdicts (see [`crate::era_verdicts`]).
+    era_verdicts: Option<crate::EraVerdicts>,
     env: Environment,
     handler: Option<Arc<dyn plexus_client::ClientHandler>>,
     /// The host's in-process servers, by entry name.
@@ -119,6 +122,7 @@ impl DefaultConnector {
     pub fn new() -> DefaultConnector {
         DefaultConnector {
             home: None,
+            era_verdicts: None,
             env: Environment::process(),
             handler: None,
             in_process: Arc::default(),
@@ -145,10 +149,11 @@ impl DefaultConnector {
         }
     }
 
-    /// Uses the plexus home `home` (and its needs-auth cache).
+    /// Uses the plexus home `home` (its needs-auth cache and its era verdicts).
     #[must_use]
     pub fn with_home(mut self, home: impl Into<PathBuf>) -> DefaultConnector {
         let home = home.into();
+        self.era_verdicts = Some(crate::EraVerdicts::new(&home));
         #[cfg(feature = "auth")]
         {
             self.needs_auth = Some(plexus_auth::NeedsAuthCache::new(&home).with_warnings(self.file_warnings.clone()));
@@ -223,6 +228,13 @@ impl DefaultConnector {
     /// The plexus home, if there is one.
     pub fn home(&self) -> Option<&Path> {
         self.home.as_deref()
+    }
+
+    /// The home's era verdicts (none without a home): a server whose entry lets plexus probe its
+    /// era (`"protocolVersion": "auto"`) is probed once, and later starts of the same entry use
+    /// the verdict ([`EraChoice::Remembered`](plexus_client::EraChoice::Remembered)).
+    pub fn era_verdicts(&self) -> Option<&crate::EraVerdicts> {
+        self.era_verdicts.as_ref()
     }
 
     /// The needs-auth cache, if there is one.
@@ -366,6 +378,18 @@ impl DefaultConnector {
         name: &str,
         config: &ServerConfig,
         scope: Option<Scope>,
+        options: ClientOptions,
+    ) -> Result<Connected, ConnectError> {
+        // Boxed: a connect is rare, and its future large.
+        Box::pin(self.connect_scoped(name, config, scope, options)).await
+    }
+
+    /// [`connect_in_scope`](Self::connect_in_scope)'s work.
+    async fn connect_scoped(
+        &self,
+        name: &str,
+        config: &ServerConfig,
+        scope: Option<Scope>,
         mut options: ClientOptions,
     ) -> Result<Connected, ConnectError> {
         if config.options().disabled {
@@ -404,13 +428,59 @@ impl DefaultConnector {
         // the grace lets that more precise error win. Boxed: a connect is rare, its future large.
         let budget = options.initialize_timeout;
         let network = crate::connect::NetworkEnv::of(&self.env);
+        let mut options = with_era(name, config, options)?;
+        let probing = Box::pin(self.remember_era(name, config, &mut options)).await;
         let connect = Box::pin(connect_entry(name, config, options, provider, limits, &network));
         let result = within_budget(name, config, budget, connect).await;
+        if probing && let Ok(connected) = &result {
+            Box::pin(self.note_era(name, config, connected)).await;
+        }
         #[cfg(feature = "auth")]
         if let Some((cache, url)) = cache {
             needs_auth::note(cache, name, url, &result).await;
         }
         result
+    }
+}
+
+impl DefaultConnector {
+    /// Turns a probe into a remembered verdict when the home has one for this entry; true when
+    /// the era is probed or remembered (so a new verdict is worth recording).
+    async fn remember_era(&self, name: &str, config: &ServerConfig, options: &mut ClientOptions) -> bool {
+        let EraChoice::Probe { probe_timeout } = options.era else {
+            return false;
+        };
+        let Some(verdicts) = self.era_verdicts.clone() else {
+            return true;
+        };
+        let (owned_name, owned_config) = (name.to_owned(), config.clone());
+        let remembered = tokio::task::spawn_blocking(move || verdicts.get(&owned_name, &owned_config))
+            .await
+            .ok()
+            .flatten();
+        if let Some(version) = remembered {
+            options.era = EraChoice::Remembered { version, probe_timeout };
+        }
+        true
+    }
+
+    /// Records the verdict of a probe (a first one, or one that corrected a remembered verdict);
+    /// a session over the legacy SSE fallback records none (that transport has one era).
+    async fn note_era(&self, name: &str, config: &ServerConfig, connected: &Connected) {
+        let details = connected.client.server();
+        if details.era_source != EraSource::Probe || connected.fallback.is_some() {
+            return;
+        }
+        let Some(verdicts) = self.era_verdicts.clone() else {
+            return;
+        };
+        let (owned_name, owned_config, version) = (name.to_owned(), config.clone(), details.protocol_version);
+        let recorded = tokio::task::spawn_blocking(move || verdicts.record(&owned_name, &owned_config, version)).await;
+        match recorded {
+            Ok(Ok(())) => tracing::debug!(server = name, "remembered its era: {version}"),
+            Ok(Err(e)) => tracing::warn!(server = name, "{}", plexus_transport::error_chain(&e)),
+            Err(e) => tracing::warn!(server = name, "recording its era failed: {e}"),
+        }
     }
 }
 

@@ -135,6 +135,7 @@
 mod connect;
 mod connector;
 mod entry_auth;
+pub mod era_verdicts;
 #[cfg(feature = "tools")]
 pub mod hub;
 #[cfg(feature = "tools")]
@@ -154,6 +155,7 @@ pub use connect::{ConnectError, Connected, connect, connect_detailed};
 #[cfg(feature = "auth")]
 pub use connector::CREDENTIALS_FILE;
 pub use connector::{DefaultConnector, SECRET_VARIABLES};
+pub use era_verdicts::{ERA_VERDICTS_FILE, EraVerdictError, EraVerdicts};
 #[cfg(feature = "tools")]
 pub use hub::{Hub, HubOptions};
 #[cfg(feature = "tools")]

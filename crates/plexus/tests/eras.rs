@@ -1,16 +1,16 @@
 //! An entry's `protocolVersion` through the Hub, against the test server's era modes over stdio:
 //! `auto` probes (a server that exits on the probe is started again for the `initialize` era),
-//! a stateless revision pins that era, an unknown revision is refused before any process starts.
+//! a stateless revision pins that era, an unknown revision is refused before any process starts;
+//! a probe's verdict is remembered in the plexus home and corrected when the server changes.
 
-use std::collections::HashMap;
-use std::time::Duration;
-
-use plexus::config::{DiscoveryOptions, Environment};
+use plexus::Hub;
 use plexus::protocol::ProtocolVersion;
 use plexus::transport::error_chain;
-use plexus::{Hub, HubOptions};
 use plexus_testserver::child_test::testserver_binary;
 use serde_json::{Value, json};
+use support::hub_with_entry;
+
+mod support;
 
 /// A Hub over one stdio entry of the test server with `args` and `extra` entry fields.
 async fn start_hub(dir: &tempfile::TempDir, args: &[&str], extra: Value) -> Hub {
@@ -23,16 +23,7 @@ async fn start_hub(dir: &tempfile::TempDir, args: &[&str], extra: Value) -> Hub 
         .as_object_mut()
         .unwrap()
         .extend(extra.as_object().unwrap().clone());
-    let config = dir.path().join("servers.json");
-    std::fs::write(&config, json!({"mcpServers": {"demo": entry}}).to_string()).unwrap();
-    let vars: HashMap<String, String> = HashMap::new();
-    let discovery = DiscoveryOptions::new(dir.path().join("home"), dir.path())
-        .with_explicit_files(vec![config], true)
-        .with_managed_file(None)
-        .with_env(Environment::from_fn(move |name| vars.get(name).cloned()));
-    let hub = Hub::start(HubOptions::new(discovery)).await.unwrap();
-    let _ = hub.wait_ready(Duration::from_secs(30)).await;
-    hub
+    hub_with_entry(dir, entry).await
 }
 
 fn starts(log: &std::path::Path) -> usize {
@@ -110,4 +101,75 @@ async fn a_pinned_revision_is_spoken_without_a_probe_and_an_unknown_one_is_refus
     );
     assert_eq!(starts(&log), 0, "no process was started");
     hub.shutdown().await;
+}
+
+/// Writes `dir/server.sh`, which runs the test server over stdio with `args` and an event log
+/// `dir/events.jsonl`; an entry that runs the script stays the same entry whatever it runs.
+fn write_script(dir: &tempfile::TempDir, args: &str) -> std::path::PathBuf {
+    let script = dir.path().join("server.sh");
+    let log = dir.path().join("events.jsonl");
+    std::fs::write(
+        &script,
+        format!(
+            "exec '{}' stdio {args} --event-log '{}'\n",
+            testserver_binary().display(),
+            log.display()
+        ),
+    )
+    .unwrap();
+    script
+}
+
+/// A Hub over the entry `sh dir/server.sh` with `protocolVersion: auto`; its server's era and
+/// where that came from.
+async fn era_of_script(dir: &tempfile::TempDir) -> (ProtocolVersion, plexus::client::EraSource) {
+    let script = dir.path().join("server.sh");
+    let hub = hub_with_entry(
+        dir,
+        json!({"command": "sh", "args": [script], "protocolVersion": "auto"}),
+    )
+    .await;
+    let echoed = hub.call("mcp__demo__echo", json!({"text": "hi"})).await.unwrap();
+    assert_eq!(echoed.content[0].as_text(), Some("hi"));
+    let client = hub.pool().ensure_connected("demo").await.unwrap();
+    let era = (client.server().protocol_version, client.server().era_source);
+    hub.shutdown().await;
+    era
+}
+
+/// How many `server/discover` requests the script's servers received so far.
+fn discovers(dir: &tempfile::TempDir) -> usize {
+    std::fs::read_to_string(dir.path().join("events.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|event| event["event"] == "request" && event["method"] == "server/discover")
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remembered_verdict_costs_no_probe_and_a_wrong_one_is_corrected_on_the_spot() {
+    use plexus::client::EraSource;
+    let dir = tempfile::tempdir().unwrap();
+    write_script(&dir, "--era legacy");
+    assert_eq!(era_of_script(&dir).await, (ProtocolVersion::LATEST, EraSource::Probe));
+    assert_eq!(discovers(&dir), 1);
+    assert!(dir.path().join("home").join(plexus::ERA_VERDICTS_FILE).exists());
+    // The next start of the same entry: the handshake at once.
+    assert_eq!(era_of_script(&dir).await, (ProtocolVersion::LATEST, EraSource::Cache));
+    assert_eq!(discovers(&dir), 1, "no probe for a remembered verdict");
+    // The server was upgraded: it refuses the handshake, is probed, and the verdict changes.
+    write_script(&dir, "--era modern");
+    assert_eq!(
+        era_of_script(&dir).await,
+        (ProtocolVersion::V2026_07_28, EraSource::Probe)
+    );
+    assert_eq!(
+        era_of_script(&dir).await,
+        (ProtocolVersion::V2026_07_28, EraSource::Cache)
+    );
+    // And downgraded again: the discover is refused, the handshake follows at once.
+    write_script(&dir, "--era legacy --probe-answer invalid-params");
+    assert_eq!(era_of_script(&dir).await, (ProtocolVersion::LATEST, EraSource::Probe));
+    assert_eq!(era_of_script(&dir).await, (ProtocolVersion::LATEST, EraSource::Cache));
 }

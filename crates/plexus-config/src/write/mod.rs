@@ -380,8 +380,10 @@ fn read_text(path: &Path) -> Result<String, ConfigError> {
 }
 
 /// Replaces `path` with `bytes` atomically: temporary file in the same directory, `fsync`, rename,
-/// `fsync` of the directory.
-fn write_atomically(path: &Path, bytes: &[u8], new_file_mode: u32) -> Result<(), WriteError> {
+/// `fsync` of the directory; a new file gets `new_file_mode` (Unix permission bits), an existing
+/// one keeps its own. Config files are written this way, and so are the plexus home's plain
+/// (not secret) caches.
+pub fn write_atomically(path: &Path, bytes: &[u8], new_file_mode: u32) -> Result<(), WriteError> {
     let write_error = |source| WriteError::Write {
         path: path.to_owned(),
         source,

@@ -34,3 +34,18 @@ pub async fn echo(client: &plexus::Client, text: &str) -> Result<String, ClientE
         .unwrap()
         .to_owned())
 }
+
+/// A Hub whose one server `demo` is `entry`, with the plexus home `dir/home`, an empty
+/// environment, and its servers settled (or 30 s passed).
+pub async fn hub_with_entry(dir: &tempfile::TempDir, entry: Value) -> plexus::Hub {
+    use plexus::config::{DiscoveryOptions, Environment};
+    let config = dir.path().join("servers.json");
+    std::fs::write(&config, json!({"mcpServers": {"demo": entry}}).to_string()).unwrap();
+    let discovery = DiscoveryOptions::new(dir.path().join("home"), dir.path())
+        .with_explicit_files(vec![config], true)
+        .with_managed_file(None)
+        .with_env(Environment::from_fn(|_| None));
+    let hub = plexus::Hub::start(plexus::HubOptions::new(discovery)).await.unwrap();
+    let _ = hub.wait_ready(HANG_GUARD).await;
+    hub
+}

@@ -1,6 +1,5 @@
 //! The session handle: connect (initialize and negotiate), typed calls, close.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -8,9 +7,8 @@ use plexus_jsonrpc::RawValue;
 use plexus_protocol::version::ProtocolVersion;
 use plexus_protocol::{
     CallToolResult, CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, Implementation,
-    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, LoggingLevel, PaginatedRequestParams, Prompt, ReadResourceRequestParams, ReadResourceResult,
-    Resource, ResourceTemplate, ServerCapabilities, SetLevelRequestParams, SubscribeRequestParams, Tool,
+    InitializeRequestParams, InitializeResult, ListToolsResult, LoggingLevel, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResult, ServerCapabilities, SetLevelRequestParams, SubscribeRequestParams,
     UnsubscribeRequestParams, methods,
 };
 use plexus_transport::Transport;
@@ -20,7 +18,6 @@ use tokio::sync::broadcast;
 
 use crate::ClientError;
 use crate::era::{EraChoice, EraSource};
-use crate::error::ListProblem;
 use crate::handler::{ClientHandler, NoHandler};
 use crate::notifications::ServerNotification;
 use crate::request::{RequestOptions, request};
@@ -173,11 +170,38 @@ pub struct ServerDetails {
 /// [`close`](Self::close), in the background).
 #[derive(Clone)]
 pub struct Client {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
+    /// Ends the session's background work (its subscriptions) when the last handle goes.
+    _background: Arc<Background>,
     details: Arc<ServerDetails>,
     request_timeout: Duration,
     tool_timeout: Duration,
-    max_list_bytes: usize,
+    pub(crate) max_list_bytes: usize,
+}
+
+/// A session's background work that needs the session (its subscriptions), ended when the last
+/// [`Client`] handle is dropped: the session itself ends then too.
+struct Background {
+    shared: std::sync::Weak<Shared>,
+}
+
+impl Background {
+    fn start(shared: &Arc<Shared>, details: &ServerDetails) -> Background {
+        crate::listen::Listening::start(shared, &details.capabilities);
+        Background {
+            shared: Arc::downgrade(shared),
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.upgrade()
+            && let Some(wire) = shared.stateless()
+        {
+            wire.listening().stop();
+        }
+    }
 }
 
 impl std::fmt::Debug for Client {
@@ -204,6 +228,7 @@ impl Client {
         shared.start_reader(receiver);
         match crate::era::start(&shared, &options).await {
             Ok(details) => Ok(Client {
+                _background: Arc::new(Background::start(&shared, &details)),
                 shared,
                 details: Arc::new(details),
                 request_timeout: options.request_timeout,
@@ -295,21 +320,6 @@ impl Client {
         Ok(page)
     }
 
-    /// Every tool, following `nextCursor` (a repeated cursor is an error, not a loop). Over
-    /// Streamable HTTP in the stateless era, a tool whose `x-mcp-header` annotations are invalid
-    /// is left out (see [`rejected_tools`](Self::rejected_tools)).
-    pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
-        let mut tools = self
-            .list_all(methods::TOOLS_LIST, |page: ListToolsResult| {
-                (page.tools, page.next_cursor)
-            })
-            .await?;
-        if let Some(wire) = self.shared.stateless() {
-            wire.check_tools(&self.shared.name, &mut tools, true);
-        }
-        Ok(tools)
-    }
-
     /// The tools the last listing left out, and why: over Streamable HTTP in the stateless era, a
     /// tool whose input schema has an invalid `x-mcp-header` annotation cannot be called with the
     /// headers the revision requires, so it is not listed. Empty in the initialize era.
@@ -371,23 +381,6 @@ impl Client {
         self.request(methods::TOOLS_CALL, Some(&params), &options).await
     }
 
-    /// Every resource.
-    pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
-        self.list_all(methods::RESOURCES_LIST, |page: ListResourcesResult| {
-            (page.resources, page.next_cursor)
-        })
-        .await
-    }
-
-    /// Every resource template.
-    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
-        self.list_all(
-            methods::RESOURCES_TEMPLATES_LIST,
-            |page: ListResourceTemplatesResult| (page.resource_templates, page.next_cursor),
-        )
-        .await
-    }
-
     /// `resources/read`.
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ClientError> {
         self.request(
@@ -398,8 +391,36 @@ impl Client {
         .await
     }
 
-    /// `resources/subscribe`.
+    /// Subscribes to the resource `uri`'s updates (`notifications/resources/updated`, through
+    /// [`subscribe`](Self::subscribe)): `resources/subscribe` in the initialize era; in the
+    /// stateless era the session's `subscriptions/listen` asks for it from now on, and this
+    /// returns once the server acknowledged (an error when it does not grant the resource).
     pub async fn subscribe_resource(&self, uri: &str) -> Result<(), ClientError> {
+        if self.shared.stateless().is_some() {
+            let granted = crate::listen::Listening::change_resources(
+                &self.shared,
+                |uris| {
+                    uris.insert(uri.to_owned());
+                },
+                self.request_timeout,
+            )
+            .await?;
+            if !granted
+                .resource_subscriptions
+                .unwrap_or_default()
+                .iter()
+                .any(|u| u == uri)
+            {
+                return Err(ClientError::Rpc {
+                    method: methods::SUBSCRIPTIONS_LISTEN.to_owned(),
+                    error: plexus_jsonrpc::ErrorObject::new(
+                        plexus_jsonrpc::ErrorCode::INVALID_PARAMS,
+                        format!("the server did not grant the subscription to {uri}"),
+                    ),
+                });
+            }
+            return Ok(());
+        }
         self.request::<_, serde_json::Value>(
             methods::RESOURCES_SUBSCRIBE,
             Some(&SubscribeRequestParams::new(uri)),
@@ -409,8 +430,20 @@ impl Client {
         .map(drop)
     }
 
-    /// `resources/unsubscribe`.
+    /// Ends the subscription to the resource `uri`'s updates: `resources/unsubscribe` in the
+    /// initialize era; in the stateless era the session listens again without it.
     pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), ClientError> {
+        if self.shared.stateless().is_some() {
+            return crate::listen::Listening::change_resources(
+                &self.shared,
+                |uris| {
+                    uris.remove(uri);
+                },
+                self.request_timeout,
+            )
+            .await
+            .map(drop);
+        }
         self.request::<_, serde_json::Value>(
             methods::RESOURCES_UNSUBSCRIBE,
             Some(&UnsubscribeRequestParams::new(uri)),
@@ -420,12 +453,11 @@ impl Client {
         .map(drop)
     }
 
-    /// Every prompt.
-    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
-        self.list_all(methods::PROMPTS_LIST, |page: ListPromptsResult| {
-            (page.prompts, page.next_cursor)
-        })
-        .await
+    /// In the stateless era, the change notifications the server acknowledged to the session's
+    /// `subscriptions/listen` (`None` before it did, or in the initialize era, where the
+    /// server's capabilities say what it announces).
+    pub fn change_notifications(&self) -> Option<plexus_protocol::SubscriptionFilter> {
+        self.shared.stateless()?.listening().current()
     }
 
     /// `prompts/get`.
@@ -529,53 +561,6 @@ impl Client {
     pub fn close_now(&self) {
         self.shared.fail_all(&ClientError::SessionClosed);
         self.shared.sender.close_now();
-    }
-
-    async fn list_all<R: DeserializeOwned, T>(
-        &self,
-        method: &'static str,
-        split: impl Fn(R) -> (Vec<T>, Option<String>),
-    ) -> Result<Vec<T>, ClientError> {
-        let mut items = Vec::new();
-        let mut seen = HashSet::new();
-        let mut cursor: Option<String> = None;
-        let mut bytes = 0;
-        for _ in 0..MAX_LIST_PAGES {
-            let raw = self
-                .request_raw(
-                    method,
-                    Some(&PaginatedRequestParams::page(cursor.clone())),
-                    &RequestOptions::default(),
-                )
-                .await?;
-            bytes += raw.get().len();
-            if bytes > self.max_list_bytes {
-                return Err(ClientError::Pagination {
-                    method: method.to_owned(),
-                    problem: ListProblem::TooLarge {
-                        limit: self.max_list_bytes,
-                    },
-                });
-            }
-            let page: R = decode_result(method, &raw)?;
-            drop(raw);
-            let (mut page_items, next) = split(page);
-            items.append(&mut page_items);
-            match next {
-                None => return Ok(items),
-                Some(next) if !seen.insert(next.clone()) => {
-                    return Err(ClientError::Pagination {
-                        method: method.to_owned(),
-                        problem: ListProblem::RepeatedCursor { cursor: next },
-                    });
-                }
-                Some(next) => cursor = Some(next),
-            }
-        }
-        Err(ClientError::Pagination {
-            method: method.to_owned(),
-            problem: ListProblem::TooManyPages { limit: MAX_LIST_PAGES },
-        })
     }
 }
 

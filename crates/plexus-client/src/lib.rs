@@ -28,6 +28,8 @@ mod client;
 mod era;
 mod error;
 mod handler;
+mod listen;
+mod listing;
 mod notifications;
 mod progress;
 mod request;
@@ -46,6 +48,8 @@ pub use client::{
 pub use era::{DEFAULT_PROBE_TIMEOUT, EraChoice, EraSource};
 pub use error::{ClientError, ListProblem, ParamsProblem, UnidentifiedDrops};
 pub use handler::{ClientHandler, NoHandler, ServerRequestContext};
+pub use listen::LISTEN_RENEWAL;
+pub use listing::Listing;
 pub use notifications::ServerNotification;
 /// The boxed future type of the transports' methods.
 pub use plexus_transport::BoxFuture;

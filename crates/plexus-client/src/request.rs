@@ -284,18 +284,29 @@ pub(crate) async fn request_on<P: Serialize + ?Sized>(
     cancellable: bool,
 ) -> Result<Box<RawValue>, ClientError> {
     let call = Call {
+        id: None,
         wire,
         method,
         options,
         default_timeout,
         cancellable,
     };
-    let result = match &options.cancel {
-        None => exchange(shared, &call, params).await,
-        Some(cancel) => cancellable_exchange(shared, &call, params, cancel).await,
+    send_call(shared, &call, params).await
+}
+
+/// Sends `call` with `params` and waits for its result (raw JSON); the session's observer, if
+/// any, is told how it ended.
+pub(crate) async fn send_call<P: Serialize + ?Sized>(
+    shared: &Arc<Shared>,
+    call: &Call<'_>,
+    params: Option<&P>,
+) -> Result<Box<RawValue>, ClientError> {
+    let result = match &call.options.cancel {
+        None => exchange(shared, call, params).await,
+        Some(cancel) => cancellable_exchange(shared, call, params, cancel).await,
     };
     if let Some(observer) = &shared.observer {
-        observer.request_ended(&shared.name, method, result.as_ref().map(drop));
+        observer.request_ended(&shared.name, call.method, result.as_ref().map(drop));
     }
     result
 }
@@ -303,12 +314,15 @@ pub(crate) async fn request_on<P: Serialize + ?Sized>(
 /// How one request goes: what it carries, its method, its options and whether the server may
 /// be told to stop working on it.
 #[derive(Clone, Copy)]
-struct Call<'a> {
-    wire: Option<&'a StatelessWire>,
-    method: &'static str,
-    options: &'a RequestOptions,
-    default_timeout: Duration,
-    cancellable: bool,
+pub(crate) struct Call<'a> {
+    /// Its id, when the caller chose one (from [`Shared::next_id`]); else a new one.
+    pub(crate) id: Option<i64>,
+    /// What it carries in the stateless era.
+    pub(crate) wire: Option<&'a StatelessWire>,
+    pub(crate) method: &'static str,
+    pub(crate) options: &'a RequestOptions,
+    pub(crate) default_timeout: Duration,
+    pub(crate) cancellable: bool,
 }
 
 /// Request `id` of `call` as it goes to the transport: encoded (with the envelope in the
@@ -355,7 +369,7 @@ async fn exchange<P: Serialize + ?Sized>(
         cancellable,
         ..
     } = *call;
-    let id = shared.next_id();
+    let id = call.id.unwrap_or_else(|| shared.next_id());
     let wants_progress = options.on_progress.is_some() || options.reset_timeout_on_progress;
     let timeout = options.timeout.unwrap_or(default_timeout);
     let message = outbound(id, call, params, wants_progress, timeout)?;

@@ -382,11 +382,35 @@ impl Shared {
                     .as_deref()
                     .and_then(|p| serde_json::from_str::<plexus_protocol::CancelledNotificationParams>(p.get()).ok())
                     .and_then(|p| p.request_id);
-                if let Some(id) = id
-                    && let Some((_, task)) = lock(&self.server_requests).remove(&id)
+                if let Some(id) = &id
+                    && let Some((_, task)) = lock(&self.server_requests).remove(id)
                 {
                     task.abort();
                 }
+                // In the stateless era the server cancels only a subscription it ends (stdio).
+                if let Some(RequestId::Number(id)) = id
+                    && self.stateless().is_some_and(|wire| wire.listening().is_live(id))
+                {
+                    self.complete(Response {
+                        id: Some(RequestId::Number(id)),
+                        outcome: Err(ErrorObject::new(
+                            ErrorCode::INTERNAL_ERROR,
+                            "the server ended the subscription",
+                        )),
+                    });
+                }
+            }
+            methods::SUBSCRIPTIONS_ACKNOWLEDGED => {
+                if let Some(wire) = self.stateless() {
+                    wire.listening()
+                        .on_acknowledged(&self.name, notification.params.as_deref());
+                }
+            }
+            _ if self
+                .stateless()
+                .is_some_and(|wire| !wire.listening().admits(notification.params.as_deref())) =>
+            {
+                tracing::debug!(server = %self.name, "dropped a {} of a subscription that has ended", notification.method);
             }
             _ => {
                 let parsed = ServerNotification::parse(notification);

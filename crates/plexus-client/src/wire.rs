@@ -20,6 +20,7 @@ use plexus_protocol::{ProtocolVersion, Tool, methods};
 use plexus_transport::{MessageHeader, PROTOCOL_VERSION_HEADER};
 use serde::Deserialize;
 
+use crate::listen::Listening;
 use crate::session::lock;
 
 /// A tool a listing left out because its `x-mcp-header` annotations are invalid
@@ -51,6 +52,8 @@ pub(crate) struct StatelessWire {
     param_headers: RwLock<HashMap<String, Arc<ParamHeaders>>>,
     /// The tools the last listing left out.
     rejected: Mutex<Vec<RejectedTool>>,
+    /// The session's `subscriptions/listen`.
+    listening: Listening,
 }
 
 impl StatelessWire {
@@ -75,7 +78,13 @@ impl StatelessWire {
             headers,
             param_headers: RwLock::default(),
             rejected: Mutex::default(),
+            listening: Listening::default(),
         })
+    }
+
+    /// The session's change notifications (`subscriptions/listen`).
+    pub(crate) fn listening(&self) -> &Listening {
+        &self.listening
     }
 
     /// The `_meta` entries every request carries (JSON text without braces).

@@ -129,7 +129,10 @@ impl Inner {
             };
         }
         match kind {
-            OutboundKind::Request { id, .. } => self.read_response(response, id, &mut deadline, timed).await,
+            OutboundKind::Request { id, .. } => {
+                self.read_response(response, id, &mut deadline, timed, spec.stateless)
+                    .await
+            }
             OutboundKind::Notification { method } => {
                 if method == INITIALIZED {
                     // Servers send requests not tied to a call (an elicitation, a sampling request)
@@ -163,13 +166,15 @@ impl Inner {
 
     /// Reads a JSON response at once and gives it back (it follows its headers; no task is worth
     /// spawning for it), and hands an SSE stream to a background reader, bounded by `deadline`
-    /// when the request has a timeout of its own (`timed`).
+    /// when the request has a timeout of its own (`timed`), and not resumed when the request is
+    /// of the stateless revision.
     async fn read_response(
         self: &Arc<Self>,
         response: HttpResponse,
         id: RequestId,
         deadline: &mut Deadline,
         timed: bool,
+        stateless: bool,
     ) -> Result<Option<Response>, TransportError> {
         let mime = response.mime();
         if mime.eq_ignore_ascii_case("application/json") {
@@ -178,7 +183,7 @@ impl Inner {
             let inner = Arc::clone(self);
             let until = timed.then(|| (deadline.at(), deadline.limit()));
             let body = response.body;
-            self.spawn(async move { read_post_stream(inner, body, id, until).await });
+            self.spawn(async move { read_post_stream(inner, body, id, until, stateless).await });
             Ok(None)
         } else if matches!(response.status.as_u16(), 202 | 204) || response.body.declared_length() == Some(0) {
             // No body: the response will come on the event stream.

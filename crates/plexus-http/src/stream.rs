@@ -31,6 +31,9 @@ struct EventStream {
     answered: bool,
     /// Events delivered so far.
     delivered: u64,
+    /// Whether a POST stream that ends early is resumed (the stateless revision resumes none:
+    /// its caller sends the request again).
+    resumable: bool,
 }
 
 /// How one connection of a stream ended.
@@ -50,6 +53,8 @@ enum Stop {
     ReaderGone,
     /// A POST stream ended before its response without an event id to resume from.
     NoEventId(String),
+    /// A POST stream of the stateless revision ended before its response.
+    NotResumable(String),
     /// The server answered `GET` with 405.
     Unsupported,
     /// An error that reconnecting cannot fix.
@@ -65,6 +70,7 @@ impl EventStream {
             awaiting,
             answered: false,
             delivered: 0,
+            resumable: true,
         }
     }
 
@@ -142,6 +148,9 @@ impl EventStream {
             let response = if let Some(response) = first.take() {
                 response
             } else {
+                if !standalone && !self.resumable {
+                    return Stop::NotResumable(last_problem);
+                }
                 if !standalone && self.decoder.last_event_id().is_none() {
                     return Stop::NoEventId(last_problem);
                 }
@@ -282,9 +291,16 @@ impl Drop for Watched {
 /// The stream lives until the response, the request's cancellation ([`PostStreams::cancel`]),
 /// the transport's end, or `until` (the request's own timeout and its grace, when it has one):
 /// then the request fails too, though its sender, whose timer fired first, has given up on it.
-pub(crate) async fn read_post_stream(inner: Arc<Inner>, body: Body, id: RequestId, until: Option<(Instant, Limit)>) {
+pub(crate) async fn read_post_stream(
+    inner: Arc<Inner>,
+    body: Body,
+    id: RequestId,
+    until: Option<(Instant, Limit)>,
+    stateless: bool,
+) {
     let watched = Watched::new(&inner, &id);
     let mut stream = EventStream::new(inner.max_message_size, Some(id.clone()));
+    stream.resumable = !stateless;
     let limit = until.map(|(_, limit)| limit);
     let expired = async {
         match until {
@@ -314,6 +330,9 @@ pub(crate) async fn read_post_stream(inner: Arc<Inner>, body: Body, id: RequestI
         Stop::NoEventId(problem) => format!(
             "the response stream ended before the response ({problem}) and the server sent no event id to resume from"
         ),
+        Stop::NotResumable(problem) => format!(
+            "the response stream ended before the response ({problem}); the stateless revision resumes no stream"
+        ),
         Stop::Unsupported => {
             "the response stream ended before the response and cannot be resumed: the server answered GET with 405"
                 .to_owned()
@@ -342,7 +361,9 @@ impl Inner {
                 Stop::Failed(e) => EventStreamState::GaveUp {
                     reason: error_chain(&e),
                 },
-                Stop::GaveUp(reason) | Stop::NoEventId(reason) => EventStreamState::GaveUp { reason },
+                Stop::GaveUp(reason) | Stop::NoEventId(reason) | Stop::NotResumable(reason) => {
+                    EventStreamState::GaveUp { reason }
+                }
                 Stop::Answered | Stop::ReaderGone => return,
             };
             if let EventStreamState::GaveUp { reason } = &state

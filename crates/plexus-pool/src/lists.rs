@@ -53,12 +53,21 @@ impl Pool {
         }
         let client = self.ensure_connected(server).await?;
         match T::fetch(&client).await {
-            Ok(items) => {
-                let items: Arc<[T]> = items.into();
+            Ok(listing) => {
+                // A stateless session's list is fresh for its `ttlMs`, unless the server
+                // acknowledged that it announces the list's changes (which then invalidate it).
+                let announced = client
+                    .change_notifications()
+                    .is_some_and(|granted| T::announced(&granted));
+                let expires = listing
+                    .ttl
+                    .filter(|_| !announced)
+                    .and_then(|ttl| std::time::Instant::now().checked_add(ttl));
+                let items: Arc<[T]> = listing.items.into();
                 // An invalidation while the fetch ran (a list_changed, a lost connection) started
                 // a new generation: this result may be stale and is not kept.
                 if slot.generation(T::KIND) == generation {
-                    cache.put(server, generation, Arc::clone(&items));
+                    cache.put(server, generation, Arc::clone(&items), expires);
                     slot.live().list_errors[T::KIND.index()] = None;
                 }
                 Ok(items)

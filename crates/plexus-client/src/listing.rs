@@ -1,0 +1,168 @@
+//! Whole lists (`tools/list`, `resources/list`, `resources/templates/list`, `prompts/list`),
+//! following `nextCursor` within bounds, with the caching hints of the stateless era: `ttlMs`
+//! (the shortest of the pages', an absent one read as 0) and `cacheScope` (`private` when any page
+//! says so).
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use plexus_protocol::{
+    CacheScope, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, Prompt, Resource, ResourceTemplate, Tool, methods,
+};
+use serde::de::DeserializeOwned;
+
+use crate::ClientError;
+use crate::client::{Client, MAX_LIST_PAGES, decode_result};
+use crate::error::ListProblem;
+use crate::request::RequestOptions;
+
+/// A whole list and how long it may be cached.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Listing<T> {
+    /// The items of every page, in order.
+    pub items: Vec<T>,
+    /// How long the list stays fresh, in the stateless era: the shortest `ttlMs` of its pages,
+    /// an absent or negative one read as 0. `None` in the initialize era, whose lists stay fresh
+    /// until the server says they changed.
+    pub ttl: Option<Duration>,
+    /// Who may reuse it: `private` when any page said so, else `public` when one did.
+    pub scope: Option<CacheScope>,
+}
+
+/// One page of a list method.
+trait Page: DeserializeOwned {
+    type Item;
+    const METHOD: &'static str;
+    /// Its items, the next cursor, and its `ttlMs` and `cacheScope`.
+    fn into_parts(self) -> (Vec<Self::Item>, Option<String>, Option<i64>, Option<CacheScope>);
+}
+
+macro_rules! page {
+    ($page:ty, $item:ty, $method:expr, $items:ident) => {
+        impl Page for $page {
+            type Item = $item;
+            const METHOD: &'static str = $method;
+            fn into_parts(self) -> (Vec<$item>, Option<String>, Option<i64>, Option<CacheScope>) {
+                (self.$items, self.next_cursor, self.ttl_ms, self.cache_scope)
+            }
+        }
+    };
+}
+
+page!(ListToolsResult, Tool, methods::TOOLS_LIST, tools);
+page!(ListResourcesResult, Resource, methods::RESOURCES_LIST, resources);
+page!(
+    ListResourceTemplatesResult,
+    ResourceTemplate,
+    methods::RESOURCES_TEMPLATES_LIST,
+    resource_templates
+);
+page!(ListPromptsResult, Prompt, methods::PROMPTS_LIST, prompts);
+
+impl Client {
+    /// Every tool, following `nextCursor` (a repeated cursor is an error, not a loop). Over
+    /// Streamable HTTP in the stateless era, a tool whose `x-mcp-header` annotations are invalid
+    /// is left out (see [`rejected_tools`](Self::rejected_tools)).
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
+        self.tools_listing().await.map(|listing| listing.items)
+    }
+
+    /// [`list_tools`](Self::list_tools) with the list's caching hints.
+    pub async fn tools_listing(&self) -> Result<Listing<Tool>, ClientError> {
+        let mut listing = self.listing::<ListToolsResult>().await?;
+        if let Some(wire) = self.shared.stateless() {
+            wire.check_tools(&self.shared.name, &mut listing.items, true);
+        }
+        Ok(listing)
+    }
+
+    /// Every resource.
+    pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
+        self.resources_listing().await.map(|listing| listing.items)
+    }
+
+    /// [`list_resources`](Self::list_resources) with the list's caching hints.
+    pub async fn resources_listing(&self) -> Result<Listing<Resource>, ClientError> {
+        self.listing::<ListResourcesResult>().await
+    }
+
+    /// Every resource template.
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
+        self.resource_templates_listing().await.map(|listing| listing.items)
+    }
+
+    /// [`list_resource_templates`](Self::list_resource_templates) with the list's caching hints.
+    pub async fn resource_templates_listing(&self) -> Result<Listing<ResourceTemplate>, ClientError> {
+        self.listing::<ListResourceTemplatesResult>().await
+    }
+
+    /// Every prompt.
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
+        self.prompts_listing().await.map(|listing| listing.items)
+    }
+
+    /// [`list_prompts`](Self::list_prompts) with the list's caching hints.
+    pub async fn prompts_listing(&self) -> Result<Listing<Prompt>, ClientError> {
+        self.listing::<ListPromptsResult>().await
+    }
+
+    /// Every page of `P`'s method, within [`MAX_LIST_PAGES`] and the session's byte limit.
+    async fn listing<P: Page>(&self) -> Result<Listing<P::Item>, ClientError> {
+        let method = P::METHOD;
+        let stateless = self.shared.stateless().is_some();
+        let mut listing = Listing {
+            items: Vec::new(),
+            ttl: None,
+            scope: None,
+        };
+        let mut seen = HashSet::new();
+        let mut cursor: Option<String> = None;
+        let mut bytes = 0;
+        for _ in 0..MAX_LIST_PAGES {
+            let raw = self
+                .request_raw(
+                    method,
+                    Some(&PaginatedRequestParams::page(cursor.clone())),
+                    &RequestOptions::default(),
+                )
+                .await?;
+            bytes += raw.get().len();
+            if bytes > self.max_list_bytes {
+                return Err(ClientError::Pagination {
+                    method: method.to_owned(),
+                    problem: ListProblem::TooLarge {
+                        limit: self.max_list_bytes,
+                    },
+                });
+            }
+            let page: P = decode_result(method, &raw)?;
+            drop(raw);
+            let (mut items, next, ttl_ms, scope) = page.into_parts();
+            listing.items.append(&mut items);
+            if stateless {
+                let ttl = Duration::from_millis(plexus_protocol::effective_ttl_ms(ttl_ms));
+                listing.ttl = Some(listing.ttl.map_or(ttl, |shortest| shortest.min(ttl)));
+            }
+            listing.scope = match (listing.scope.take(), scope) {
+                (Some(CacheScope::Public) | None, Some(scope)) => Some(scope),
+                (kept, _) => kept,
+            };
+            match next {
+                None => return Ok(listing),
+                Some(next) if !seen.insert(next.clone()) => {
+                    return Err(ClientError::Pagination {
+                        method: method.to_owned(),
+                        problem: ListProblem::RepeatedCursor { cursor: next },
+                    });
+                }
+                Some(next) => cursor = Some(next),
+            }
+        }
+        Err(ClientError::Pagination {
+            method: method.to_owned(),
+            problem: ListProblem::TooManyPages { limit: MAX_LIST_PAGES },
+        })
+    }
+}

@@ -288,6 +288,7 @@ mod cli;
 mod era;
 mod events;
 mod faults;
+mod handlers;
 mod listing;
 mod mrtr;
 #[cfg(feature = "remote")]

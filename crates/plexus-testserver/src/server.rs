@@ -5,7 +5,6 @@
 //! requests to the client) runs on a task of its own and sends its outputs through the session's
 //! outbox, which the transport drains.
 
-use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,7 +20,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
 use crate::ServerOptions;
-use crate::catalog::{self, CompletionRef};
+use crate::catalog;
 use crate::era::{self, EraOptions, Routing, SessionEra};
 use crate::events::EventLog;
 use crate::faults::GARBAGE_LINE;
@@ -275,7 +274,7 @@ fn cache_fields(method: &str) -> &'static str {
 }
 
 /// An empty result (`{}`).
-fn empty() -> Result<Box<RawValue>, ErrorObject> {
+pub(crate) fn empty() -> Result<Box<RawValue>, ErrorObject> {
     raw(&json!({}))
 }
 
@@ -294,47 +293,6 @@ struct InitializeParams {
 struct ClientInfo {
     name: String,
     version: String,
-}
-
-#[derive(Deserialize)]
-struct UriParams<'a> {
-    #[serde(borrow)]
-    uri: Cow<'a, str>,
-}
-
-#[derive(Deserialize)]
-struct GetPromptParams<'a> {
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-    #[serde(default)]
-    arguments: Map<String, Value>,
-}
-
-#[derive(Deserialize)]
-struct CompleteParams {
-    #[serde(rename = "ref")]
-    reference: CompleteRef,
-    argument: CompleteArgument,
-}
-
-#[derive(Deserialize)]
-#[serde(tag = "type")]
-enum CompleteRef {
-    #[serde(rename = "ref/prompt")]
-    Prompt { name: String },
-    #[serde(rename = "ref/resource")]
-    Resource { uri: String },
-}
-
-#[derive(Deserialize)]
-struct CompleteArgument {
-    name: String,
-    value: String,
-}
-
-#[derive(Deserialize)]
-struct SetLevelParams {
-    level: LogLevel,
 }
 
 #[derive(Deserialize)]
@@ -710,63 +668,6 @@ impl Session {
             "version": format!("{}{hostile}", env!("CARGO_PKG_VERSION")),
         })
     }
-
-    fn read_resource(params: &str) -> Result<Box<RawValue>, ErrorObject> {
-        let UriParams { uri } = parse_params("resources/read", params)?;
-        let contents = catalog::read_resource(&uri).ok_or_else(|| resource_not_found(&uri))?;
-        raw(&json!({"contents": [contents]}))
-    }
-
-    fn subscribe(&self, params: &str, subscribe: bool) -> Result<Box<RawValue>, ErrorObject> {
-        let method = if subscribe {
-            "resources/subscribe"
-        } else {
-            "resources/unsubscribe"
-        };
-        let UriParams { uri } = parse_params(method, params)?;
-        let mut state = lock(&self.state);
-        if subscribe {
-            if catalog::read_resource(&uri).is_none() {
-                return Err(resource_not_found(&uri));
-            }
-            state.subscriptions.insert(uri.into_owned());
-        } else {
-            state.subscriptions.remove(&*uri);
-        }
-        empty()
-    }
-
-    fn get_prompt(params: &str) -> Result<Box<RawValue>, ErrorObject> {
-        let GetPromptParams { name, arguments } = parse_params("prompts/get", params)?;
-        let messages = catalog::prompt_messages(&name, &arguments).map_err(|e| {
-            ErrorObject::new(
-                ErrorCode::INVALID_PARAMS,
-                format!("invalid params for prompts/get: {e}"),
-            )
-        })?;
-        raw(&json!({"description": format!("The {name} prompt."), "messages": messages}))
-    }
-
-    fn complete(params: &str) -> Result<Box<RawValue>, ErrorObject> {
-        let CompleteParams { reference, argument } = parse_params("completion/complete", params)?;
-        let (reference, what) = match &reference {
-            CompleteRef::Prompt { name } => (CompletionRef::Prompt(name), format!("prompt {name:?}")),
-            CompleteRef::Resource { uri } => (CompletionRef::Resource(uri), format!("resource template {uri:?}")),
-        };
-        let values = catalog::complete(&reference, &argument.name, &argument.value).ok_or_else(|| {
-            ErrorObject::new(
-                ErrorCode::INVALID_PARAMS,
-                format!("invalid params for completion/complete: unknown {what}"),
-            )
-        })?;
-        raw(&json!({"completion": {"values": values, "total": values.len(), "hasMore": false}}))
-    }
-
-    fn set_level(&self, params: &str) -> Result<Box<RawValue>, ErrorObject> {
-        let SetLevelParams { level } = parse_params("logging/setLevel", params)?;
-        lock(&self.state).log_level = Some(level);
-        empty()
-    }
 }
 
 /// Removes a server-to-client request from the pending map when its asker stops waiting.
@@ -779,12 +680,6 @@ impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
         lock(&self.session.pending).remove(self.id);
     }
-}
-
-fn resource_not_found(uri: &str) -> ErrorObject {
-    let mut error = ErrorObject::new(ErrorCode::RESOURCE_NOT_FOUND, format!("resource not found: {uri}"));
-    error.data = raw(&json!({"uri": uri})).ok();
-    error
 }
 
 #[cfg(test)]

@@ -289,6 +289,7 @@ mod era;
 mod events;
 mod faults;
 mod handlers;
+mod listen;
 mod listing;
 mod mrtr;
 #[cfg(feature = "remote")]
@@ -307,6 +308,7 @@ pub use certs::{CertificateError, TestCertificates};
 pub use cli::{Cli, Command, ProcessOptions, ServerOptions, StdioOptions, run};
 pub use era::{EraSupport, MODERN_PROTOCOL_VERSION, ProbeAnswer};
 pub use events::EventLogFile;
+pub use listen::ListenKind;
 #[cfg(feature = "remote")]
 pub use oauth::{
     Advertised, AuthMethod, CimdDocumentFile, DocumentFile, Endpoint, InvalidArgument, IssuedTokens, JwksProblem,

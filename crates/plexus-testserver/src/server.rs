@@ -24,6 +24,7 @@ use crate::catalog;
 use crate::era::{self, EraOptions, Routing, SessionEra};
 use crate::events::EventLog;
 use crate::faults::GARBAGE_LINE;
+use crate::listen::{Ending, Listeners};
 use crate::mrtr::IssuedStates;
 
 /// The protocol version the server prefers, and answers with when the client's is unknown.
@@ -87,6 +88,8 @@ pub(crate) struct Server {
     /// The request states of `input_required` results not yet echoed (see `mrtr`): the server's,
     /// since a stateless client may retry on another connection (a new POST, over HTTP).
     pub(crate) request_states: Mutex<IssuedStates>,
+    /// The live `subscriptions/listen` of the stateless HTTP requests, whichever client sent them.
+    pub(crate) listeners: Arc<Listeners>,
 }
 
 impl Server {
@@ -117,6 +120,7 @@ impl Server {
             templates: catalog::resource_templates(),
             prompts: catalog::prompts(),
             request_states: Mutex::new(IssuedStates::default()),
+            listeners: Arc::new(Listeners::for_server()),
         }
     }
 }
@@ -170,7 +174,7 @@ pub(crate) struct Session {
     pub(crate) server: Arc<Server>,
     /// How the event log names this session (its transport session id), if it has a name.
     label: Option<String>,
-    outbox: mpsc::Sender<Emitted>,
+    pub(crate) outbox: mpsc::Sender<Emitted>,
     pub(crate) state: Mutex<SessionState>,
     pending: Mutex<HashMap<RequestId, oneshot::Sender<ClientAnswer>>>,
     in_flight: Mutex<HashMap<RequestId, AbortHandle>>,
@@ -179,7 +183,10 @@ pub(crate) struct Session {
     /// The session speaks the stateless era (read on every response without the state's lock).
     pub(crate) modern: std::sync::atomic::AtomicBool,
     /// The transport routed the session's one request already (a stateless HTTP POST).
-    routed: bool,
+    pub(crate) routed: bool,
+    /// The live subscriptions it sends changes to: the connection's own, or (a stateless HTTP
+    /// request's) the server's.
+    pub(crate) listeners: Arc<Listeners>,
     /// The `mcp-*` headers of the HTTP request this session serves (names lowercase, values as
     /// sent): what a tool call sees of its transport (`headers_echo`). Empty elsewhere.
     pub(crate) http_headers: Map<String, Value>,
@@ -334,6 +341,10 @@ impl Session {
         routed: Option<SessionEra>,
         http_headers: Map<String, Value>,
     ) -> Self {
+        let listeners = match routed {
+            Some(_) => Arc::clone(&server.listeners),
+            None => Arc::new(Listeners::for_connection()),
+        };
         Session {
             server,
             label,
@@ -348,6 +359,7 @@ impl Session {
             tool_calls_answered: AtomicU64::new(0),
             modern: std::sync::atomic::AtomicBool::new(routed == Some(SessionEra::Modern)),
             routed: routed.is_some(),
+            listeners,
             http_headers,
         }
     }
@@ -357,7 +369,7 @@ impl Session {
     }
 
     /// Records `event` in the event log, with the session's label when it has one.
-    fn record(&self, mut event: Value) {
+    pub(crate) fn record(&self, mut event: Value) {
         if let (Some(label), Some(fields)) = (&self.label, event.as_object_mut()) {
             fields.insert("session".to_owned(), Value::String(label.clone()));
         }
@@ -413,6 +425,7 @@ impl Session {
         };
         let outcome = match method {
             "tools/call" => return self.call_tool(request.id, params, out),
+            "subscriptions/listen" if modern => return self.listen(request.id, params, out),
             "server/discover" if modern => {
                 raw(&self
                     .server
@@ -485,6 +498,7 @@ impl Session {
                 if let Some(task) = lock(&self.in_flight).remove(&request_id) {
                     task.abort();
                 }
+                self.end_listen(&request_id, Ending::Client);
             }
         }
     }

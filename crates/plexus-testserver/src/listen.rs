@@ -124,6 +124,7 @@ pub(crate) enum Ending {
     /// The server cancelled it (`--cancel-listen-after-ms`).
     Cancelled,
     /// Its HTTP stream went away (the client closed it, or the server stopped).
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))] // only the remote modes have streams.
     Closed,
 }
 
@@ -515,5 +516,61 @@ mod remote {
             Some(listening) => listening.next().await,
             None => std::future::pending().await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::{Cli, Command};
+
+    fn parse(args: &[&str]) -> Result<crate::ServerOptions, clap::Error> {
+        let argv = ["plexus-testserver", "stdio"].iter().chain(args);
+        match Cli::try_parse_from(argv)?.command {
+            Command::Stdio(options) => Ok(options.server),
+            #[cfg(feature = "remote")]
+            _ => unreachable!("stdio"),
+        }
+    }
+
+    #[test]
+    fn the_listen_flags_parse() {
+        let options = parse(&[]).unwrap();
+        assert_eq!(options.listen_honours, ListenKind::ALL);
+        assert_eq!(
+            (options.end_listen_after_ms, options.cancel_listen_after_ms),
+            (None, None)
+        );
+        let options = parse(&["--listen-honours=tools,updates", "--end-listen-after-ms=5"]).unwrap();
+        assert_eq!(options.listen_honours, [ListenKind::Tools, ListenKind::Updates]);
+        assert_eq!(options.end_listen_after_ms, Some(5));
+        assert!(parse(&["--end-listen-after-ms=5", "--cancel-listen-after-ms=5"]).is_err());
+        assert!(parse(&["--listen-honours=logs"]).is_err());
+        assert!(parse(&["--cancel-listen-after-ms=0"]).is_err());
+    }
+
+    #[test]
+    fn a_grant_keeps_what_is_asked_honoured_and_known() {
+        let asked = SubscriptionFilter {
+            tools_list_changed: Some(true),
+            prompts_list_changed: Some(false),
+            resources_list_changed: Some(true),
+            resource_subscriptions: Some(vec![
+                catalog::HELLO_URI.to_owned(),
+                "test://nope".to_owned(),
+                catalog::HELLO_URI.to_owned(),
+            ]),
+            extra: [("logs".to_owned(), Value::Bool(true))].into_iter().collect(),
+        };
+        let granted = grant(&asked, &ListenKind::ALL);
+        assert_eq!(
+            json!(granted),
+            json!({"toolsListChanged": true, "resourcesListChanged": true, "resourceSubscriptions": [catalog::HELLO_URI]})
+        );
+        assert_eq!(json!(grant(&asked, &[ListenKind::Prompts])), json!({}));
+        assert!(Change::ResourceUpdated(catalog::HELLO_URI).heard_by(&granted));
+        assert!(!Change::PromptsListChanged.heard_by(&granted));
     }
 }

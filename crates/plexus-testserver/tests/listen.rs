@@ -4,6 +4,7 @@
 //! its id; a modern session gets nothing outside a subscription; the client, or the server
 //! (`--end-listen-after-ms`, `--cancel-listen-after-ms`), ends one; subscriptions are bounded;
 //! the event log tells what happened.
+#![allow(clippy::needless_pass_by_value)] // `json!(..)` arguments by value keep the tests readable.
 
 mod common;
 mod wire;
@@ -512,4 +513,50 @@ fn an_http_server_has_at_most_256_subscriptions() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+}
+
+/// A WebSocket connection is a connection as stdio is: its own subscriptions, its own output.
+#[test]
+fn a_websocket_connection_listens_as_stdio_does() {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::{self, Message};
+
+    let remote = Remote::start("ws", &[]);
+    let mut upgrade = remote.url.as_str().into_client_request().unwrap();
+    upgrade
+        .headers_mut()
+        .insert("Sec-WebSocket-Protocol", "mcp".parse().unwrap());
+    let stream = std::net::TcpStream::connect(remote.addr).unwrap();
+    stream.set_read_timeout(Some(common::HANG_GUARD)).unwrap();
+    let (mut socket, _) = tungstenite::client(upgrade, stream).expect("the handshake");
+    let mut exchange = |message: &Value, answers: usize| -> Vec<Value> {
+        socket.send(Message::text(message.to_string())).unwrap();
+        let mut received = Vec::new();
+        while received.len() < answers {
+            if let Message::Text(text) = socket.read().expect("a frame") {
+                received.push(serde_json::from_str(&text).unwrap());
+            }
+        }
+        received
+    };
+    let listen = listen_request(json!(1), json!({"toolsListChanged": true}));
+    assert_eq!(
+        exchange(&listen, 1),
+        [acknowledgement(json!(1), json!({"toolsListChanged": true}))]
+    );
+    let trigger = request(2, "tools/call", modern(json!({"name": "trigger-list-changed"})));
+    let received = exchange(&trigger, 2);
+    assert_eq!(
+        received[0],
+        of_subscription("notifications/tools/list_changed", json!(1), json!({}))
+    );
+    assert_eq!(received[1]["id"], 2);
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
+    assert_eq!(exchange(&cancel, 0), Vec::<Value>::new());
+    let trigger = request(3, "tools/call", modern(json!({"name": "trigger-list-changed"})));
+    let received = exchange(&trigger, 1);
+    assert_eq!(
+        text(&received[0]),
+        "added tool dynamic-2 and sent notifications/tools/list_changed to 0 subscriptions"
+    );
 }

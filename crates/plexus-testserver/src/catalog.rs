@@ -135,14 +135,17 @@ fn basic_tools() -> Vec<Value> {
         tool(
             "trigger-list-changed",
             "Trigger tools/list_changed",
-            "Adds a new tool and sends notifications/tools/list_changed.",
-            no_arguments(),
+            "Adds a new tool and sends notifications/tools/list_changed; with `list` `prompts` or `resources`, sends notifications/prompts/list_changed or notifications/resources/list_changed instead (those lists stay as they are). In the stateless era the notification goes to the subscriptions that listen for it.",
+            schema(
+                &json!({"list": {"type": "string", "enum": ["tools", "prompts", "resources"], "default": "tools"}}),
+                &[],
+            ),
             &side_effects(),
         ),
         tool(
             "update-resource",
             "Update a resource",
-            "Sends notifications/resources/updated for `uri` if the client subscribed to it.",
+            "Sends notifications/resources/updated for `uri` if the client subscribed to it (in the stateless era, to the subscriptions that listen to it).",
             schema(&json!({"uri": {"type": "string"}}), &["uri"]),
             &side_effects(),
         ),

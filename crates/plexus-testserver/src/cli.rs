@@ -1,6 +1,7 @@
 //! The command line: subcommands and the options of each mode.
 
 use crate::era::{EraSupport, MODERN_PROTOCOL_VERSION, ProbeAnswer};
+use crate::listen::ListenKind;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -178,6 +179,22 @@ pub struct ServerOptions {
     /// which the server lists all the same), for tests of the 2026-07-28 HTTP headers.
     #[arg(long)]
     pub header_tools: bool,
+    /// Which notifications a `subscriptions/listen` (stateless era) is granted, of those it asks
+    /// for: `tools` (`toolsListChanged`), `prompts` (`promptsListChanged`), `resources`
+    /// (`resourcesListChanged`), `updates` (`resourceSubscriptions`); the acknowledgement leaves
+    /// the others out.
+    #[arg(long, value_enum, value_name = "KINDS", value_delimiter = ',', default_values_t = ListenKind::ALL)]
+    pub listen_honours: Vec<ListenKind>,
+    /// End every subscription gracefully MS milliseconds after its listen: the listen is
+    /// answered `{"resultType":"complete","_meta":{subscriptionId}}` (over HTTP, the stream's last
+    /// event).
+    #[arg(long, value_name = "MS", conflicts_with = "cancel_listen_after_ms", value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    pub end_listen_after_ms: Option<u64>,
+    /// Cancel every subscription MS milliseconds after its listen: on a connection (stdio, ws)
+    /// with `notifications/cancelled` for the listen's id, over HTTP by ending its stream without
+    /// a response.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    pub cancel_listen_after_ms: Option<u64>,
 }
 
 /// `METHOD=MS`.
@@ -217,6 +234,9 @@ impl Default for ServerOptions {
             modern_version: MODERN_PROTOCOL_VERSION.to_owned(),
             reject_first_modern_request: false,
             header_tools: false,
+            listen_honours: ListenKind::ALL.to_vec(),
+            end_listen_after_ms: None,
+            cancel_listen_after_ms: None,
         }
     }
 }
@@ -229,7 +249,9 @@ pub struct ProcessOptions {
     /// remote modes add `listening`, `http` (every HTTP request), `session-start`, `session-end`
     /// and `fault`, and http adds `modern-request` for every request with a 2026-07-28
     /// `MCP-Protocol-Version` header (`http_method`, JSON-RPC `method` and `id`, and `headers`:
-    /// its `mcp-*` headers by lowercase name, values as sent).
+    /// its `mcp-*` headers by lowercase name, values as sent); every mode adds `listen` (`id`,
+    /// `asked`, `honoured`) and `listen-end` (`id`, `how`: `client`, `graceful`, `cancelled`,
+    /// `closed`) for the subscriptions of the stateless era.
     #[arg(long, value_name = "PATH")]
     pub event_log: Option<PathBuf>,
     /// Ignore SIGINT and SIGTERM (they are still logged); by default either makes the server log

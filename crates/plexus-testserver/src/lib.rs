@@ -26,7 +26,8 @@
 //! What every mode offers (protocol 2025-11-25, also 2025-06-18, 2025-03-26 and 2024-11-05):
 //! - tools `echo`, `add`, `large`, `image`, `slow`, `trigger-list-changed`, `update-resource`,
 //!   `elicit`, `sample`, `roots`, `url-elicit` (-32042 rounds), `log`, `error`, `fail`, and the fault tools `crash`, `hang`,
-//!   `garbage`, `oversize`, `drip`, `stderr`; `--tools N` adds generated tools for pagination,
+//!   `garbage`, `oversize`, `drip`, `stderr` (`trigger-list-changed` takes an optional `list`,
+//!   `tools` by default, `prompts` or `resources`: which list-changed notification it sends); `--tools N` adds generated tools for pagination,
 //!   `--tool-named NAME` (repeatable) a tool of any name that returns its arguments (for naming
 //!   tests), `--task-required-tool` a tool `task-required` whose `execution.taskSupport` is
 //!   `required` (a call of it gets -32601: this server runs no tasks);
@@ -121,6 +122,44 @@
 //!   (`mcp-protocol-version`, `mcp-method`, `mcp-name`, `mcp-param-*`, `mcp-session-id`, …);
 //!   `method` and `id` are `null` for a GET or DELETE. Find them with
 //!   [`EventLogFile::matching`] and `json!({"event": "modern-request"})`.
+//!
+//! ## `subscriptions/listen` (stateless era: stdio, ws and Streamable HTTP)
+//! - In the stateless era change notifications reach a client only through a subscription: a
+//!   modern session (stdio, ws) or a stateless POST sends `subscriptions/listen` with
+//!   `params.notifications` (a filter: `toolsListChanged`, `promptsListChanged`,
+//!   `resourcesListChanged`, `resourceSubscriptions`); its request id is the subscription's id.
+//!   The server first sends `notifications/subscriptions/acknowledged`, `params`
+//!   `{"_meta":{"io.modelcontextprotocol/subscriptionId":ID},"notifications":GRANTED}`: the flags
+//!   asked for as `true` whose kind `--listen-honours` names (`tools`, `prompts`, `resources`,
+//!   `updates`; all four by default), and `resourceSubscriptions` (when asked for and `updates`
+//!   is honoured) with only the URIs the server has (each once, 256 at most; unknown fields are
+//!   never granted). A filter that is not an object, or none, gets -32602; a listen in a legacy
+//!   session -32601 (as `resources/subscribe` gets in a modern one).
+//! - Every change (`trigger-list-changed`, `update-resource`) then goes to each live
+//!   subscription that was granted it, as `notifications/tools/list_changed`,
+//!   `notifications/prompts/list_changed`, `notifications/resources/list_changed` or
+//!   `notifications/resources/updated` (`uri`), with `params._meta` naming the subscription; the
+//!   tool's text says to how many. On stdio (and ws) they come on the connection's output, before
+//!   the response of the call that made the change; over HTTP on the listen POST's SSE stream,
+//!   which stays open and sends a comment (`: keep-alive`) every 15 s (1024 notifications at
+//!   most wait for a stream that is not read; more are dropped). HTTP subscriptions are the
+//!   server's: a change made by any POST reaches the listens of every client. A modern session
+//!   gets no `list_changed` or `resources/updated` outside a subscription (legacy sessions are
+//!   unchanged).
+//! - The client ends a subscription with `notifications/cancelled` `{"requestId": ID}` (stdio,
+//!   ws) or by closing the stream (HTTP). `--end-listen-after-ms MS` ends each one MS after its
+//!   listen with the listen's response `{"resultType":"complete","_meta":{…subscriptionId: ID}}`
+//!   (HTTP: the stream's last event; the stream is opened even with `--json-response`);
+//!   `--cancel-listen-after-ms MS` instead sends `notifications/cancelled` `{"requestId": ID,
+//!   "reason": …}` (stdio, ws) or ends the stream without a response (HTTP).
+//! - At most 16 live subscriptions per connection, 256 per HTTP server: one more gets -32603
+//!   (over HTTP a 200 JSON body) naming the limit; a listen reusing a live subscription's id on
+//!   a connection gets -32600.
+//! - Events: `{"event":"listen","id":ID,"asked":FILTER,"honoured":GRANTED}` for each
+//!   subscription opened, `{"event":"listen-end","id":ID,"how":HOW}` for each one ended, HOW
+//!   being `client` (`notifications/cancelled`), `graceful`, `cancelled` (the server's two
+//!   flags) or `closed` (its HTTP stream went away: the client closed it, or the server
+//!   stopped). Find them with [`EventLogFile::matching`].
 //!
 //! ## Legacy HTTP+SSE (`sse`, 2024-11-05)
 //! - GET PATH opens an event stream (and a session) whose first event is `event: endpoint` with
@@ -288,6 +327,8 @@ mod cli;
 mod era;
 mod events;
 mod faults;
+mod handlers;
+mod listen;
 mod listing;
 mod mrtr;
 #[cfg(feature = "remote")]
@@ -306,6 +347,7 @@ pub use certs::{CertificateError, TestCertificates};
 pub use cli::{Cli, Command, ProcessOptions, ServerOptions, StdioOptions, run};
 pub use era::{EraSupport, MODERN_PROTOCOL_VERSION, ProbeAnswer};
 pub use events::EventLogFile;
+pub use listen::ListenKind;
 #[cfg(feature = "remote")]
 pub use oauth::{
     Advertised, AuthMethod, CimdDocumentFile, DocumentFile, Endpoint, InvalidArgument, IssuedTokens, JwksProblem,

@@ -5,7 +5,6 @@
 //! requests to the client) runs on a task of its own and sends its outputs through the session's
 //! outbox, which the transport drains.
 
-use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,10 +20,11 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
 use crate::ServerOptions;
-use crate::catalog::{self, CompletionRef};
+use crate::catalog;
 use crate::era::{self, EraOptions, Routing, SessionEra};
 use crate::events::EventLog;
 use crate::faults::GARBAGE_LINE;
+use crate::listen::{Ending, Listeners};
 use crate::mrtr::IssuedStates;
 
 /// The protocol version the server prefers, and answers with when the client's is unknown.
@@ -88,6 +88,8 @@ pub(crate) struct Server {
     /// The request states of `input_required` results not yet echoed (see `mrtr`): the server's,
     /// since a stateless client may retry on another connection (a new POST, over HTTP).
     pub(crate) request_states: Mutex<IssuedStates>,
+    /// The live `subscriptions/listen` of the stateless HTTP requests, whichever client sent them.
+    pub(crate) listeners: Arc<Listeners>,
 }
 
 impl Server {
@@ -118,6 +120,7 @@ impl Server {
             templates: catalog::resource_templates(),
             prompts: catalog::prompts(),
             request_states: Mutex::new(IssuedStates::default()),
+            listeners: Arc::new(Listeners::for_server()),
         }
     }
 }
@@ -171,7 +174,7 @@ pub(crate) struct Session {
     pub(crate) server: Arc<Server>,
     /// How the event log names this session (its transport session id), if it has a name.
     label: Option<String>,
-    outbox: mpsc::Sender<Emitted>,
+    pub(crate) outbox: mpsc::Sender<Emitted>,
     pub(crate) state: Mutex<SessionState>,
     pending: Mutex<HashMap<RequestId, oneshot::Sender<ClientAnswer>>>,
     in_flight: Mutex<HashMap<RequestId, AbortHandle>>,
@@ -180,7 +183,10 @@ pub(crate) struct Session {
     /// The session speaks the stateless era (read on every response without the state's lock).
     pub(crate) modern: std::sync::atomic::AtomicBool,
     /// The transport routed the session's one request already (a stateless HTTP POST).
-    routed: bool,
+    pub(crate) routed: bool,
+    /// The live subscriptions it sends changes to: the connection's own, or (a stateless HTTP
+    /// request's) the server's.
+    pub(crate) listeners: Arc<Listeners>,
     /// The `mcp-*` headers of the HTTP request this session serves (names lowercase, values as
     /// sent): what a tool call sees of its transport (`headers_echo`). Empty elsewhere.
     pub(crate) http_headers: Map<String, Value>,
@@ -275,7 +281,7 @@ fn cache_fields(method: &str) -> &'static str {
 }
 
 /// An empty result (`{}`).
-fn empty() -> Result<Box<RawValue>, ErrorObject> {
+pub(crate) fn empty() -> Result<Box<RawValue>, ErrorObject> {
     raw(&json!({}))
 }
 
@@ -294,47 +300,6 @@ struct InitializeParams {
 struct ClientInfo {
     name: String,
     version: String,
-}
-
-#[derive(Deserialize)]
-struct UriParams<'a> {
-    #[serde(borrow)]
-    uri: Cow<'a, str>,
-}
-
-#[derive(Deserialize)]
-struct GetPromptParams<'a> {
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-    #[serde(default)]
-    arguments: Map<String, Value>,
-}
-
-#[derive(Deserialize)]
-struct CompleteParams {
-    #[serde(rename = "ref")]
-    reference: CompleteRef,
-    argument: CompleteArgument,
-}
-
-#[derive(Deserialize)]
-#[serde(tag = "type")]
-enum CompleteRef {
-    #[serde(rename = "ref/prompt")]
-    Prompt { name: String },
-    #[serde(rename = "ref/resource")]
-    Resource { uri: String },
-}
-
-#[derive(Deserialize)]
-struct CompleteArgument {
-    name: String,
-    value: String,
-}
-
-#[derive(Deserialize)]
-struct SetLevelParams {
-    level: LogLevel,
 }
 
 #[derive(Deserialize)]
@@ -376,6 +341,10 @@ impl Session {
         routed: Option<SessionEra>,
         http_headers: Map<String, Value>,
     ) -> Self {
+        let listeners = match routed {
+            Some(_) => Arc::clone(&server.listeners),
+            None => Arc::new(Listeners::for_connection()),
+        };
         Session {
             server,
             label,
@@ -390,6 +359,7 @@ impl Session {
             tool_calls_answered: AtomicU64::new(0),
             modern: std::sync::atomic::AtomicBool::new(routed == Some(SessionEra::Modern)),
             routed: routed.is_some(),
+            listeners,
             http_headers,
         }
     }
@@ -399,7 +369,7 @@ impl Session {
     }
 
     /// Records `event` in the event log, with the session's label when it has one.
-    fn record(&self, mut event: Value) {
+    pub(crate) fn record(&self, mut event: Value) {
         if let (Some(label), Some(fields)) = (&self.label, event.as_object_mut()) {
             fields.insert("session".to_owned(), Value::String(label.clone()));
         }
@@ -455,6 +425,7 @@ impl Session {
         };
         let outcome = match method {
             "tools/call" => return self.call_tool(request.id, params, out),
+            "subscriptions/listen" if modern => return self.listen(request.id, params, out),
             "server/discover" if modern => {
                 raw(&self
                     .server
@@ -527,6 +498,7 @@ impl Session {
                 if let Some(task) = lock(&self.in_flight).remove(&request_id) {
                     task.abort();
                 }
+                self.end_listen(&request_id, Ending::Client);
             }
         }
     }
@@ -710,63 +682,6 @@ impl Session {
             "version": format!("{}{hostile}", env!("CARGO_PKG_VERSION")),
         })
     }
-
-    fn read_resource(params: &str) -> Result<Box<RawValue>, ErrorObject> {
-        let UriParams { uri } = parse_params("resources/read", params)?;
-        let contents = catalog::read_resource(&uri).ok_or_else(|| resource_not_found(&uri))?;
-        raw(&json!({"contents": [contents]}))
-    }
-
-    fn subscribe(&self, params: &str, subscribe: bool) -> Result<Box<RawValue>, ErrorObject> {
-        let method = if subscribe {
-            "resources/subscribe"
-        } else {
-            "resources/unsubscribe"
-        };
-        let UriParams { uri } = parse_params(method, params)?;
-        let mut state = lock(&self.state);
-        if subscribe {
-            if catalog::read_resource(&uri).is_none() {
-                return Err(resource_not_found(&uri));
-            }
-            state.subscriptions.insert(uri.into_owned());
-        } else {
-            state.subscriptions.remove(&*uri);
-        }
-        empty()
-    }
-
-    fn get_prompt(params: &str) -> Result<Box<RawValue>, ErrorObject> {
-        let GetPromptParams { name, arguments } = parse_params("prompts/get", params)?;
-        let messages = catalog::prompt_messages(&name, &arguments).map_err(|e| {
-            ErrorObject::new(
-                ErrorCode::INVALID_PARAMS,
-                format!("invalid params for prompts/get: {e}"),
-            )
-        })?;
-        raw(&json!({"description": format!("The {name} prompt."), "messages": messages}))
-    }
-
-    fn complete(params: &str) -> Result<Box<RawValue>, ErrorObject> {
-        let CompleteParams { reference, argument } = parse_params("completion/complete", params)?;
-        let (reference, what) = match &reference {
-            CompleteRef::Prompt { name } => (CompletionRef::Prompt(name), format!("prompt {name:?}")),
-            CompleteRef::Resource { uri } => (CompletionRef::Resource(uri), format!("resource template {uri:?}")),
-        };
-        let values = catalog::complete(&reference, &argument.name, &argument.value).ok_or_else(|| {
-            ErrorObject::new(
-                ErrorCode::INVALID_PARAMS,
-                format!("invalid params for completion/complete: unknown {what}"),
-            )
-        })?;
-        raw(&json!({"completion": {"values": values, "total": values.len(), "hasMore": false}}))
-    }
-
-    fn set_level(&self, params: &str) -> Result<Box<RawValue>, ErrorObject> {
-        let SetLevelParams { level } = parse_params("logging/setLevel", params)?;
-        lock(&self.state).log_level = Some(level);
-        empty()
-    }
 }
 
 /// Removes a server-to-client request from the pending map when its asker stops waiting.
@@ -779,12 +694,6 @@ impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
         lock(&self.session.pending).remove(self.id);
     }
-}
-
-fn resource_not_found(uri: &str) -> ErrorObject {
-    let mut error = ErrorObject::new(ErrorCode::RESOURCE_NOT_FOUND, format!("resource not found: {uri}"));
-    error.data = raw(&json!({"uri": uri})).ok();
-    error
 }
 
 #[cfg(test)]

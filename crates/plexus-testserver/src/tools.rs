@@ -11,6 +11,7 @@ use serde_json::{Number, Value, json};
 
 use crate::catalog::{self, TINY_PNG_BASE64};
 use crate::faults::{self, GARBAGE_LINE, MAX_FAULT_BYTES, MIN_OVERSIZE_BYTES};
+use crate::listen::Change;
 use crate::server::{LogLevel, Output, Session, lock, notification_line, parse_params, raw};
 
 /// The longest `slow` call, in milliseconds (10 minutes).
@@ -158,6 +159,26 @@ fn default_steps() -> u32 {
     5
 }
 
+/// The arguments of `trigger-list-changed`.
+#[derive(Deserialize)]
+struct ListArgs {
+    #[serde(default)]
+    list: ChangedList,
+}
+
+/// Which list `trigger-list-changed` changes.
+#[derive(Deserialize, Clone, Copy, Default)]
+#[serde(rename_all = "lowercase")]
+enum ChangedList {
+    /// A tool is added.
+    #[default]
+    Tools,
+    /// The prompts (the list stays the same; the notification is sent all the same).
+    Prompts,
+    /// The resources (likewise).
+    Resources,
+}
+
 #[derive(Deserialize)]
 struct UriArgs {
     uri: String,
@@ -257,7 +278,9 @@ impl Session {
                 {"type": "image", "data": TINY_PNG_BASE64, "mimeType": "image/png"},
                 {"type": "text", "text": "a 1×1 PNG image"},
             ]})),
-            "trigger-list-changed" => self.trigger_list_changed(out),
+            "trigger-list-changed" => {
+                arguments(name, args).and_then(|ListArgs { list }| self.trigger_list_changed(list, out))
+            }
             "update-resource" => arguments(name, args).and_then(|UriArgs { uri }| self.update_resource(&uri, out)),
             "log" => arguments(name, args).and_then(|log| self.log(&log, out)),
             "url-elicit" => return self.url_elicit(id, args, out),
@@ -336,30 +359,49 @@ impl Session {
         text(args.map_or("{}", RawValue::get))
     }
 
-    fn trigger_list_changed(&self, out: &mut Vec<Output>) -> Outcome {
-        let name = {
-            let mut state = lock(&self.state);
-            let name = format!("dynamic-{}", state.dynamic_tools.len() + 1);
-            state.dynamic_tools.push(catalog::dynamic_tool(&name));
-            name
+    /// Changes `list` (adds a tool to the tools) and says so: to the session in the `initialize`
+    /// era, to the subscriptions that listen for it in the stateless one.
+    fn trigger_list_changed(&self, list: ChangedList, out: &mut Vec<Output>) -> Outcome {
+        let (change, done) = match list {
+            ChangedList::Tools => {
+                let mut state = lock(&self.state);
+                let name = format!("dynamic-{}", state.dynamic_tools.len() + 1);
+                state.dynamic_tools.push(catalog::dynamic_tool(&name));
+                (Change::ToolsListChanged, format!("added tool {name} and sent"))
+            }
+            ChangedList::Prompts => (Change::PromptsListChanged, "sent".to_owned()),
+            ChangedList::Resources => (Change::ResourcesListChanged, "sent".to_owned()),
         };
-        out.push(Output::SessionNotification(notification_line(
-            "notifications/tools/list_changed",
-            None,
-        )));
-        text(&format!("added tool {name} and sent notifications/tools/list_changed"))
+        let method = change.method();
+        if !self.is_modern() {
+            out.push(Output::SessionNotification(notification_line(method, None)));
+            return text(&format!("{done} {method}"));
+        }
+        let sent = self.notify_change(change, out);
+        text(&format!("{done} {method} to {sent} subscriptions"))
     }
 
+    /// Says that resource `uri` changed: to the session if it subscribed to it (`initialize`
+    /// era), to the subscriptions that listen for it (stateless era).
     fn update_resource(&self, uri: &str, out: &mut Vec<Output>) -> Outcome {
         if catalog::read_resource(uri).is_none() {
             return Err(invalid("update-resource", format!("no resource has the URI {uri:?}")));
+        }
+        let change = Change::ResourceUpdated(uri);
+        if self.is_modern() {
+            return match self.notify_change(change, out) {
+                0 => text(&format!("no subscription listens to {uri}; nothing sent")),
+                sent => text(&format!(
+                    "sent notifications/resources/updated for {uri} to {sent} subscriptions"
+                )),
+            };
         }
         if !lock(&self.state).subscriptions.contains(uri) {
             return text(&format!("the client is not subscribed to {uri}; nothing sent"));
         }
         out.push(Output::SessionNotification(notification_line(
-            "notifications/resources/updated",
-            Some(&json!({"uri": uri})),
+            change.method(),
+            Some(&Value::Object(change.params())),
         )));
         text(&format!("sent notifications/resources/updated for {uri}"))
     }

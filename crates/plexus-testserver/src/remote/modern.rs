@@ -29,6 +29,7 @@ use plexus_jsonrpc::{ErrorCode, ErrorObject, Message, RequestId};
 use plexus_protocol::http_headers::{
     MCP_METHOD_HEADER, MCP_NAME_HEADER, MCP_PARAM_HEADER_PREFIX, ParamHeaders, decode_header_value, name_param,
 };
+use plexus_protocol::methods::SUBSCRIPTIONS_LISTEN;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -38,6 +39,7 @@ use super::http::{self, Body, MCP_PROTOCOL_VERSION};
 use super::legacy::message_event;
 use super::{App, WeakApp, until_stopped};
 use crate::era::{EraOptions, HEADER_MISMATCH, ProbeAnswer, Routing, UNSUPPORTED_PROTOCOL_VERSION};
+use crate::listen::{self, ListenStream, ListenTick};
 use crate::server::{Emitted, OUTBOX_CAPACITY, Output, SUPPORTED_PROTOCOL_VERSIONS, Server, Session, lock};
 
 /// How long a legacy-only server keeps a probe it does not answer (`--probe-answer silence`).
@@ -295,6 +297,7 @@ impl Stateless {
     /// Handles a checked stateless request on a session of its own and answers it.
     async fn run(&self, app: &Arc<App>, request: plexus_jsonrpc::Request, mcp: Map<String, Value>) -> Response<Body> {
         let (outbox, emitted) = mpsc::channel(OUTBOX_CAPACITY);
+        let listen = (request.method == SUBSCRIPTIONS_LISTEN).then(|| request.id.clone());
         let session = Session::stateless(Arc::clone(app.server()), outbox, mcp);
         let work = EndWork(Arc::clone(&session));
         let mut outputs = Vec::new();
@@ -303,11 +306,13 @@ impl Stateless {
         let failed = outputs
             .iter()
             .any(|output| matches!(output, Output::Response(line) if error_code(line).is_some()));
-        if self.json_response || failed {
+        // A subscription lives on a stream, `--json-response` or not.
+        if failed || (self.json_response && listen.is_none()) {
             return json_answer(app, outputs, emitted, work).await;
         }
+        let listening = listen.map(|id| ListenStream::new(&session, id));
         let (frames, body) = mpsc::channel(FRAME_CAPACITY);
-        tokio::spawn(stream(Arc::downgrade(app), work, outputs, emitted, frames));
+        tokio::spawn(stream(Arc::downgrade(app), work, outputs, emitted, frames, listening));
         http::event_stream(Body::Frames(body))
     }
 }
@@ -361,13 +366,16 @@ fn crash_after(
 
 /// Writes a stateless request's outputs as SSE events (`frames`), those ready now first, until
 /// its response, the client going away (which ends the request's work) or the server stopping.
-/// A crash after the response (`--crash-after`) waits until the client has read it.
+/// A crash after the response (`--crash-after`) waits until the client has read it. The stream
+/// of a `subscriptions/listen` (`listening`) also sends keep-alives, and ends when the server
+/// ends the subscription.
 async fn stream(
     app: WeakApp,
     _work: EndWork,
     ready: Vec<Output>,
     mut emitted: mpsc::Receiver<Emitted>,
     frames: mpsc::Sender<Bytes>,
+    mut listening: Option<ListenStream>,
 ) {
     let Some(mut stopping) = app.upgrade().map(|app| app.stopping()) else {
         return;
@@ -391,12 +399,22 @@ async fn stream(
                 },
                 () = frames.closed() => return,
                 () = until_stopped(&mut stopping) => return,
+                tick = listen::tick(&mut listening) => match tick {
+                    ListenTick::KeepAlive => {
+                        if frames.send(listen::KEEP_ALIVE_FRAME).await.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                    ListenTick::End(Some(output)) => output,
+                    ListenTick::End(None) => return,
+                },
             },
         };
         let (line, last) = match output {
             Output::Response(line) | Output::Drip { line, .. } => (line, true),
             Output::Message(line) | Output::Raw(line) => (line, false),
-            // No listen stream: session notifications have nowhere to go.
+            // Not a subscription's: session notifications have nowhere to go.
             Output::SessionNotification(_) => continue,
             Output::Exit { code, reason } => {
                 if let Some(app) = app.upgrade() {

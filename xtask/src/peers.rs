@@ -1,7 +1,7 @@
 //! `cargo xtask peers`: installs the third-party MCP peers, pinned below, under `target/peers/`
 //! (skipping whatever is already installed at its pinned version), writes `target/peers/peers.json`
-//! naming them, and runs the peer tests (`cargo test -p plexus-conformance --test peers`) with
-//! `PLEXUS_PEERS_DIR` pointing there.
+//! naming them, and runs the peer tests (`cargo test -p plexus-conformance -p plexus-cli --test
+//! peers --test peer_eras`) with `PLEXUS_PEERS_DIR` pointing there.
 //!
 //! Also the installing and process helpers `cargo xtask conformance` shares: Node from the npm
 //! registry, npm packages in their own prefix, and commands run in their own process group with a
@@ -359,6 +359,10 @@ pub(crate) fn run() -> Result<(), PeersError> {
         "plexus-cli",
         "--test",
         "peers",
+        // The CLI's protocol eras against the Python peer (plexus-cli only: a `--test` target
+        // needs to exist in one of the packages, not both).
+        "--test",
+        "peer_eras",
     ]);
     // The failure messages name the peer, transport and reason; backtraces only bury them.
     tests

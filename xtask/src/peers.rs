@@ -1,7 +1,7 @@
 //! `cargo xtask peers`: installs the third-party MCP peers, pinned below, under `target/peers/`
 //! (skipping whatever is already installed at its pinned version), writes `target/peers/peers.json`
-//! naming them, and runs the peer tests (`cargo test -p plexus-conformance --test peers`) with
-//! `PLEXUS_PEERS_DIR` pointing there.
+//! naming them, and runs the peer tests (`cargo test -p plexus-conformance -p plexus-cli --test
+//! peers --test peer_eras`) with `PLEXUS_PEERS_DIR` pointing there.
 //!
 //! Also the installing and process helpers `cargo xtask conformance` shares: Node from the npm
 //! registry, npm packages in their own prefix, and commands run in their own process group with a
@@ -57,17 +57,35 @@ const INSTALL_LIMIT: Duration = Duration::from_secs(300);
 /// The longest the peer tests may take, building them included.
 const TESTS_LIMIT: Duration = Duration::from_secs(1200);
 
-/// The Python SDK server (mcp 2.x): one tool, `add`, over stdio, SSE or Streamable HTTP.
+/// The Python SDK server (mcp 2.x): one tool, `add`, over stdio, SSE or Streamable HTTP; over
+/// stdio and Streamable HTTP optionally serving one protocol era only (`legacy`: the `initialize`
+/// handshake, as a server from before the 2026-07-28 revision; `modern`: the 2026-07-28 revision
+/// without `initialize`), so that the peer tests can see each era negotiated and pinned.
 const PYTHON_SERVER: (&str, &str) = (
     "mcp2_server.py",
     r#""""A plexus peer: the official MCP Python SDK (mcp 2.x) serving one tool, `add`.
 
-Usage: mcp2_server.py stdio | sse PORT | streamable-http PORT   (HTTP transports bind 127.0.0.1)
+Usage: mcp2_server.py stdio [ERA] | sse PORT | streamable-http PORT [ERA]   (HTTP binds 127.0.0.1)
+ERA is the protocol era served:
+  dual    both (the default, the SDK as it is): over stdio the connection's first request decides,
+          over HTTP each POST's MCP-Protocol-Version header;
+  legacy  the `initialize` handshake only, as a server from before the 2026-07-28 revision: over
+          stdio a 2026-07-28 request is refused, over HTTP a header naming no handshake-era
+          version is ignored (every POST takes the session path);
+  modern  the 2026-07-28 revision only: over stdio `initialize` gets -32022, over HTTP a POST
+          without a 2026-07-28 MCP-Protocol-Version header gets HTTP 400 with a -32022 error.
 Written by `cargo xtask peers` (xtask/src/peers.rs); edits here are overwritten.
 """
+import json
 import sys
 
+import anyio
 from mcp.server.mcpserver import MCPServer
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+USAGE = "usage: mcp2_server.py stdio [dual|legacy|modern] | sse PORT | streamable-http PORT [dual|legacy|modern]"
+ERAS = ("dual", "legacy", "modern")
+VERSION_HEADER = b"mcp-protocol-version"
 
 server = MCPServer("plexus-peer-python")
 
@@ -78,14 +96,115 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
+async def serve_stdio(era: str) -> None:
+    """One era over stdio, as `MCPServer.run_stdio_async` serves both."""
+    from mcp.server.runner import _serve_modern_stream, serve_loop
+    from mcp.server.stdio import stdio_server
+
+    lowlevel = server._lowlevel_server
+    async with stdio_server() as (read, write):
+        async with lowlevel.lifespan(lowlevel) as state:
+            if era == "legacy":
+                options = lowlevel.create_initialization_options()
+                await serve_loop(lowlevel, read, write, lifespan_state=state, init_options=options)
+            else:
+                await _serve_modern_stream(lowlevel, read, write, lifespan_state=state, raise_exceptions=False)
+
+
+def header_of(scope) -> str | None:
+    return next((v.decode("latin-1") for k, v in scope["headers"] if k == VERSION_HEADER), None)
+
+
+def legacy_http(app):
+    """Drops an MCP-Protocol-Version header that names no handshake-era version, so that the
+    SDK routes every request to its session (handshake) path."""
+
+    async def middleware(scope, receive, send):
+        if scope["type"] == "http" and header_of(scope) not in (None, *HANDSHAKE_PROTOCOL_VERSIONS):
+            headers = [(k, v) for k, v in scope["headers"] if k != VERSION_HEADER]
+            scope = dict(scope, headers=headers)
+        await app(scope, receive, send)
+
+    return middleware
+
+
+def modern_http(app):
+    """Answers a POST without a 2026-07-28 MCP-Protocol-Version header with HTTP 400 and the
+    JSON-RPC error -32022 (echoing the request's id when the body parses)."""
+
+    async def middleware(scope, receive, send):
+        requested = header_of(scope) if scope["type"] == "http" else None
+        if scope["type"] != "http" or scope["method"] != "POST" or requested in MODERN_PROTOCOL_VERSIONS:
+            await app(scope, receive, send)
+            return
+        body = b""
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+        try:
+            request = json.loads(body)
+        except ValueError:
+            request = None
+        error = {
+            "jsonrpc": "2.0",
+            "id": request.get("id") if isinstance(request, dict) else None,
+            "error": {
+                "code": -32022,
+                "message": "Unsupported protocol version",
+                "data": {"supported": list(MODERN_PROTOCOL_VERSIONS), "requested": requested or ""},
+            },
+        }
+        payload = json.dumps(error, separators=(",", ":")).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+        await send({"type": "http.response.start", "status": 400, "headers": headers})
+        await send({"type": "http.response.body", "body": payload})
+
+    return middleware
+
+
+async def serve_http(port: int, era: str) -> None:
+    """One era over Streamable HTTP, as `MCPServer.run_streamable_http_async` serves both."""
+    import uvicorn
+
+    app = server.streamable_http_app(host="127.0.0.1")
+    app = legacy_http(app) if era == "legacy" else modern_http(app)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level=server.settings.log_level.lower())
+    await uvicorn.Server(config).serve()
+
+
+def parse(args: list[str]) -> tuple[str, int | None, str] | None:
+    """`(transport, port, era)`, or None when the arguments fit no usage."""
+    match args:
+        case ["stdio"]:
+            return "stdio", None, "dual"
+        case ["stdio", era] if era in ERAS:
+            return "stdio", None, era
+        case ["sse", port] if port.isdigit():
+            return "sse", int(port), "dual"
+        case ["streamable-http", port] if port.isdigit():
+            return "streamable-http", int(port), "dual"
+        case ["streamable-http", port, era] if port.isdigit() and era in ERAS:
+            return "streamable-http", int(port), era
+    return None
+
+
 def main() -> None:
-    args = sys.argv[1:]
-    if args == ["stdio"]:
+    parsed = parse(sys.argv[1:])
+    if parsed is None:
+        sys.exit(USAGE)
+    transport, port, era = parsed
+    if era == "dual" and transport == "stdio":
         server.run("stdio")
-    elif len(args) == 2 and args[0] in ("sse", "streamable-http") and args[1].isdigit():
-        server.run(args[0], host="127.0.0.1", port=int(args[1]))
+    elif era == "dual":
+        server.run(transport, host="127.0.0.1", port=port)
+    elif transport == "stdio":
+        anyio.run(serve_stdio, era)
     else:
-        sys.exit("usage: mcp2_server.py stdio | sse PORT | streamable-http PORT")
+        anyio.run(serve_http, port, era)
 
 
 main()
@@ -240,6 +359,10 @@ pub(crate) fn run() -> Result<(), PeersError> {
         "plexus-cli",
         "--test",
         "peers",
+        // The CLI's protocol eras against the Python peer (plexus-cli only: a `--test` target
+        // needs to exist in one of the packages, not both).
+        "--test",
+        "peer_eras",
     ]);
     // The failure messages name the peer, transport and reason; backtraces only bury them.
     tests

@@ -7,34 +7,13 @@
 
 mod support;
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::Workspace;
-
-/// The peers' manifest, if `PLEXUS_PEERS_DIR` is set.
-fn manifest() -> Option<Value> {
-    let Some(dir) = std::env::var_os("PLEXUS_PEERS_DIR") else {
-        eprintln!("skipped: PLEXUS_PEERS_DIR is not set; `cargo xtask peers` installs the peers and runs these tests");
-        return None;
-    };
-    let manifest = PathBuf::from(dir).join("peers.json");
-    let text = std::fs::read_to_string(&manifest).unwrap_or_else(|e| panic!("{}: {e}", manifest.display()));
-    Some(serde_json::from_str(&text).unwrap())
-}
-
-/// A path the manifest names.
-fn path(manifest: &Value, pointer: &str) -> String {
-    let path = manifest
-        .pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_else(|| panic!("no {pointer} in the manifest"));
-    assert!(std::path::Path::new(path).exists(), "{pointer} = {path} does not exist");
-    path.to_owned()
-}
+use support::peers::{ListeningPeer, manifest, path};
 
 /// The node binary and the everything server's entry, from the peers' manifest.
 fn everything() -> Option<(String, String)> {
@@ -43,42 +22,12 @@ fn everything() -> Option<(String, String)> {
 }
 
 /// The everything server over Streamable HTTP on a port of its own, ended when dropped.
-struct HttpPeer {
-    child: Child,
-    port: u16,
-}
-
-impl HttpPeer {
-    fn start(node: &str, entry: &str) -> HttpPeer {
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new(node)
-            .args([entry, "streamableHttp"])
-            .env("PORT", port.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut peer = HttpPeer { child, port };
-        let address = SocketAddr::from(([127, 0, 0, 1], port));
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while TcpStream::connect_timeout(&address, Duration::from_millis(500)).is_err() {
-            assert!(peer.child.try_wait().unwrap().is_none(), "the everything server exited");
-            assert!(
-                Instant::now() < deadline,
-                "the everything server did not listen on {address}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        peer
-    }
-}
-
-impl Drop for HttpPeer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn everything_over_http(node: &str, entry: &str) -> ListeningPeer {
+    ListeningPeer::start("the everything server", |port| {
+        let mut command = Command::new(node);
+        command.args([entry, "streamableHttp"]).env("PORT", port.to_string());
+        command
+    })
 }
 
 /// Runs every command against the server `server` names (`--stdio …` or `--url …`).
@@ -173,7 +122,7 @@ fn every_command_against_the_everything_server_over_stdio() {
 #[test]
 fn every_command_against_the_everything_server_over_http() {
     let Some((node, entry)) = everything() else { return };
-    let peer = HttpPeer::start(&node, &entry);
+    let peer = everything_over_http(&node, &entry);
     exercise(&["--url", &format!("http://127.0.0.1:{}/mcp", peer.port)]);
 }
 

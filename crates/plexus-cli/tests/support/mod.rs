@@ -4,6 +4,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 pub mod gateway;
+pub mod peers;
 pub mod remote;
 
 use std::io::Write;

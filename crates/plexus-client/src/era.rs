@@ -6,7 +6,10 @@
 //! - -32022 (unsupported protocol version) whose `data.supported` names one we speak: the probe
 //!   is sent again at that version (once; never a fall back to `initialize`);
 //! - any other error, or no answer within the probe timeout: the `initialize` handshake, on the
-//!   same connection (the fallback keys on no single error code);
+//!   same connection (the fallback keys on no single error code); a handshake then refused with
+//!   -32022 means that the probe's answer was only late (a server of both eras that was still
+//!   starting read the probe first and now serves the stateless era): the probe is asked again,
+//!   waiting as long as a handshake;
 //! - the connection closing (a stdio server that exits on the probe): [`ClientError::ProbeClosed`],
 //!   so that whoever owns the transport starts the server again for the `initialize` era;
 //! - over Streamable HTTP, an error status whose body is a JSON-RPC error is that error (as
@@ -232,7 +235,26 @@ async fn probe(
             }
         }
     }
-    initialize(shared, options, EraSource::Probe).await
+    match initialize(shared, options, EraSource::Probe).await {
+        // The probe's answer was late (a server still starting when the probe timed out): a
+        // server of both eras read it first and now serves the stateless era on this
+        // connection, so it refuses the handshake with -32022. Asked once more, it says so.
+        Err(ClientError::Rpc { method, error }) if error.code == UNSUPPORTED_PROTOCOL_VERSION => {
+            tracing::debug!(
+                server = %shared.name,
+                "the server refused initialize with -32022 after the probe: asking server/discover again"
+            );
+            let version = mutual_version(&error).unwrap_or(ProtocolVersion::LATEST_STATELESS);
+            match discover(shared, options, version, options.initialize_timeout).await {
+                Ok(discovered) => match discovered.choose_version() {
+                    Ok(chosen) => Ok(stateless_details(discovered, shared, options, chosen, EraSource::Probe)),
+                    Err(_) => Err(ClientError::Rpc { method, error }),
+                },
+                Err(_) => Err(ClientError::Rpc { method, error }),
+            }
+        }
+        other => other,
+    }
 }
 
 /// Sends `server/discover` at `version`, waiting at most `timeout` (and never cancelling it: a

@@ -145,7 +145,7 @@ fn encode<P: Serialize + ?Sized>(
         method: method.to_owned(),
         source: e.into(),
     };
-    let mut line = Vec::with_capacity(128);
+    let mut line = Vec::with_capacity(128 + envelope.map_or(0, str::len));
     let request_id = RequestId::Number(id);
     if !progress && envelope.is_none() {
         plexus_jsonrpc::encode_request(&mut line, &request_id, method, params).map_err(invalid)?;
@@ -156,17 +156,19 @@ fn encode<P: Serialize + ?Sized>(
         None => plexus_jsonrpc::encode_request(&mut line, &request_id, method, Some(&NoParams {})),
     }
     .map_err(invalid)?;
-    let mut meta = String::with_capacity(envelope.map_or(0, str::len) + 32);
-    if let Some(envelope) = envelope {
-        meta.push_str(envelope);
-    }
-    if progress {
-        if !meta.is_empty() {
-            meta.push(',');
-        }
-        meta.push_str("\"progressToken\":");
-        meta.push_str(&id.to_string());
-    }
+    // The `_meta` entries: the envelope, then the progress token (the request's id).
+    let token = progress.then(|| id.to_string());
+    let separator: &[u8] = if envelope.is_some() && token.is_some() {
+        b","
+    } else {
+        b""
+    };
+    let pieces: [&[u8]; 4] = [
+        envelope.map_or(&[][..], str::as_bytes),
+        separator,
+        if token.is_some() { b"\"progressToken\":" } else { b"" },
+        token.as_deref().map_or(&[][..], str::as_bytes),
+    ];
     // The line is `{"jsonrpc":"2.0","id":ID,"method":"METHOD","params":{…}}\n`: the first
     // `,"params":` follows the id and the method (a protocol method name), so it is the key's.
     let key: &[u8] = b",\"params\":";
@@ -183,23 +185,30 @@ fn encode<P: Serialize + ?Sized>(
     let body = &line[open..];
     if body.windows(7).any(|window| window == b"\"_meta\"") {
         // The caller's params have a `_meta` of their own (or text that looks like one).
+        let meta: Vec<u8> = pieces.concat();
+        let meta = std::str::from_utf8(&meta).unwrap_or_default();
         let end = line.len() - 2; // the params object, without the line's `}\n`
-        let merged = merge_meta(&line[open..end], &meta).map_err(invalid)?;
+        let merged = merge_meta(&line[open..end], meta).map_err(invalid)?;
         line.truncate(open);
         line.extend_from_slice(merged.as_bytes());
         line.extend_from_slice(b"}\n");
         return Ok(line);
     }
+    // `"_meta":{ENTRIES}` and a comma unless the params are empty, written into a gap opened
+    // after the params' `{` (one move of the params' bytes, no other buffer).
     let empty = body.get(1) == Some(&b'}');
-    let mut entries = Vec::with_capacity(meta.len() + 12);
-    entries.extend_from_slice(b"\"_meta\":{");
-    entries.extend_from_slice(meta.as_bytes());
-    entries.push(b'}');
-    if !empty {
-        entries.push(b',');
-    }
+    let head: &[u8] = b"\"_meta\":{";
+    let tail: &[u8] = if empty { b"}" } else { b"}," };
+    let inserted = head.len() + pieces.iter().map(|piece| piece.len()).sum::<usize>() + tail.len();
     let inside = open + 1;
-    line.splice(inside..inside, entries);
+    let old_len = line.len();
+    line.resize(old_len + inserted, 0);
+    line.copy_within(inside..old_len, inside + inserted);
+    let mut at = inside;
+    for piece in std::iter::once(head).chain(pieces).chain(std::iter::once(tail)) {
+        line[at..at + piece.len()].copy_from_slice(piece);
+        at += piece.len();
+    }
     Ok(line)
 }
 

@@ -82,7 +82,12 @@ fn kind(method: &str, raw: &RawValue) -> Result<Kind, ClientError> {
         #[serde(default, borrow, rename = "resultType")]
         result_type: Option<Cow<'a, str>>,
     }
-    if !raw.get().contains("\"resultType\"") {
+    let text = raw.get();
+    // What a server that writes the field first sends: no parse needed.
+    if text.starts_with(r#"{"resultType":"complete""#) {
+        return Ok(Kind::Complete);
+    }
+    if !text.contains("\"resultType\"") {
         return Ok(Kind::Complete);
     }
     let head: Head<'_> = serde_json::from_str(raw.get()).map_err(|e| ClientError::InvalidResult {

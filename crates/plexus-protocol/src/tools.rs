@@ -176,6 +176,10 @@ impl CallToolRequestParams {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
+    /// `resultType` (the stateless era): [`ResultType::Complete`](crate::ResultType::Complete) on a
+    /// final result (absent from servers of earlier revisions, which means the same).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<crate::ResultType>,
     /// The unstructured result.
     pub content: Vec<ContentBlock>,
     /// The structured result (since 2025-06-18), matching the tool's `outputSchema` if it has one.

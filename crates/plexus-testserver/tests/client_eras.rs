@@ -49,6 +49,8 @@ async fn a_dual_server_is_spoken_to_in_the_stateless_era_with_the_envelope_on_ev
     let methods: Vec<_> = requests
         .iter()
         .map(|e| e["method"].as_str().unwrap().to_owned())
+        // The session's subscription to the server's changes goes its own way (its own tests).
+        .filter(|method| method != "subscriptions/listen")
         .collect();
     assert_eq!(
         methods,
@@ -71,7 +73,8 @@ async fn a_dual_server_is_spoken_to_in_the_stateless_era_with_the_envelope_on_ev
             "{request}"
         );
     }
-    assert_eq!(requests[2]["params"]["arguments"], json!({"a": 2, "b": 5}));
+    let call = requests.iter().find(|e| e["method"] == "tools/call").unwrap();
+    assert_eq!(call["params"]["arguments"], json!({"a": 2, "b": 5}));
 }
 
 #[tokio::test]

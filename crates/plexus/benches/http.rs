@@ -71,16 +71,39 @@ impl Drop for Server {
     }
 }
 
+/// What the floor's requests carry: the session of the `initialize` era, or the envelope and the
+/// headers of the stateless era.
+#[derive(Clone)]
+enum Wire {
+    Session(String),
+    Stateless,
+}
+
+/// The stateless era's envelope, as the floor sends it in every call.
+const ENVELOPE: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"floor","version":"0"}}"#;
+
 /// One keep-alive HTTP/1.1 connection that posts JSON-RPC bodies and reads `Content-Length` replies.
 struct RawConnection {
     stream: AsyncBufReader<TcpStream>,
     host: String,
     path: String,
     session: Option<String>,
+    stateless: bool,
     body: Vec<u8>,
 }
 
 impl RawConnection {
+    async fn open_for(url: &str, wire: &Wire) -> RawConnection {
+        match wire {
+            Wire::Session(session) => RawConnection::open(url, Some(session.clone())).await,
+            Wire::Stateless => {
+                let mut connection = RawConnection::open(url, None).await;
+                connection.stateless = true;
+                connection
+            }
+        }
+    }
+
     async fn open(url: &str, session: Option<String>) -> RawConnection {
         let rest = url.strip_prefix("http://").unwrap();
         let (host, path) = rest.split_at(rest.find('/').unwrap());
@@ -91,6 +114,7 @@ impl RawConnection {
             host: host.to_owned(),
             path: path.to_owned(),
             session,
+            stateless: false,
             body: Vec::new(),
         }
     }
@@ -108,6 +132,9 @@ impl RawConnection {
                 request,
                 "Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n"
             );
+        }
+        if self.stateless {
+            request.push_str("MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n");
         }
         request.push_str("\r\n");
         request.push_str(message);
@@ -139,7 +166,13 @@ impl RawConnection {
         // Ids are unique within the session, across every connection (the server refuses a
         // duplicate id in flight).
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let message = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{ECHO}}}"#);
+        let message = if self.stateless {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"_meta":{ENVELOPE},"name":"echo","arguments":{{"text":"hello"}}}}}}"#
+            )
+        } else {
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{ECHO}}}"#)
+        };
         self.post(&message).await;
         assert!(
             self.body.starts_with(b"{") && memchr_result(&self.body),
@@ -176,8 +209,8 @@ fn p50(mut times: Vec<Duration>) -> f64 {
     percentile(&times, 0.5)
 }
 
-async fn floor_round(url: &str, session: &str) -> Round {
-    let mut connection = RawConnection::open(url, Some(session.to_owned())).await;
+async fn floor_round(url: &str, wire: &Wire) -> Round {
+    let mut connection = RawConnection::open_for(url, wire).await;
     for _ in 0..WARMUP_CALLS {
         connection.call_echo().await;
     }
@@ -189,7 +222,7 @@ async fn floor_round(url: &str, session: &str) -> Round {
     }
     let mut connections = Vec::new();
     for _ in 0..IN_FLIGHT {
-        connections.push(RawConnection::open(url, Some(session.to_owned())).await);
+        connections.push(RawConnection::open_for(url, wire).await);
     }
     let start = Instant::now();
     let workers: Vec<_> = connections
@@ -258,11 +291,13 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-async fn connect(url: &str) -> Client {
+async fn connect(url: &str, stateless: bool) -> Client {
     let transport = HttpTransport::new(HttpConfig::new(url).name("bench")).expect("the transport");
-    Client::connect(Box::new(transport), ClientOptions::new("bench"))
-        .await
-        .expect("initialize")
+    let mut options = ClientOptions::new("bench");
+    if stateless {
+        options.era = plexus::client::EraChoice::Stateless(plexus::protocol::ProtocolVersion::V2026_07_28);
+    }
+    Client::connect(Box::new(transport), options).await.expect("initialize")
 }
 
 fn main() {
@@ -276,7 +311,10 @@ fn main() {
         println!(
             "http (--json-response), {pinning}: {SEQUENTIAL_CALLS} sequential tools/call echo + {THROUGHPUT_CALLS} with {IN_FLIGHT} in flight, median of {ROUNDS} rounds"
         );
-        let client = compare(&server.url, "multi-thread", 2.0).await;
+        let (client, legacy) = compare(&server.url, "multi-thread", 2.0, false).await;
+        let (stateless, modern) = compare(&server.url, "multi-thread", 2.0, true).await;
+        era_verdict("multi-thread", legacy, modern);
+        stateless.close().await.unwrap();
 
         // Memory: 100 000 requests, each with its timer armed (the default per-request timeout).
         let arguments = echo_arguments();
@@ -299,37 +337,60 @@ fn main() {
         .build()
         .unwrap();
     current.block_on(async {
-        let client = compare(&server.url, "current-thread", 1.5).await;
+        let (client, legacy) = compare(&server.url, "current-thread", 1.5, false).await;
         client.close().await.unwrap();
+        let (client, modern) = compare(&server.url, "current-thread", 1.5, true).await;
+        client.close().await.unwrap();
+        era_verdict("current-thread", legacy, modern);
     });
 }
 
-/// Rounds of the floor and of plexus, alternating, on the runtime this runs on (`label`); prints
-/// their medians against the p50 target (`p50_target`× the floor). Gives plexus's client.
-async fn compare(url: &str, label: &str, p50_target: f64) -> Client {
-    let session = raw_session(url).await;
-    let client = connect(url).await;
+/// Rounds of the floor and of plexus, alternating, on the runtime this runs on (`label`), in the
+/// `initialize` era or the stateless one; prints their medians against the p50 target
+/// (`p50_target`× the floor). Gives plexus's client and its p50 and throughput as ratios to the
+/// floor of the same era.
+async fn compare(url: &str, label: &str, p50_target: f64, stateless: bool) -> (Client, (f64, f64)) {
+    let wire = if stateless {
+        Wire::Stateless
+    } else {
+        Wire::Session(raw_session(url).await)
+    };
+    let era = if stateless { "stateless" } else { "initialize" };
+    let client = connect(url, stateless).await;
     let (mut floor, mut ours) = (Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
-        floor.push(floor_round(url, &session).await);
+        floor.push(floor_round(url, &wire).await);
         ours.push(plexus_round(&client).await);
     }
     let floor_p50 = median(floor.iter().map(|r| r.p50).collect());
     let floor_tp = median(floor.iter().map(|r| r.throughput).collect());
     let our_p50 = median(ours.iter().map(|r| r.p50).collect());
     let our_tp = median(ours.iter().map(|r| r.throughput).collect());
-    println!("floor ({label} rt)  p50 {floor_p50:>7.1} µs   {IN_FLIGHT} in flight {floor_tp:>8.0} calls/s");
+    let ratios = (our_p50 / floor_p50, our_tp / floor_tp);
+    println!("floor ({label} rt, {era} era)  p50 {floor_p50:>7.1} µs   {IN_FLIGHT} in flight {floor_tp:>8.0} calls/s");
     println!(
-        "plexus ({label} rt) p50 {our_p50:>7.1} µs ({:.2}× floor)   {IN_FLIGHT} in flight {our_tp:>8.0} calls/s ({:.2}× floor)",
-        our_p50 / floor_p50,
-        our_tp / floor_tp
+        "plexus ({label} rt, {era} era) p50 {our_p50:>7.1} µs ({:.2}× floor)   {IN_FLIGHT} in flight {our_tp:>8.0} calls/s ({:.2}× floor)",
+        ratios.0, ratios.1
     );
     println!(
-        "targets ({label}): p50 ≤ {p50_target}× floor: {:.2}× {}; throughput ≥ 0.7× floor: {:.2}× {}",
-        our_p50 / floor_p50,
-        verdict(our_p50 / floor_p50 <= p50_target),
-        our_tp / floor_tp,
-        verdict(our_tp / floor_tp >= 0.7)
+        "targets ({label}, {era} era): p50 ≤ {p50_target}× floor: {:.2}× {}; throughput ≥ 0.7× floor: {:.2}× {}",
+        ratios.0,
+        verdict(ratios.0 <= p50_target),
+        ratios.1,
+        verdict(ratios.1 >= 0.7)
     );
-    client
+    (client, ratios)
+}
+
+/// Whether plexus's own cost per call (its ratio to the floor of the same era) is no higher in
+/// the stateless era than in the `initialize` era, within 10 % (the noise of two runs).
+fn era_verdict(label: &str, legacy: (f64, f64), stateless: (f64, f64)) {
+    println!(
+        "target ({label}): the stateless era no slower per call than the initialize era (to each era's floor): p50 {:.2}× vs {:.2}×, throughput {:.2}× vs {:.2}× {}",
+        stateless.0,
+        legacy.0,
+        stateless.1,
+        legacy.1,
+        verdict(stateless.0 <= legacy.0 * 1.1 && stateless.1 >= legacy.1 / 1.1)
+    );
 }

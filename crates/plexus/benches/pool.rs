@@ -16,7 +16,6 @@ use plexus::pool::{Pool, PoolSettings, ServerSpec};
 use plexus::{ClientOptions, DefaultConnector};
 use support::{median, pin_from_env, server_path, verdict};
 
-#[allow(dead_code)] // each bench uses a part
 mod support;
 
 const ROUNDS: usize = 5;

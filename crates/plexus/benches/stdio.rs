@@ -1,4 +1,5 @@
-//! stdio round trips: a raw floor against plexus, in one run, against the same test server binary.
+//! stdio round trips: a raw floor against plexus, in one run, against the same test server binary,
+//! in the `initialize` era and in the stateless 2026-07-28 era (each against a floor of its era).
 //!
 //! Run through `cargo xtask bench`, which builds the test server and passes its path in
 //! `PLEXUS_TESTSERVER_BIN`. Every figure is the median of several rounds; floor and plexus rounds
@@ -12,13 +13,12 @@
 // Statistics over counts far below 2^52, and an index computed from a fraction in [0, 1].
 #![allow(clippy::cast_precision_loss, clippy::cast_sign_loss)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::Instant;
 
 use plexus::stdio::{StdioConfig, StdioTransport};
 use plexus::{Client, ClientOptions};
+use support::raw::{LEGACY_ECHO, LEGACY_INITIALIZED, LEGACY_OPENING, RawClient, STATELESS_ECHO, STATELESS_OPENING};
 use support::{median, percentile, pin_from_env, server_path, verdict};
 
 mod support;
@@ -35,94 +35,6 @@ struct Round {
     p50: f64,
     p99: f64,
     throughput: f64,
-}
-
-/// The floor: a minimal client writing and reading lines on the child's pipes, blocking, on one
-/// thread.
-struct RawClient {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    line: String,
-    next_id: u64,
-}
-
-impl RawClient {
-    fn start(server: &str) -> RawClient {
-        let mut child = Command::new(server)
-            .arg("stdio")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn the test server");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut raw = RawClient {
-            child,
-            stdin,
-            stdout,
-            line: String::new(),
-            next_id: 0,
-        };
-        raw.send(r#""method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"0"}}"#);
-        raw.receive();
-        writeln!(raw.stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
-        raw
-    }
-
-    fn send(&mut self, body: &str) {
-        self.next_id += 1;
-        writeln!(self.stdin, r#"{{"jsonrpc":"2.0","id":{},{body}}}"#, self.next_id).unwrap();
-    }
-
-    fn send_echo(&mut self) {
-        self.send(r#""method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}"#);
-    }
-
-    fn receive(&mut self) {
-        self.line.clear();
-        self.stdout.read_line(&mut self.line).unwrap();
-        assert!(self.line.contains("\"result\""), "unexpected reply: {}", self.line);
-    }
-
-    fn round(&mut self) -> Round {
-        for _ in 0..WARMUP_CALLS {
-            self.send_echo();
-            self.receive();
-        }
-        let mut times = Vec::with_capacity(SEQUENTIAL_CALLS);
-        for _ in 0..SEQUENTIAL_CALLS {
-            let start = Instant::now();
-            self.send_echo();
-            self.receive();
-            times.push(start.elapsed());
-        }
-        times.sort_unstable();
-        let start = Instant::now();
-        for _ in 0..IN_FLIGHT {
-            self.send_echo();
-        }
-        for done in 0..THROUGHPUT_CALLS {
-            self.receive();
-            if done + IN_FLIGHT < THROUGHPUT_CALLS {
-                self.send_echo();
-            }
-        }
-        let throughput = THROUGHPUT_CALLS as f64 / start.elapsed().as_secs_f64();
-        Round {
-            p50: percentile(&times, 0.5),
-            p99: percentile(&times, 0.99),
-            throughput,
-        }
-    }
-}
-
-impl Drop for RawClient {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn echo_arguments() -> serde_json::Map<String, serde_json::Value> {
@@ -165,12 +77,24 @@ async fn plexus_round(client: &Client) -> Round {
     }
 }
 
-async fn connect(server: &str) -> Client {
+async fn connect(server: &str, stateless: bool) -> Client {
     let config = StdioConfig::new(server).arg("stdio");
     let transport = StdioTransport::spawn(config).expect("spawn the test server");
-    Client::connect(Box::new(transport), ClientOptions::new("bench"))
-        .await
-        .expect("initialize")
+    let mut options = ClientOptions::new("bench");
+    if stateless {
+        options.era = plexus::client::EraChoice::Stateless(plexus::protocol::ProtocolVersion::V2026_07_28);
+    }
+    Client::connect(Box::new(transport), options).await.expect("initialize")
+}
+
+/// A floor round as this bench's figures.
+fn floor_round(raw: &mut RawClient) -> Round {
+    let r = raw.round(WARMUP_CALLS, SEQUENTIAL_CALLS, IN_FLIGHT, THROUGHPUT_CALLS);
+    Round {
+        p50: r.p50,
+        p99: r.p99,
+        throughput: r.throughput,
+    }
 }
 
 fn runtime(multi_thread: bool) -> tokio::runtime::Runtime {
@@ -219,18 +143,21 @@ fn main() {
     println!(
         "stdio, {pinning}: {SEQUENTIAL_CALLS} sequential tools/call echo + {THROUGHPUT_CALLS} with {IN_FLIGHT} in flight, median of {ROUNDS} rounds"
     );
-    let mut floor = Vec::new();
-    let mut current = Vec::new();
-    let mut multi = Vec::new();
+    let (mut floor, mut current, mut multi) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut stateless_floor, mut stateless) = (Vec::new(), Vec::new());
     let current_rt = runtime(false);
     let multi_rt = runtime(true);
-    let current_client = current_rt.block_on(connect(&server));
-    let multi_client = multi_rt.block_on(connect(&server));
-    let mut raw = RawClient::start(&server);
+    let current_client = current_rt.block_on(connect(&server, false));
+    let multi_client = multi_rt.block_on(connect(&server, false));
+    let stateless_client = current_rt.block_on(connect(&server, true));
+    let mut raw = RawClient::start(&server, &[], &[LEGACY_OPENING, LEGACY_INITIALIZED], LEGACY_ECHO);
+    let mut stateless_raw = RawClient::start(&server, &[], &[STATELESS_OPENING], STATELESS_ECHO);
     for _ in 0..ROUNDS {
-        floor.push(raw.round());
+        floor.push(floor_round(&mut raw));
         current.push(current_rt.block_on(plexus_round(&current_client)));
         multi.push(multi_rt.block_on(plexus_round(&multi_client)));
+        stateless_floor.push(floor_round(&mut stateless_raw));
+        stateless.push(current_rt.block_on(plexus_round(&stateless_client)));
     }
     let floor = summarize("floor (raw pipes)", &floor, None);
     let current = summarize("plexus (current-thread rt)", &current, Some(&floor));
@@ -244,6 +171,18 @@ fn main() {
             verdict(throughput >= 0.35)
         );
     }
+    let stateless_floor = summarize("floor, stateless era", &stateless_floor, None);
+    let stateless = summarize("plexus, stateless era (cur.)", &stateless, Some(&stateless_floor));
+    let (p50, legacy_p50) = (stateless.p50 / stateless_floor.p50, current.p50 / floor.p50);
+    let (tp, legacy_tp) = (
+        stateless.throughput / stateless_floor.throughput,
+        current.throughput / floor.throughput,
+    );
+    println!(
+        "target: the stateless era no slower per call than the initialize era (to each era's floor, current-thread): p50 {p50:.2}× vs {legacy_p50:.2}×, throughput {tp:.2}× vs {legacy_tp:.2}× {}",
+        verdict(p50 <= legacy_p50 * 1.1 && tp >= legacy_tp / 1.1)
+    );
+    current_rt.block_on(async { stateless_client.close().await.unwrap() });
     current_rt.block_on(async { current_client.close().await.unwrap() });
     multi_rt.block_on(async { multi_client.close().await.unwrap() });
 }

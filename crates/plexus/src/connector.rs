@@ -402,7 +402,13 @@ impl DefaultConnector {
         }
         if let ServerConfig::InProcess(_) = config {
             let budget = options.initialize_timeout;
-            return within_budget(name, config, budget, self.connect_in_process(name, options)).await;
+            return Box::pin(within_budget(
+                name,
+                config,
+                budget,
+                self.connect_in_process(name, options),
+            ))
+            .await;
         }
         let plan = entry_auth::plan(config, scope).map_err(|why| ConnectError::Unsupported {
             server: name.to_owned(),

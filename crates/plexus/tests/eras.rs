@@ -173,3 +173,30 @@ async fn a_remembered_verdict_costs_no_probe_and_a_wrong_one_is_corrected_on_the
     assert_eq!(era_of_script(&dir).await, (ProtocolVersion::LATEST, EraSource::Probe));
     assert_eq!(era_of_script(&dir).await, (ProtocolVersion::LATEST, EraSource::Cache));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_of_both_eras_that_answers_the_probe_late_is_spoken_to_in_the_stateless_era() {
+    use plexus::client::EraSource;
+    let dir = tempfile::tempdir().unwrap();
+    // The server starts after the probe timed out (1 s): it reads the probe first, so it serves
+    // the stateless era on this connection and refuses the handshake that follows.
+    let script = dir.path().join("server.sh");
+    std::fs::write(
+        &script,
+        format!("sleep 1.5; exec '{}' stdio\n", testserver_binary().display()),
+    )
+    .unwrap();
+    let hub = hub_with_entry(
+        &dir,
+        json!({"command": "sh", "args": [script], "protocolVersion": "auto"}),
+    )
+    .await;
+    let echoed = hub.call("mcp__demo__echo", json!({"text": "late"})).await.unwrap();
+    assert_eq!(echoed.content[0].as_text(), Some("late"));
+    let client = hub.pool().ensure_connected("demo").await.unwrap();
+    assert_eq!(
+        (client.server().protocol_version, client.server().era_source),
+        (ProtocolVersion::V2026_07_28, EraSource::Probe)
+    );
+    hub.shutdown().await;
+}

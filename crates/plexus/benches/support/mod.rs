@@ -1,8 +1,13 @@
-//! What both benchmarks share: pinning, medians, verdicts, the test server's path.
+//! What the benchmarks share: pinning, medians, verdicts, the test server's path, and the stdio
+//! floor ([`raw`]).
 // Statistics over counts far below 2^52, and an index computed from a fraction in [0, 1].
 #![allow(clippy::cast_precision_loss, clippy::cast_sign_loss)]
+// Each bench uses a part.
+#![allow(dead_code)]
 
 use std::time::Duration;
+
+pub(crate) mod raw;
 
 /// The test server binary, from `PLEXUS_TESTSERVER_BIN` (set by `cargo xtask bench`).
 pub(crate) fn server_path() -> String {

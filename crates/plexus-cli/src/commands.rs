@@ -315,6 +315,18 @@ async fn tools_command(configured: Configured, only: Option<&str>, json: bool) -
             names.join(", ")
         ));
     }
+    // Tools left out by their server's session: over HTTP in the stateless era, a tool whose
+    // `x-mcp-header` annotations are invalid cannot be called as the revision requires.
+    for server in hub.pool().names() {
+        for rejected in hub
+            .pool()
+            .client(&server)
+            .map(|client| client.rejected_tools())
+            .unwrap_or_default()
+        {
+            crate::terminal::say(format_args!("server {server:?}: {rejected}"));
+        }
+    }
     let outcome = partial_outcome(selected.len(), hub.pool(), !failures.is_empty());
     close(&hub).await;
     print_tools(&pool.entries, json);

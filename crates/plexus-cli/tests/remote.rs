@@ -110,3 +110,57 @@ fn an_http_entry_for_a_legacy_server_says_it_fell_back() {
         ])
     );
 }
+
+#[test]
+fn a_stateless_http_server_tool_with_an_invalid_header_annotation_is_left_out_and_said_why() {
+    let remote = Remote::http(&["--header-tools"]);
+    let ws = Workspace::new();
+    let servers = json!({"api": {"type": "http", "url": remote.url(), "protocolVersion": "2026-07-28"}});
+    let path = ws.write_servers("servers.json", &servers);
+    let output = ws
+        .command(ws.path(), &["--config", path.to_str().unwrap(), "tools"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    );
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("mcp__api__headers_echo"), "{stdout}");
+    assert!(!stdout.contains("bad_header_tool"), "{stdout}");
+    assert!(
+        stderr.contains(r#"plexus: server "api": tool "bad_header_tool" is left out: "#)
+            && stderr.contains("My Region"),
+        "{stderr}"
+    );
+    // Its arguments go as headers: the call shows what the server received.
+    let output = ws
+        .command(
+            ws.path(),
+            &[
+                "--config",
+                path.to_str().unwrap(),
+                "call",
+                "mcp__api__headers_echo",
+                r#"{"region":"eu-west1","priority":3}"#,
+            ],
+        )
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let seen: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(
+        (
+            &seen["mcp-param-region"],
+            &seen["mcp-param-priority"],
+            &seen["mcp-name"]
+        ),
+        (&json!("eu-west1"), &json!("3"), &json!("headers_echo"))
+    );
+}

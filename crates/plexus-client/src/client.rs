@@ -22,6 +22,7 @@ use crate::handler::{ClientHandler, NoHandler};
 use crate::notifications::ServerNotification;
 use crate::request::{RequestOptions, request};
 use crate::session::Shared;
+use crate::wire::StatelessWire;
 
 /// The default timeout of a request other than `initialize` and `tools/call`: 60 s, or
 /// `PLEXUS_REQUEST_TIMEOUT` (ms).
@@ -174,7 +175,7 @@ pub struct Client {
     /// Ends the session's background work (its subscriptions) when the last handle goes.
     _background: Arc<Background>,
     details: Arc<ServerDetails>,
-    request_timeout: Duration,
+    pub(crate) request_timeout: Duration,
     tool_timeout: Duration,
     pub(crate) max_list_bytes: usize,
 }
@@ -268,7 +269,27 @@ impl Client {
         options: &RequestOptions,
     ) -> Result<Box<RawValue>, ClientError> {
         match method {
-            methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ => {
+            methods::TOOLS_CALL => {
+                let called =
+                    crate::rounds::request_with_input(&self.shared, method, params, options, self.request_timeout)
+                        .await;
+                match called {
+                    // The server refused the call's headers (-32020), so the tool did not run: its
+                    // `x-mcp-header` annotations may have changed since the listing, or it was
+                    // never listed. List again, then call once more.
+                    Err(ClientError::Rpc { error, .. })
+                        if error.code == plexus_protocol::errors::HEADER_MISMATCH
+                            && self.shared.stateless().is_some_and(StatelessWire::carries_headers)
+                            && self.tools_listing().await.is_ok() =>
+                    {
+                        tracing::debug!(server = %self.shared.name, "a tool call's headers were refused ({}): listed the tools again", error.message);
+                        crate::rounds::request_with_input(&self.shared, method, params, options, self.request_timeout)
+                            .await
+                    }
+                    other => other,
+                }
+            }
+            methods::PROMPTS_GET | methods::RESOURCES_READ => {
                 crate::rounds::request_with_input(&self.shared, method, params, options, self.request_timeout).await
             }
             _ => request(&self.shared, method, params, options, self.request_timeout, true).await,

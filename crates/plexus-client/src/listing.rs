@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use crate::ClientError;
 use crate::client::{Client, MAX_LIST_PAGES, decode_result};
 use crate::error::ListProblem;
-use crate::request::RequestOptions;
+use crate::request::{RequestOptions, request};
 
 /// A whole list and how long it may be cached.
 #[derive(Debug, Clone, PartialEq)]
@@ -121,13 +121,15 @@ impl Client {
         let mut cursor: Option<String> = None;
         let mut bytes = 0;
         for _ in 0..MAX_LIST_PAGES {
-            let raw = self
-                .request_raw(
-                    method,
-                    Some(&PaginatedRequestParams::page(cursor.clone())),
-                    &RequestOptions::default(),
-                )
-                .await?;
+            let raw = request(
+                &self.shared,
+                method,
+                Some(&PaginatedRequestParams::page(cursor.clone())),
+                &RequestOptions::default(),
+                self.request_timeout,
+                true,
+            )
+            .await?;
             bytes += raw.get().len();
             if bytes > self.max_list_bytes {
                 return Err(ClientError::Pagination {

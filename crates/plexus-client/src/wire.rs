@@ -82,6 +82,11 @@ impl StatelessWire {
         })
     }
 
+    /// Whether the transport carries headers (Streamable HTTP).
+    pub(crate) fn carries_headers(&self) -> bool {
+        self.headers
+    }
+
     /// The session's change notifications (`subscriptions/listen`).
     pub(crate) fn listening(&self) -> &Listening {
         &self.listening

@@ -207,3 +207,18 @@ async fn a_stateless_call_is_cancelled_by_closing_its_stream_not_by_a_notificati
         .collect();
     assert_eq!(methods, ["server/discover", "tools/call", "tools/call"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_whose_headers_are_refused_lists_the_tools_again_and_is_sent_once_more() {
+    let server = serve(&["--header-tools"]).await;
+    // No listing yet: the client does not know that `region` goes in a header, and the server
+    // refuses the call (-32020) before running it.
+    let client = client(server.url(), EraChoice::Stateless(ProtocolVersion::V2026_07_28)).await;
+    let seen = client
+        .call_tool("headers_echo", json!({"region": "eu"}).as_object().cloned())
+        .await
+        .unwrap();
+    let headers: Value = serde_json::from_str(&text_of(&seen)).unwrap();
+    assert_eq!(headers["mcp-param-region"], "eu");
+    client.close().await.unwrap();
+}

@@ -12,7 +12,7 @@
 //! could not run; except the few a correct client leaves skipped,
 //! [`NOT_APPLICABLE`](crate::checks::NOT_APPLICABLE)) and any other status fail the scenario.
 //!
-//! A suite that names required revisions ([`REQUIREMENTS`](crate::requirements::REQUIREMENTS))
+//! A suite that names required revisions ([`REQUIREMENTS`])
 //! also runs as the revision's conformance statement (`client --requirements REVISION`), read
 //! strictly: every check of every scenario it runs, with no `FAILURE` and no `WARNING`.
 

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use plexus_net::http::{RedirectError, Request, Response, follow_redirects};
-use plexus_transport::{MessageHeader, PROTOCOL_VERSION_HEADER, TransportError};
+use plexus_transport::{MessageHeader, TransportError};
 
 use crate::config::MAX_REDIRECTS;
 use crate::deadline::{Deadline, ProviderTimeout};
@@ -103,13 +103,12 @@ impl RequestSpec {
         }
     }
 
-    /// The POST of a message with headers of its own (see [`RequestSpec::message_headers`]).
-    pub(crate) fn post_with_headers(body: Vec<u8>, headers: Vec<MessageHeader>) -> Self {
-        let mut stateless = false;
+    /// The POST of a message with headers of its own (see [`RequestSpec::message_headers`]),
+    /// `stateless` when they include a protocol version.
+    pub(crate) fn post_with_headers(body: Vec<u8>, headers: Vec<MessageHeader>, stateless: bool) -> Self {
         let message_headers = headers
             .into_iter()
             .filter_map(|(name, value)| {
-                stateless |= name.eq_ignore_ascii_case(PROTOCOL_VERSION_HEADER);
                 match (HeaderName::from_bytes(name.as_bytes()), HeaderValue::try_from(value)) {
                     (Ok(name), Ok(value)) => Some((name, value)),
                     // The session encodes every value it sets; a header that still cannot be sent is

@@ -81,6 +81,8 @@ impl Inner {
     /// POSTs one message (see [`HttpSender`]).
     async fn post(self: &Arc<Self>, mut message: OutboundMessage) -> Result<Option<Response>, TransportError> {
         self.check_open()?;
+        // A message with a protocol version of its own is one of the stateless revision.
+        let stateless = message.protocol_version().is_some();
         let headers = message.take_headers();
         let _in_flight = Counted::new(self, |inner| &inner.requests_in_flight);
         // A request's own timeout, with a grace, when it has one: its sender's timer fires first
@@ -94,7 +96,7 @@ impl Inner {
         {
             // Its sender gave up on it: a server may keep its response stream open regardless.
             self.post_streams.cancel(&id);
-            if headers.iter().any(|(name, _)| is_version(name)) {
+            if stateless {
                 // The stateless revision cancels a request by closing its stream: that was all.
                 return Ok(None);
             }
@@ -109,7 +111,7 @@ impl Inner {
         let spec = if headers.is_empty() {
             RequestSpec::post(message.into_json(), initialize)
         } else {
-            RequestSpec::post_with_headers(message.into_json(), headers)
+            RequestSpec::post_with_headers(message.into_json(), headers, stateless)
         };
         let response = self.execute(&spec, &mut deadline).await?;
         if initialize {
@@ -218,11 +220,6 @@ impl Inner {
             Err(e) => tracing::debug!(server = %self.name, "could not end session {id}: {e}"),
         }
     }
-}
-
-/// Whether a header name is `MCP-Protocol-Version`.
-fn is_version(name: &str) -> bool {
-    name.eq_ignore_ascii_case(plexus_transport::PROTOCOL_VERSION_HEADER)
 }
 
 /// The id of the request a `notifications/cancelled` names, if it names one.

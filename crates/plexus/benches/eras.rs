@@ -10,7 +10,7 @@
 // Statistics over counts far below 2^52, and an index computed from a fraction in [0, 1].
 #![allow(clippy::cast_precision_loss, clippy::cast_sign_loss)]
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use plexus::config::ServerConfig;
 use plexus::{ClientOptions, DefaultConnector};
@@ -80,6 +80,4 @@ fn main() {
             println!("  {label:<46} cold verdict cache {cold:>8.2} ms   warm {warm:>8.2} ms");
         }
     });
-    // Let the servers' exits be reaped before the process ends.
-    std::thread::sleep(Duration::from_millis(50));
 }

@@ -143,6 +143,16 @@ fn mismatch(message: &str) -> ErrorObject {
     ErrorObject::new(HEADER_MISMATCH, format!("Header mismatch: {message}"))
 }
 
+/// Checks that header `name` was sent and decodes to `expected` (what the body says as `what`);
+/// -32020 saying which and how otherwise.
+fn expect_header(headers: &HeaderMap, name: &str, expected: &str, what: &str) -> Result<(), ErrorObject> {
+    match decoded(headers, name)? {
+        None => Err(mismatch(&format!("{name} is missing ({what} is {expected:?})"))),
+        Some(sent) if sent != expected => Err(mismatch(&format!("{name} is {sent:?} but {what} is {expected:?}"))),
+        Some(_) => Ok(()),
+    }
+}
+
 /// The decoded value of header `name`, if sent; -32020 when it is not visible ASCII or its
 /// `=?base64?…?=` does not decode.
 fn decoded<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<Cow<'h, str>>, ErrorObject> {
@@ -253,38 +263,14 @@ impl Stateless {
             return Err(error);
         }
         drop(rejected_once);
-        match decoded(headers, MCP_METHOD_HEADER)? {
-            None => {
-                return Err(mismatch(&format!(
-                    "{MCP_METHOD_HEADER} is missing (the body's method is {method:?})"
-                )));
-            }
-            Some(sent) if sent != method => {
-                return Err(mismatch(&format!(
-                    "{MCP_METHOD_HEADER} is {sent:?} but the body's method is {method:?}"
-                )));
-            }
-            Some(_) => {}
-        }
+        expect_header(headers, MCP_METHOD_HEADER, method, "the body's method")?;
         let Some(member) = name_param(method) else {
             return check_param_headers(&ParamHeaders::default(), &Map::new(), headers);
         };
         let params: Value = serde_json::from_str(params)
             .map_err(|e| ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("invalid params for {method}: {e}")))?;
         let named = params.get(member).and_then(Value::as_str).unwrap_or_default();
-        match decoded(headers, MCP_NAME_HEADER)? {
-            None => {
-                return Err(mismatch(&format!(
-                    "{MCP_NAME_HEADER} is missing (params.{member} is {named:?})"
-                )));
-            }
-            Some(sent) if sent != named => {
-                return Err(mismatch(&format!(
-                    "{MCP_NAME_HEADER} is {sent:?} but params.{member} is {named:?}"
-                )));
-            }
-            Some(_) => {}
-        }
+        expect_header(headers, MCP_NAME_HEADER, named, &format!("params.{member}"))?;
         let empty = Map::new();
         let arguments = params.get("arguments").and_then(Value::as_object).unwrap_or(&empty);
         let annotated = match method {

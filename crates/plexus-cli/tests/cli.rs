@@ -148,7 +148,7 @@ fn servers_json_reports_each_status() {
                 "demo",
                 "stdio",
                 "connected",
-                json!({"protocolVersion": "2025-11-25", "era": "initialize", "eraSource": "pinned", "serverInfo": {"name": "plexus-testserver", "version": version}, "toolCount": 20, "connectMs": "measured"})
+                json!({"protocolVersion": "2026-07-28", "era": "stateless", "eraSource": "probe", "serverInfo": {"name": "plexus-testserver", "version": version}, "toolCount": 20, "connectMs": "measured"})
             ),
             row(
                 "gone",
@@ -173,9 +173,9 @@ fn servers_table_is_tidy() {
     let output = plexus(&dir, &["servers"]);
     assert_eq!(output.status.code(), Some(0));
     let version = env!("CARGO_PKG_VERSION");
-    // The demo server comes from no scope and no file.
+    // The demo server comes from no scope and no file; the probe found it speaks the stateless era.
     let expected = format!(
-        "NAME  SCOPE  KIND   STATUS     PROTOCOL    SERVER{pad}TOOLS  SOURCE  ERROR\ndemo         stdio  connected  2025-11-25  plexus-testserver {version}  20\n",
+        "NAME  SCOPE  KIND   STATUS     PROTOCOL             SERVER{pad}TOOLS  SOURCE  ERROR\ndemo         stdio  connected  2026-07-28 (probed)  plexus-testserver {version}  20\n",
         pad = " ".repeat(format!("plexus-testserver {version}").len() - "SERVER".len() + 2)
     );
     assert_eq!(stdout(&output), expected);
@@ -612,11 +612,13 @@ fn a_table_fits_the_terminal_and_what_it_cuts_is_printed_whole_below() {
         ws.user_file(),
         &json!({"demo": demo(&[]), "gone": {"command": "plexus-no-such-command-with-a-long-name"}}),
     );
-    let out = ws.run_with_env(&["servers"], &[("COLUMNS", "90")]);
+    // 100 columns: the fixed columns (the protocol with how it was found, "2026-07-28 (probed)")
+    // and the flexible ones at their floor take 99.
+    let out = ws.run_with_env(&["servers"], &[("COLUMNS", "100")]);
     assert_eq!(out.code, Some(0), "{out:?}");
     let (table, below) = out.stdout.split_once("\n\n").expect("a part below the table");
     for line in table.lines() {
-        assert!(line.chars().count() <= 90, "{line:?} is wider than 90");
+        assert!(line.chars().count() <= 100, "{line:?} is wider than 100");
     }
     assert!(table.lines().nth(2).unwrap().ends_with('…'), "{table}");
     assert!(
@@ -641,7 +643,8 @@ fn plexus_max_message_size_sets_the_limit_and_a_reply_over_it_fails_its_call_at_
     assert_eq!(
         error[1..],
         [
-            "  caused by: the server's reply to request 2 was dropped",
+            // The probe (request 0) and the stateless era's listen (1) come first.
+            "  caused by: the server's reply to request 3 was dropped",
             "plexus: error: calling mcp__demo__large"
         ],
         "{}",
@@ -720,11 +723,11 @@ fn verbose_output_shows_server_logs_then_messages_then_bodies_with_secrets_redac
     assert!(
         out.stderr
             .lines()
-            .any(|line| line.contains("→ request tools/call id=2 (") && line.ends_with("bytes) server=\"demo\"")),
+            .any(|line| line.contains("→ request tools/call id=3 (") && line.ends_with("bytes) server=\"demo\"")),
         "{}",
         out.stderr
     );
-    assert!(out.stderr.contains("← result id=2 ("), "{}", out.stderr);
+    assert!(out.stderr.contains("← result id=3 ("), "{}", out.stderr);
     assert!(!out.stderr.contains("sk-123"), "no body at -vv: {}", out.stderr);
 
     let out = ws.run(&[&["-vvv"][..], &echo].concat());

@@ -86,7 +86,7 @@ fn servers_shows_every_scope_with_its_file_warnings_and_errors() {
                 Some("stdio"),
                 "connected",
                 &json!({
-                    "protocolVersion": "2025-11-25", "era": "initialize", "eraSource": "pinned", "serverInfo": {"name": "plexus-testserver", "version": version()}, "toolCount": 20,
+                    "protocolVersion": "2026-07-28", "era": "stateless", "eraSource": "probe", "serverInfo": {"name": "plexus-testserver", "version": version()}, "toolCount": 20,
                     "connectMs": "measured",
                     "warnings": [format!("{user}: server \"from-user\": field \"color\": unknown field for a \"stdio\" server; kept as written but not used")]
                 })

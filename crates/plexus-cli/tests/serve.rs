@@ -211,40 +211,54 @@ async fn an_image_comes_through_whole(gateway: &Client) {
 
 #[test]
 fn a_call_the_client_gives_up_is_cancelled_on_the_backend() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("events.log");
-    let remote = Remote::http(&["--event-log", log.to_str().unwrap()]);
-    let ws = workspace(&json!({"remote": {"type": "http", "url": remote.url()}}));
-    runtime().block_on(async {
-        let client = connect(&stdio_entry(&ws, &[]), None).await;
-        let options = plexus::client::RequestOptions::with_timeout(Duration::from_millis(500));
-        let error = client
-            .call_tool_with("mcp__remote__hang", None, options)
-            .await
-            .unwrap_err();
-        assert!(error.to_string().contains("timed out"), "{error}");
-        // The client's notifications/cancelled reaches the backend through the gateway.
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            let cancelled = text
-                .lines()
-                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-                .any(|event| event["event"] == "notification" && event["method"] == "notifications/cancelled");
-            if cancelled {
-                break;
+    // A backend of the `initialize` era hears notifications/cancelled; one of the stateless era
+    // (the test server's default) has the call's stream closed.
+    for legacy in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("events.log");
+        let era: &[&str] = if legacy { &["--era", "legacy"] } else { &[] };
+        let remote = Remote::http(&[&["--event-log", log.to_str().unwrap()][..], era].concat());
+        let ws = workspace(&json!({"remote": {"type": "http", "url": remote.url()}}));
+        runtime().block_on(async {
+            let client = connect(&stdio_entry(&ws, &[]), None).await;
+            let options = plexus::client::RequestOptions::with_timeout(Duration::from_millis(500));
+            let error = client
+                .call_tool_with("mcp__remote__hang", None, options)
+                .await
+                .unwrap_err();
+            assert!(error.to_string().contains("timed out"), "{error}");
+            // The cancellation reaches the backend through the gateway.
+            let deadline = std::time::Instant::now() + Duration::from_secs(20);
+            loop {
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                let cancelled = text
+                    .lines()
+                    .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                    .any(|event| {
+                        if legacy {
+                            event["event"] == "notification" && event["method"] == "notifications/cancelled"
+                        } else {
+                            event["event"] == "stream-closed"
+                        }
+                    });
+                if cancelled {
+                    break;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the backend (legacy: {legacy}) was not told: {text}"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            assert!(std::time::Instant::now() < deadline, "the backend was not told: {text}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        // And the gateway goes on.
-        let sum = client
-            .call_tool("mcp__remote__add", args(json!({"a": 1, "b": 2})))
-            .await
-            .unwrap();
-        assert_eq!(sum.content[0].as_text(), Some("3"));
-        client.close().await.unwrap();
-    });
+            // And the gateway goes on.
+            let sum = client
+                .call_tool("mcp__remote__add", args(json!({"a": 1, "b": 2})))
+                .await
+                .unwrap();
+            assert_eq!(sum.content[0].as_text(), Some("3"));
+            client.close().await.unwrap();
+        });
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -696,9 +710,10 @@ async fn completions_and_resource_subscriptions_reach_the_server_that_owns_them(
         )
     };
     let sent = update().await.unwrap();
+    // The backend speaks the stateless era: the gateway listens for the resource on its behalf.
     assert_eq!(
         sent.content[0].as_text(),
-        Some("sent notifications/resources/updated for test://static/hello.txt")
+        Some("sent notifications/resources/updated for test://static/hello.txt to 1 subscriptions")
     );
     let updated = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
@@ -715,7 +730,7 @@ async fn completions_and_resource_subscriptions_reach_the_server_that_owns_them(
     let sent = update().await.unwrap();
     assert_eq!(
         sent.content[0].as_text(),
-        Some("the client is not subscribed to test://static/hello.txt; nothing sent")
+        Some("no subscription listens to test://static/hello.txt; nothing sent")
     );
     client.close().await.unwrap();
 

@@ -3,7 +3,8 @@
 //! stdio or the test server over Streamable HTTP. An elicitation reaches only the client whose
 //! call caused it. Over HTTP the backend says which call that is (it asks on the call's response
 //! stream); over stdio, when the gateway cannot tell (two clients have calls running on the
-//! backend), the backend gets an error that says so, and no client is asked.
+//! backend), the backend gets an error that says so, and no client is asked. A backend of the
+//! stateless era asks in its call's `input_required` result, over stdio too.
 
 mod support;
 
@@ -66,11 +67,14 @@ impl ClientHandler for Answerer {
     }
 }
 
-/// A workspace whose backends are two demo servers, `demo` and `other`, and its gateway on a
-/// free port of 127.0.0.1 with the gateway's URL.
-fn gateway() -> (Workspace, HttpGateway, String) {
+/// A workspace whose backends are two demo servers, `demo` and `other`, run with `demo_args`,
+/// and its gateway on a free port of 127.0.0.1 with the gateway's URL.
+fn gateway(demo_args: &[&str]) -> (Workspace, HttpGateway, String) {
     let ws = Workspace::new();
-    ws.write_servers(ws.user_file(), &json!({"demo": demo(&[]), "other": demo(&[])}));
+    ws.write_servers(
+        ws.user_file(),
+        &json!({"demo": demo(demo_args), "other": demo(demo_args)}),
+    );
     let (gateway, address) = serve_http(&ws, "127.0.0.1", &[], &[]);
     (ws, gateway, format!("http://{address}/mcp"))
 }
@@ -110,7 +114,8 @@ async fn settle() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_elicitation_reaches_only_the_client_whose_calls_run_on_its_backend() {
-    let (_ws, child, url) = gateway();
+    // Backends of the `initialize` era, whose requests come apart from the calls.
+    let (_ws, child, url) = gateway(&["--era", "legacy"]);
     let (ada, bob) = (Answerer::new("Ada"), Answerer::new("Bob"));
     let a = connect(&url, Arc::clone(&ada)).await;
     let b = connect(&url, Arc::clone(&bob)).await;
@@ -139,7 +144,7 @@ async fn an_elicitation_reaches_only_the_client_whose_calls_run_on_its_backend()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_elicitation_the_gateway_cannot_place_is_refused_to_the_backend_not_guessed() {
-    let (_ws, child, url) = gateway();
+    let (_ws, child, url) = gateway(&["--era", "legacy"]);
     let (ada, bob) = (Answerer::new("Ada"), Answerer::new("Bob"));
     let a = connect(&url, Arc::clone(&ada)).await;
     let b = connect(&url, Arc::clone(&bob)).await;
@@ -167,11 +172,33 @@ async fn an_elicitation_the_gateway_cannot_place_is_refused_to_the_backend_not_g
     drop(child);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_the_stateless_era_a_backends_question_belongs_to_its_call_over_stdio_too() {
+    // The same two calls as above, to backends of the stateless era: the question comes in the
+    // `input_required` result of A's call, so the gateway knows it is A's.
+    let (_ws, child, url) = gateway(&[]);
+    let (ada, bob) = (Answerer::new("Ada"), Answerer::new("Bob"));
+    let a = connect(&url, Arc::clone(&ada)).await;
+    let b = connect(&url, Arc::clone(&bob)).await;
+    let question = call(&a, "mcp__demo__elicit", json!({"message": QUESTION}));
+    let slow = call(&b, "mcp__demo__slow", json!({"ms": 1000, "steps": 0}));
+    let (answered, slow) = tokio::join!(question, slow);
+    assert!(answered.is_error != Some(true), "{answered:?}");
+    assert!(text(&answered).contains(r#""name":"Ada""#), "{answered:?}");
+    assert_eq!(text(&slow), "slow: done after 1000 ms");
+    assert_eq!(ada.asked(), [QUESTION]);
+    assert!(bob.asked().is_empty(), "B was asked {:?}", bob.asked());
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+    drop(child);
+}
+
 #[test]
 fn over_http_an_elicitation_reaches_the_client_whose_call_caused_it_though_others_call_too() {
-    // The backend speaks Streamable HTTP: it asks on the response stream of the call it asks
-    // for, so the gateway knows whose question it is even while B's calls run there too.
-    let backend = Remote::http(&[]);
+    // The backend speaks Streamable HTTP in the `initialize` era: it asks on the response
+    // stream of the call it asks for, so the gateway knows whose question it is even while B's
+    // calls run there too.
+    let backend = Remote::http(&["--era", "legacy"]);
     let ws = Workspace::new();
     ws.write_servers(
         ws.user_file(),

@@ -15,7 +15,7 @@ use support::gateway::{args, client_of as connect, names, stdio_entry, workspace
 async fn a_slow_backend_joins_after_the_grace_period_with_list_changes() {
     let ws = workspace(&json!({
         "fast": demo(&[]),
-        "slow": demo(&["--delay", "initialize=8000"]),
+        "slow": demo(&["--era", "legacy", "--delay", "initialize=8000"]),
     }));
     let client = connect(&stdio_entry(&ws, &["--ready-grace", "2"]), None).await;
     assert!(client.server().capabilities.tools.is_some());
@@ -83,7 +83,7 @@ async fn a_call_waits_for_its_own_server_not_for_one_that_never_answers() {
     // `fast` tool waits for nothing else.
     let ws = workspace(&json!({
         "fast": demo(&[]),
-        "stuck": demo(&["--delay", "initialize=600000"]),
+        "stuck": demo(&["--era", "legacy", "--delay", "initialize=600000"]),
     }));
     let config = stdio_entry(&ws, &["--ready-grace", "2"]);
     let mut options = plexus::ClientOptions::new("impatient");

@@ -60,7 +60,8 @@ pub struct ClientOptions {
     /// Told how every request of the session ended (a connection pool counts terminal I/O
     /// failures with it); none by default.
     pub observer: Option<Arc<dyn RequestObserver>>,
-    /// Which protocol era to speak, or how to choose it (default: the `initialize` handshake).
+    /// Which protocol era to speak, or how to choose it (default: a `server/discover` probe,
+    /// [`EraChoice::PROBE`]).
     pub era: EraChoice,
 }
 

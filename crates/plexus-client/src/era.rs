@@ -43,11 +43,10 @@ use crate::wire::StatelessWire;
 pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Which era a session speaks, or how it is chosen ([`ClientOptions::era`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum EraChoice {
     /// The `initialize` handshake, offering [`ClientOptions::protocol_version`] (no probe).
-    #[default]
     Initialize,
     /// The stateless revision at this version, with no fall back: a server that does not speak
     /// it fails the connect.
@@ -56,7 +55,8 @@ pub enum EraChoice {
     /// stdio server that exited on the probe, started again); reported as the probe's verdict.
     InitializeAfterProbe,
     /// Probe with `server/discover` and speak what the server answers (see the module docs),
-    /// waiting at most `probe_timeout` for the probe's answer.
+    /// waiting at most `probe_timeout` for the probe's answer. The default, as the revision's
+    /// backward-compatibility rules ask of a client: [`EraChoice::PROBE`].
     Probe {
         /// How long the probe waits.
         probe_timeout: Duration,
@@ -73,6 +73,12 @@ pub enum EraChoice {
         /// How long a probe waits, when one is needed.
         probe_timeout: Duration,
     },
+}
+
+impl Default for EraChoice {
+    fn default() -> Self {
+        EraChoice::PROBE
+    }
 }
 
 impl EraChoice {

@@ -16,9 +16,11 @@ pub struct ServerRequestContext {
     pub server: String,
     /// The id of the server's request.
     pub request_id: RequestId,
-    /// The id of the client's request on whose behalf the server asks, when the transport
-    /// tells (Streamable HTTP: the server sent it on that request's response stream). `None`
-    /// over stdio, SSE and WebSocket, and for a request on the standalone stream.
+    /// The id of the client's request on whose behalf the server asks, when that is known: in
+    /// the stateless era always (the input request came in that request's `input_required`
+    /// result); in the `initialize` era over Streamable HTTP (the server sent it on that
+    /// request's response stream), not over stdio, SSE and WebSocket, nor for a request on the
+    /// standalone stream.
     pub related_request: Option<RequestId>,
     /// The host's [`RequestOptions::tag`](crate::RequestOptions::tag) of that related request,
     /// when it had one and is still pending.

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use crate::ClientError;
 use crate::client::decode_result;
 use crate::handler::{ServerRequestContext, dispatch};
-use crate::request::{RequestOptions, request};
+use crate::request::{Call, RequestOptions, send_call};
 use crate::session::Shared;
 
 /// The most `input_required` rounds one request goes through before the client gives up.
@@ -38,20 +38,20 @@ pub(crate) async fn request_with_input<P: Serialize + ?Sized>(
     options: &RequestOptions,
     default_timeout: Duration,
 ) -> Result<Box<RawValue>, ClientError> {
-    let mut raw = request(shared, method, params, options, default_timeout, true).await?;
+    let (mut id, mut raw) = round(shared, method, params, options, default_timeout).await?;
     if shared.stateless().is_none() {
         return Ok(raw);
     }
     let mut retry: Option<Map<String, Value>> = None;
-    for round in 0..=MAX_INPUT_ROUNDS {
+    for rounds_done in 0..=MAX_INPUT_ROUNDS {
         if let Kind::Complete = kind(method, &raw)? {
             return Ok(raw);
         }
-        if round == MAX_INPUT_ROUNDS {
+        if rounds_done == MAX_INPUT_ROUNDS {
             break;
         }
         let required: InputRequiredResult = decode_result(method, &raw)?;
-        let answers = answer(shared, method, &required).await?;
+        let answers = answer(shared, method, &required, id, options.tag).await?;
         let mut next = match retry.take() {
             Some(next) => next,
             None => first_params(method, params)?,
@@ -64,13 +64,33 @@ pub(crate) async fn request_with_input<P: Serialize + ?Sized>(
         if let Some(state) = &required.request_state {
             next.insert("requestState".to_owned(), Value::String(state.clone()));
         }
-        raw = request(shared, method, Some(&next), options, default_timeout, true).await?;
+        (id, raw) = round(shared, method, Some(&next), options, default_timeout).await?;
         retry = Some(next);
     }
     Err(ClientError::InputRounds {
         method: method.to_owned(),
         limit: MAX_INPUT_ROUNDS,
     })
+}
+
+/// One request of `method` (a new id each time, which it returns with the raw result).
+async fn round<P: Serialize + ?Sized>(
+    shared: &Arc<Shared>,
+    method: &'static str,
+    params: Option<&P>,
+    options: &RequestOptions,
+    default_timeout: Duration,
+) -> Result<(i64, Box<RawValue>), ClientError> {
+    let id = shared.next_id();
+    let call = Call {
+        id: Some(id),
+        wire: shared.stateless(),
+        method,
+        options,
+        default_timeout,
+        cancellable: true,
+    };
+    send_call(shared, &call, params).await.map(|raw| (id, raw))
 }
 
 /// Whether `raw` is complete or asks for input; an absent `resultType` is complete (a server of
@@ -118,11 +138,15 @@ fn first_params<P: Serialize + ?Sized>(method: &str, params: Option<&P>) -> Resu
     }
 }
 
-/// The handler's answers to the input requests of `required`, by their keys.
+/// The handler's answers to the input requests of `required`, by their keys; the result of
+/// request `id`, tagged `tag` by the host, asked for them (the handler is told so, as it is told
+/// of a request on a call's response stream in the `initialize` era).
 async fn answer(
     shared: &Arc<Shared>,
     method: &str,
     required: &InputRequiredResult,
+    id: i64,
+    tag: Option<u64>,
 ) -> Result<Map<String, Value>, ClientError> {
     let mut answers = Map::new();
     for (key, input) in required.input_requests.iter().flatten() {
@@ -138,7 +162,9 @@ async fn answer(
             .map(serde_json::value::to_raw_value)
             .transpose()
             .unwrap_or(None);
-        let context = ServerRequestContext::new(shared.name.clone(), RequestId::String(key.clone()));
+        let mut context = ServerRequestContext::new(shared.name.clone(), RequestId::String(key.clone()));
+        context.related_request = Some(RequestId::Number(id));
+        context.tag = tag;
         let result = dispatch(shared.handler(), asked, params.as_deref(), context)
             .await
             .map_err(failed)?;

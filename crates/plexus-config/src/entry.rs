@@ -12,7 +12,7 @@ use crate::server::{
 };
 use crate::values::{
     ANY_STRING, Fields, Report, Schemes, boolean, checked_env_name, checked_header_name, checked_header_value, no_nul,
-    non_empty, port, protocol_version, scopes, secure_url, string_list, string_map, timeout, url,
+    non_empty, port, probe_timeout, protocol_version, scopes, secure_url, string_list, string_map, timeout, url,
 };
 
 impl ServerConfig {
@@ -64,6 +64,7 @@ fn read_entry(value: &Value, report: &mut Report) -> Option<ServerConfig> {
     };
     let timeout = fields.optional("timeout", report, timeout);
     let protocol_version = fields.optional("protocolVersion", report, protocol_version);
+    let probe_timeout = fields.optional("probeTimeout", report, probe_timeout);
     let disabled = fields.optional("disabled", report, boolean).unwrap_or(false);
     let required = fields.optional("required", report, boolean).unwrap_or(false);
     let enabled_tools = fields.optional("enabledTools", report, string_list(no_nul));
@@ -75,6 +76,7 @@ fn read_entry(value: &Value, report: &mut Report) -> Option<ServerConfig> {
     *config.options_mut() = ServerOptions {
         timeout,
         protocol_version,
+        probe_timeout,
         disabled,
         required,
         enabled_tools,

@@ -149,3 +149,6 @@ pub use write::{SettingsEdit, WriteError, write_atomically};
 
 /// The shortest per-server `timeout` honoured; smaller values are ignored with a warning.
 pub const MIN_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The shortest per-server `probeTimeout` honoured; smaller values are ignored with a warning.
+pub const MIN_PROBE_TIMEOUT: Duration = Duration::from_millis(100);

@@ -47,6 +47,11 @@ pub struct ServerOptions {
     /// stateless era, an earlier one the `initialize` handshake offering it); `None`: the host's
     /// default.
     pub protocol_version: Option<String>,
+    /// `probeTimeout`: how long a `server/discover` probe of this server waits for its answer
+    /// before the server is taken for one of the `initialize` era, written in milliseconds;
+    /// `None` means the default (about a second). Values below
+    /// [`MIN_PROBE_TIMEOUT`](crate::MIN_PROBE_TIMEOUT) are ignored when parsing.
+    pub probe_timeout: Option<Duration>,
     /// `disabled`: the server is configured but not connected.
     pub disabled: bool,
     /// `required`: a host that waits for its servers to be ready fails when this one cannot
@@ -401,6 +406,10 @@ impl ServerConfig {
         }
         if let Some(version) = &options.protocol_version {
             object.insert("protocolVersion".into(), version.clone().into());
+        }
+        if let Some(probe_timeout) = options.probe_timeout {
+            // As `timeout`: parsed from a u64 of milliseconds.
+            object.insert("probeTimeout".into(), (probe_timeout.as_millis() as u64).into());
         }
         insert_flag(&mut object, "disabled", options.disabled);
         insert_flag(&mut object, "required", options.required);

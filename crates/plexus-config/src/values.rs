@@ -8,7 +8,7 @@ use url::{Host, Url};
 
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::json::{describe, index_path, key_path, quote};
-use crate::{MIN_TIMEOUT, ServerKind};
+use crate::{MIN_PROBE_TIMEOUT, MIN_TIMEOUT, ServerKind};
 
 /// The diagnostics collected while reading one entry.
 #[derive(Debug, Default)]
@@ -431,6 +431,18 @@ pub(crate) fn protocol_version(value: &Value, path: &str, report: &mut Report) -
 
 /// A timeout in whole milliseconds; values below [`MIN_TIMEOUT`] are ignored with a warning.
 pub(crate) fn timeout(value: &Value, path: &str, report: &mut Report) -> Option<Duration> {
+    millis_at_least(value, path, report, MIN_TIMEOUT)
+}
+
+/// `probeTimeout`: how long a `server/discover` probe waits, in whole milliseconds; values below
+/// [`MIN_PROBE_TIMEOUT`] are ignored with a warning.
+pub(crate) fn probe_timeout(value: &Value, path: &str, report: &mut Report) -> Option<Duration> {
+    millis_at_least(value, path, report, MIN_PROBE_TIMEOUT)
+}
+
+/// A duration in whole milliseconds of at least `floor`: a value below it is ignored with a
+/// warning (the default applies), a fraction above it or another type is an error.
+fn millis_at_least(value: &Value, path: &str, report: &mut Report, floor: Duration) -> Option<Duration> {
     let Value::Number(number) = value else {
         report.error(
             Some(path),
@@ -438,7 +450,7 @@ pub(crate) fn timeout(value: &Value, path: &str, report: &mut Report) -> Option<
         );
         return None;
     };
-    let minimum = MIN_TIMEOUT.as_millis();
+    let minimum = floor.as_millis();
     let below_minimum = match number.as_u64() {
         Some(millis) => u128::from(millis) < minimum,
         // Negative integers, and fractions (f64 has every integer below the minimum exactly).
@@ -446,13 +458,13 @@ pub(crate) fn timeout(value: &Value, path: &str, report: &mut Report) -> Option<
             number.as_i64().is_some()
                 || number
                     .as_f64()
-                    .is_some_and(|millis| millis < MIN_TIMEOUT.as_secs_f64() * 1000.0)
+                    .is_some_and(|millis| millis < floor.as_secs_f64() * 1000.0)
         }
     };
     if below_minimum {
         report.warn(
             path,
-            format!("{number} ms is below the {minimum} ms minimum; ignored, the default timeout applies"),
+            format!("{number} ms is below the {minimum} ms minimum; ignored, the default applies"),
         );
         return None;
     }
@@ -571,6 +583,30 @@ mod tests {
     }
 
     #[test]
+    fn a_probe_timeout_is_whole_milliseconds_from_100() {
+        let mut report = Report::default();
+        assert_eq!(
+            probe_timeout(&json!(100), "probeTimeout", &mut report),
+            Some(Duration::from_millis(100))
+        );
+        assert_eq!(
+            probe_timeout(&json!(2500), "probeTimeout", &mut report),
+            Some(Duration::from_millis(2500))
+        );
+        assert_eq!(probe_timeout(&json!(99), "probeTimeout", &mut report), None);
+        assert!(!report.failed());
+        assert_eq!(probe_timeout(&json!("1s"), "probeTimeout", &mut report), None);
+        assert!(report.failed());
+        assert_eq!(
+            messages(&report),
+            [
+                r#"field "probeTimeout": 99 ms is below the 100 ms minimum; ignored, the default applies"#,
+                r#"field "probeTimeout": expected a number of milliseconds, found a string"#,
+            ]
+        );
+    }
+
+    #[test]
     fn timeouts_below_the_minimum_are_warnings_and_fractions_errors() {
         let mut report = Report::default();
         assert_eq!(
@@ -587,9 +623,9 @@ mod tests {
         assert_eq!(
             messages(&report),
             [
-                r#"field "timeout": 999 ms is below the 1000 ms minimum; ignored, the default timeout applies"#,
-                r#"field "timeout": -5 ms is below the 1000 ms minimum; ignored, the default timeout applies"#,
-                r#"field "timeout": 0.5 ms is below the 1000 ms minimum; ignored, the default timeout applies"#,
+                r#"field "timeout": 999 ms is below the 1000 ms minimum; ignored, the default applies"#,
+                r#"field "timeout": -5 ms is below the 1000 ms minimum; ignored, the default applies"#,
+                r#"field "timeout": 0.5 ms is below the 1000 ms minimum; ignored, the default applies"#,
                 r#"field "timeout": expected a whole number of milliseconds, found 1500.5"#,
                 r#"field "timeout": expected a number of milliseconds, found a string"#,
             ]

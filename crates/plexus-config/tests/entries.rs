@@ -519,7 +519,7 @@ fn a_short_timeout_is_ignored_with_a_warning_and_a_bad_one_is_an_error() {
     assert_eq!(config.options().timeout, None);
     assert_eq!(
         warnings,
-        [r#"field "timeout": 500 ms is below the 1000 ms minimum; ignored, the default timeout applies"#]
+        [r#"field "timeout": 500 ms is below the 1000 ms minimum; ignored, the default applies"#]
     );
     assert_eq!(
         entry_errors(json!({ "command": "x", "timeout": "30s" })),

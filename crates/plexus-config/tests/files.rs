@@ -231,7 +231,7 @@ fn a_bad_entry_is_skipped_and_named_and_the_rest_loads() {
                 r#"{shown}: server "my server": renamed to "my_server" (server names use only A-Z, a-z, 0-9, "_" and "-", at most 64)"#
             ),
             format!(
-                r#"{shown}: server "remote": field "timeout": 10 ms is below the 1000 ms minimum; ignored, the default timeout applies"#
+                r#"{shown}: server "remote": field "timeout": 10 ms is below the 1000 ms minimum; ignored, the default applies"#
             ),
             format!(
                 r#"{shown}: server "urlonly": field "type": missing; taken as "http" since the entry has a "url" (add "type": "http" or "sse" to choose)"#

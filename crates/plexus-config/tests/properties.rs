@@ -224,16 +224,20 @@ fn options() -> impl Strategy<Value = ServerOptions> {
         patterns(),
         unknown,
         option::of(prop_oneof![Just("auto".to_owned()), "20[0-9]{2}-[01][0-9]-[0-3][0-9]"]),
+        option::of(100u64..100_000),
     )
         .prop_map(
-            |(timeout, disabled, required, enabled_tools, disabled_tools, unknown, protocol_version)| ServerOptions {
-                timeout: timeout.map(Duration::from_millis),
-                protocol_version,
-                disabled,
-                required,
-                enabled_tools,
-                disabled_tools,
-                unknown_fields: unknown.into_iter().collect::<Map<String, Value>>(),
+            |(timeout, disabled, required, enabled_tools, disabled_tools, unknown, protocol_version, probe_timeout)| {
+                ServerOptions {
+                    timeout: timeout.map(Duration::from_millis),
+                    protocol_version,
+                    probe_timeout: probe_timeout.map(Duration::from_millis),
+                    disabled,
+                    required,
+                    enabled_tools,
+                    disabled_tools,
+                    unknown_fields: unknown.into_iter().collect::<Map<String, Value>>(),
+                }
             },
         )
 }

@@ -317,9 +317,11 @@ pub async fn run(url: &str, scenario: &Scenario, limits: Limits) -> Result<Vec<S
         .map(|setup| Arc::clone(&setup.provider) as Arc<dyn AuthProvider>);
     let steps = async {
         let mut options = client_options(name, limits);
-        if let Some(version) = stateless_version(scenario) {
-            options.era = plexus::client::EraChoice::Stateless(version);
-        }
+        // A scenario of the `initialize` era gets the handshake at once, as it expects (no probe).
+        options.era = match stateless_version(scenario) {
+            Some(version) => plexus::client::EraChoice::Stateless(version),
+            None => plexus::client::EraChoice::Initialize,
+        };
         let connected = match provider {
             Some(provider) => connect_with_auth(name, url, provider, options).await,
             None => plexus::connect(name, &config, options).await,

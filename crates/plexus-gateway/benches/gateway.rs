@@ -31,6 +31,9 @@ async fn connect(config: StdioConfig) -> Client {
     let transport = StdioTransport::spawn(config).expect("spawn the server");
     let mut options = ClientOptions::new("bench");
     options.initialize_timeout = Duration::from_secs(60);
+    // Every hop in the `initialize` era, the one the gateway serves its clients in, so that the
+    // direct call and the gateway's call to its backend are alike.
+    options.era = plexus::client::EraChoice::Initialize;
     Client::connect(Box::new(transport), options).await.expect("initialize")
 }
 
@@ -57,9 +60,10 @@ fn serve(server: &str, home: &str) {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let entry = ServerConfig::from_json(&json!({"command": server, "args": ["stdio"]}))
-            .unwrap()
-            .0;
+        let entry =
+            ServerConfig::from_json(&json!({"command": server, "args": ["stdio"], "protocolVersion": "2025-11-25"}))
+                .unwrap()
+                .0;
         let discovery = DiscoveryOptions::new(home, home).with_managed_file(None);
         let backends = Backends::new();
         let options = backends.hub_options(HubOptions::new(discovery).ad_hoc("demo", entry));

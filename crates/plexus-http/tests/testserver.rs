@@ -448,8 +448,10 @@ async fn a_call_allowed_longer_than_the_request_timeout_gets_its_reply() {
 async fn a_call_that_times_out_while_its_json_reply_is_pending_is_cancelled_on_the_server() {
     // The transport's own 300 ms would end the exchange first, and the server would never hear
     // that the call was given up; the call's 500 ms comes first and cancels it.
+    // A server of the `initialize` era hears a notification (the stateless era closes the
+    // call's stream instead: see the facade's http_eras tests).
     let log = EventLog::new("cancelled-json-call");
-    let server = serve(&["--json-response", &log.arg()]).await;
+    let server = serve(&["--era", "legacy", "--json-response", &log.arg()]).await;
     let (client, info) = client_over(&server, |c| c.request_timeout(Duration::from_millis(300))).await;
     let options = plexus_client::RequestOptions::with_timeout(Duration::from_millis(500));
     let error = guard(client.call_tool_with("slow", slow(2000), options))
@@ -505,9 +507,9 @@ impl plexus_client::ClientHandler for Recorder {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_on_a_calls_response_stream_names_that_call_and_its_tag() {
-    // The server asks on the response stream of the call it asks for: the handler is told which
-    // request that is, and the host's tag of it.
-    let server = serve(&[]).await;
+    // The server (of the `initialize` era, which asks by request) asks on the response stream of
+    // the call it asks for: the handler is told which request that is, and the host's tag of it.
+    let server = serve(&["--era", "legacy"]).await;
     let transport = plexus_http::HttpTransport::new(plexus_http::HttpConfig::new(server.url())).unwrap();
     let recorder = std::sync::Arc::new(Recorder(std::sync::Mutex::new(Vec::new())));
     let options = plexus_client::ClientOptions::new("t").handler(recorder.clone());
@@ -525,8 +527,8 @@ async fn a_request_on_a_calls_response_stream_names_that_call_and_its_tag() {
     assert_ne!(result.is_error, Some(true), "{result:?}");
     let contexts = recorder.0.lock().unwrap().clone();
     assert_eq!(contexts.len(), 1, "{contexts:?}");
-    // The client numbers its requests from 1 after `initialize` (0): the call is request 1.
-    assert_eq!(contexts[0].related_request, Some(RequestId::Number(1)));
+    // The probe (request 0) and `initialize` (1) come first: the call is request 2.
+    assert_eq!(contexts[0].related_request, Some(RequestId::Number(2)));
     assert_eq!(contexts[0].tag, Some(42));
     assert_eq!(contexts[0].server, "t");
     client.close().await.unwrap();

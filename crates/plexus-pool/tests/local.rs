@@ -19,8 +19,12 @@ async fn a_hundred_callers_share_one_connect_and_one_process() {
     let dir = tempfile::tempdir().unwrap();
     let log = log_in(&dir, "one.log");
     let pool = pool(PoolSettings::default());
-    pool.set_servers([stdio("one", &["--event-log", &log, "--delay", "initialize=300"])])
-        .await;
+    // Servers of the `initialize` era here and below: their handshake is what is slow.
+    pool.set_servers([stdio(
+        "one",
+        &["--era", "legacy", "--event-log", &log, "--delay", "initialize=300"],
+    )])
+    .await;
     let callers: Vec<_> = (0..100)
         .map(|_| {
             let pool = pool.clone();
@@ -41,7 +45,7 @@ async fn a_hundred_callers_share_one_connect_and_one_process() {
 async fn a_slow_server_holds_back_none_of_the_others_and_at_most_three_connect_at_once() {
     let pool = pool(PoolSettings::default());
     let mut events = pool.subscribe();
-    let mut servers = vec![stdio("slow", &["--delay", "initialize=2000"])];
+    let mut servers = vec![stdio("slow", &["--era", "legacy", "--delay", "initialize=2000"])];
     servers.extend((1..=8).map(|n| stdio(&format!("quick-{n}"), &[])));
     pool.set_servers(servers).await;
     let mut connecting = 0usize;
@@ -72,8 +76,11 @@ async fn a_slow_server_holds_back_none_of_the_others_and_at_most_three_connect_a
 async fn a_server_that_connects_after_the_readiness_budget_joins_with_an_event() {
     let pool = pool(PoolSettings::default());
     let mut events = pool.subscribe();
-    pool.set_servers([stdio("late", &["--delay", "initialize=800"]), stdio("early", &[])])
-        .await;
+    pool.set_servers([
+        stdio("late", &["--era", "legacy", "--delay", "initialize=800"]),
+        stdio("early", &[]),
+    ])
+    .await;
     let ready = pool.wait_ready(Duration::from_millis(300)).await.unwrap();
     assert_eq!(ready.connected, ["early"]);
     assert_eq!(ready.still_connecting, ["late"]);
@@ -323,8 +330,10 @@ async fn a_server_that_stops_answering_pings_is_lost() {
         ..PoolSettings::default()
     });
     let mut events = pool.subscribe();
-    // Alive, but its pings are answered far too late.
-    pool.set_servers([stdio("mute", &["--delay", "ping=5000"])]).await;
+    // Alive, but its pings are answered far too late (a server of the `initialize` era: the
+    // stateless one has no `ping`).
+    pool.set_servers([stdio("mute", &["--era", "legacy", "--delay", "ping=5000"])])
+        .await;
     pool.wait_ready(HANG_GUARD).await.unwrap();
     let state = support::next_state(&mut events, ServerStatus::Failed).await;
     let error = state.error.unwrap().to_string();

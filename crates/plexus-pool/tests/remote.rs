@@ -141,7 +141,12 @@ async fn a_websocket_that_drops_is_lost_and_reconnected() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_session_is_dropped_and_the_next_caller_gets_a_fresh_one() {
-    let server = test_server("http", &["--expire-session-after", "4", "--no-get-stream"]).await;
+    // Sessions are of the `initialize` era.
+    let server = test_server(
+        "http",
+        &["--era", "legacy", "--expire-session-after", "4", "--no-get-stream"],
+    )
+    .await;
     let pool = pool(PoolSettings::default());
     pool.set_servers([remote("h", "http", server.url())]).await;
     let client = pool.ensure_connected("h").await.unwrap();

@@ -249,7 +249,9 @@ pub struct ProcessOptions {
     /// remote modes add `listening`, `http` (every HTTP request), `session-start`, `session-end`
     /// and `fault`, and http adds `modern-request` for every request with a 2026-07-28
     /// `MCP-Protocol-Version` header (`http_method`, JSON-RPC `method` and `id`, and `headers`:
-    /// its `mcp-*` headers by lowercase name, values as sent); every mode adds `listen` (`id`,
+    /// its `mcp-*` headers by lowercase name, values as sent) and `stream-closed` (`id`: a
+    /// stateless request whose stream ended before its response, its work stopped); every mode
+    /// adds `listen` (`id`,
     /// `asked`, `honoured`) and `listen-end` (`id`, `how`: `client`, `graceful`, `cancelled`,
     /// `closed`) for the subscriptions of the stateless era.
     #[arg(long, value_name = "PATH")]

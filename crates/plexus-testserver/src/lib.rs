@@ -122,6 +122,8 @@
 //!   (`mcp-protocol-version`, `mcp-method`, `mcp-name`, `mcp-param-*`, `mcp-session-id`, …);
 //!   `method` and `id` are `null` for a GET or DELETE. Find them with
 //!   [`EventLogFile::matching`] and `json!({"event": "modern-request"})`.
+//! - A stateless request whose stream ended before its response (its client closed it: the
+//!   stateless era's cancellation) is logged as `{"event":"stream-closed","id":3}`.
 //!
 //! ## `subscriptions/listen` (stateless era: stdio, ws and Streamable HTTP)
 //! - In the stateless era change notifications reach a client only through a subscription: a

@@ -61,8 +61,8 @@ impl Session {
     pub(crate) fn list_tools(&self, params: &str) -> Result<Box<RawValue>, ErrorObject> {
         let builtin = &self.server.builtin_tools;
         let generated = self.options().tools;
-        let state = lock(&self.state);
-        let len = builtin.len() + generated + state.dynamic_tools.len();
+        let dynamic = lock(&self.dynamic_tools);
+        let len = builtin.len() + generated + dynamic.len();
         let (range, next) = self.page("tools/list", params, len, self.options().repeat_cursor)?;
         let page: Vec<Cow<'_, Value>> = range
             .map(|i| {
@@ -71,7 +71,7 @@ impl Session {
                 } else if i < builtin.len() + generated {
                     Cow::Owned(catalog::generated_tool(i - builtin.len() + 1, generated))
                 } else {
-                    Cow::Borrowed(&state.dynamic_tools[i - builtin.len() - generated])
+                    Cow::Borrowed(&dynamic[i - builtin.len() - generated])
                 }
             })
             .collect();

@@ -7,10 +7,10 @@
 use plexus_jsonrpc::{ErrorCode, ErrorObject, RawValue};
 use serde_json::{Map, Value, json};
 
-use crate::server::{Session, lock, raw};
+use crate::server::{ClientRequestError, Session, lock, raw};
 use crate::tools::{
     ElicitArgs, MAX_ELICIT_ROUNDS, SampleArgs, arguments, at_most, elicit_outcome, roots_outcome, sample_outcome,
-    sample_params,
+    sample_params, tool_error,
 };
 
 /// The most request states one server remembers (the oldest is forgotten first).
@@ -37,14 +37,25 @@ impl Session {
     }
 
     /// One round of the tool `name`: without the client's answer, `input_required`; with it (and
-    /// the state echoed), the tool's result.
+    /// the state echoed), the tool's result. A client whose envelope (`declared`) lacks the
+    /// capability the input request needs is not asked: the tool fails, as in the `initialize`
+    /// era.
     pub(crate) fn input_round(
         &self,
         name: &str,
         args: Option<&RawValue>,
+        declared: Option<&Map<String, Value>>,
         responses: Option<&Map<String, Value>>,
         state: Option<&str>,
     ) -> Outcome {
+        let capability = match name {
+            "elicit" => "elicitation",
+            "sample" => "sampling",
+            _ => "roots",
+        };
+        if !declared.is_some_and(|declared| declared.contains_key(capability)) {
+            return tool_error(&ClientRequestError::NotDeclared { capability }.to_string());
+        }
         let (method, params, rounds) = match name {
             "elicit" => {
                 let ElicitArgs { message, rounds, .. } = arguments(name, args)?;

@@ -90,6 +90,9 @@ pub(crate) struct Server {
     pub(crate) request_states: Mutex<IssuedStates>,
     /// The live `subscriptions/listen` of the stateless HTTP requests, whichever client sent them.
     pub(crate) listeners: Arc<Listeners>,
+    /// The tools `trigger-list-changed` added for the stateless HTTP requests (each POST is a
+    /// session of its own, and the list is the server's).
+    pub(crate) dynamic_tools: Arc<Mutex<Vec<Value>>>,
 }
 
 impl Server {
@@ -121,6 +124,7 @@ impl Server {
             prompts: catalog::prompts(),
             request_states: Mutex::new(IssuedStates::default()),
             listeners: Arc::new(Listeners::for_server()),
+            dynamic_tools: Arc::default(),
         }
     }
 }
@@ -141,7 +145,6 @@ pub(crate) struct SessionState {
     pub(crate) client: ClientCapabilities,
     pub(crate) log_level: Option<LogLevel>,
     pub(crate) subscriptions: HashSet<String>,
-    pub(crate) dynamic_tools: Vec<Value>,
     /// The -32042 answers `url-elicit` gave in a row.
     pub(crate) url_elicitations: u32,
     /// The era the session's first request decided.
@@ -190,6 +193,9 @@ pub(crate) struct Session {
     /// The `mcp-*` headers of the HTTP request this session serves (names lowercase, values as
     /// sent): what a tool call sees of its transport (`headers_echo`). Empty elsewhere.
     pub(crate) http_headers: Map<String, Value>,
+    /// The tools `trigger-list-changed` added: the connection's own, or (a stateless HTTP
+    /// request's) the server's.
+    pub(crate) dynamic_tools: Arc<Mutex<Vec<Value>>>,
 }
 
 /// Why a server-to-client request got no usable answer.
@@ -341,9 +347,9 @@ impl Session {
         routed: Option<SessionEra>,
         http_headers: Map<String, Value>,
     ) -> Self {
-        let listeners = match routed {
-            Some(_) => Arc::clone(&server.listeners),
-            None => Arc::new(Listeners::for_connection()),
+        let (listeners, dynamic_tools) = match routed {
+            Some(_) => (Arc::clone(&server.listeners), Arc::clone(&server.dynamic_tools)),
+            None => (Arc::new(Listeners::for_connection()), Arc::default()),
         };
         Session {
             server,
@@ -361,6 +367,7 @@ impl Session {
             routed: routed.is_some(),
             listeners,
             http_headers,
+            dynamic_tools,
         }
     }
 

@@ -47,6 +47,9 @@ struct CallParams<'a> {
 struct RequestMeta {
     #[serde(default, rename = "progressToken")]
     progress_token: Option<Value>,
+    /// The stateless era's envelope: the capabilities the client declares with this request.
+    #[serde(default, rename = "io.modelcontextprotocol/clientCapabilities")]
+    client_capabilities: Option<serde_json::Map<String, Value>>,
 }
 
 #[derive(Serialize)]
@@ -72,7 +75,7 @@ fn text(text: &str) -> Outcome {
 }
 
 /// A tool execution error: one text content and `isError: true`.
-fn tool_error(text: &str) -> Outcome {
+pub(crate) fn tool_error(text: &str) -> Outcome {
     raw(&TextResult {
         content: [TextContent { kind: "text", text }],
         is_error: true,
@@ -292,8 +295,14 @@ impl Session {
             "garbage" => arguments(name, args).and_then(|GarbageArgs { line }| garbage(line, out)),
             "oversize" => arguments(name, args).and_then(|BytesArgs { bytes }| oversize(bytes, out)),
             "elicit" | "sample" | "roots" if self.is_modern() => {
-                let outcome =
-                    self.input_round(name, args, call.input_responses.as_ref(), call.request_state.as_deref());
+                let declared = call.meta.as_ref().and_then(|meta| meta.client_capabilities.as_ref());
+                let outcome = self.input_round(
+                    name,
+                    args,
+                    declared,
+                    call.input_responses.as_ref(),
+                    call.request_state.as_deref(),
+                );
                 return self.respond_to_tool_call(id, outcome, out);
             }
             "slow" | "elicit" | "sample" | "roots" | "stderr" => {
@@ -348,7 +357,7 @@ impl Session {
     fn call_listed_tool(&self, name: &str, args: Option<&RawValue>) -> Outcome {
         let listed = catalog::is_generated_tool(name, self.server.options.tools)
             || self.server.options.named_tools.iter().any(|named| named == name)
-            || lock(&self.state).dynamic_tools.iter().any(|tool| tool["name"] == name);
+            || lock(&self.dynamic_tools).iter().any(|tool| tool["name"] == name);
         if !listed {
             return Err(ErrorObject::new(
                 ErrorCode::INVALID_PARAMS,
@@ -364,9 +373,9 @@ impl Session {
     fn trigger_list_changed(&self, list: ChangedList, out: &mut Vec<Output>) -> Outcome {
         let (change, done) = match list {
             ChangedList::Tools => {
-                let mut state = lock(&self.state);
-                let name = format!("dynamic-{}", state.dynamic_tools.len() + 1);
-                state.dynamic_tools.push(catalog::dynamic_tool(&name));
+                let mut tools = lock(&self.dynamic_tools);
+                let name = format!("dynamic-{}", tools.len() + 1);
+                tools.push(catalog::dynamic_tool(&name));
                 (Change::ToolsListChanged, format!("added tool {name} and sent"))
             }
             ChangedList::Prompts => (Change::PromptsListChanged, "sent".to_owned()),

@@ -163,7 +163,7 @@ async fn a_pinned_era_sends_no_probe() {
     client.close().await.unwrap();
 
     // The initialize era pinned against a modern-only server: its -32022, no probe.
-    let error = connect(&["--era", "modern"], ClientOptions::new("testserver"))
+    let error = connect(&["--era", "modern"], support::handshake_options("testserver"))
         .await
         .unwrap_err();
     let ClientError::Rpc { method, error } = &error else {
@@ -172,7 +172,8 @@ async fn a_pinned_era_sends_no_probe() {
     assert_eq!((method.as_str(), error.code.0), ("initialize", -32022));
 }
 
-/// Answers elicitations (as Ada) and roots; declares no sampling.
+/// Answers elicitations (as Ada) and roots; declares sampling but has no answer for it (so a
+/// server asks, and the client's refusal is what the test sees).
 struct Answering;
 
 #[plexus_client::async_trait]
@@ -181,6 +182,7 @@ impl plexus_client::ClientHandler for Answering {
         plexus_protocol::ClientCapabilities {
             elicitation: Some(plexus_protocol::ElicitationCapability::default()),
             roots: Some(plexus_protocol::RootsCapability::default()),
+            sampling: Some(plexus_protocol::SamplingCapability::default()),
             ..plexus_protocol::ClientCapabilities::default()
         }
     }
@@ -222,7 +224,7 @@ async fn input_required_is_answered_by_the_handler_and_retried_with_the_state_ec
     let roots = client.call_tool("roots", None).await.unwrap();
     assert_eq!(first_text(&roots), r#"[{"uri":"file:///work","name":"work"}]"#);
 
-    // Sampling was not declared: the call fails naming the input request, and nothing is retried.
+    // The handler cannot sample: the call fails naming the input request, and nothing is retried.
     let error = client
         .call_tool("sample", args(json!({"prompt": "hi"})))
         .await

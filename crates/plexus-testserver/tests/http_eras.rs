@@ -23,7 +23,8 @@ const VERSION: &str = "2026-07-28";
 fn enveloped(version: &str, mut params: Value) -> Value {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": version,
-        "io.modelcontextprotocol/clientCapabilities": {},
+        // A client that can answer an elicitation (the server asks only a client that declares it).
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
         "io.modelcontextprotocol/clientInfo": {"name": "http-eras-test", "version": "1"},
     });
     params

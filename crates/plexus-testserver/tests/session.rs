@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use plexus_client::{
-    CancelHandle, ClientError, ClientHandler, ClientOptions, RequestOptions, ServerNotification, ServerRequestContext,
+    CancelHandle, ClientError, ClientHandler, RequestOptions, ServerNotification, ServerRequestContext,
 };
 use plexus_jsonrpc::ErrorObject;
 use plexus_protocol::{ClientCapabilities, ElicitRequestParams, ElicitResult, ElicitationCapability, ProtocolVersion};
@@ -311,7 +311,7 @@ impl ClientHandler for Answering {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_requests_reach_the_handler_for_declared_capabilities_only() {
     let handler = Arc::new(Answering(AtomicUsize::new(0)));
-    let options = ClientOptions::new("testserver").handler(handler.clone());
+    let options = support::handshake_options("testserver").handler(handler.clone());
     let client = connect_with(support::config(&[]), options).await.unwrap();
     let result = client
         .call_tool("elicit", args(json!({"message": "Who are you?"})))

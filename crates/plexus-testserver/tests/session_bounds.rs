@@ -73,7 +73,7 @@ fn code(answer: &Value) -> Option<i64> {
 }
 
 async fn connect(config: StdioConfig, pause: Duration) -> Client {
-    let options = ClientOptions::new("script").handler(Arc::new(SlowRoots(pause)));
+    let options = support::handshake_options("script").handler(Arc::new(SlowRoots(pause)));
     connect_with(config, options).await.unwrap()
 }
 
@@ -137,7 +137,7 @@ async fn requests_past_the_concurrency_bound_are_refused_and_the_rest_answered()
 async fn a_list_larger_than_its_bound_is_an_error_not_a_memory_hog() {
     let options = ClientOptions {
         max_list_bytes: 2000,
-        ..ClientOptions::new("testserver")
+        ..support::handshake_options("testserver")
     };
     let client = connect_with(support::config(&["--page-size", "3"]), options)
         .await

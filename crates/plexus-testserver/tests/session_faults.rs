@@ -5,7 +5,7 @@ mod support;
 
 use std::time::Duration;
 
-use plexus_client::{ClientError, ClientOptions, RequestOptions};
+use plexus_client::{ClientError, RequestOptions};
 use plexus_transport::{ErrorClass, TransportError};
 use serde_json::json;
 use support::{args, config, connect, connect_with, events, first_text, read_pid, temp_dir, wait_for_event, wait_gone};
@@ -126,7 +126,9 @@ async fn garbage_and_oversize_lines_are_skipped_and_the_call_succeeds() {
     client.close().await.unwrap();
 
     let small = config(&[]).max_message_size(64 * 1024);
-    let client = connect_with(small, ClientOptions::new("testserver")).await.unwrap();
+    let client = connect_with(small, support::handshake_options("testserver"))
+        .await
+        .unwrap();
     let result = client
         .call_tool("oversize", args(json!({"bytes": 1_000_000})))
         .await
@@ -138,7 +140,9 @@ async fn garbage_and_oversize_lines_are_skipped_and_the_call_succeeds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_over_the_limit_fails_that_call_at_once_saying_why() {
     let small = config(&[]).max_message_size(64 * 1024);
-    let client = connect_with(small, ClientOptions::new("testserver")).await.unwrap();
+    let client = connect_with(small, support::handshake_options("testserver"))
+        .await
+        .unwrap();
     // A minute to wait, but the call ends as soon as its reply is dropped.
     let options = RequestOptions::with_timeout(Duration::from_secs(60));
     let call = client.call_tool_with("large", args(json!({"bytes": 200_000})), options);
@@ -286,7 +290,7 @@ async fn a_tool_error_and_a_json_rpc_error_are_told_apart() {
 async fn a_command_that_does_not_exist_is_named() {
     let error = connect_with(
         plexus_stdio::StdioConfig::new("plexus-no-such-command"),
-        ClientOptions::new("x"),
+        support::handshake_options("x"),
     )
     .await
     .unwrap_err();

@@ -69,9 +69,12 @@ async fn an_expired_session_is_reopened_once_and_no_call_runs_twice() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("events.log");
     let log_arg = log.display().to_string();
+    // Sessions are of the `initialize` era.
     let server = RemoteServer::from_args(
         "http",
         &[
+            "--era",
+            "legacy",
             "--expire-session-after",
             "4",
             "--no-get-stream",
@@ -156,10 +159,13 @@ impl UrlElicitationHandler for Browser {
     }
 }
 
-/// A pool on a test server that logs its requests, with its `url-elicit` tool.
+/// A pool on a test server of the `initialize` era (whose -32042 the stateless era replaces with
+/// `input_required`) that logs its requests, with its `url-elicit` tool.
 async fn url_elicit_server(dir: &std::path::Path) -> (RemoteServer, Pool, plexus_protocol::Tool) {
     let log = dir.join("events.log").display().to_string();
-    let server = RemoteServer::from_args("http", &["--event-log", &log]).await.unwrap();
+    let server = RemoteServer::from_args("http", &["--era", "legacy", "--event-log", &log])
+        .await
+        .unwrap();
     let pool = pool_for(server.url()).await;
     let tools = pool.tools("h").await.unwrap();
     let tool = tools.iter().find(|t| t.name == "url-elicit").unwrap().clone();

@@ -294,9 +294,12 @@ fn rss_kib() -> u64 {
 async fn connect(url: &str, stateless: bool) -> Client {
     let transport = HttpTransport::new(HttpConfig::new(url).name("bench")).expect("the transport");
     let mut options = ClientOptions::new("bench");
-    if stateless {
-        options.era = plexus::client::EraChoice::Stateless(plexus::protocol::ProtocolVersion::V2026_07_28);
-    }
+    // Each era pinned: no probe, so that the figures are of the era named.
+    options.era = if stateless {
+        plexus::client::EraChoice::Stateless(plexus::protocol::ProtocolVersion::V2026_07_28)
+    } else {
+        plexus::client::EraChoice::Initialize
+    };
     Client::connect(Box::new(transport), options).await.expect("initialize")
 }
 

@@ -81,9 +81,12 @@ async fn connect(server: &str, stateless: bool) -> Client {
     let config = StdioConfig::new(server).arg("stdio");
     let transport = StdioTransport::spawn(config).expect("spawn the test server");
     let mut options = ClientOptions::new("bench");
-    if stateless {
-        options.era = plexus::client::EraChoice::Stateless(plexus::protocol::ProtocolVersion::V2026_07_28);
-    }
+    // Each era pinned: no probe, so that the figures are of the era named.
+    options.era = if stateless {
+        plexus::client::EraChoice::Stateless(plexus::protocol::ProtocolVersion::V2026_07_28)
+    } else {
+        plexus::client::EraChoice::Initialize
+    };
     Client::connect(Box::new(transport), options).await.expect("initialize")
 }
 

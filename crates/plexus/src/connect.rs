@@ -390,7 +390,8 @@ fn spawn_stdio(
 
 /// `options` with the era the entry's `protocolVersion` asks for (`auto`: probe; a stateless
 /// revision: that one, pinned; an earlier one: the handshake offering it); without one, the
-/// host's choice stands.
+/// host's choice stands (by default a probe). The entry's `probeTimeout` is how long any probe
+/// of it waits.
 pub(crate) fn with_era(
     name: &str,
     config: &ServerConfig,
@@ -398,22 +399,25 @@ pub(crate) fn with_era(
 ) -> Result<ClientOptions, ConnectError> {
     use plexus_client::EraChoice;
     use plexus_protocol::ProtocolVersion;
-    let Some(given) = config.options().protocol_version.as_deref() else {
-        return Ok(options);
-    };
-    if given == "auto" {
-        options.era = EraChoice::PROBE;
-        return Ok(options);
+    let entry = config.options();
+    match entry.protocol_version.as_deref() {
+        None => {}
+        Some("auto") => options.era = EraChoice::PROBE,
+        Some(given) => {
+            let version: ProtocolVersion = given.parse().map_err(|source| ConnectError::ProtocolVersion {
+                server: name.to_owned(),
+                source,
+            })?;
+            if version.is_stateless() {
+                options.era = EraChoice::Stateless(version);
+            } else {
+                options.era = EraChoice::Initialize;
+                options.protocol_version = version;
+            }
+        }
     }
-    let version: ProtocolVersion = given.parse().map_err(|source| ConnectError::ProtocolVersion {
-        server: name.to_owned(),
-        source,
-    })?;
-    if version.is_stateless() {
-        options.era = EraChoice::Stateless(version);
-    } else {
-        options.era = EraChoice::Initialize;
-        options.protocol_version = version;
+    if let (EraChoice::Probe { probe_timeout }, Some(configured)) = (&mut options.era, entry.probe_timeout) {
+        *probe_timeout = configured;
     }
     Ok(options)
 }

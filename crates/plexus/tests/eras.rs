@@ -1,5 +1,6 @@
-//! An entry's `protocolVersion` through the Hub, against the test server's era modes over stdio:
-//! `auto` probes (a server that exits on the probe is started again for the `initialize` era),
+//! An entry's `protocolVersion` and `probeTimeout` through the Hub, against the test server's era
+//! modes over stdio: no version or `auto` probes, waiting `probeTimeout` (a server that exits on
+//! the probe is started again for the `initialize` era),
 //! a stateless revision pins that era, an unknown revision is refused before any process starts;
 //! a probe's verdict is remembered in the plexus home and corrected when the server changes.
 
@@ -35,13 +36,39 @@ fn starts(log: &std::path::Path) -> usize {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn auto_speaks_the_stateless_era_to_a_server_that_answers_the_probe() {
+async fn an_entry_without_a_version_or_with_auto_speaks_the_stateless_era_to_a_server_that_answers_the_probe() {
+    for extra in [json!({}), json!({"protocolVersion": "auto"})] {
+        let dir = tempfile::tempdir().unwrap();
+        let hub = start_hub(&dir, &[], extra.clone()).await;
+        let client = hub.pool().ensure_connected("demo").await.unwrap();
+        assert_eq!(client.server().protocol_version, ProtocolVersion::V2026_07_28, "{extra}");
+        assert_eq!(client.server().era_source, plexus::client::EraSource::Probe, "{extra}");
+        let echoed = hub.call("mcp__demo__echo", json!({"text": "modern"})).await.unwrap();
+        assert_eq!(echoed.content[0].as_text(), Some("modern"));
+        hub.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entrys_probe_timeout_is_how_long_a_silent_server_is_waited_for() {
+    // A server of the `initialize` era that never answers the probe. Waited for a second (the
+    // default), it gets the handshake within its 3 s connect timeout.
+    let args = ["--era", "legacy", "--probe-answer", "silence"];
     let dir = tempfile::tempdir().unwrap();
-    let hub = start_hub(&dir, &[], json!({"protocolVersion": "auto"})).await;
+    let hub = start_hub(&dir, &args, json!({"timeout": 3000})).await;
     let client = hub.pool().ensure_connected("demo").await.unwrap();
-    assert_eq!(client.server().protocol_version, ProtocolVersion::V2026_07_28);
-    let echoed = hub.call("mcp__demo__echo", json!({"text": "modern"})).await.unwrap();
-    assert_eq!(echoed.content[0].as_text(), Some("modern"));
+    assert_eq!(client.server().protocol_version, ProtocolVersion::LATEST);
+    assert_eq!(client.server().era_source, plexus::client::EraSource::Probe);
+    hub.shutdown().await;
+    // Waited for a minute, the probe outlasts the connect.
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start_hub(&dir, &args, json!({"timeout": 3000, "probeTimeout": 60000})).await;
+    let error = hub.pool().ensure_connected("demo").await.unwrap_err();
+    assert_eq!(
+        error_chain(&error),
+        "server \"demo\": could not connect to stdio: the connect did not finish within its timeout of 3000 ms \
+         (the entry's `timeout`, else MCP_TIMEOUT, else 30 s)"
+    );
     hub.shutdown().await;
 }
 

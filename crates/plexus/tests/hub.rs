@@ -177,7 +177,9 @@ impl plexus::tools::UrlElicitationHandler for Host {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_hosts_handlers_answer_the_servers_requests_and_url_elicitations() {
-    let server = RemoteServer::from_args("http", &[]).await.unwrap();
+    // A server of the `initialize` era: it asks for roots by request, and for URL elicitations
+    // by -32042 (the stateless era asks for both in `input_required` results).
+    let server = RemoteServer::from_args("http", &["--era", "legacy"]).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let hub = hub_with(&dir, server.url(), &[], |options| {
         options.handler(Arc::new(Host)).url_elicitation(Arc::new(Host))

@@ -87,8 +87,9 @@ async fn an_http_status_that_is_not_a_legacy_sign_is_not_a_fallback() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_expiry_fails_in_flight_calls_at_once_then_a_reconnect_and_one_retry_succeed() {
-    // The server forgets the session after a few requests.
-    let server = test_server("http", &["--expire-session-after", "6"]).await;
+    // The server (of the `initialize` era: sessions are its) forgets the session after a few
+    // requests.
+    let server = test_server("http", &["--era", "legacy", "--expire-session-after", "6"]).await;
     let config = entry(&json!({"type": "http", "url": server.url()}));
     let client = connect(&config).await.unwrap().client;
     let in_flight = {

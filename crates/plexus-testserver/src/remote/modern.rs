@@ -190,12 +190,36 @@ fn response_body(line: Vec<u8>) -> Response<Body> {
 }
 
 /// Aborts the work of a stateless request's session (its tool call's task) when dropped: the
-/// request is answered, or its client went away.
-struct EndWork(Arc<Session>);
+/// request is answered, or its client went away. A request whose stream ended before its
+/// response (the client closed it: the stateless era's cancellation; or the server stopped) is
+/// recorded as `{"event":"stream-closed","id":…}`.
+struct EndWork {
+    session: Arc<Session>,
+    /// The request, until it is answered (or needs no answer on its stream: a subscription's
+    /// end has its own event).
+    unanswered: Option<RequestId>,
+}
+
+impl EndWork {
+    fn new(session: Arc<Session>, id: RequestId) -> Self {
+        EndWork {
+            session,
+            unanswered: Some(id),
+        }
+    }
+
+    /// The request's response went out.
+    fn answered(&mut self) {
+        self.unanswered = None;
+    }
+}
 
 impl Drop for EndWork {
     fn drop(&mut self) {
-        self.0.abort_all();
+        self.session.abort_all();
+        if let Some(id) = self.unanswered.take() {
+            self.session.record(json!({"event": "stream-closed", "id": id}));
+        }
     }
 }
 
@@ -285,7 +309,10 @@ impl Stateless {
         let (outbox, emitted) = mpsc::channel(OUTBOX_CAPACITY);
         let listen = (request.method == SUBSCRIPTIONS_LISTEN).then(|| request.id.clone());
         let session = Session::stateless(Arc::clone(app.server()), outbox, mcp);
-        let work = EndWork(Arc::clone(&session));
+        let mut work = EndWork::new(Arc::clone(&session), request.id.clone());
+        if listen.is_some() {
+            work.answered();
+        }
         let mut outputs = Vec::new();
         session.handle(Message::Request(request), &mut outputs);
         // An error answered at once is a JSON body with the status its code calls for.
@@ -309,7 +336,7 @@ async fn json_answer(
     app: &Arc<App>,
     ready: Vec<Output>,
     mut emitted: mpsc::Receiver<Emitted>,
-    _work: EndWork,
+    mut work: EndWork,
 ) -> Response<Body> {
     let mut stopping = app.stopping();
     let mut ready = ready.into_iter();
@@ -319,7 +346,10 @@ async fn json_answer(
             None => tokio::select! {
                 emitted = emitted.recv() => match emitted {
                     Some(Emitted { output, .. }) => output,
-                    None => return http::empty(StatusCode::ACCEPTED),
+                    None => {
+                        work.answered();
+                        return http::empty(StatusCode::ACCEPTED);
+                    }
                 },
                 () = until_stopped(&mut stopping) => {
                     return http::text(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
@@ -328,6 +358,7 @@ async fn json_answer(
         };
         match output {
             Output::Response(line) | Output::Drip { line, .. } => {
+                work.answered();
                 crash_after(app, ready, || true);
                 return response_body(line);
             }
@@ -357,7 +388,7 @@ fn crash_after(
 /// ends the subscription.
 async fn stream(
     app: WeakApp,
-    _work: EndWork,
+    mut work: EndWork,
     ready: Vec<Output>,
     mut emitted: mpsc::Receiver<Emitted>,
     frames: mpsc::Sender<Bytes>,
@@ -413,6 +444,7 @@ async fn stream(
             return;
         }
         if last {
+            work.answered();
             if let Some(app) = app.upgrade() {
                 let later = std::iter::from_fn(|| emitted.try_recv().ok().map(|emitted| emitted.output));
                 crash_after(&app, ready.chain(later), drained);

@@ -190,13 +190,14 @@ pub struct HttpOptions {
     /// hits [default: 1].
     #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..), requires = "close_after_request_ms")]
     pub close_from_call: Option<u64>,
-    /// Answer every initialize POST with this status (e.g. 400, 404, 405) and a short body, so
-    /// that a client falls back to the legacy transport.
+    /// Answer every initialize POST (and every POST of the stateless era, which such a server
+    /// does not know) with this status (e.g. 400, 404, 405) and a short body, so that a client
+    /// falls back to the legacy transport.
     #[arg(long, value_name = "CODE", value_parser = value_parser!(u16).range(400..=599))]
     pub http_status_on_initialize: Option<u16>,
     /// Serve the legacy HTTP+SSE transport at the endpoint too: GET opens its SSE stream (whose
-    /// endpoint event names /messages?sessionId=…) and initialize POSTs get 405 (or
-    /// --http-status-on-initialize), as an old server would.
+    /// endpoint event names /messages?sessionId=…) and initialize POSTs (and those of the
+    /// stateless era) get 405 (or --http-status-on-initialize), as an old server would.
     #[arg(long)]
     pub legacy_sse_at_same_url: bool,
 }

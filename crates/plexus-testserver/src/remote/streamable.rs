@@ -168,6 +168,11 @@ impl Streamable {
         if let Some(refusal) = app.oauth_refusal(authorized.as_ref(), &message) {
             return refusal;
         }
+        if stateless_headers.is_some()
+            && let Some(refusal) = self.refusal(app)
+        {
+            return refusal;
+        }
         let message = match (app.server().era.support, stateless_headers) {
             (EraSupport::Legacy, Some(headers)) => {
                 modern::record(app, "POST", Some(&message), &modern::mcp_headers(&headers));
@@ -223,25 +228,33 @@ impl Streamable {
         with_session(http::empty(StatusCode::ACCEPTED), &session.id)
     }
 
+    /// Under `--http-status-on-initialize` or `--legacy-sse-at-same-url`, the answer an old
+    /// server gives a POST of `initialize` (or of the stateless era, which it does not know
+    /// either): the status and a short text body.
+    fn refusal(&self, app: &App) -> Option<Response<Body>> {
+        let (code, allow) = self.config.refuse_initialize?;
+        app.events()
+            .record(&json!({"event": "fault", "fault": "refuse-initialize", "status": code}));
+        let status = StatusCode::from_u16(code).unwrap_or(StatusCode::METHOD_NOT_ALLOWED);
+        let response = http::text(
+            status,
+            "this server does not take initialize by POST here (--http-status-on-initialize, --legacy-sse-at-same-url)",
+        );
+        Some(if status == StatusCode::METHOD_NOT_ALLOWED {
+            http::with_header(response, hyper::header::ALLOW, HeaderValue::from_static(allow))
+        } else {
+            response
+        })
+    }
+
     async fn initialize(
         &self,
         app: &Arc<App>,
         session_id: Option<&str>,
         request: plexus_jsonrpc::Request,
     ) -> Response<Body> {
-        if let Some((code, allow)) = self.config.refuse_initialize {
-            app.events()
-                .record(&json!({"event": "fault", "fault": "refuse-initialize", "status": code}));
-            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::METHOD_NOT_ALLOWED);
-            let response = http::text(
-                status,
-                "this server does not take initialize by POST here (--http-status-on-initialize, --legacy-sse-at-same-url)",
-            );
-            return if status == StatusCode::METHOD_NOT_ALLOWED {
-                http::with_header(response, hyper::header::ALLOW, HeaderValue::from_static(allow))
-            } else {
-                response
-            };
+        if let Some(refusal) = self.refusal(app) {
+            return refusal;
         }
         if let Some(id) = session_id {
             return http::jsonrpc_error(

@@ -22,9 +22,17 @@ pub fn config(args: &[&str]) -> StdioConfig {
         .args(args.iter().copied())
 }
 
-/// Connects to `plexus-testserver stdio ARGS`.
+/// Connects to `plexus-testserver stdio ARGS` with the `initialize` handshake (these tests are
+/// of that era; the stateless one has its own).
 pub async fn connect(args: &[&str]) -> Result<Client, ClientError> {
-    connect_with(config(args), ClientOptions::new("testserver")).await
+    connect_with(config(args), handshake_options("testserver")).await
+}
+
+/// Options for a session of the `initialize` era (no probe) with a server called `name`.
+pub fn handshake_options(name: &str) -> ClientOptions {
+    let mut options = ClientOptions::new(name);
+    options.era = plexus_client::EraChoice::Initialize;
+    options
 }
 
 /// Connects with explicit transport and client options.

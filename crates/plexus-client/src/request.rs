@@ -1,13 +1,13 @@
 //! One request: encoding, registration, the timer, progress and cancellation.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use plexus_jsonrpc::{RawValue, RequestId};
 use plexus_protocol::methods;
 use plexus_transport::{OutboundKind, OutboundMessage};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 use tokio::sync::oneshot::error::TryRecvError;
 
@@ -130,13 +130,20 @@ pub(crate) async fn send_cancelled(shared: &Shared, id: i64, reason: &str) -> Re
 /// one. The params are serialized once, straight into the line, and the `_meta` entries are
 /// spliced in at the start of their object: no parse, no second copy of the params (unless the
 /// caller's params have a `_meta` of their own, which is merged as values).
+///
+/// With the line comes the string value of the params' member `name_key` when the params open
+/// with it (what a request's own params types write first: a tool's or prompt's `name`, a
+/// resource's `uri`), read before the envelope goes in, so that the `Mcp-Name` header costs no
+/// second parse of the line; `None` when it is not there (the caller reads the line then) or
+/// when the line carries no envelope.
 fn encode<P: Serialize + ?Sized>(
     id: i64,
     method: &str,
     params: Option<&P>,
     progress: bool,
     envelope: Option<&str>,
-) -> Result<Vec<u8>, ClientError> {
+    name_key: Option<&str>,
+) -> Result<(Vec<u8>, Option<String>), ClientError> {
     /// The params of a request that has none, when `_meta` needs an object to go in.
     #[derive(Serialize)]
     struct NoParams {}
@@ -149,7 +156,7 @@ fn encode<P: Serialize + ?Sized>(
     let request_id = RequestId::Number(id);
     if !progress && envelope.is_none() {
         plexus_jsonrpc::encode_request(&mut line, &request_id, method, params).map_err(invalid)?;
-        return Ok(line);
+        return Ok((line, None));
     }
     match params {
         Some(params) => plexus_jsonrpc::encode_request(&mut line, &request_id, method, Some(params)),
@@ -171,11 +178,7 @@ fn encode<P: Serialize + ?Sized>(
     ];
     // The line is `{"jsonrpc":"2.0","id":ID,"method":"METHOD","params":{…}}\n`: the first
     // `,"params":` follows the id and the method (a protocol method name), so it is the key's.
-    let key: &[u8] = b",\"params\":";
-    let at = line
-        .windows(key.len())
-        .position(|window| window == key)
-        .map(|at| at + key.len());
+    let at = PARAMS_KEY.find(&line).map(|at| at + PARAMS_KEY.needle().len());
     let Some(open) = at.filter(|&at| line.get(at) == Some(&b'{')) else {
         return Err(ClientError::InvalidParams {
             method: method.to_owned(),
@@ -183,7 +186,8 @@ fn encode<P: Serialize + ?Sized>(
         });
     };
     let body = &line[open..];
-    if body.windows(7).any(|window| window == b"\"_meta\"") {
+    let name = name_key.and_then(|key| leading_string(body, key));
+    if META_KEY.find(body).is_some() {
         // The caller's params have a `_meta` of their own (or text that looks like one).
         let meta: Vec<u8> = pieces.concat();
         let meta = std::str::from_utf8(&meta).unwrap_or_default();
@@ -192,7 +196,7 @@ fn encode<P: Serialize + ?Sized>(
         line.truncate(open);
         line.extend_from_slice(merged.as_bytes());
         line.extend_from_slice(b"}\n");
-        return Ok(line);
+        return Ok((line, name));
     }
     // `"_meta":{ENTRIES}` and a comma unless the params are empty, written into a gap opened
     // after the params' `{` (one move of the params' bytes, no other buffer).
@@ -209,7 +213,33 @@ fn encode<P: Serialize + ?Sized>(
         line[at..at + piece.len()].copy_from_slice(piece);
         at += piece.len();
     }
-    Ok(line)
+    Ok((line, name))
+}
+
+/// Finds the params of an encoded request (built once: a finder's setup costs more than a search
+/// of a short line).
+static PARAMS_KEY: LazyLock<memchr::memmem::Finder<'static>> =
+    LazyLock::new(|| memchr::memmem::Finder::new(b",\"params\":"));
+
+/// Finds a `_meta` key in params.
+static META_KEY: LazyLock<memchr::memmem::Finder<'static>> =
+    LazyLock::new(|| memchr::memmem::Finder::new(b"\"_meta\""));
+
+/// The string value of `key` when it is the first member of the JSON object that `object`
+/// (valid JSON) starts with.
+fn leading_string(object: &[u8], key: &str) -> Option<String> {
+    let value = object
+        .strip_prefix(b"{\"")?
+        .strip_prefix(key.as_bytes())?
+        .strip_prefix(b"\":")?;
+    if !value.starts_with(b"\"") {
+        return None;
+    }
+    // The value's own bytes when it has no escape; else serde reads the one string token.
+    match memchr::memchr2(b'"', b'\\', &value[1..]) {
+        Some(end) if value[1 + end] == b'"' => std::str::from_utf8(&value[1..=end]).ok().map(str::to_owned),
+        _ => String::deserialize(&mut serde_json::Deserializer::from_slice(value)).ok(),
+    }
 }
 
 /// `body` (a JSON object) with the `_meta` entries `meta` (JSON text without braces) added to
@@ -344,16 +374,21 @@ fn outbound<P: Serialize + ?Sized>(
     wants_progress: bool,
     timeout: Duration,
 ) -> Result<OutboundMessage, ClientError> {
-    let line = encode(
+    let name_key = call
+        .wire
+        .filter(|wire| wire.carries_headers())
+        .and_then(|_| plexus_protocol::http_headers::name_param(call.method));
+    let (line, name) = encode(
         id,
         call.method,
         params,
         wants_progress,
         call.wire.map(StatelessWire::fragment),
+        name_key,
     )?;
     let headers = call
         .wire
-        .map(|wire| wire.request_headers(call.method, &line))
+        .map(|wire| wire.request_headers(call.method, name, &line))
         .unwrap_or_default();
     let kind = OutboundKind::Request {
         id: RequestId::Number(id),
@@ -536,7 +571,7 @@ async fn wait_resetting(
 mod tests {
     use serde_json::{Value, json};
 
-    use super::encode;
+    use super::{encode, leading_string};
 
     const ENVELOPE: &str =
         r#""io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}"#;
@@ -549,24 +584,63 @@ mod tests {
     #[test]
     fn the_envelope_and_the_progress_token_go_into_meta() {
         let envelope = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
-        let line = encode(7, "tools/call", Some(&json!({"name": "add"})), true, Some(ENVELOPE)).unwrap();
+        let line = encode(
+            7,
+            "tools/call",
+            Some(&json!({"name": "add"})),
+            true,
+            Some(ENVELOPE),
+            None,
+        )
+        .unwrap()
+        .0;
         let mut meta = envelope.clone();
         meta["progressToken"] = json!(7);
         assert_eq!(params_of(&line), json!({"_meta": meta, "name": "add"}));
 
-        let line = encode::<Value>(8, "tools/list", None, false, Some(ENVELOPE)).unwrap();
+        let line = encode::<Value>(8, "tools/list", None, false, Some(ENVELOPE), None)
+            .unwrap()
+            .0;
         assert_eq!(params_of(&line), json!({"_meta": envelope}));
 
         // The caller's own `_meta` keeps its entries.
         let own = json!({"name": "add", "_meta": {"trace": "t1"}});
-        let line = encode(9, "tools/call", Some(&own), false, Some(ENVELOPE)).unwrap();
+        let line = encode(9, "tools/call", Some(&own), false, Some(ENVELOPE), None)
+            .unwrap()
+            .0;
         let mut meta = envelope.clone();
         meta["trace"] = json!("t1");
         assert_eq!(params_of(&line), json!({"_meta": meta, "name": "add"}));
 
         // Without either, the params go as they are.
-        let line = encode(10, "tools/call", Some(&json!({"name": "add"})), false, None).unwrap();
+        let line = encode(10, "tools/call", Some(&json!({"name": "add"})), false, None, None)
+            .unwrap()
+            .0;
         assert_eq!(params_of(&line), json!({"name": "add"}));
-        assert!(encode(11, "x", Some(&json!([1])), false, Some(ENVELOPE)).is_err());
+        assert!(encode(11, "x", Some(&json!([1])), false, Some(ENVELOPE), None).is_err());
+    }
+
+    #[test]
+    fn the_leading_name_is_read_before_the_envelope_goes_in() {
+        let named = |params: Value| {
+            encode(1, "tools/call", Some(&params), false, Some(ENVELOPE), Some("name"))
+                .unwrap()
+                .1
+        };
+        assert_eq!(named(json!({"name": "add", "arguments": {}})).as_deref(), Some("add"));
+        assert_eq!(
+            named(json!({"name": "a\"b\\c\u{e9}"})).as_deref(),
+            Some("a\"b\\c\u{e9}")
+        );
+        assert_eq!(named(json!({"name": "x\ny"})).as_deref(), Some("x\ny"));
+        // Not first, or not a string: the caller reads the line.
+        assert_eq!(named(json!({"arguments": {}, "name": "add"})), None);
+        assert_eq!(named(json!({"name": 3})), None);
+        assert_eq!(named(json!({"names": "add"})), None);
+        assert_eq!(
+            leading_string(br#"{"uri":"file:///a"}"#, "uri").as_deref(),
+            Some("file:///a")
+        );
+        assert_eq!(leading_string(br#"{ "uri":"file:///a"}"#, "uri"), None);
     }
 }

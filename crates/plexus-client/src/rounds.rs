@@ -103,8 +103,10 @@ fn kind(method: &str, raw: &RawValue) -> Result<Kind, ClientError> {
         result_type: Option<Cow<'a, str>>,
     }
     let text = raw.get();
-    // What a server that writes the field first sends: no parse needed.
-    if text.starts_with(r#"{"resultType":"complete""#) {
+    // What a server that writes the field first or last sends: no parse needed. (`raw` is valid
+    // JSON, so a member just inside the outer braces is the result's own, never a nested
+    // object's or part of a string.)
+    if text.starts_with(r#"{"resultType":"complete""#) || text.ends_with(r#","resultType":"complete"}"#) {
         return Ok(Kind::Complete);
     }
     if !text.contains("\"resultType\"") {
@@ -172,4 +174,41 @@ async fn answer(
         answers.insert(key.clone(), value);
     }
     Ok(answers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind_of(text: &str) -> Result<Kind, ClientError> {
+        kind("tools/call", &RawValue::from_string(text.to_owned()).unwrap())
+    }
+
+    #[test]
+    fn the_result_type_is_the_results_own_never_a_nested_ones() {
+        let complete = [
+            r#"{"resultType":"complete","content":[]}"#,
+            r#"{"content":[],"resultType":"complete"}"#,
+            r#"{"content":[]}"#,
+            r#"{"x":{"resultType":"input_required"},"resultType":"complete"}"#,
+            r#"{"x":{"resultType":"input_required"}}"#,
+            r#"{"text":"\"resultType\":\"input_required\""}"#,
+            r#"{ "resultType" : "complete" }"#,
+        ];
+        for text in complete {
+            assert!(matches!(kind_of(text), Ok(Kind::Complete)), "{text}");
+        }
+        let input_required = [
+            r#"{"resultType":"input_required","x":{"y":1,"resultType":"complete"}}"#,
+            r#"{"inputRequests":{},"resultType":"input_required"}"#,
+            r#"{"text":",\"resultType\":\"complete\"}","resultType":"input_required"}"#,
+        ];
+        for text in input_required {
+            assert!(matches!(kind_of(text), Ok(Kind::InputRequired)), "{text}");
+        }
+        assert!(matches!(
+            kind_of(r#"{"resultType":"later"}"#),
+            Err(ClientError::UnknownResultType { found, .. }) if found == "later"
+        ));
+    }
 }

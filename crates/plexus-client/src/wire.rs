@@ -99,8 +99,15 @@ impl StatelessWire {
 
     /// The headers of the request `line` (encoded, envelope included) of `method`: none when the
     /// transport carries none. `Mcp-Name` for `tools/call`, `prompts/get` and `resources/read`
-    /// and the tool's `Mcp-Param-*` headers are read from the line.
-    pub(crate) fn request_headers(&self, method: &str, line: &[u8]) -> Vec<MessageHeader> {
+    /// is `name` when the encoder read it, else it is read from the line, as are the tool's
+    /// `Mcp-Param-*` headers (only a tool with `x-mcp-header` annotations has its line read for
+    /// them).
+    pub(crate) fn request_headers(
+        &self,
+        method: &'static str,
+        name: Option<String>,
+        line: &[u8],
+    ) -> Vec<MessageHeader> {
         if !self.headers {
             return Vec::new();
         }
@@ -108,6 +115,17 @@ impl StatelessWire {
         let Some(key) = name_param(method) else {
             return headers;
         };
+        let annotated = |name: &str| {
+            (method == methods::TOOLS_CALL)
+                .then(|| self.annotations_of(name))
+                .flatten()
+        };
+        if let Some(name) = name
+            && annotated(&name).is_none()
+        {
+            headers.push((Cow::Borrowed(MCP_NAME_HEADER), Cow::Owned(owned_header_value(name))));
+            return headers;
+        }
         let Ok(request) = serde_json::from_slice::<NamedRequest<'_>>(line) else {
             // The line is one the session encoded; a params that is not an object names nothing.
             return headers;
@@ -117,8 +135,7 @@ impl StatelessWire {
         };
         let name = if key == "uri" { params.uri } else { params.name };
         let Some(name) = name else { return headers };
-        if method == methods::TOOLS_CALL
-            && let Some(annotated) = self.annotations_of(&name)
+        if let Some(annotated) = annotated(&name)
             && let Some(arguments) = params.arguments
             && let Ok(arguments) = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(arguments.get())
         {
@@ -126,24 +143,27 @@ impl StatelessWire {
                 annotated
                     .headers(&arguments)
                     .into_iter()
-                    .map(|(name, value)| (Cow::Owned(name), value)),
+                    .map(|(name, value)| (Cow::Owned(name), Cow::Owned(value))),
             );
         }
-        headers.push((Cow::Borrowed(MCP_NAME_HEADER), encode_header_value(&name).into_owned()));
+        headers.push((
+            Cow::Borrowed(MCP_NAME_HEADER),
+            Cow::Owned(encode_header_value(&name).into_owned()),
+        ));
         headers
     }
 
     /// The headers of a message of `method` with no name: the version and the method.
-    pub(crate) fn notification_headers(&self, method: &str) -> Vec<MessageHeader> {
+    pub(crate) fn notification_headers(&self, method: &'static str) -> Vec<MessageHeader> {
         if !self.headers {
             return Vec::new();
         }
         let mut headers = Vec::with_capacity(4);
-        headers.push((Cow::Borrowed(PROTOCOL_VERSION_HEADER), self.version.as_str().to_owned()));
         headers.push((
-            Cow::Borrowed(MCP_METHOD_HEADER),
-            encode_header_value(method).into_owned(),
+            Cow::Borrowed(PROTOCOL_VERSION_HEADER),
+            Cow::Borrowed(self.version.as_str()),
         ));
+        headers.push((Cow::Borrowed(MCP_METHOD_HEADER), encode_header_value(method)));
         headers
     }
 
@@ -228,6 +248,14 @@ struct NameParams<'a> {
     arguments: Option<&'a RawValue>,
 }
 
+/// `value` as a header value: itself when it needs no encoding (no copy), else encoded.
+fn owned_header_value(value: String) -> String {
+    match encode_header_value(&value) {
+        Cow::Borrowed(_) => value,
+        Cow::Owned(encoded) => encoded,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,7 +267,7 @@ mod tests {
     }
 
     fn names(headers: &[MessageHeader]) -> Vec<(String, String)> {
-        headers.iter().map(|(n, v)| (n.to_string(), v.clone())).collect()
+        headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect()
     }
 
     #[test]
@@ -259,7 +287,7 @@ mod tests {
         assert_eq!(tools.len(), 1);
         let line = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{},"name":"q","arguments":{"region":" eu","n":null,"free":"x"}}}"#;
         assert_eq!(
-            names(&wire.request_headers("tools/call", line)),
+            names(&wire.request_headers("tools/call", None, line)),
             [
                 ("MCP-Protocol-Version".to_owned(), "2026-07-28".to_owned()),
                 ("Mcp-Method".to_owned(), "tools/call".to_owned()),
@@ -267,12 +295,26 @@ mod tests {
                 ("Mcp-Name".to_owned(), "q".to_owned()),
             ]
         );
+        // The name the encoder read does not spare an annotated tool the reading of its arguments.
+        assert_eq!(
+            names(&wire.request_headers("tools/call", Some("q".to_owned()), line)),
+            names(&wire.request_headers("tools/call", None, line))
+        );
+        // An unannotated tool's name is taken as given; its line is not read.
+        assert_eq!(
+            names(&wire.request_headers("tools/call", Some("plain é".to_owned()), b"not read")),
+            [
+                ("MCP-Protocol-Version".to_owned(), "2026-07-28".to_owned()),
+                ("Mcp-Method".to_owned(), "tools/call".to_owned()),
+                ("Mcp-Name".to_owned(), "=?base64?cGxhaW4gw6k=?=".to_owned()),
+            ]
+        );
         let read = br#"{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"file:///a b\u00e9"}}"#;
         assert_eq!(
-            names(&wire.request_headers("resources/read", read))[2],
+            names(&wire.request_headers("resources/read", None, read))[2],
             ("Mcp-Name".to_owned(), "=?base64?ZmlsZTovLy9hIGLDqQ==?=".to_owned())
         );
-        assert_eq!(names(&wire.request_headers("tools/list", b"{}")).len(), 2);
+        assert_eq!(names(&wire.request_headers("tools/list", None, b"{}")).len(), 2);
     }
 
     #[test]
@@ -301,6 +343,6 @@ mod tests {
         let mut stdio = vec![bad, good];
         wire(false).check_tools("s", &mut stdio, true);
         assert_eq!(stdio.len(), 2);
-        assert!(wire(false).request_headers("tools/call", b"{}").is_empty());
+        assert!(wire(false).request_headers("tools/call", None, b"{}").is_empty());
     }
 }

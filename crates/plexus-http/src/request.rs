@@ -91,6 +91,28 @@ pub(crate) struct RequestSpec {
     pub(crate) stateless: bool,
 }
 
+/// The header `name` of a message: the stateless revision's own names (on every request of that
+/// era) without parsing them again, any other parsed.
+fn header_name(name: &str) -> Result<HeaderName, http::header::InvalidHeaderName> {
+    const KNOWN: [HeaderName; 3] = [
+        MCP_PROTOCOL_VERSION,
+        HeaderName::from_static("mcp-method"),
+        HeaderName::from_static("mcp-name"),
+    ];
+    match KNOWN.iter().find(|known| known.as_str().eq_ignore_ascii_case(name)) {
+        Some(known) => Ok(known.clone()),
+        None => HeaderName::from_bytes(name.as_bytes()),
+    }
+}
+
+/// A message's header value: a constant one (a protocol version, a method) is not copied.
+fn header_value(value: Cow<'static, str>) -> Result<HeaderValue, http::header::InvalidHeaderValue> {
+    match value {
+        Cow::Borrowed(constant) => HeaderValue::from_maybe_shared(Bytes::from_static(constant.as_bytes())),
+        Cow::Owned(value) => HeaderValue::try_from(value),
+    }
+}
+
 impl RequestSpec {
     pub(crate) fn post(body: Vec<u8>, initialize: bool) -> Self {
         RequestSpec {
@@ -109,7 +131,7 @@ impl RequestSpec {
         let message_headers = headers
             .into_iter()
             .filter_map(|(name, value)| {
-                match (HeaderName::from_bytes(name.as_bytes()), HeaderValue::try_from(value)) {
+                match (header_name(&name), header_value(value)) {
                     (Ok(name), Ok(value)) => Some((name, value)),
                     // The session encodes every value it sets; a header that still cannot be sent is
                     // left out, and the server says what it misses.

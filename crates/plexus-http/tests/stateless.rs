@@ -28,7 +28,7 @@ fn stateless(id: i64, method: &str, params: Value, headers: &[(&'static str, &st
     });
     let headers: Vec<MessageHeader> = headers
         .iter()
-        .map(|(name, value)| (Cow::Borrowed(*name), (*value).to_owned()))
+        .map(|(name, value)| (Cow::Borrowed(*name), Cow::Owned((*value).to_owned())))
         .collect();
     OutboundMessage::from_message(&message).with_headers(headers)
 }
@@ -64,7 +64,7 @@ async fn a_stateless_request_carries_its_headers_and_an_error_status_with_a_json
         Message::from_slice(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}"#)
             .unwrap();
     let cancelled = OutboundMessage::from_message(&cancelled)
-        .with_headers(vec![(Cow::Borrowed("MCP-Protocol-Version"), "2026-07-28".to_owned())]);
+        .with_headers(vec![(Cow::Borrowed("MCP-Protocol-Version"), Cow::Borrowed("2026-07-28"))]);
     assert!(guard(sender.send(cancelled)).await.unwrap().is_none());
     let list = stateless(3, "tools/list", json!({}), &[version, ("Mcp-Method", "tools/list")]);
     assert!(

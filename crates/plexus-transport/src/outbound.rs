@@ -50,8 +50,9 @@ pub struct OutboundMessage {
 
 /// One HTTP header of a message (see [`OutboundMessage::with_headers`]): its name and its value,
 /// which must be a valid header value (visible ASCII, spaces and tabs; the 2026-07-28
-/// revision's encoding makes any text one).
-pub type MessageHeader = (Cow<'static, str>, String);
+/// revision's encoding makes any text one). Both are borrowed when they are constants (a name,
+/// a protocol version, a method), so that most headers of a message cost no allocation.
+pub type MessageHeader = (Cow<'static, str>, Cow<'static, str>);
 
 /// The name of the header carrying a message's protocol version (every request and notification
 /// of the 2026-07-28 revision over HTTP carries it; it must equal the version in the request's
@@ -121,7 +122,7 @@ impl OutboundMessage {
         self.headers
             .iter()
             .find(|(name, _)| name.eq_ignore_ascii_case(PROTOCOL_VERSION_HEADER))
-            .map(|(_, value)| value.as_str())
+            .map(|(_, value)| &**value)
     }
 
     /// Says that the sender waits at most `timeout` for this request's reply (from the moment it

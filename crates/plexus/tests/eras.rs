@@ -41,7 +41,11 @@ async fn an_entry_without_a_version_or_with_auto_speaks_the_stateless_era_to_a_s
         let dir = tempfile::tempdir().unwrap();
         let hub = start_hub(&dir, &[], extra.clone()).await;
         let client = hub.pool().ensure_connected("demo").await.unwrap();
-        assert_eq!(client.server().protocol_version, ProtocolVersion::V2026_07_28, "{extra}");
+        assert_eq!(
+            client.server().protocol_version,
+            ProtocolVersion::V2026_07_28,
+            "{extra}"
+        );
         assert_eq!(client.server().era_source, plexus::client::EraSource::Probe, "{extra}");
         let echoed = hub.call("mcp__demo__echo", json!({"text": "modern"})).await.unwrap();
         assert_eq!(echoed.content[0].as_text(), Some("modern"));

@@ -103,7 +103,7 @@ struct IdleList {
     /// Oldest first.
     connections: VecDeque<Box<H1Conn>>,
     closed: bool,
-    /// When the sweeper looks next (`None`: it waits for a connection).
+    /// When the sweeper looks next (`None`: it has not started).
     next_sweep: Option<Instant>,
 }
 
@@ -382,7 +382,11 @@ impl OriginPool {
         runtime.spawn(async move { cancel.run_until_cancelled(run_sweeper(pool)).await });
     }
 
-    /// Drops the expired idle connections; the earliest expiry of the others.
+    /// Drops the expired idle connections; when to look again: the earliest expiry of the others,
+    /// or with none idle, one idle timeout from `now` (no connection checked in from now on
+    /// expires sooner, unless its server asked for less; a checkin then wakes the sweeper). Never
+    /// "no sweep planned": a checkin would wake the sweeper each time, and a connection that is
+    /// back in use whenever the sweeper runs would keep it so (one task wake per request).
     fn expire(&self, now: Instant) -> Option<Instant> {
         let mut expired = Vec::new();
         let next = {
@@ -396,7 +400,8 @@ impl OriginPool {
                 }
             }
             idle.connections = kept;
-            idle.next_sweep = idle.connections.iter().map(|c| c.idle_since + c.idle_timeout).min();
+            let earliest = idle.connections.iter().map(|c| c.idle_since + c.idle_timeout).min();
+            idle.next_sweep = Some(earliest.unwrap_or(now + self.limits.idle_timeout));
             idle.next_sweep
         };
         if !expired.is_empty() {

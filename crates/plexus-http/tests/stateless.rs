@@ -63,8 +63,10 @@ async fn a_stateless_request_carries_its_headers_and_an_error_status_with_a_json
     let cancelled =
         Message::from_slice(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}"#)
             .unwrap();
-    let cancelled = OutboundMessage::from_message(&cancelled)
-        .with_headers(vec![(Cow::Borrowed("MCP-Protocol-Version"), Cow::Borrowed("2026-07-28"))]);
+    let cancelled = OutboundMessage::from_message(&cancelled).with_headers(vec![(
+        Cow::Borrowed("MCP-Protocol-Version"),
+        Cow::Borrowed("2026-07-28"),
+    )]);
     assert!(guard(sender.send(cancelled)).await.unwrap().is_none());
     let list = stateless(3, "tools/list", json!({}), &[version, ("Mcp-Method", "tools/list")]);
     assert!(

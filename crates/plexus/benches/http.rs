@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use plexus::http::{HttpConfig, HttpTransport};
 use plexus::{Client, ClientOptions};
-use support::{median, percentile, pin_from_env, server_path, verdict};
+use support::{cpu_per_call, era_cpu_verdict, median, percentile, pin_from_env, process_cpu, server_path, verdict};
 
 mod support;
 use plexus::net::RemoteConfig as _;
@@ -202,6 +202,9 @@ async fn raw_session(url: &str) -> String {
 struct Round {
     p50: f64,
     throughput: f64,
+    /// This process's CPU time per sequential call (µs): the client's own cost (the server is
+    /// another process).
+    cpu: Option<f64>,
 }
 
 fn p50(mut times: Vec<Duration>) -> f64 {
@@ -215,11 +218,13 @@ async fn floor_round(url: &str, wire: &Wire) -> Round {
         connection.call_echo().await;
     }
     let mut times = Vec::with_capacity(SEQUENTIAL_CALLS);
+    let before = process_cpu();
     for _ in 0..SEQUENTIAL_CALLS {
         let start = Instant::now();
         connection.call_echo().await;
         times.push(start.elapsed());
     }
+    let cpu = cpu_per_call(before, SEQUENTIAL_CALLS);
     let mut connections = Vec::new();
     for _ in 0..IN_FLIGHT {
         connections.push(RawConnection::open_for(url, wire).await);
@@ -241,6 +246,7 @@ async fn floor_round(url: &str, wire: &Wire) -> Round {
     Round {
         p50: p50(times),
         throughput: THROUGHPUT_CALLS as f64 / start.elapsed().as_secs_f64(),
+        cpu,
     }
 }
 
@@ -254,11 +260,13 @@ async fn plexus_round(client: &Client) -> Round {
         client.call_tool("echo", Some(arguments.clone())).await.unwrap();
     }
     let mut times = Vec::with_capacity(SEQUENTIAL_CALLS);
+    let before = process_cpu();
     for _ in 0..SEQUENTIAL_CALLS {
         let start = Instant::now();
         client.call_tool("echo", Some(arguments.clone())).await.unwrap();
         times.push(start.elapsed());
     }
+    let cpu = cpu_per_call(before, SEQUENTIAL_CALLS);
     let start = Instant::now();
     let arguments = Arc::new(arguments);
     let workers: Vec<_> = (0..IN_FLIGHT)
@@ -278,6 +286,7 @@ async fn plexus_round(client: &Client) -> Round {
     Round {
         p50: p50(times),
         throughput: THROUGHPUT_CALLS as f64 / start.elapsed().as_secs_f64(),
+        cpu,
     }
 }
 
@@ -350,9 +359,8 @@ fn main() {
 
 /// Rounds of the floor and of plexus, alternating, on the runtime this runs on (`label`), in the
 /// `initialize` era or the stateless one; prints their medians against the p50 target
-/// (`p50_target`× the floor). Gives plexus's client and its p50 and throughput as ratios to the
-/// floor of the same era.
-async fn compare(url: &str, label: &str, p50_target: f64, stateless: bool) -> (Client, (f64, f64)) {
+/// (`p50_target`× the floor). Gives plexus's client and its figures for [`era_verdict`].
+async fn compare(url: &str, label: &str, p50_target: f64, stateless: bool) -> (Client, EraFigures) {
     let wire = if stateless {
         Wire::Stateless
     } else {
@@ -369,6 +377,7 @@ async fn compare(url: &str, label: &str, p50_target: f64, stateless: bool) -> (C
     let floor_tp = median(floor.iter().map(|r| r.throughput).collect());
     let our_p50 = median(ours.iter().map(|r| r.p50).collect());
     let our_tp = median(ours.iter().map(|r| r.throughput).collect());
+    let cpu = |rounds: &[Round]| rounds.iter().map(|r| r.cpu).collect::<Option<Vec<f64>>>().map(median);
     let ratios = (our_p50 / floor_p50, our_tp / floor_tp);
     println!("floor ({label} rt, {era} era)  p50 {floor_p50:>7.1} µs   {IN_FLIGHT} in flight {floor_tp:>8.0} calls/s");
     println!(
@@ -382,18 +391,35 @@ async fn compare(url: &str, label: &str, p50_target: f64, stateless: bool) -> (C
         ratios.1,
         verdict(ratios.1 >= 0.7)
     );
-    (client, ratios)
+    let figures = EraFigures {
+        p50: ratios.0,
+        throughput: ratios.1,
+        cpu: cpu(&ours),
+        floor_cpu: cpu(&floor),
+    };
+    (client, figures)
 }
 
-/// Whether plexus's own cost per call (its ratio to the floor of the same era) is no higher in
-/// the stateless era than in the `initialize` era, within 10 % (the noise of two runs).
-fn era_verdict(label: &str, legacy: (f64, f64), stateless: (f64, f64)) {
+/// One era's figures on one runtime: plexus's p50 and throughput as ratios to the floor of the
+/// era, and the CPU time per call (µs) of plexus and of the floor.
+#[derive(Clone, Copy)]
+struct EraFigures {
+    p50: f64,
+    throughput: f64,
+    cpu: Option<f64>,
+    floor_cpu: Option<f64>,
+}
+
+/// Prints the stateless era's ratios to its floor against the `initialize` era's, and the
+/// verdict on plexus's own CPU time per call ([`era_cpu_verdict`]).
+fn era_verdict(label: &str, legacy: EraFigures, stateless: EraFigures) {
     println!(
-        "target ({label}): the stateless era no slower per call than the initialize era (to each era's floor): p50 {:.2}× vs {:.2}×, throughput {:.2}× vs {:.2}× {}",
-        stateless.0,
-        legacy.0,
-        stateless.1,
-        legacy.1,
-        verdict(stateless.0 <= legacy.0 * 1.1 && stateless.1 >= legacy.1 / 1.1)
+        "the stateless era against the initialize era ({label}, to each era's floor): p50 {:.2}× vs {:.2}×, throughput {:.2}× vs {:.2}×",
+        stateless.p50, legacy.p50, stateless.throughput, legacy.throughput
+    );
+    era_cpu_verdict(
+        label,
+        (legacy.cpu, legacy.floor_cpu),
+        (stateless.cpu, stateless.floor_cpu),
     );
 }

@@ -19,7 +19,7 @@ use std::time::Instant;
 use plexus::stdio::{StdioConfig, StdioTransport};
 use plexus::{Client, ClientOptions};
 use support::raw::{LEGACY_ECHO, LEGACY_INITIALIZED, LEGACY_OPENING, RawClient, STATELESS_ECHO, STATELESS_OPENING};
-use support::{median, percentile, pin_from_env, server_path, verdict};
+use support::{cpu_per_call, era_cpu_verdict, median, percentile, pin_from_env, process_cpu, server_path, verdict};
 
 mod support;
 
@@ -35,6 +35,9 @@ struct Round {
     p50: f64,
     p99: f64,
     throughput: f64,
+    /// This process's CPU time per sequential call (µs): the client's own cost (the server is
+    /// another process).
+    cpu: Option<f64>,
 }
 
 fn echo_arguments() -> serde_json::Map<String, serde_json::Value> {
@@ -47,11 +50,13 @@ async fn plexus_round(client: &Client) -> Round {
         client.call_tool("echo", Some(arguments.clone())).await.unwrap();
     }
     let mut times = Vec::with_capacity(SEQUENTIAL_CALLS);
+    let before = process_cpu();
     for _ in 0..SEQUENTIAL_CALLS {
         let start = Instant::now();
         client.call_tool("echo", Some(arguments.clone())).await.unwrap();
         times.push(start.elapsed());
     }
+    let cpu = cpu_per_call(before, SEQUENTIAL_CALLS);
     times.sort_unstable();
     let start = Instant::now();
     let arguments = Arc::new(arguments);
@@ -74,6 +79,7 @@ async fn plexus_round(client: &Client) -> Round {
         p50: percentile(&times, 0.5),
         p99: percentile(&times, 0.99),
         throughput,
+        cpu,
     }
 }
 
@@ -97,6 +103,7 @@ fn floor_round(raw: &mut RawClient) -> Round {
         p50: r.p50,
         p99: r.p99,
         throughput: r.throughput,
+        cpu: r.cpu,
     }
 }
 
@@ -114,6 +121,7 @@ fn summarize(label: &str, rounds: &[Round], floor: Option<&Summary>) -> Summary 
         p50: median(rounds.iter().map(|r| r.p50).collect()),
         p99: median(rounds.iter().map(|r| r.p99).collect()),
         throughput: median(rounds.iter().map(|r| r.throughput).collect()),
+        cpu: rounds.iter().map(|r| r.cpu).collect::<Option<Vec<f64>>>().map(median),
     };
     match floor {
         None => println!(
@@ -137,6 +145,7 @@ struct Summary {
     p50: f64,
     p99: f64,
     throughput: f64,
+    cpu: Option<f64>,
 }
 
 fn main() {
@@ -182,8 +191,12 @@ fn main() {
         current.throughput / floor.throughput,
     );
     println!(
-        "target: the stateless era no slower per call than the initialize era (to each era's floor, current-thread): p50 {p50:.2}× vs {legacy_p50:.2}×, throughput {tp:.2}× vs {legacy_tp:.2}× {}",
-        verdict(p50 <= legacy_p50 * 1.1 && tp >= legacy_tp / 1.1)
+        "the stateless era against the initialize era (to each era's floor, current-thread): p50 {p50:.2}× vs {legacy_p50:.2}×, throughput {tp:.2}× vs {legacy_tp:.2}×"
+    );
+    era_cpu_verdict(
+        "current-thread",
+        (current.cpu, floor.cpu),
+        (stateless.cpu, stateless_floor.cpu),
     );
     current_rt.block_on(async { stateless_client.close().await.unwrap() });
     current_rt.block_on(async { current_client.close().await.unwrap() });

@@ -45,6 +45,51 @@ pub(crate) fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
+/// The CPU time this process's threads have used so far (the sum of each
+/// `/proc/self/task/*/schedstat`, in nanoseconds), so that a client's own cost per call is seen
+/// apart from its server's: the server runs in another process, and the stateless era costs a
+/// server more per request than the `initialize` era. `None` where the kernel does not say.
+pub(crate) fn process_cpu() -> Option<Duration> {
+    let mut nanos = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let path = task.ok()?.path().join("schedstat");
+        // A thread that ended since the listing has nothing more to add.
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        nanos += text.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(Duration::from_nanos(nanos))
+}
+
+/// The CPU time (µs) this process used per call since `before` (a [`process_cpu`] reading),
+/// over `calls` calls.
+pub(crate) fn cpu_per_call(before: Option<Duration>, calls: usize) -> Option<f64> {
+    let used = process_cpu()?.checked_sub(before?)?;
+    Some(used.as_secs_f64() * 1e6 / calls as f64)
+}
+
+/// Prints the verdict on "the stateless era no slower per call" (`label`: the runtime): plexus's
+/// own CPU time per call (µs) in the stateless era against the `initialize` era, within 10 %,
+/// with the floor's figures of each era. The server's share is left out of it: a server works
+/// more per request in the stateless era (an envelope, and over HTTP its headers, on every
+/// request), which the latency of floor and plexus alike carries.
+pub(crate) fn era_cpu_verdict(label: &str, legacy: (Option<f64>, Option<f64>), stateless: (Option<f64>, Option<f64>)) {
+    let ((Some(legacy_cpu), legacy_floor), (Some(stateless_cpu), stateless_floor)) = (legacy, stateless) else {
+        println!("target ({label}): the stateless era no slower per call: no CPU figures on this system");
+        return;
+    };
+    let floors = match (legacy_floor, stateless_floor) {
+        (Some(legacy), Some(stateless)) => format!(" (the floor's: {legacy:.2} and {stateless:.2} µs)"),
+        _ => String::new(),
+    };
+    println!(
+        "target ({label}): the stateless era no slower per call: plexus's own CPU per call {stateless_cpu:.2} µs vs {legacy_cpu:.2} µs in the initialize era ({:.2}×){floors} {}",
+        stateless_cpu / legacy_cpu,
+        verdict(stateless_cpu <= legacy_cpu * 1.1)
+    );
+}
+
 /// "met" or "MISSED".
 pub(crate) fn verdict(ok: bool) -> &'static str {
     if ok { "met" } else { "MISSED" }

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
-use super::percentile;
+use super::{cpu_per_call, percentile, process_cpu};
 
 /// The `initialize` request of the initialize era (its id is added).
 pub(crate) const LEGACY_OPENING: &str = r#""method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"0"}}"#;
@@ -25,6 +25,8 @@ pub(crate) struct RawRound {
     pub(crate) p50: f64,
     pub(crate) p99: f64,
     pub(crate) throughput: f64,
+    /// This thread's CPU time per sequential call (µs), when the kernel says.
+    pub(crate) cpu: Option<f64>,
 }
 
 /// The floor client (see the module docs).
@@ -90,12 +92,14 @@ impl RawClient {
             self.receive();
         }
         let mut times = Vec::with_capacity(sequential);
+        let before = process_cpu();
         for _ in 0..sequential {
             let start = Instant::now();
             self.send(echo);
             self.receive();
             times.push(start.elapsed());
         }
+        let cpu = cpu_per_call(before, sequential);
         times.sort_unstable();
         let start = Instant::now();
         for _ in 0..in_flight {
@@ -111,6 +115,7 @@ impl RawClient {
             p50: percentile(&times, 0.5),
             p99: percentile(&times, 0.99),
             throughput: throughput as f64 / start.elapsed().as_secs_f64(),
+            cpu,
         }
     }
 }

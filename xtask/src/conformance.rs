@@ -95,8 +95,16 @@ pub(crate) const MUST_PASS_IN: &[(&str, &[&str])] = &[
             "auth/wif-jwt-bearer",
             "auth/dpop",
             "auth/dpop-nonce",
-            // Tool schemas pass through untouched: `$schema`, `$defs`, `additionalProperties`.
+            // Tool schemas pass through untouched: `$schema`, `$defs`, `additionalProperties`, and a
+            // `$ref` is not dereferenced.
             "json-schema-2020-12-preservation",
+            "json-schema-ref-no-deref",
+            // The skills extension (SEP-2640): listing reads no file; loading a skill verifies its
+            // SKILL.md (size, digest, front matter) and a failed one reads nothing more.
+            "sep-2640-client-no-prefetch",
+            "sep-2640-client-verify-digest",
+            "sep-2640-client-verify-size",
+            "sep-2640-client-verify-frontmatter",
             // The stateless revision (2026-07-28): the request envelope and the retry at a
             // version the server names, multi-round-trip requests, the Mcp-Method / Mcp-Name /
             // Mcp-Param-* headers, and tools with invalid x-mcp-header annotations left out.

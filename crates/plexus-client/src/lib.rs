@@ -35,6 +35,7 @@ mod progress;
 mod request;
 mod rounds;
 mod session;
+mod skills;
 mod trace;
 mod wire;
 
@@ -56,4 +57,5 @@ pub use plexus_transport::BoxFuture;
 pub use progress::{ProgressCallback, progress_channel};
 pub use request::RequestOptions;
 pub use rounds::MAX_INPUT_ROUNDS;
+pub use skills::{LoadedSkill, SkillError, VerificationProblem};
 pub use wire::RejectedTool;

@@ -1,4 +1,5 @@
-//! Whole lists (`tools/list`, `resources/list`, `resources/templates/list`, `prompts/list`),
+//! Whole lists (`tools/list`, `resources/list`, `resources/templates/list`, `prompts/list`,
+//! the skills extension's `skills/list`),
 //! following `nextCursor` within bounds, with the caching hints of the stateless era: `ttlMs`
 //! (the shortest of the pages', an absent one read as 0) and `cacheScope` (`private` when any page
 //! says so).
@@ -60,6 +61,12 @@ page!(
     resource_templates
 );
 page!(ListPromptsResult, Prompt, methods::PROMPTS_LIST, prompts);
+page!(
+    plexus_protocol::skills::ListSkillsResult,
+    plexus_protocol::skills::Skill,
+    methods::SKILLS_LIST,
+    skills
+);
 
 impl Client {
     /// Every tool, following `nextCursor` (a repeated cursor is an error, not a loop). Over
@@ -106,6 +113,12 @@ impl Client {
     /// [`list_prompts`](Self::list_prompts) with the list's caching hints.
     pub async fn prompts_listing(&self) -> Result<Listing<Prompt>, ClientError> {
         self.listing::<ListPromptsResult>().await
+    }
+
+    /// Every skill entry (`skills/list`; the extension's support is the caller's to check) and
+    /// how long the list may be cached.
+    pub(crate) async fn skills_listing(&self) -> Result<Listing<plexus_protocol::skills::Skill>, ClientError> {
+        self.listing::<plexus_protocol::skills::ListSkillsResult>().await
     }
 
     /// Every page of `P`'s method, within [`MAX_LIST_PAGES`] and the session's byte limit.

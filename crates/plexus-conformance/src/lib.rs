@@ -39,6 +39,7 @@ mod browse;
 mod elicitation;
 mod fill;
 mod scenario;
+mod skills;
 
 pub use auth::{AuthSetup, CLIENT_METADATA_URL, is_auth_scenario, oauth_provider, oauth_settings};
 pub use browse::{MAX_BROWSED, browse};
@@ -49,3 +50,4 @@ pub use scenario::{
     ScenarioError, ToolCalls, client_options, context_calls, exercise, parse_context, run, server_config,
     stateless_version, tool_calls,
 };
+pub use skills::skills;

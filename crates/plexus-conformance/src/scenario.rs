@@ -168,6 +168,16 @@ pub enum ScenarioError {
         #[source]
         source: ClientError,
     },
+    /// Listing or loading skills failed (a skill that fails verification is refused, not an
+    /// error).
+    #[error("{what} failed")]
+    Skill {
+        /// What was being done, e.g. `skills/list`.
+        what: String,
+        /// What failed.
+        #[source]
+        source: plexus::client::SkillError,
+    },
     /// The scenario needs a tool the server does not list.
     #[error("scenario {scenario}: the server lists no tool {tool:?} (it lists: {})", listed.join(", "))]
     MissingTool {
@@ -399,6 +409,7 @@ pub async fn exercise(client: &plexus::Client, scenario: &Scenario) -> Result<Ve
     )];
     let context_calls = context_calls(&scenario.context);
     let scenario = scenario.name.as_str();
+    crate::skills(client, scenario, &mut transcript).await?;
     let calls = if context_calls.is_empty() {
         tool_calls(scenario)
     } else {

@@ -64,4 +64,6 @@ cacheable!(
     crate::ListResourceTemplatesResult,
     crate::ReadResourceResult,
     crate::DiscoverResult,
+    crate::skills::ListSkillsResult,
+    crate::skills::GetSkillResult,
 );

@@ -88,6 +88,7 @@ mod prompts;
 mod resources;
 mod roots;
 mod sampling;
+pub mod skills;
 mod subscriptions;
 mod tagged;
 mod tasks;

@@ -89,6 +89,15 @@ pub const TASKS_LIST: &str = "tasks/list";
 /// `notifications/tasks/status` (either way, since 2025-11-25).
 pub const TASKS_STATUS: &str = "notifications/tasks/status";
 
+/// `skills/list` (client → server; the skills extension, `io.modelcontextprotocol/skills`). The
+/// extension's methods are not in [`REQUESTS`], which lists the base schema's.
+pub const SKILLS_LIST: &str = "skills/list";
+/// `skills/get` (client → server; the skills extension).
+pub const SKILLS_GET: &str = "skills/get";
+/// `resources/directory/read` (client → server; the skills extension, when the server declares
+/// `directoryRead`).
+pub const RESOURCES_DIRECTORY_READ: &str = "resources/directory/read";
+
 /// Every request method above.
 pub const REQUESTS: &[&str] = &[
     INITIALIZE,

@@ -2,6 +2,7 @@
 
 use crate::era::{EraSupport, MODERN_PROTOCOL_VERSION, ProbeAnswer};
 use crate::listen::ListenKind;
+use crate::skills::SkillTamper;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -179,6 +180,16 @@ pub struct ServerOptions {
     /// which the server lists all the same), for tests of the 2026-07-28 HTTP headers.
     #[arg(long)]
     pub header_tools: bool,
+    /// Serve skills (the `io.modelcontextprotocol/skills` extension, with `directoryRead`):
+    /// `skills/list`, `skills/get`, `resources/directory/read`, and the skills' files through
+    /// `resources/read` (`skill://pdf-processing/…`, `skill://acme/billing/refunds/…`).
+    #[arg(long)]
+    pub skills: bool,
+    /// Serve `skill://pdf-processing/SKILL.md` other than its entry says: with another body
+    /// (`digest`), with bytes added (`size`), or with another description whose digest and size
+    /// the entry carries (`frontmatter`).
+    #[arg(long, value_enum, value_name = "HOW", requires = "skills")]
+    pub tamper_skill: Option<SkillTamper>,
     /// Which notifications a `subscriptions/listen` (stateless era) is granted, of those it asks
     /// for: `tools` (`toolsListChanged`), `prompts` (`promptsListChanged`), `resources`
     /// (`resourcesListChanged`), `updates` (`resourceSubscriptions`); the acknowledgement leaves
@@ -234,6 +245,8 @@ impl Default for ServerOptions {
             modern_version: MODERN_PROTOCOL_VERSION.to_owned(),
             reject_first_modern_request: false,
             header_tools: false,
+            skills: false,
+            tamper_skill: None,
             listen_honours: ListenKind::ALL.to_vec(),
             end_listen_after_ms: None,
             cancel_listen_after_ms: None,

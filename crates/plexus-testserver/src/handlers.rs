@@ -54,8 +54,11 @@ struct SetLevelParams {
 }
 
 impl Session {
-    pub(crate) fn read_resource(params: &str) -> Result<Box<RawValue>, ErrorObject> {
+    pub(crate) fn read_resource(&self, params: &str) -> Result<Box<RawValue>, ErrorObject> {
         let UriParams { uri } = parse_params("resources/read", params)?;
+        if let Some(text) = self.server.skills.as_ref().and_then(|skills| skills.file(&uri)) {
+            return raw(&json!({"contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}]}));
+        }
         let contents = catalog::read_resource(&uri).ok_or_else(|| resource_not_found(&uri))?;
         raw(&json!({"contents": [contents]}))
     }

@@ -341,6 +341,7 @@ mod proxy;
 #[cfg(feature = "remote")]
 mod remote;
 mod server;
+mod skills;
 mod stdio;
 mod tools;
 
@@ -364,4 +365,5 @@ pub use remote::{
     RemoteServer, RequiredHeader, SessionOptions, SseOptions, WsOptions, run_http, run_sse, run_ws,
 };
 pub use server::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
+pub use skills::SkillTamper;
 pub use stdio::{run_stdio, serve_io};

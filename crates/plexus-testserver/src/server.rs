@@ -93,6 +93,8 @@ pub(crate) struct Server {
     /// The tools `trigger-list-changed` added for the stateless HTTP requests (each POST is a
     /// session of its own, and the list is the server's).
     pub(crate) dynamic_tools: Arc<Mutex<Vec<Value>>>,
+    /// The skills it serves (`--skills`).
+    pub(crate) skills: Option<crate::skills::Skills>,
 }
 
 impl Server {
@@ -114,9 +116,11 @@ impl Server {
             modern_version: options.modern_version.clone(),
             reject_first_modern: options.reject_first_modern_request,
         };
+        let skills = options.skills.then(|| crate::skills::Skills::new(options.tamper_skill));
         Server {
             options,
             era,
+            skills,
             events,
             builtin_tools,
             resources: catalog::resources(),
@@ -266,14 +270,18 @@ fn raw_to_value(raw: Option<&RawValue>) -> Value {
 }
 
 /// What the server offers, in its initialize and `server/discover` results.
-fn capabilities() -> Value {
-    json!({
+fn capabilities(skills: bool) -> Value {
+    let mut capabilities = json!({
         "tools": {"listChanged": true},
         "resources": {"subscribe": true, "listChanged": true},
         "prompts": {"listChanged": true},
         "logging": {},
         "completions": {},
-    })
+    });
+    if skills {
+        capabilities["extensions"] = json!({plexus_protocol::skills::SKILLS_EXTENSION: {"directoryRead": true}});
+    }
+    capabilities
 }
 
 /// The caching fields a modern result of `method` carries (none but for lists and reads).
@@ -433,19 +441,21 @@ impl Session {
         let outcome = match method {
             "tools/call" => return self.call_tool(request.id, params, out),
             "subscriptions/listen" if modern => return self.listen(request.id, params, out),
-            "server/discover" if modern => {
-                raw(&self
-                    .server
-                    .era
-                    .discover(&capabilities(), &self.server_info(), catalog::INSTRUCTIONS))
-            }
+            "server/discover" if modern => raw(&self.server.era.discover(
+                &capabilities(self.server.skills.is_some()),
+                &self.server_info(),
+                catalog::INSTRUCTIONS,
+            )),
             "initialize" => self.initialize(params, out),
             "ping" => empty(),
             "tools/list" => self.list_tools(params),
             "resources/list" => self.list(method, "resources", &self.server.resources, params),
             "resources/templates/list" => self.list(method, "resourceTemplates", &self.server.templates, params),
             "prompts/list" => self.list(method, "prompts", &self.server.prompts, params),
-            "resources/read" => Self::read_resource(params),
+            "resources/read" => self.read_resource(params),
+            "skills/list" => self.list_skills(),
+            "skills/get" => self.get_skill(params),
+            "resources/directory/read" => self.read_directory(params),
             "resources/subscribe" => self.subscribe(params, true),
             "resources/unsubscribe" => self.subscribe(params, false),
             "prompts/get" => Self::get_prompt(params),
@@ -670,7 +680,7 @@ impl Session {
         }
         raw(&json!({
             "protocolVersion": version,
-            "capabilities": capabilities(),
+            "capabilities": capabilities(self.server.skills.is_some()),
             "serverInfo": self.server_info(),
             "instructions": catalog::INSTRUCTIONS,
         }))

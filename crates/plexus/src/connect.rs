@@ -390,8 +390,9 @@ fn spawn_stdio(
 
 /// `options` with the era the entry's `protocolVersion` asks for (`auto`: probe; a stateless
 /// revision: that one, pinned; an earlier one: the handshake offering it); without one, the
-/// host's choice stands (by default a probe). The entry's `probeTimeout` is how long any probe
-/// of it waits.
+/// host's choice stands (by default a probe). A legacy SSE entry (`sse`, `sse-ide`) gets the
+/// handshake without a probe unless it pins a version. The entry's `probeTimeout` is how long
+/// any probe of it waits.
 pub(crate) fn with_era(
     name: &str,
     config: &ServerConfig,
@@ -400,7 +401,10 @@ pub(crate) fn with_era(
     use plexus_client::EraChoice;
     use plexus_protocol::ProtocolVersion;
     let entry = config.options();
+    // Legacy HTTP+SSE is a transport of the `initialize` era only: nothing to probe.
+    let legacy_sse = matches!(config.kind(), ServerKind::Sse | ServerKind::SseIde);
     match entry.protocol_version.as_deref() {
+        None | Some("auto") if legacy_sse => options.era = EraChoice::Initialize,
         None => {}
         Some("auto") => options.era = EraChoice::PROBE,
         Some(given) => {

@@ -78,6 +78,12 @@ pub(crate) fn run(cli: Cli) -> Outcome {
             }),
             Err(e) => crate::fail(e),
         },
+        Command::Skills { server, ad_hoc } => configured(&ad_hoc, &mut |c| {
+            block_on(crate::skills::skills_command(c, server.as_deref(), json))
+        }),
+        Command::Skill { server, uri, ad_hoc } => configured(&ad_hoc, &mut |c| {
+            block_on(crate::skills::skill_command(c, &server, &uri, json))
+        }),
         Command::Ping { server, ad_hoc } => configured(&ad_hoc, &mut |c| {
             block_on(content::ping_command(c, server.as_deref(), json))
         }),

@@ -19,7 +19,7 @@ use crate::terminal::outln;
 use crate::{Outcome, terminal};
 
 /// Starts the servers a listing needs (every one, or `only`), or says why not.
-async fn started(configured: &Configured, only: Option<&str>) -> Result<(Hub, usize), Outcome> {
+pub(crate) async fn started(configured: &Configured, only: Option<&str>) -> Result<(Hub, usize), Outcome> {
     let selected = select(configured, only)?;
     let hub = start(configured, &selected, View::Spinner).await?;
     report_unusable(&hub);
@@ -27,20 +27,26 @@ async fn started(configured: &Configured, only: Option<&str>) -> Result<(Hub, us
 }
 
 /// How one kind of listing is shown.
-struct Shown<T> {
+pub(crate) struct Shown<T> {
     /// Said when there is nothing.
-    nothing: &'static str,
+    pub(crate) nothing: &'static str,
     /// The table's columns.
-    columns: &'static [Column],
+    pub(crate) columns: &'static [Column],
     /// An entry's row of the table.
-    row: fn(&T) -> Vec<String>,
+    pub(crate) row: fn(&T) -> Vec<String>,
     /// An entry's `--json` object.
-    json: fn(&T) -> Value,
+    pub(crate) json: fn(&T) -> Value,
 }
 
 /// Ends a listing: says why a server's list could not be had, closes the servers, prints the
 /// entries (a table, or `--json`), and says how the command ended.
-async fn finish_listing<T>(hub: Hub, count: usize, listed: Listed<T>, shown: &Shown<T>, json: bool) -> Outcome {
+pub(crate) async fn finish_listing<T, E: std::error::Error>(
+    hub: Hub,
+    count: usize,
+    listed: Listed<T, E>,
+    shown: &Shown<T>,
+    json: bool,
+) -> Outcome {
     for failure in &listed.failures {
         terminal::say_error(failure);
     }
@@ -58,7 +64,7 @@ async fn finish_listing<T>(hub: Hub, count: usize, listed: Listed<T>, shown: &Sh
     outcome
 }
 
-const fn column(header: &'static str, flexible: bool) -> Column {
+pub(crate) const fn column(header: &'static str, flexible: bool) -> Column {
     Column { header, flexible }
 }
 

@@ -21,6 +21,7 @@ mod output;
 mod progress;
 mod secrets;
 mod serve;
+mod skills;
 mod sources;
 mod suggest;
 mod table;
@@ -182,6 +183,24 @@ pub(crate) enum Command {
         /// The prompt's arguments.
         #[arg(value_name = "ARG=VALUE")]
         arguments: Vec<String>,
+        #[command(flatten)]
+        ad_hoc: AdHoc,
+    },
+    /// Every skill of every server (or of one server) that serves skills (the skills
+    /// extension): its server, name, files and URI. No skill file is read.
+    Skills {
+        /// Only this server's skills.
+        server: Option<String>,
+        #[command(flatten)]
+        ad_hoc: AdHoc,
+    },
+    /// Load a skill and print its SKILL.md, verified against the skill's entry (size, SHA-256
+    /// digest, front matter): one that fails is refused and not printed.
+    Skill {
+        /// The server that serves it.
+        server: String,
+        /// The URI of its SKILL.md (as `plexus skills` shows it).
+        uri: String,
         #[command(flatten)]
         ad_hoc: AdHoc,
     },

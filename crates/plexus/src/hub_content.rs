@@ -12,16 +12,17 @@ use plexus_protocol::{GetPromptResult, Prompt, ReadResourceResult, Resource, Res
 use crate::hub::Hub;
 use crate::hub_error::HubError;
 
-/// What a listing across the servers found, and the servers whose list could not be had.
+/// What a listing across the servers found, and the servers whose list could not be had (`E`:
+/// why, a pool's error for the lists the pool caches).
 #[derive(Debug, Clone)]
-pub struct Listed<T> {
+pub struct Listed<T, E = PoolError> {
     /// The entries, by server.
     pub entries: Vec<T>,
     /// Why a connected server's list could not be had (its entries are missing).
-    pub failures: Vec<PoolError>,
+    pub failures: Vec<E>,
 }
 
-impl<T> Default for Listed<T> {
+impl<T, E> Default for Listed<T, E> {
     fn default() -> Self {
         Listed {
             entries: Vec::new(),
@@ -181,7 +182,7 @@ impl Hub {
     }
 
     /// The session of `server`, connected on demand.
-    async fn connected(&self, server: &str) -> Result<Client, HubError> {
+    pub(crate) async fn connected(&self, server: &str) -> Result<Client, HubError> {
         self.pool()
             .ensure_connected(server)
             .await
@@ -192,7 +193,7 @@ impl Hub {
     }
 
     /// The connected servers whose capabilities pass `offers`, by name.
-    fn offering(&self, offers: impl Fn(&plexus_protocol::ServerCapabilities) -> bool) -> Vec<String> {
+    pub(crate) fn offering(&self, offers: impl Fn(&plexus_protocol::ServerCapabilities) -> bool) -> Vec<String> {
         let mut servers: Vec<String> = self
             .pool()
             .names()

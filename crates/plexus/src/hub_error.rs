@@ -45,6 +45,16 @@ pub enum HubError {
         #[source]
         source: Box<ServerFailure>,
     },
+    /// A server's skills could not be listed, or a skill could not be loaded (one that fails
+    /// verification included).
+    #[error("the skills of server \"{server}\"")]
+    Skill {
+        /// The server.
+        server: String,
+        /// Why.
+        #[source]
+        source: plexus_client::SkillError,
+    },
     /// Waiting for the servers failed (a required server could not connect, or the pool is
     /// closed).
     #[error(transparent)]

@@ -146,6 +146,7 @@ mod hub_content;
 mod hub_error;
 #[cfg(feature = "tools")]
 mod hub_messages;
+#[cfg(feature = "tools")]
 mod hub_skills;
 pub mod in_process;
 #[cfg(feature = "auth")]
@@ -167,6 +168,7 @@ pub use hub_content::{Listed, PromptEntry, ResourceEntry, TemplateEntry, parse_r
 pub use hub_error::{HubError, ServerFailure};
 #[cfg(feature = "tools")]
 pub use hub_messages::{SERVER_MESSAGES_CAPACITY, ServerMessage};
+#[cfg(feature = "tools")]
 pub use hub_skills::SkillEntry;
 pub use in_process::InProcessServer;
 #[cfg(feature = "auth")]

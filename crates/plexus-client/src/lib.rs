@@ -8,6 +8,10 @@
 //! progress token or a cancellation when it is used. When the transport
 //! goes away every pending request fails at once with the reason, and close callbacks run.
 //!
+//! By default a session probes its server with `server/discover` and speaks the era it answers
+//! in ([`EraChoice`]). A server that declares the skills extension has its skills listed, got
+//! and loaded, each loaded file verified against the skill's entry ([`LoadedSkill`]).
+//!
 //! ```no_run
 //! # async fn demo(transport: Box<dyn plexus_transport::Transport>) -> Result<(), plexus_client::ClientError> {
 //! use plexus_client::{Client, ClientOptions};

@@ -6,8 +6,6 @@
 //! each verified the same way. A digest match proves only that the server's entry and content
 //! agree, not that either is trustworthy.
 
-use std::borrow::Cow;
-
 use base64::Engine as _;
 use plexus_protocol::skills::{
     GetSkillRequestParams, GetSkillResult, MAX_SKILL_BYTES, MAX_SKILL_RESOURCES, ReadDirectoryRequestParams,
@@ -353,7 +351,7 @@ fn compare_frontmatter(markdown: &str, frontmatter: &JsonObject) -> Result<(), S
 }
 
 /// The YAML front matter that opens `markdown` (between `---` lines), as a JSON object.
-pub(crate) fn parse_frontmatter(markdown: &str) -> Result<JsonObject, String> {
+fn parse_frontmatter(markdown: &str) -> Result<JsonObject, String> {
     let text = markdown.strip_prefix('\u{feff}').unwrap_or(markdown);
     let mut lines = text.split_inclusive('\n');
     if lines.next().map(str::trim_end) != Some("---") {
@@ -400,11 +398,10 @@ fn json_of(yaml: yaml_rust2::Yaml) -> Result<Value, String> {
         Yaml::Hash(entries) => {
             let mut object = JsonObject::new();
             for (key, value) in entries {
-                let key: Cow<'_, str> = match key {
-                    Yaml::String(key) => Cow::Owned(key),
-                    other => return Err(format!("the front matter key {other:?} is not a string")),
+                let Yaml::String(key) = key else {
+                    return Err(format!("the front matter key {key:?} is not a string"));
                 };
-                object.insert(key.into_owned(), json_of(value)?);
+                object.insert(key, json_of(value)?);
             }
             Value::Object(object)
         }

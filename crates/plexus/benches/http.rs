@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use plexus::Client;
 use plexus::http::{HttpConfig, HttpTransport};
-use plexus::{Client, ClientOptions};
 use support::{cpu_per_call, era_cpu_verdict, median, percentile, pin_from_env, process_cpu, server_path, verdict};
 
 mod support;
@@ -302,14 +302,9 @@ fn rss_kib() -> u64 {
 
 async fn connect(url: &str, stateless: bool) -> Client {
     let transport = HttpTransport::new(HttpConfig::new(url).name("bench")).expect("the transport");
-    let mut options = ClientOptions::new("bench");
-    // Each era pinned: no probe, so that the figures are of the era named.
-    options.era = if stateless {
-        plexus::client::EraChoice::Stateless(plexus::protocol::ProtocolVersion::V2026_07_28)
-    } else {
-        plexus::client::EraChoice::Initialize
-    };
-    Client::connect(Box::new(transport), options).await.expect("initialize")
+    Client::connect(Box::new(transport), support::pinned_options(stateless))
+        .await
+        .expect("initialize")
 }
 
 fn main() {

@@ -16,8 +16,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use plexus::Client;
 use plexus::stdio::{StdioConfig, StdioTransport};
-use plexus::{Client, ClientOptions};
 use support::raw::{LEGACY_ECHO, LEGACY_INITIALIZED, LEGACY_OPENING, RawClient, STATELESS_ECHO, STATELESS_OPENING};
 use support::{cpu_per_call, era_cpu_verdict, median, percentile, pin_from_env, process_cpu, server_path, verdict};
 
@@ -86,14 +86,9 @@ async fn plexus_round(client: &Client) -> Round {
 async fn connect(server: &str, stateless: bool) -> Client {
     let config = StdioConfig::new(server).arg("stdio");
     let transport = StdioTransport::spawn(config).expect("spawn the test server");
-    let mut options = ClientOptions::new("bench");
-    // Each era pinned: no probe, so that the figures are of the era named.
-    options.era = if stateless {
-        plexus::client::EraChoice::Stateless(plexus::protocol::ProtocolVersion::V2026_07_28)
-    } else {
-        plexus::client::EraChoice::Initialize
-    };
-    Client::connect(Box::new(transport), options).await.expect("initialize")
+    Client::connect(Box::new(transport), support::pinned_options(stateless))
+        .await
+        .expect("initialize")
 }
 
 /// A floor round as this bench's figures.

@@ -387,7 +387,7 @@ impl OriginPool {
     /// expires sooner, unless its server asked for less; a checkin then wakes the sweeper). Never
     /// "no sweep planned": a checkin would wake the sweeper each time, and a connection that is
     /// back in use whenever the sweeper runs would keep it so (one task wake per request).
-    fn expire(&self, now: Instant) -> Option<Instant> {
+    fn expire(&self, now: Instant) -> Instant {
         let mut expired = Vec::new();
         let next = {
             let mut idle = self.lock();
@@ -401,8 +401,9 @@ impl OriginPool {
             }
             idle.connections = kept;
             let earliest = idle.connections.iter().map(|c| c.idle_since + c.idle_timeout).min();
-            idle.next_sweep = Some(earliest.unwrap_or(now + self.limits.idle_timeout));
-            idle.next_sweep
+            let next = earliest.unwrap_or(now + self.limits.idle_timeout);
+            idle.next_sweep = Some(next);
+            next
         };
         if !expired.is_empty() {
             tracing::debug!(
@@ -423,14 +424,10 @@ async fn run_sweeper(pool: Arc<OriginPool>) {
     loop {
         let mut woken = pin!(pool.sweep.notified());
         woken.as_mut().enable();
-        match pool.expire(Instant::now()) {
-            Some(at) => {
-                tokio::select! {
-                    () = tokio::time::sleep_until(at.into()) => {}
-                    () = woken => {}
-                }
-            }
-            None => woken.await,
+        let at = pool.expire(Instant::now());
+        tokio::select! {
+            () = tokio::time::sleep_until(at.into()) => {}
+            () = woken => {}
         }
     }
 }

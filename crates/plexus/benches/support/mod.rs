@@ -90,6 +90,18 @@ pub(crate) fn era_cpu_verdict(label: &str, legacy: (Option<f64>, Option<f64>), s
     );
 }
 
+/// The bench client's options, its era pinned (no probe, so that the figures are of the era
+/// named): the stateless revision or the `initialize` handshake.
+pub(crate) fn pinned_options(stateless: bool) -> plexus::ClientOptions {
+    let mut options = plexus::ClientOptions::new("bench");
+    options.era = if stateless {
+        plexus::client::EraChoice::Stateless(plexus::protocol::ProtocolVersion::V2026_07_28)
+    } else {
+        plexus::client::EraChoice::Initialize
+    };
+    options
+}
+
 /// "met" or "MISSED".
 pub(crate) fn verdict(ok: bool) -> &'static str {
     if ok { "met" } else { "MISSED" }

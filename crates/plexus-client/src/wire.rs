@@ -98,8 +98,8 @@ impl StatelessWire {
     }
 
     /// The headers of the request `line` (encoded, envelope included) of `method`: none when the
-    /// transport carries none. `Mcp-Name` for `tools/call`, `prompts/get` and `resources/read`
-    /// is `name` when the encoder read it, else it is read from the line, as are the tool's
+    /// transport carries none. `Mcp-Name` for `tools/call`, `prompts/get`, `resources/read` and
+    /// a task's requests is `name` when the encoder read it, else it is read from the line, as are the tool's
     /// `Mcp-Param-*` headers (only a tool with `x-mcp-header` annotations has its line read for
     /// them).
     pub(crate) fn request_headers(
@@ -133,7 +133,11 @@ impl StatelessWire {
         let Some(params) = request.params else {
             return headers;
         };
-        let name = if key == "uri" { params.uri } else { params.name };
+        let name = match key {
+            "uri" => params.uri,
+            "taskId" => params.task_id,
+            _ => params.name,
+        };
         let Some(name) = name else { return headers };
         if let Some(annotated) = annotated(&name)
             && let Some(arguments) = params.arguments
@@ -244,6 +248,8 @@ struct NameParams<'a> {
     name: Option<Cow<'a, str>>,
     #[serde(borrow)]
     uri: Option<Cow<'a, str>>,
+    #[serde(borrow, rename = "taskId")]
+    task_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     arguments: Option<&'a RawValue>,
 }

@@ -175,6 +175,24 @@ pub struct ServerCapabilities {
     pub extra: JsonObject,
 }
 
+impl ServerCapabilities {
+    /// The settings of the extension `id` when `capabilities.extensions` declares it (an object;
+    /// empty when it has none), else `None`.
+    pub fn extension(&self, id: &str) -> Option<&JsonObject> {
+        self.extra.get("extensions")?.as_object()?.get(id)?.as_object()
+    }
+
+    /// Whether `tools/call` may be task-augmented in the `initialize` era
+    /// (`tasks.requests.tools.call`, 2025-11-25).
+    pub fn has_tool_call_tasks(&self) -> bool {
+        self.tasks
+            .as_ref()
+            .and_then(|tasks| tasks.requests.as_ref())
+            .and_then(|requests| requests.tools.as_ref())
+            .is_some_and(|tools| tools.call.is_some())
+    }
+}
+
 /// The server's `prompts` capability.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

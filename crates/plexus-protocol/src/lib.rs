@@ -147,8 +147,9 @@ pub use subscriptions::{
     SubscriptionsListenResult,
 };
 pub use tasks::{
-    CancelTaskResult, CreateTaskResult, GetTaskResult, ListTasksResult, Task, TaskMetadata, TaskRequestParams,
-    TaskStatus, TaskStatusNotificationParams,
+    CancelTaskResult, CreateTaskResult, DetailedTask, GetTaskResult, ListTasksResult, RELATED_TASK_META_KEY,
+    TASKS_EXTENSION, Task, TaskMetadata, TaskRequestParams, TaskStatus, TaskStatusNotificationParams,
+    UpdateTaskRequestParams,
 };
 pub use tools::{
     CallToolRequestParams, CallToolResult, ListToolsResult, TaskSupport, Tool, ToolAnnotations, ToolExecution,

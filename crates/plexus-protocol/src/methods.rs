@@ -88,6 +88,11 @@ pub const TASKS_CANCEL: &str = "tasks/cancel";
 pub const TASKS_LIST: &str = "tasks/list";
 /// `notifications/tasks/status` (either way, since 2025-11-25).
 pub const TASKS_STATUS: &str = "notifications/tasks/status";
+/// `tasks/update` (client → server; the tasks extension, `io.modelcontextprotocol/tasks`, of the
+/// stateless era): the answers to a task's `inputRequests`.
+pub const TASKS_UPDATE: &str = "tasks/update";
+/// `notifications/tasks` (server → client; the tasks extension): a task's whole state.
+pub const TASKS_NOTIFICATION: &str = "notifications/tasks";
 
 /// `skills/list` (client → server; the skills extension, `io.modelcontextprotocol/skills`). The
 /// extension's methods are not in [`REQUESTS`], which lists the base schema's.

@@ -38,23 +38,28 @@ use crate::{
 };
 
 /// What kind of result a stateless-era server sent (`resultType`). An absent `resultType` means
-/// [`ResultType::Complete`] (servers of earlier revisions send none); any other value is invalid
-/// ([`ResultTypeError::Unknown`]), as the specification requires, unless an extension the client
-/// negotiated defines it (read it from the raw result then).
+/// [`ResultType::Complete`] (servers of earlier revisions send none); `"task"` is the tasks
+/// extension's; any other value is invalid ([`ResultTypeError::Unknown`]), as the specification
+/// requires.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ResultType {
     /// `"complete"`: the final result of the request.
     Complete,
     /// `"input_required"`: an [`InputRequiredResult`]; retry with the input it asks for.
     InputRequired,
+    /// `"task"`: the tasks extension's answer to a `tools/call`, a [`DetailedTask`] to poll
+    /// (only to a request whose client declared the extension).
+    ///
+    /// [`DetailedTask`]: crate::DetailedTask
+    Task,
 }
 
-/// A `resultType` that is neither absent, `"complete"` nor `"input_required"`.
+/// A `resultType` that is neither absent, `"complete"`, `"input_required"` nor `"task"`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ResultTypeError {
     /// A string this crate does not know.
-    #[error("unknown resultType {value:?} (expected \"complete\" or \"input_required\")")]
+    #[error("unknown resultType {value:?} (expected \"complete\", \"input_required\" or \"task\")")]
     Unknown {
         /// The value.
         value: String,
@@ -79,6 +84,7 @@ impl ResultType {
         match self {
             ResultType::Complete => "complete",
             ResultType::InputRequired => "input_required",
+            ResultType::Task => "task",
         }
     }
 
@@ -120,6 +126,7 @@ impl FromStr for ResultType {
         match s {
             "complete" => Ok(ResultType::Complete),
             "input_required" => Ok(ResultType::InputRequired),
+            "task" => Ok(ResultType::Task),
             other => Err(ResultTypeError::Unknown {
                 value: other.to_owned(),
             }),
@@ -445,6 +452,9 @@ impl<'de, T: DeserializeOwned> Deserialize<'de> for ResultOrInputRequired<T> {
             ResultType::InputRequired => serde_json::from_value(value)
                 .map(ResultOrInputRequired::InputRequired)
                 .map_err(|err| D::Error::custom(format_args!("invalid input-required result: {err}"))),
+            ResultType::Task => Err(D::Error::custom(
+                "a task (resultType \"task\") where a result or an input-required result was expected",
+            )),
         }
     }
 }

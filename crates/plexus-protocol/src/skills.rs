@@ -43,12 +43,7 @@ impl SkillsSupport {
     /// The extension's settings when `capabilities.extensions` declares it (an object), else
     /// `None` (the client must not call the extension's methods then).
     pub fn of(capabilities: &ServerCapabilities) -> Option<SkillsSupport> {
-        let declared = capabilities
-            .extra
-            .get("extensions")?
-            .as_object()?
-            .get(SKILLS_EXTENSION)?
-            .as_object()?;
+        let declared = capabilities.extension(SKILLS_EXTENSION)?;
         Some(SkillsSupport {
             directory_read: declared.get("directoryRead").and_then(Value::as_bool) == Some(true),
         })

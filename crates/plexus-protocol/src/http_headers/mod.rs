@@ -37,8 +37,9 @@
 //! Tool Parameters, SEP-2243):
 //!
 //! - [`MCP_METHOD_HEADER`] on every request, the JSON-RPC `method` as it is;
-//! - [`MCP_NAME_HEADER`] on `tools/call` and `prompts/get` (`params.name`) and `resources/read`
-//!   (`params.uri`), encoded by [`encode_header_value`]: see [`name_header`];
+//! - [`MCP_NAME_HEADER`] on `tools/call` and `prompts/get` (`params.name`), `resources/read`
+//!   (`params.uri`) and the tasks extension's requests on one task (`params.taskId`), encoded by
+//!   [`encode_header_value`]: see [`name_header`];
 //! - on `tools/call`, one `Mcp-Param-{Name}` header ([`MCP_PARAM_HEADER_PREFIX`]) for each property
 //!   of the tool's input schema annotated `"x-mcp-header": "{Name}"` whose argument is present: see
 //!   [`ParamHeaders`]. A tool with an invalid annotation is invalid as a whole: the client leaves it
@@ -57,8 +58,9 @@ use crate::methods;
 /// The header carrying the request's JSON-RPC `method`, on every request.
 pub const MCP_METHOD_HEADER: &str = "Mcp-Method";
 
-/// The header carrying `params.name` (`tools/call`, `prompts/get`) or `params.uri`
-/// (`resources/read`), encoded by [`encode_header_value`].
+/// The header carrying `params.name` (`tools/call`, `prompts/get`), `params.uri`
+/// (`resources/read`) or `params.taskId` (`tasks/get`, `tasks/update`, `tasks/cancel`), encoded
+/// by [`encode_header_value`].
 pub const MCP_NAME_HEADER: &str = "Mcp-Name";
 
 /// The prefix of the headers mirrored from `x-mcp-header` tool parameters: the annotation
@@ -202,18 +204,22 @@ pub enum HeaderValueError {
 // ---------------------------------------------------------------------------------------------
 
 /// The member of `params` that a method's `Mcp-Name` header carries: `name` for `tools/call` and
-/// `prompts/get`, `uri` for `resources/read`, none for the other methods.
+/// `prompts/get`, `uri` for `resources/read`, `taskId` for the tasks extension's `tasks/get`,
+/// `tasks/update` and `tasks/cancel`, none for the other methods.
 ///
 /// ```
 /// use plexus_protocol::http_headers::name_param;
 ///
 /// assert_eq!(name_param("resources/read"), Some("uri"));
+/// assert_eq!(name_param("tasks/get"), Some("taskId"));
 /// assert_eq!(name_param("tools/list"), None);
 /// ```
 pub fn name_param(method: &str) -> Option<&'static str> {
     match method {
         methods::TOOLS_CALL | methods::PROMPTS_GET => Some("name"),
         methods::RESOURCES_READ => Some("uri"),
+        // The tasks extension routes a task's requests to the instance holding it.
+        methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => Some("taskId"),
         _ => None,
     }
 }

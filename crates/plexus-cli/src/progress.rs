@@ -278,13 +278,16 @@ pub(crate) fn call_progress(tool: &str) -> (ProgressCallback, CallProgress) {
     (callback, CallProgress { bar: Some(bar) })
 }
 
-/// `3/5: step 3 of 5`.
+/// `3/5: step 3 of 5`; a message alone when there is no amount to tell (no total and no
+/// progress yet, as in the reports of a task's status).
 fn describe(report: &ProgressNotificationParams) -> String {
     let amount = match report.total {
         Some(total) => format!("{}/{}", report.progress, total),
+        None if report.progress == 0.0 && report.message.is_some() => String::new(),
         None => report.progress.to_string(),
     };
     match &report.message {
+        Some(message) if amount.is_empty() => crate::terminal::line(message).into_owned(),
         Some(message) => format!("{amount}: {}", crate::terminal::line(message)),
         None => amount,
     }

@@ -111,6 +111,27 @@ fn exercise(server: &[&str]) {
         "user: What's weather in Paris, Texas?\n"
     );
     assert!(run(&["ping"]).stdout.starts_with("everything: "));
+
+    // A tool that must run as a task (2025-11-25's experimental tasks): called as one, polled,
+    // its status shown as progress and its result fetched.
+    let research = run(&[
+        "call",
+        "mcp__everything__simulate-research-query",
+        r#"{"topic":"rust"}"#,
+    ]);
+    assert!(research.stdout.starts_with("# Research Report: rust\n"), "{research:?}");
+    assert!(
+        research.stdout.contains("- Stage 4: Generating report ✓"),
+        "{research:?}"
+    );
+    for status in ["task working: Gathering sources...", "task completed"] {
+        assert!(
+            research
+                .stderr
+                .contains(&format!("mcp__everything__simulate-research-query: {status}")),
+            "{status}: {research:?}"
+        );
+    }
 }
 
 #[test]
@@ -272,6 +293,43 @@ fn the_python_sdk_client_uses_the_gateway_over_stdio_and_http() {
     check_python_view(&run_client(&ws, &python, &[script, "stdio", support::PLEXUS, "serve"]));
     let gateway = HttpGateway::start(&ws);
     check_python_view(&run_client(&ws, &python, &[script, "http", &gateway.url]));
+}
+
+/// A client of the Python SDK that calls the everything server's task-only tool through the
+/// gateway and prints the report.
+const PYTHON_TASK_CLIENT: &str = r#"
+import asyncio, os, sys
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+async def main():
+    params = StdioServerParameters(command=sys.argv[1], args=sys.argv[2:], env=dict(os.environ))
+    async with stdio_client(params) as streams:
+        async with ClientSession(streams[0], streams[1]) as session:
+            await session.initialize()
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            tool = tools["mcp__everything__simulate-research-query"]
+            assert tool.execution is None or tool.execution.taskSupport in (None, "forbidden"), tool.execution
+            result = await session.call_tool("mcp__everything__simulate-research-query", {"topic": "gateways"})
+            print(result.content[0].text)
+
+asyncio.run(main())
+"#;
+
+#[test]
+fn the_everything_servers_task_only_tool_runs_through_the_gateway() {
+    let Some(manifest) = manifest() else { return };
+    let python = path(&manifest, "/python/python");
+    let (node, entry) = (path(&manifest, "/node"), path(&manifest, "/everything/entry"));
+    let ws = Workspace::new();
+    ws.write_servers(
+        ws.user_file(),
+        &serde_json::json!({"everything": {"command": node, "args": [entry, "stdio"]}}),
+    );
+    let script = ws.write("task_client.py", PYTHON_TASK_CLIENT);
+    let report = run_client(&ws, &python, &[script.to_str().unwrap(), support::PLEXUS, "serve"]);
+    assert!(report.starts_with("# Research Report: gateways\n"), "{report}");
+    assert!(report.contains("- Stage 4: Generating report ✓"), "{report}");
 }
 
 #[test]

@@ -545,7 +545,7 @@ fn a_non_loopback_address_needs_a_token() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_tools_execution_object_passes_through_the_gateway() {
+async fn a_task_only_tool_is_served_as_a_plain_one_and_refused_when_its_server_runs_no_tasks() {
     let ws = workspace(&json!({"demo": demo(&["--task-required-tool"])}));
     let client = connect(&stdio_entry(&ws, &[]), None).await;
     let tools = client.list_tools().await.unwrap();
@@ -556,13 +556,12 @@ async fn a_tools_execution_object_passes_through_the_gateway() {
             .unwrap_or_else(|| panic!("no {name} in {:?}", names(&tools)));
         serde_json::to_value(&tool.execution).unwrap()
     };
-    assert_eq!(
-        execution("mcp__demo__task-required"),
-        json!({"taskSupport": "required"})
-    );
-    // A tool without one has none.
+    // The gateway runs a task-only tool as a task itself, so its clients call it as any other:
+    // `taskSupport` is left out (and with it an `execution` that held nothing else).
+    assert_eq!(execution("mcp__demo__task-required"), Value::Null);
     assert_eq!(execution("mcp__demo__echo"), Value::Null);
-    // The gateway runs no tasks: a call made without one is refused as the spec says (-32601).
+    // This server declares no tasks: the call is refused as the spec has a server refuse a call
+    // made without a task (-32601).
     let error = client.call_tool("mcp__demo__task-required", None).await.unwrap_err();
     let plexus::client::ClientError::Rpc { error, .. } = error else {
         panic!("not a JSON-RPC error: {error}")
@@ -571,7 +570,7 @@ async fn a_tools_execution_object_passes_through_the_gateway() {
     assert_eq!(
         error.message,
         "calling task-required of server \"demo\": the tool must be called as a task (execution.taskSupport is \
-         \"required\"), which this client does not support"
+         \"required\"), and the server declares no task support for tools/call"
     );
     client.close().await.unwrap();
 }

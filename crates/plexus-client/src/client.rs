@@ -271,29 +271,46 @@ impl Client {
     ) -> Result<Box<RawValue>, ClientError> {
         match method {
             methods::TOOLS_CALL => {
-                let called =
-                    crate::rounds::request_with_input(&self.shared, method, params, options, self.request_timeout)
+                let raw = self.tools_call_raw(params, options).await?;
+                if self.shared.stateless().is_some()
+                    && matches!(crate::rounds::kind(method, &raw)?, crate::rounds::Kind::Task)
+                {
+                    let timeout = options.timeout.unwrap_or(self.request_timeout);
+                    return crate::tasks::follow_extension(&self.shared, &raw, options, timeout, self.request_timeout)
                         .await;
-                match called {
-                    // The server refused the call's headers (-32020), so the tool did not run: its
-                    // `x-mcp-header` annotations may have changed since the listing, or it was
-                    // never listed. List again, then call once more.
-                    Err(ClientError::Rpc { error, .. })
-                        if error.code == plexus_protocol::errors::HEADER_MISMATCH
-                            && self.shared.stateless().is_some_and(StatelessWire::carries_headers)
-                            && self.tools_listing().await.is_ok() =>
-                    {
-                        tracing::debug!(server = %self.shared.name, "a tool call's headers were refused ({}): listed the tools again", error.message);
-                        crate::rounds::request_with_input(&self.shared, method, params, options, self.request_timeout)
-                            .await
-                    }
-                    other => other,
                 }
+                Ok(raw)
             }
             methods::PROMPTS_GET | methods::RESOURCES_READ => {
                 crate::rounds::request_with_input(&self.shared, method, params, options, self.request_timeout).await
             }
             _ => request(&self.shared, method, params, options, self.request_timeout, true).await,
+        }
+    }
+
+    /// A `tools/call`, with its `input_required` rounds, and once more after the tools are listed
+    /// again when the server refused its headers.
+    async fn tools_call_raw<P: Serialize + ?Sized>(
+        &self,
+        params: Option<&P>,
+        options: &RequestOptions,
+    ) -> Result<Box<RawValue>, ClientError> {
+        let method = methods::TOOLS_CALL;
+        let called =
+            crate::rounds::request_with_input(&self.shared, method, params, options, self.request_timeout).await;
+        match called {
+            // The server refused the call's headers (-32020), so the tool did not run: its
+            // `x-mcp-header` annotations may have changed since the listing, or it was
+            // never listed. List again, then call once more.
+            Err(ClientError::Rpc { error, .. })
+                if error.code == plexus_protocol::errors::HEADER_MISMATCH
+                    && self.shared.stateless().is_some_and(StatelessWire::carries_headers)
+                    && self.tools_listing().await.is_ok() =>
+            {
+                tracing::debug!(server = %self.shared.name, "a tool call's headers were refused ({}): listed the tools again", error.message);
+                crate::rounds::request_with_input(&self.shared, method, params, options, self.request_timeout).await
+            }
+            other => other,
         }
     }
 
@@ -401,6 +418,35 @@ impl Client {
         options.timeout.get_or_insert(self.tool_timeout);
         let params = Params { name, arguments };
         self.request(methods::TOOLS_CALL, Some(&params), &options).await
+    }
+
+    /// Calls a tool that must run as a task (`execution.taskSupport: "required"`) and waits for
+    /// the task's result (see the crate's tasks: each change of the task reaches the progress
+    /// callback and restarts the timeout, up to its cap; a task given up on is cancelled). In the
+    /// `initialize` era (2025-11-25) the call asks for a task; in the stateless era the server
+    /// decides, as with every call. A server that declares no task-augmented `tools/call` gets
+    /// no call: [`ClientError::TasksUnsupported`].
+    pub async fn call_tool_as_task_ref<A: Serialize + ?Sized + Sync>(
+        &self,
+        name: &str,
+        arguments: &A,
+        mut options: RequestOptions,
+    ) -> Result<CallToolResult, ClientError> {
+        let unsupported = || ClientError::TasksUnsupported { tool: name.to_owned() };
+        let capabilities = &self.details.capabilities;
+        if self.shared.stateless().is_some() {
+            if capabilities.extension(plexus_protocol::TASKS_EXTENSION).is_none() {
+                return Err(unsupported());
+            }
+            return self.call_tool_borrowed(name, Some(arguments), options).await;
+        }
+        if !(self.details.protocol_version.has_tasks() && capabilities.has_tool_call_tasks()) {
+            return Err(unsupported());
+        }
+        options.timeout.get_or_insert(self.tool_timeout);
+        let raw = crate::tasks::call_experimental(&self.shared, name, Some(arguments), &options, self.request_timeout)
+            .await?;
+        decode_result(methods::TOOLS_CALL, &raw)
     }
 
     /// `resources/read`.

@@ -287,8 +287,18 @@ async fn discover(
 
 /// What every message of a stateless session at `version` carries.
 fn wire_of(shared: &Shared, options: &ClientOptions, version: ProtocolVersion) -> Result<StatelessWire, ClientError> {
-    let envelope =
-        RequestEnvelope::new(version, options.handler.capabilities()).with_client_info(options.client_info.clone());
+    let mut capabilities = options.handler.capabilities();
+    // Every call follows a task the server makes of it (see `crate::tasks`).
+    let extensions = capabilities
+        .extra
+        .entry("extensions")
+        .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+    if let Some(extensions) = extensions.as_object_mut() {
+        extensions
+            .entry(plexus_protocol::TASKS_EXTENSION)
+            .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+    }
+    let envelope = RequestEnvelope::new(version, capabilities).with_client_info(options.client_info.clone());
     StatelessWire::new(&envelope, version, shared.sender.carries_headers()).map_err(|e| ClientError::InvalidParams {
         method: methods::SERVER_DISCOVER.to_owned(),
         source: crate::error::ParamsProblem::Envelope(Arc::new(e)),

@@ -103,6 +103,22 @@ pub enum ClientError {
         #[source]
         source: TransportError,
     },
+    /// A tool call the server ran as a task ended without a result of its own: the server
+    /// cancelled the task, or its final state is malformed.
+    #[error("task {task_id}: {problem}")]
+    Task {
+        /// The task's id.
+        task_id: String,
+        /// What happened.
+        problem: String,
+    },
+    /// The tool must run as a task, and the server declares no task-augmented `tools/call` (the
+    /// `tasks` capability of 2025-11-25, or the stateless era's tasks extension).
+    #[error("tool {tool:?} must be called as a task, and the server declares no tasks for tools/call")]
+    TasksUnsupported {
+        /// The tool.
+        tool: String,
+    },
     /// The host cancelled the request ([`Client::cancel_all`](crate::Client::cancel_all)); the
     /// server was told.
     #[error("cancelled: {reason}")]

@@ -10,7 +10,10 @@
 //!
 //! By default a session probes its server with `server/discover` and speaks the era it answers
 //! in ([`EraChoice`]). A server that declares the skills extension has its skills listed, got
-//! and loaded, each loaded file verified against the skill's entry ([`LoadedSkill`]).
+//! and loaded, each loaded file verified against the skill's entry ([`LoadedSkill`]). A tool call
+//! the server runs as a task (the stateless era's tasks extension, or the experimental tasks of
+//! 2025-11-25 for a tool that requires them: [`Client::call_tool_as_task_ref`]) is followed to
+//! its result, its progress and status reported, and cancelled on the server when given up.
 //!
 //! ```no_run
 //! # async fn demo(transport: Box<dyn plexus_transport::Transport>) -> Result<(), plexus_client::ClientError> {
@@ -40,6 +43,7 @@ mod request;
 mod rounds;
 mod session;
 mod skills;
+mod tasks;
 mod trace;
 mod wire;
 
@@ -62,4 +66,5 @@ pub use progress::{ProgressCallback, progress_channel};
 pub use request::RequestOptions;
 pub use rounds::MAX_INPUT_ROUNDS;
 pub use skills::{LoadedSkill, SkillError, VerificationProblem};
+pub use tasks::{DEFAULT_TASK_POLL, MAX_TASK_POLL, MIN_TASK_POLL, TASK_WAIT_CAP_FACTOR};
 pub use wire::RejectedTool;

@@ -29,7 +29,8 @@ pub fn progress_channel(capacity: usize) -> (ProgressCallback, mpsc::Receiver<Pr
 
 pub(crate) struct ProgressState {
     callback: Option<ProgressCallback>,
-    last: Mutex<Option<Instant>>,
+    /// When the last report came, and its progress.
+    last: Mutex<Option<(Instant, f64)>>,
 }
 
 impl ProgressState {
@@ -41,13 +42,18 @@ impl ProgressState {
     }
 
     pub(crate) fn record(&self, params: ProgressNotificationParams, at: Instant) {
-        *lock(&self.last) = Some(at);
+        *lock(&self.last) = Some((at, params.progress));
         if let Some(callback) = &self.callback {
             callback(params);
         }
     }
 
     pub(crate) fn last(&self) -> Option<Instant> {
-        *lock(&self.last)
+        lock(&self.last).map(|(at, _)| at)
+    }
+
+    /// The progress of the last report.
+    pub(crate) fn last_progress(&self) -> Option<f64> {
+        lock(&self.last).map(|(_, progress)| progress)
     }
 }

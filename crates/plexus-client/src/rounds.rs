@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use plexus_jsonrpc::{RawValue, RequestId};
-use plexus_protocol::InputRequiredResult;
+use plexus_protocol::{InputRequests, InputRequiredResult};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -25,9 +25,11 @@ use crate::session::Shared;
 pub const MAX_INPUT_ROUNDS: usize = 8;
 
 /// What a stateless-era result says it is.
-enum Kind {
+pub(crate) enum Kind {
     Complete,
     InputRequired,
+    /// The tasks extension's task (only a `tools/call` may be answered so).
+    Task,
 }
 
 /// [`request`], then the rounds an `input_required` answer asks for (only in a stateless session).
@@ -44,14 +46,24 @@ pub(crate) async fn request_with_input<P: Serialize + ?Sized>(
     }
     let mut retry: Option<Map<String, Value>> = None;
     for rounds_done in 0..=MAX_INPUT_ROUNDS {
-        if let Kind::Complete = kind(method, &raw)? {
-            return Ok(raw);
+        match kind(method, &raw)? {
+            Kind::Complete => return Ok(raw),
+            // The caller follows the task (see `crate::tasks`).
+            Kind::Task if method == plexus_protocol::methods::TOOLS_CALL => return Ok(raw),
+            Kind::Task => {
+                return Err(ClientError::UnknownResultType {
+                    method: method.to_owned(),
+                    found: "task".to_owned(),
+                });
+            }
+            Kind::InputRequired => {}
         }
         if rounds_done == MAX_INPUT_ROUNDS {
             break;
         }
         let required: InputRequiredResult = decode_result(method, &raw)?;
-        let answers = answer(shared, method, &required, id, options.tag).await?;
+        let requests = required.input_requests.clone().unwrap_or_default();
+        let answers = answer(shared, method, &requests, Some(RequestId::Number(id)), options.tag).await?;
         let mut next = match retry.take() {
             Some(next) => next,
             None => first_params(method, params)?,
@@ -96,7 +108,7 @@ async fn round<P: Serialize + ?Sized>(
 /// Whether `raw` is complete or asks for input; an absent `resultType` is complete (a server of
 /// an earlier revision), any value but the two is invalid. Only a result that mentions the field
 /// is parsed for it.
-fn kind(method: &str, raw: &RawValue) -> Result<Kind, ClientError> {
+pub(crate) fn kind(method: &str, raw: &RawValue) -> Result<Kind, ClientError> {
     #[derive(Deserialize)]
     struct Head<'a> {
         #[serde(default, borrow, rename = "resultType")]
@@ -119,6 +131,7 @@ fn kind(method: &str, raw: &RawValue) -> Result<Kind, ClientError> {
     match head.result_type.as_deref() {
         None | Some("complete") => Ok(Kind::Complete),
         Some("input_required") => Ok(Kind::InputRequired),
+        Some("task") => Ok(Kind::Task),
         Some(other) => Err(ClientError::UnknownResultType {
             method: method.to_owned(),
             found: other.to_owned(),
@@ -140,18 +153,18 @@ fn first_params<P: Serialize + ?Sized>(method: &str, params: Option<&P>) -> Resu
     }
 }
 
-/// The handler's answers to the input requests of `required`, by their keys; the result of
-/// request `id`, tagged `tag` by the host, asked for them (the handler is told so, as it is told
-/// of a request on a call's response stream in the `initialize` era).
-async fn answer(
+/// The handler's answers to `requests`, by their keys. `related` is the request whose answer
+/// asked for them (none for a task's input requests), tagged `tag` by the host: the handler is
+/// told so, as it is told of a request on a call's response stream in the `initialize` era.
+pub(crate) async fn answer(
     shared: &Arc<Shared>,
     method: &str,
-    required: &InputRequiredResult,
-    id: i64,
+    requests: &InputRequests,
+    related: Option<RequestId>,
     tag: Option<u64>,
 ) -> Result<Map<String, Value>, ClientError> {
     let mut answers = Map::new();
-    for (key, input) in required.input_requests.iter().flatten() {
+    for (key, input) in requests {
         let failed = |error| ClientError::InputRequest {
             method: method.to_owned(),
             key: key.clone(),
@@ -165,7 +178,7 @@ async fn answer(
             .transpose()
             .unwrap_or(None);
         let mut context = ServerRequestContext::new(shared.name.clone(), RequestId::String(key.clone()));
-        context.related_request = Some(RequestId::Number(id));
+        context.related_request = related.clone();
         context.tag = tag;
         let result = dispatch(shared.handler(), asked, params.as_deref(), context)
             .await

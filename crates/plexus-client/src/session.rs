@@ -87,6 +87,21 @@ pub(crate) struct Shared {
     owed_count: AtomicUsize,
     /// Held while owed cancellations are sent, so they go out once and in order.
     sending_owed: tokio::sync::Mutex<()>,
+    /// The progress of calls that became tasks, by the call's token (its request id): the
+    /// token outlives the call's request (see [`Shared::register_task_progress`]).
+    task_progress: Mutex<HashMap<i64, Arc<ProgressState>>>,
+}
+
+/// Keeps a task's progress token routed to its caller until dropped.
+pub(crate) struct TaskProgressRegistration {
+    shared: Arc<Shared>,
+    token: i64,
+}
+
+impl Drop for TaskProgressRegistration {
+    fn drop(&mut self) {
+        lock(&self.shared.task_progress).remove(&self.token);
+    }
 }
 
 /// Locks a mutex, recovering from poisoning (no invariant of ours spans a panic).
@@ -123,6 +138,7 @@ impl Shared {
             owed_cancellations: Mutex::default(),
             owed_count: AtomicUsize::new(0),
             sending_owed: tokio::sync::Mutex::new(()),
+            task_progress: Mutex::default(),
         })
     }
 
@@ -150,6 +166,20 @@ impl Shared {
         tasks.push(reader.abort_handle());
         if let Some(refusals) = lock(&self.refusals_rx).take() {
             tasks.push(tokio::spawn(send_refusals(Arc::downgrade(self), refusals)).abort_handle());
+        }
+    }
+
+    /// Routes the progress of token `token` (a call that becomes a task) to `state` once the
+    /// call's request is answered, until the registration is dropped.
+    pub(crate) fn register_task_progress(
+        self: &Arc<Self>,
+        token: i64,
+        state: Arc<ProgressState>,
+    ) -> TaskProgressRegistration {
+        lock(&self.task_progress).insert(token, state);
+        TaskProgressRegistration {
+            shared: Arc::clone(self),
+            token,
         }
     }
 
@@ -434,7 +464,10 @@ impl Shared {
             plexus_protocol::ProgressToken::Number(n) => Some(*n),
             plexus_protocol::ProgressToken::String(s) => s.parse().ok(),
         };
-        let state = token.and_then(|t| lock(&self.pending).entries.get(&t).and_then(|e| e.progress.clone()));
+        let state = token.and_then(|t| {
+            let pending = lock(&self.pending).entries.get(&t).and_then(|e| e.progress.clone());
+            pending.or_else(|| lock(&self.task_progress).get(&t).cloned())
+        });
         match state {
             Some(state) => state.record(params, Instant::now()),
             None => tracing::debug!(server = %self.name, "progress for a request that is not pending"),

@@ -1,7 +1,8 @@
 //! The MCP server side of the plexus Hub: a Hub's servers served to MCP clients as one server, over stdio (or any byte stream) or Streamable HTTP.
 //!
 //! Its tools are the tool pool (qualified names, truncated descriptions, annotations, schemas and
-//! `execution` as sent); calls go through the Hub's call chain; prompts and resources are every
+//! `execution` as sent, but for `taskSupport`: a tool that must run as a task is run as one by
+//! the gateway, which answers with its result); calls go through the Hub's call chain; prompts and resources are every
 //! server's (a resource's URI becomes `plexus://SERVER/URI`); completions and resource
 //! subscriptions go to the server that owns them; list changes and logs are passed on; a backend
 //! that cannot serve is reported to the clients, never silently missing; a call waits only for

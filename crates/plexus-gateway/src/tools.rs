@@ -60,6 +60,21 @@ fn no_arguments() -> &'static RawValue {
     serde_json::from_str("{}").expect("`{}` is JSON")
 }
 
+/// A pool entry as the gateway lists it. A tool that must run as a task is called as one by the
+/// gateway, which follows the task and answers its client with the result (and the task's
+/// progress); the gateway declares no tasks of its own, so the tool is listed without its
+/// `execution.taskSupport` and called as any other.
+pub(super) fn served_tool(entry: &plexus::tools::ToolEntry) -> plexus::protocol::Tool {
+    let mut tool = entry.to_tool();
+    if let Some(execution) = &mut tool.execution {
+        execution.task_support = None;
+        if execution.extra.is_empty() {
+            tool.execution = None;
+        }
+    }
+    tool
+}
+
 /// The session's text of a server's error (which names the server already).
 fn tool_failure(text: String) -> CallResult {
     CallResult {
@@ -140,8 +155,8 @@ impl Gateway {
                     format!("no tool is named {name:?}"),
                 )),
             },
-            // The gateway runs no tasks (it declares no `tasks` capability): a call of a tool
-            // that requires one gets what the spec has a server answer a call made without one.
+            // The tool must run as a task and its server declares none: the gateway answers what
+            // the spec has a server answer a call made without a task.
             Err(HubError::Call(error)) if matches!(*error, CallError::TaskRequired { .. }) => {
                 Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, error.to_string()))
             }

@@ -2,7 +2,9 @@
 //! tool timeout (restarted by progress, up to a maximum total) → on URL elicitation required
 //! (`-32042`), the URLs handed to the host and the call sent again once they completed, at most
 //! 3 rounds (see [`crate::elicitation`]) → on an expired session, one reconnect through the pool
-//! and one retry → the result, or an error naming server and tool.
+//! and one retry → the result, or an error naming server and tool. A tool that must run as a task
+//! is called as one and its task followed to the result ([`plexus_client::Client::call_tool_as_task_ref`]);
+//! it is never called again.
 //!
 //! A request whose bytes may have reached the server is never re-sent (the transports keep to
 //! that); the one retry here is for a session the server ended, which it answers with a 404
@@ -115,7 +117,7 @@ pub enum CallError {
         #[source]
         source: UrlElicitationError,
     },
-    /// The tool must be called as a task, which this client does not do.
+    /// The tool must be called as a task, and its server declares no task-augmented calls.
     #[error("calling {tool} of server \"{server}\": {TASK_REQUIRED}")]
     TaskRequired {
         /// The server.
@@ -126,8 +128,8 @@ pub enum CallError {
 }
 
 /// Why a tool that requires tasks is not called.
-const TASK_REQUIRED: &str =
-    "the tool must be called as a task (execution.taskSupport is \"required\"), which this client does not support";
+const TASK_REQUIRED: &str = "the tool must be called as a task (execution.taskSupport is \"required\"), and the server \
+     declares no task support for tools/call";
 
 impl CallError {
     /// The server of the tool.
@@ -171,12 +173,7 @@ pub async fn call_tool<A: Serialize + ?Sized + Sync>(
     arguments: &A,
     options: &CallOptions,
 ) -> Result<CallToolResult, CallError> {
-    if crate::entry::requires_task(tool) {
-        return Err(CallError::TaskRequired {
-            server: server.to_owned(),
-            tool: tool.name.clone(),
-        });
-    }
+    let as_task = crate::entry::requires_task(tool);
     let unavailable = |source| CallError::Unavailable {
         server: server.to_owned(),
         tool: tool.name.clone(),
@@ -216,10 +213,23 @@ pub async fn call_tool<A: Serialize + ?Sized + Sync>(
         }
         // Subscribed before the call: a completion may follow the -32042 answer at once.
         let mut completions = options.url_elicitation.as_ref().map(|_| client.subscribe());
-        match client.call_tool_ref(&tool.name, arguments, request).await {
+        let called = if as_task {
+            client.call_tool_as_task_ref(&tool.name, arguments, request).await
+        } else {
+            client.call_tool_ref(&tool.name, arguments, request).await
+        };
+        match called {
+            Err(ClientError::TasksUnsupported { .. }) => {
+                return Err(CallError::TaskRequired {
+                    server: server.to_owned(),
+                    tool: tool.name.clone(),
+                });
+            }
             // The server ended the session before running the call: the pool drops the
             // connection, and the next `ensure_connected` opens a fresh session. Once.
-            Err(error) if error.transport_class() == Some(ErrorClass::SessionExpired) && !expired_once => {
+            // Not a task's call: its session may have expired while the task ran (on a poll),
+            // and calling again would run the tool twice.
+            Err(error) if error.transport_class() == Some(ErrorClass::SessionExpired) && !expired_once && !as_task => {
                 expired_once = true;
                 tracing::info!(server, tool = %tool.name, "the session expired; calling again in a new one");
             }

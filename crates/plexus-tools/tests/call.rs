@@ -119,7 +119,7 @@ async fn a_tool_that_needs_tasks_is_refused_with_a_clear_error() {
     assert_eq!(
         error.to_string(),
         "calling batch of server \"h\": the tool must be called as a task (execution.taskSupport is \"required\"), \
-         which this client does not support"
+         and the server declares no task support for tools/call"
     );
     pool.shutdown().await;
     server.shutdown().await;

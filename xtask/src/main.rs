@@ -16,6 +16,7 @@ mod ci;
 mod cmd;
 mod conformance;
 mod fuzz;
+mod haproxy;
 mod peers;
 mod requirements;
 

@@ -1,7 +1,8 @@
-//! `cargo xtask peers`: installs the third-party MCP peers, pinned below, under `target/peers/`
+//! `cargo xtask peers`: installs the third-party MCP peers, pinned below (and HAProxy: see
+//! [`crate::haproxy`]), under `target/peers/`
 //! (skipping whatever is already installed at its pinned version), writes `target/peers/peers.json`
 //! naming them, and runs the peer tests (`cargo test -p plexus-conformance -p plexus-cli --test
-//! peers --test peer_eras`) with `PLEXUS_PEERS_DIR` pointing there.
+//! peers --test peer_eras --test replicas`) with `PLEXUS_PEERS_DIR` pointing there.
 //!
 //! Also the installing and process helpers `cargo xtask conformance` shares: Node from the npm
 //! registry, npm packages in their own prefix, and commands run in their own process group with a
@@ -326,7 +327,7 @@ pub(crate) enum PeersError {
     },
 }
 
-fn io_error(path: &Path) -> impl FnOnce(io::Error) -> PeersError + '_ {
+pub(crate) fn io_error(path: &Path) -> impl FnOnce(io::Error) -> PeersError + '_ {
     move |source| PeersError::Io {
         path: path.to_path_buf(),
         source,
@@ -363,6 +364,9 @@ pub(crate) fn run() -> Result<(), PeersError> {
         // needs to exist in one of the packages, not both).
         "--test",
         "peer_eras",
+        // `plexus serve` replicas behind HAProxy.
+        "--test",
+        "replicas",
     ]);
     // The failure messages name the peer, transport and reason; backtraces only bury them.
     tests
@@ -388,7 +392,13 @@ pub(crate) fn install(dir: &Path) -> Result<PathBuf, PeersError> {
     let servers = dir.join("servers");
     let server = write_if_changed(&servers, PYTHON_SERVER)?;
     let ws_server = write_if_changed(&servers, PYTHON_WS_SERVER)?;
+    let haproxy = crate::haproxy::ensure(dir)?;
     let manifest = serde_json::json!({
+        "haproxy": {
+            "version": crate::haproxy::PACKAGES[0].1,
+            "binary": haproxy.binary,
+            "libraries": haproxy.libraries,
+        },
         "node": node,
         "everything": {
             "version": EVERYTHING.version,
@@ -664,6 +674,7 @@ pub(crate) fn describe_pins() -> String {
         let pins: Vec<String> = env.requirements.iter().map(|(n, v)| format!("{n}=={v}")).collect();
         let _ = writeln!(text, "{} (venv {})", pins.join(" "), env.dir);
     }
+    text.push_str(&crate::haproxy::describe());
     text
 }
 

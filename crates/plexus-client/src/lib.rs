@@ -34,6 +34,7 @@ mod cancel;
 mod client;
 mod era;
 mod error;
+mod frontmatter;
 mod handler;
 mod listen;
 mod listing;
@@ -56,6 +57,7 @@ pub use client::{
 };
 pub use era::{DEFAULT_PROBE_TIMEOUT, EraChoice, EraSource};
 pub use error::{ClientError, ListProblem, ParamsProblem, UnidentifiedDrops};
+pub use frontmatter::{FrontMatterError, MAX_FRONTMATTER_BYTES, MAX_FRONTMATTER_DEPTH, parse_frontmatter};
 pub use handler::{ClientHandler, NoHandler, ServerRequestContext};
 pub use listen::LISTEN_RENEWAL;
 pub use listing::Listing;

@@ -11,8 +11,7 @@ use plexus_protocol::skills::{
     GetSkillRequestParams, GetSkillResult, MAX_SKILL_BYTES, MAX_SKILL_RESOURCES, ReadDirectoryRequestParams,
     ReadDirectoryResult, Skill, SkillResource, SkillResources, SkillsSupport, file_digest,
 };
-use plexus_protocol::{JsonObject, ResourceContents, methods};
-use serde_json::Value;
+use plexus_protocol::{ResourceContents, methods};
 
 use crate::ClientError;
 use crate::client::Client;
@@ -82,7 +81,7 @@ pub enum VerificationProblem {
     },
     /// The `SKILL.md` front matter differs from the entry's in this field (or cannot be read).
     #[error("its front matter differs from the entry's: {0}")]
-    Frontmatter(String),
+    Frontmatter(crate::FrontMatterError),
     /// The server's answer held no content for the file, or content that cannot be decoded.
     #[error("{0}")]
     Unreadable(String),
@@ -251,7 +250,7 @@ impl Client {
                 "a SKILL.md that is not UTF-8".to_owned(),
             ))
         })?;
-        compare_frontmatter(&instructions, &skill.frontmatter)
+        crate::frontmatter::compare(&instructions, &skill.frontmatter)
             .map_err(|why| failed(VerificationProblem::Frontmatter(why)))?;
         Ok(LoadedSkill {
             entry: skill.clone(),
@@ -331,119 +330,9 @@ fn within_limit(uri: &str, bytes: &[u8]) -> Result<(), SkillError> {
     Ok(())
 }
 
-/// Compares the YAML front matter of `markdown` with the entry's `frontmatter`, field by field;
-/// the first difference, or why the front matter cannot be read.
-fn compare_frontmatter(markdown: &str, frontmatter: &JsonObject) -> Result<(), String> {
-    let parsed = parse_frontmatter(markdown)?;
-    for (key, value) in frontmatter {
-        match parsed.get(key) {
-            None => return Err(format!("the entry has {key:?}, the SKILL.md does not")),
-            Some(found) if found != value => {
-                return Err(format!("{key:?} is {found} in the SKILL.md but {value} in the entry"));
-            }
-            Some(_) => {}
-        }
-    }
-    if let Some(key) = parsed.keys().find(|key| !frontmatter.contains_key(*key)) {
-        return Err(format!("the SKILL.md has {key:?}, the entry does not"));
-    }
-    Ok(())
-}
-
-/// The YAML front matter that opens `markdown` (between `---` lines), as a JSON object.
-fn parse_frontmatter(markdown: &str) -> Result<JsonObject, String> {
-    let text = markdown.strip_prefix('\u{feff}').unwrap_or(markdown);
-    let mut lines = text.split_inclusive('\n');
-    if lines.next().map(str::trim_end) != Some("---") {
-        return Err("the SKILL.md does not open with a --- front matter line".to_owned());
-    }
-    let mut yaml = String::new();
-    let mut closed = false;
-    for line in lines {
-        if line.trim_end() == "---" {
-            closed = true;
-            break;
-        }
-        yaml.push_str(line);
-    }
-    if !closed {
-        return Err("the SKILL.md front matter has no closing --- line".to_owned());
-    }
-    let documents = yaml_rust2::YamlLoader::load_from_str(&yaml)
-        .map_err(|e| format!("the SKILL.md front matter is not YAML: {e}"))?;
-    match documents.into_iter().next().map(json_of) {
-        Some(Ok(Value::Object(object))) => Ok(object),
-        Some(Ok(_)) | None => Err("the SKILL.md front matter is not a mapping".to_owned()),
-        Some(Err(e)) => Err(e),
-    }
-}
-
-/// A YAML value as JSON: mappings need string keys; aliases and invalid values are refused.
-fn json_of(yaml: yaml_rust2::Yaml) -> Result<Value, String> {
-    use yaml_rust2::Yaml;
-    Ok(match yaml {
-        Yaml::Null => Value::Null,
-        Yaml::Boolean(value) => Value::Bool(value),
-        Yaml::Integer(value) => Value::from(value),
-        Yaml::Real(text) => {
-            let number = text
-                .parse::<f64>()
-                .ok()
-                .and_then(serde_json::Number::from_f64)
-                .ok_or_else(|| format!("the front matter number {text} has no JSON form"))?;
-            Value::Number(number)
-        }
-        Yaml::String(text) => Value::String(text),
-        Yaml::Array(items) => Value::Array(items.into_iter().map(json_of).collect::<Result<_, _>>()?),
-        Yaml::Hash(entries) => {
-            let mut object = JsonObject::new();
-            for (key, value) in entries {
-                let Yaml::String(key) = key else {
-                    return Err(format!("the front matter key {key:?} is not a string"));
-                };
-                object.insert(key, json_of(value)?);
-            }
-            Value::Object(object)
-        }
-        Yaml::Alias(_) | Yaml::BadValue => return Err("the front matter holds an alias or an invalid value".to_owned()),
-    })
-}
-
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
-
-    #[test]
-    fn front_matter_is_yaml_compared_field_by_field() {
-        let markdown = "---\nname: pdf-processing\ndescription: Extract PDFs\nmetadata:\n  version: \"2.1\"\n  n: 3\n---\n\nBody.\n";
-        let entry =
-            json!({"name": "pdf-processing", "description": "Extract PDFs", "metadata": {"version": "2.1", "n": 3}});
-        let entry = entry.as_object().unwrap();
-        assert_eq!(compare_frontmatter(markdown, entry), Ok(()));
-        let changed = markdown.replace("Extract PDFs", "Exfiltrate credentials");
-        assert_eq!(
-            compare_frontmatter(&changed, entry),
-            Err(
-                r#""description" is "Exfiltrate credentials" in the SKILL.md but "Extract PDFs" in the entry"#
-                    .to_owned()
-            )
-        );
-        let extra = markdown.replace("name: pdf", "license: MIT\nname: pdf");
-        assert_eq!(
-            compare_frontmatter(&extra, entry),
-            Err(r#"the SKILL.md has "license", the entry does not"#.to_owned())
-        );
-        for bad in [
-            "no front matter",
-            "---\nname: a\n",
-            "---\n- a\n---\n",
-            "---\n[: x\n---\n",
-        ] {
-            assert!(compare_frontmatter(bad, entry).is_err(), "{bad:?}");
-        }
-    }
 
     #[test]
     fn sizes_then_digests_are_checked() {

@@ -159,7 +159,7 @@ async fn a_tampered_skill_md_is_refused_and_nothing_more_is_read() {
         panic!("not a front matter mismatch")
     };
     assert_eq!(
-        why,
+        why.to_string(),
         r#""description" is "Exfiltrate credentials" in the SKILL.md but "Extract, fill, and assemble PDF documents" in the entry"#
     );
     client.close().await.unwrap();

@@ -150,8 +150,9 @@ pub struct ServerOptions {
     #[arg(long = "tool-named", value_name = "NAME")]
     pub named_tools: Vec<String>,
     /// Add a tool `task-required` whose `execution` is `{"taskSupport": "required"}` (for tests
-    /// of how a client shows and passes on such a tool). This server runs no tasks, so a call
-    /// of it is answered with -32601, as the spec says for a call made without a task.
+    /// of how a client shows and passes on such a tool). The server never runs it as a task
+    /// (`--tasks` runs `research`), so a call of it is answered with -32601, as the spec says
+    /// for a call made without a task.
     #[arg(long)]
     pub task_required_tool: bool,
     /// Which protocol eras to speak: `dual` (a connection's first request decides: the envelope
@@ -190,6 +191,17 @@ pub struct ServerOptions {
     /// the entry carries (`frontmatter`).
     #[arg(long, value_enum, value_name = "HOW", requires = "skills")]
     pub tamper_skill: Option<SkillTamper>,
+    /// Run tasks: a tool `research` (`execution.taskSupport` `required`) that runs only as a
+    /// task. Declared as the `tasks` capability to a session of the `initialize` era at
+    /// 2025-11-25 (`tools/call` with `task`, then `tasks/get`, `tasks/result`, `tasks/cancel`,
+    /// `tasks/list`) and as the `io.modelcontextprotocol/tasks` extension in the stateless era
+    /// (`resultType: "task"`, then `tasks/get`, `tasks/update`, `tasks/cancel`).
+    #[arg(long)]
+    pub tasks: bool,
+    /// The polling interval tasks suggest (`pollInterval`, `pollIntervalMs`), in milliseconds
+    /// (with `--tasks`).
+    #[arg(long, value_name = "MS", default_value_t = crate::tasks::DEFAULT_POLL_MS, value_parser = clap::value_parser!(u64).range(1..=crate::tasks::MAX_POLL_MS))]
+    pub task_poll_ms: u64,
     /// Which notifications a `subscriptions/listen` (stateless era) is granted, of those it asks
     /// for: `tools` (`toolsListChanged`), `prompts` (`promptsListChanged`), `resources`
     /// (`resourcesListChanged`), `updates` (`resourceSubscriptions`); the acknowledgement leaves
@@ -247,6 +259,8 @@ impl Default for ServerOptions {
             header_tools: false,
             skills: false,
             tamper_skill: None,
+            tasks: false,
+            task_poll_ms: crate::tasks::DEFAULT_POLL_MS,
             listen_honours: ListenKind::ALL.to_vec(),
             end_listen_after_ms: None,
             cancel_listen_after_ms: None,
@@ -266,7 +280,9 @@ pub struct ProcessOptions {
     /// stateless request whose stream ended before its response, its work stopped); every mode
     /// adds `listen` (`id`,
     /// `asked`, `honoured`) and `listen-end` (`id`, `how`: `client`, `graceful`, `cancelled`,
-    /// `closed`) for the subscriptions of the stateless era.
+    /// `closed`) for the subscriptions of the stateless era, and `task-created` (`id`, `tool`),
+    /// `task-status` (`id`, `status`: each change of a task's status) and `task-cancelled`
+    /// (`id`: a `tasks/cancel` that names a task) with `--tasks`.
     #[arg(long, value_name = "PATH")]
     pub event_log: Option<PathBuf>,
     /// Ignore SIGINT and SIGTERM (they are still logged); by default either makes the server log
@@ -321,6 +337,8 @@ mod tests {
             "--delay=tools/list=5",
             "--tool-named=a.b",
             "--task-required-tool",
+            "--tasks",
+            "--task-poll-ms=250",
             "--event-log=/tmp/e",
             "--ignore-signals",
             "--spawn-grandchild=/tmp/p",
@@ -351,7 +369,8 @@ mod tests {
         );
         assert!(Cli::try_parse_from(["plexus-testserver", "stdio", "--delay=tools/call=5"]).is_err());
         assert_eq!(o.server.named_tools, ["a.b"]);
-        assert!(o.server.task_required_tool);
+        assert!(o.server.task_required_tool && o.server.tasks);
+        assert_eq!(o.server.task_poll_ms, 250);
         assert_eq!(
             (o.process.flood_stderr, o.process.exit_at_start, o.max_line_bytes),
             (Some(100), Some(9), 1000)
@@ -479,6 +498,7 @@ mod tests {
             ["--tools", "100001"],
             ["--exit-at-start", "256"],
             ["--crash-after", "0"],
+            ["--task-poll-ms", "0"],
         ] {
             let err = Cli::try_parse_from(["plexus-testserver", "stdio", args[0], args[1]]).unwrap_err();
             assert!(err.to_string().contains(args[0]), "{args:?}: {err}");

@@ -30,7 +30,8 @@
 //!   `tools` by default, `prompts` or `resources`: which list-changed notification it sends); `--tools N` adds generated tools for pagination,
 //!   `--tool-named NAME` (repeatable) a tool of any name that returns its arguments (for naming
 //!   tests), `--task-required-tool` a tool `task-required` whose `execution.taskSupport` is
-//!   `required` (a call of it gets -32601: this server runs no tasks);
+//!   `required` but which the server never runs as a task (a call of it gets -32601), `--tasks`
+//!   the task-only tool `research` (see "Tasks" below);
 //! - `--delay METHOD=MS` (repeatable) answers every request of METHOD (not `tools/call`) MS
 //!   milliseconds late: a slow `initialize`, `tools/list` or `ping`;
 //! - static resources under `test://static/`, the templates `test://items/{id}` and
@@ -162,6 +163,68 @@
 //!   being `client` (`notifications/cancelled`), `graceful`, `cancelled` (the server's two
 //!   flags) or `closed` (its HTTP stream went away: the client closed it, or the server
 //!   stopped). Find them with [`EventLogFile::matching`].
+//!
+//! ## Tasks (`--tasks`: every mode, both eras)
+//! - `--tasks` lists the tool `research` (title `Research`, `execution: {"taskSupport":
+//!   "required"}`; arguments `topic` (required, at most 256 characters), `stages` (1..=20,
+//!   default 3), `stageMs` (0..=10000, default 100), `ask`, `fail`, `toolError` (default false)),
+//!   which runs only as a task, on a tokio task of its own. Each stage sets the status message
+//!   `stage i/n: <topic>` and takes `stageMs`. `ask`: after stage 1 the task is `input_required`
+//!   on an `elicitation/create` form (message `Which angle on <topic>?`, `requestedSchema`
+//!   `{"type":"object","properties":{"angle":{"type":"string"}},"required":["angle"]}`). `fail`:
+//!   after its last stage it fails with -32603 `research on <topic> failed at stage <n>`.
+//!   `toolError`: it completes with `isError: true` (text `research on <topic> found nothing
+//!   (toolError)`). Else it completes with one text, `Report on <topic>: <n> stages` (with
+//!   `, angle <angle>` for an accepted answer, `, no angle` for any other), and
+//!   `structuredContent` `{"topic", "stages", "angle"}` (`angle` null unless one was chosen).
+//!   Status messages: `starting: <topic>`, the stages', `waiting for input: Which angle on
+//!   <topic>?`, `answered: angle <angle>` or `answered: no angle`, `done: <n> stages`, `done: a
+//!   tool error`, `failed: <error message>`, `cancelled by the client`.
+//! - The `initialize` era, at 2025-11-25 only: initialize declares `"tasks": {"list": {},
+//!   "cancel": {}, "requests": {"tools": {"call": {}}}}`. A `tools/call` with `"task": {"ttl":
+//!   N}` (`ttl` optional) is answered at once with `{"task": {taskId, status, statusMessage,
+//!   createdAt, lastUpdatedAt, ttl, pollInterval}}` (times in ISO 8601 UTC, to the millisecond);
+//!   without `task`, -32602 `research must be called as a task (execution.taskSupport is
+//!   required)` (at another version, saying that tasks need 2025-11-25). `tasks/get` answers the
+//!   task; `tasks/result` waits until it ends and answers the call's result with `_meta:
+//!   {"io.modelcontextprotocol/related-task": {"taskId": …}}`, or the error it failed with, or
+//!   -32603 `task <id> was cancelled: it has no result`. While the task waits for input, a
+//!   pending `tasks/result` asks the client: `elicitation/create` with that `_meta`, related to
+//!   the `tasks/result` request (over Streamable HTTP, on its stream); the answer feeds the task,
+//!   which works again (a client without the elicitation capability, an error, or no answer
+//!   within `--client-timeout-ms` mean no angle; a `tasks/result` that ends first leaves the
+//!   question to the next one). `tasks/cancel` answers the task, `cancelled` (-32602 for one
+//!   that has ended); `tasks/list` answers `{"tasks": […]}`, the session's live tasks, newest
+//!   first, in one page. A task is its session's: another gets -32602 `task <id> not found`.
+//! - With `_meta.progressToken` on the call, each stage sends `notifications/progress`
+//!   (`progressToken`, `progress` i, `total` n, `message` the stage's, `_meta` related-task), and
+//!   each change of status sends `notifications/tasks/status` (the task). They go to the session
+//!   that created the task, related to no request: over stdio, WebSocket and SSE with its other
+//!   output, over Streamable HTTP on the standalone GET stream (where they wait, bounded, until a
+//!   GET reads them).
+//! - The stateless era: `server/discover` declares `"extensions":
+//!   {"io.modelcontextprotocol/tasks": {}}`. A `tools/call` whose envelope declares the
+//!   extension is answered at once with `{"resultType": "task", taskId, status, statusMessage,
+//!   createdAt, lastUpdatedAt, ttlMs, pollIntervalMs}`; without it, -32003 with `data:
+//!   {"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}` (HTTP 400).
+//!   `tasks/get` answers the task with `"resultType": "complete"` and, by status, `result`,
+//!   `error`, or `inputRequests` (`{"angle": {"method": "elicitation/create", "params": …}}`;
+//!   asked only when the call's envelope declared elicitation, else no angle). `tasks/update`
+//!   (`inputResponses`; keys not pending are ignored) and `tasks/cancel` (a task that has ended
+//!   stays as it is) answer `{"resultType": "complete"}`; `tasks/result` and `tasks/list` get
+//!   -32601. These tasks are the server's: any stateless request (any POST, any connection)
+//!   finds them. Over HTTP their requests' `Mcp-Name` must be the `taskId` (-32020 otherwise).
+//! - Unknown ids get -32602 `task <id> not found`. A task lives its TTL from its creation
+//!   (300000 ms; an `initialize`-era `ttl` between 1000 and 300000 is honoured, others are
+//!   brought within), then its work stops and asking for it gets -32602 `task <id> has expired
+//!   (its ttl of N ms has passed)`. A cancelled task's work stops at once. The server holds at
+//!   most 1024 tasks, forgetting the oldest that ended or expired to make room (a call finding
+//!   none gets -32603). `pollInterval` and `pollIntervalMs` are 100 ms, or `--task-poll-ms MS`
+//!   (1..=60000). Task ids are 128 bits from the operating system's random generator, in hex.
+//! - Events: `{"event":"task-created","id":ID,"tool":"research"}`,
+//!   `{"event":"task-status","id":ID,"status":STATUS}` for each change of status after the
+//!   creation (tasks start `working`), and `{"event":"task-cancelled","id":ID}` for each
+//!   `tasks/cancel` naming a task id, known or not (with the session's label over HTTP).
 //!
 //! ## Legacy HTTP+SSE (`sse`, 2024-11-05)
 //! - GET PATH opens an event stream (and a session) whose first event is `event: endpoint` with
@@ -316,8 +379,8 @@
 //! [`plexus_jsonrpc::LineCodec`] decodes from (whose `stdio` feature polls this process's stdin
 //! and stdout); nix's `socket` feature sets SO_LINGER for resets; hyper (with hyper-util and http-body-util)
 //! serves HTTP/1.1; tokio-tungstenite frames WebSocket messages (futures-util drives its
-//! stream and sink); getrandom draws session ids and tokens; url parses redirect URIs and forms;
-//! base64 and aws-lc-rs (the crypto provider rustls already brings) compute PKCE S256 challenges
+//! stream and sink); getrandom draws session ids, tokens and (in every mode) task ids; url
+//! parses redirect URIs and forms; base64 and aws-lc-rs (the crypto provider rustls already brings) compute PKCE S256 challenges
 //! and decode HTTP Basic credentials; hyper's client fetches client ID metadata documents.
 #![forbid(unsafe_code)]
 
@@ -343,6 +406,7 @@ mod remote;
 mod server;
 mod skills;
 mod stdio;
+mod tasks;
 mod tools;
 
 #[cfg(feature = "remote")]

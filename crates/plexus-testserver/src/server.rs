@@ -33,7 +33,8 @@ pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
 /// Every protocol version the server speaks, newest first.
 pub const SUPPORTED_PROTOCOL_VERSIONS: [&str; 4] = [LATEST_PROTOCOL_VERSION, "2025-06-18", "2025-03-26", "2024-11-05"];
 
-/// The most tool calls running on tasks of their own at once; more are refused with an error.
+/// The most requests (tool calls, `tasks/result`) running on tasks of their own at once; more are
+/// refused with an error.
 const MAX_IN_FLIGHT: usize = 4096;
 /// The most requests to the client waiting for an answer at once.
 const MAX_PENDING_CLIENT_REQUESTS: usize = 1024;
@@ -95,6 +96,8 @@ pub(crate) struct Server {
     pub(crate) dynamic_tools: Arc<Mutex<Vec<Value>>>,
     /// The skills it serves (`--skills`).
     pub(crate) skills: Option<crate::skills::Skills>,
+    /// The tasks it runs (`--tasks`): the server's, so that any stateless request finds them.
+    pub(crate) tasks: Option<crate::tasks::Tasks>,
 }
 
 impl Server {
@@ -110,6 +113,9 @@ impl Server {
         if options.header_tools {
             builtin_tools.extend(catalog::header_tools());
         }
+        if options.tasks {
+            builtin_tools.push(crate::tasks::research_tool());
+        }
         let era = EraOptions {
             support: options.era,
             probe_answer: options.probe_answer,
@@ -117,10 +123,14 @@ impl Server {
             reject_first_modern: options.reject_first_modern_request,
         };
         let skills = options.skills.then(|| crate::skills::Skills::new(options.tamper_skill));
+        let tasks = options
+            .tasks
+            .then(|| crate::tasks::Tasks::new(options.task_poll_ms, Arc::clone(&events)));
         Server {
             options,
             era,
             skills,
+            tasks,
             events,
             builtin_tools,
             resources: catalog::resources(),
@@ -269,8 +279,9 @@ fn raw_to_value(raw: Option<&RawValue>) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// What the server offers, in its initialize and `server/discover` results.
-fn capabilities(skills: bool) -> Value {
+/// What `server` offers, in its initialize result (of a session at `legacy_version`) and its
+/// `server/discover` result (`None`).
+fn capabilities(server: &Server, legacy_version: Option<&str>) -> Value {
     let mut capabilities = json!({
         "tools": {"listChanged": true},
         "resources": {"subscribe": true, "listChanged": true},
@@ -278,8 +289,11 @@ fn capabilities(skills: bool) -> Value {
         "logging": {},
         "completions": {},
     });
-    if skills {
+    if server.skills.is_some() {
         capabilities["extensions"] = json!({plexus_protocol::skills::SKILLS_EXTENSION: {"directoryRead": true}});
+    }
+    if server.tasks.is_some() {
+        crate::tasks::declare(&mut capabilities, legacy_version);
     }
     capabilities
 }
@@ -439,10 +453,16 @@ impl Session {
             }
         };
         let outcome = match method {
+            "tools/call" if self.server.tasks.is_some() && crate::tasks::calls_research(params) => {
+                return self.call_research(request.id, params, modern, out);
+            }
             "tools/call" => return self.call_tool(request.id, params, out),
+            task if task.starts_with("tasks/") && self.server.tasks.is_some() => {
+                return self.task_request(request.id, task, params, modern, out);
+            }
             "subscriptions/listen" if modern => return self.listen(request.id, params, out),
             "server/discover" if modern => raw(&self.server.era.discover(
-                &capabilities(self.server.skills.is_some()),
+                &capabilities(&self.server, None),
                 &self.server_info(),
                 catalog::INSTRUCTIONS,
             )),
@@ -587,14 +607,38 @@ impl Session {
     where
         F: Future<Output = Result<Box<RawValue>, ErrorObject>> + Send + 'static,
     {
+        self.spawn_answer(id, work, true, out);
+    }
+
+    /// Like [`spawn_tool_call`](Self::spawn_tool_call) for a request that is no tool call
+    /// (`tasks/result`): its answer does not count for `--crash-after`.
+    pub(crate) fn spawn_request<F>(self: &Arc<Self>, id: RequestId, work: F, out: &mut Vec<Output>)
+    where
+        F: Future<Output = Result<Box<RawValue>, ErrorObject>> + Send + 'static,
+    {
+        self.spawn_answer(id, work, false, out);
+    }
+
+    fn spawn_answer<F>(self: &Arc<Self>, id: RequestId, work: F, tool_call: bool, out: &mut Vec<Output>)
+    where
+        F: Future<Output = Result<Box<RawValue>, ErrorObject>> + Send + 'static,
+    {
+        let respond =
+            move |session: &Self, id: RequestId, outcome: Result<Box<RawValue>, ErrorObject>, out: &mut Vec<Output>| {
+                if tool_call {
+                    session.respond_to_tool_call(id, outcome, out);
+                } else {
+                    session.respond(id, outcome, out);
+                }
+            };
         let mut in_flight = lock(&self.in_flight);
         if in_flight.len() >= MAX_IN_FLIGHT {
             drop(in_flight);
             let error = ErrorObject::new(
                 ErrorCode::INTERNAL_ERROR,
-                format!("{MAX_IN_FLIGHT} tool calls are already running; try again later"),
+                format!("{MAX_IN_FLIGHT} requests are already running; try again later"),
             );
-            return self.respond_to_tool_call(id, Err(error), out);
+            return respond(self, id, Err(error), out);
         }
         let session = Arc::clone(self);
         let task_id = id.clone();
@@ -602,7 +646,7 @@ impl Session {
             let outcome = work.await;
             lock(&session.in_flight).remove(&task_id);
             let mut outputs = Vec::with_capacity(2);
-            session.respond_to_tool_call(task_id, outcome, &mut outputs);
+            respond(&session, task_id, outcome, &mut outputs);
             for output in outputs {
                 session.emit(output).await;
             }
@@ -680,7 +724,7 @@ impl Session {
         }
         raw(&json!({
             "protocolVersion": version,
-            "capabilities": capabilities(self.server.skills.is_some()),
+            "capabilities": capabilities(&self.server, Some(&version)),
             "serverInfo": self.server_info(),
             "instructions": catalog::INSTRUCTIONS,
         }))

@@ -184,7 +184,7 @@
 //!   "cancel": {}, "requests": {"tools": {"call": {}}}}`. A `tools/call` with `"task": {"ttl":
 //!   N}` (`ttl` optional) is answered at once with `{"task": {taskId, status, statusMessage,
 //!   createdAt, lastUpdatedAt, ttl, pollInterval}}` (times in ISO 8601 UTC, to the millisecond);
-//!   without `task`, -32602 `research must be called as a task (execution.taskSupport is
+//!   without `task`, -32601 `research must be called as a task (execution.taskSupport is
 //!   required)` (at another version, saying that tasks need 2025-11-25). `tasks/get` answers the
 //!   task; `tasks/result` waits until it ends and answers the call's result with `_meta:
 //!   {"io.modelcontextprotocol/related-task": {"taskId": …}}`, or the error it failed with, or
@@ -205,7 +205,7 @@
 //! - The stateless era: `server/discover` declares `"extensions":
 //!   {"io.modelcontextprotocol/tasks": {}}`. A `tools/call` whose envelope declares the
 //!   extension is answered at once with `{"resultType": "task", taskId, status, statusMessage,
-//!   createdAt, lastUpdatedAt, ttlMs, pollIntervalMs}`; without it, -32003 with `data:
+//!   createdAt, lastUpdatedAt, ttlMs, pollIntervalMs}`; without it, -32021 (Missing required client capability) with `data:
 //!   {"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}` (HTTP 400).
 //!   `tasks/get` answers the task with `"resultType": "complete"` and, by status, `result`,
 //!   `error`, or `inputRequests` (`{"angle": {"method": "elicitation/create", "params": …}}`;

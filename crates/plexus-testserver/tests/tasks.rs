@@ -111,7 +111,7 @@ async fn era_a_a_task_is_created_polled_and_its_result_fetched() {
     assert_eq!(
         (error.code, error.message.as_str()),
         (
-            ErrorCode::INVALID_PARAMS,
+            ErrorCode::METHOD_NOT_FOUND,
             "research must be called as a task (execution.taskSupport is required)"
         )
     );
@@ -337,7 +337,7 @@ fn era_a_tasks_need_2025_11_25() {
     );
     assert_eq!(
         error,
-        json!({"code": -32602, "message": "research must be called as a task (execution.taskSupport is required), and tasks need protocol version 2025-11-25 (this session speaks 2025-06-18)"})
+        json!({"code": -32601, "message": "research must be called as a task (execution.taskSupport is required), and tasks need protocol version 2025-11-25 (this session speaks 2025-06-18)"})
     );
 }
 
@@ -350,7 +350,7 @@ fn era_b_a_task_over_stdio_is_created_and_polled_to_its_end() {
         "tools/call",
         envelope(json!({"name": "research", "arguments": {"topic": "tides"}}), false),
     );
-    assert_eq!(refused["code"], -32003);
+    assert_eq!(refused["code"], -32021);
     assert_eq!(
         refused["data"],
         json!({"requiredCapabilities": {"extensions": {EXTENSION: {}}}})
@@ -499,7 +499,7 @@ fn era_b_tasks_over_http_are_the_servers_and_their_requests_need_mcp_name() {
     let undeclared = envelope(json!({"name": "research", "arguments": {"topic": "t"}}), false);
     let refused = post_message(&remote, &wire::request(4, "tools/call", undeclared), Some("research"));
     assert_eq!(refused.status(), 400, "{}", refused.text());
-    assert_eq!(refused.json()["error"]["code"], -32003);
+    assert_eq!(refused.json()["error"]["code"], -32021);
 
     let long = message_of(&post_b(
         &remote,

@@ -111,8 +111,7 @@ pub(crate) fn record(app: &App, http_method: &str, message: Option<&Message>, he
 }
 
 /// The HTTP status of a stateless request's JSON-RPC error answer: 400 for what is wrong with
-/// the request (-32700, -32600, -32602, -32020, -32021, -32022, and -32003, the tasks
-/// extension's number for a missing client capability), 404 for an unknown method
+/// the request (-32700, -32600, -32602, -32020, -32021, -32022), 404 for an unknown method
 /// (-32601), 200 for the rest.
 pub(crate) fn status_of(code: ErrorCode) -> StatusCode {
     match code {
@@ -121,7 +120,6 @@ pub(crate) fn status_of(code: ErrorCode) -> StatusCode {
         | ErrorCode::INVALID_PARAMS
         | HEADER_MISMATCH
         | plexus_protocol::errors::MISSING_REQUIRED_CLIENT_CAPABILITY
-        | crate::tasks::MISSING_CAPABILITY
         | UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
         ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
         _ => StatusCode::OK,

@@ -127,7 +127,8 @@ impl Session {
         created
     }
 
-    /// -32602 for `research` called without a task in the `initialize` era.
+    /// -32601 for `research` called without a task in the `initialize` era, as 2025-11-25 has a
+    /// server answer a call of a task-only tool made without a task.
     fn not_as_task(&self) -> ErrorObject {
         let message = "research must be called as a task (execution.taskSupport is required)";
         let version = lock(&self.state).protocol_version.clone();
@@ -137,7 +138,7 @@ impl Session {
             }
             None => message.to_owned(),
         };
-        ErrorObject::new(ErrorCode::INVALID_PARAMS, message)
+        ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, message)
     }
 
     /// A `tasks/*` request (`modern`: in the stateless era). The stateless era has `tasks/get`,
@@ -331,7 +332,7 @@ impl Session {
     }
 }
 
-/// -32003 with the capability a stateless `research` call needs.
+/// -32021 with the capability a stateless `research` call needs.
 fn missing_extension() -> ErrorObject {
     let mut error = ErrorObject::new(
         MISSING_CAPABILITY,

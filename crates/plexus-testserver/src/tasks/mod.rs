@@ -53,11 +53,10 @@ pub(crate) const MIN_TTL_MS: u64 = 1_000;
 pub(crate) const DEFAULT_POLL_MS: u64 = 100;
 /// The longest polling interval `--task-poll-ms` accepts (a minute).
 pub(crate) const MAX_POLL_MS: u64 = 60_000;
-/// "Missing required client capability", as the tasks extension's text numbers it (-32003):
-/// the answer to a stateless `tools/call` of `research` whose envelope does not declare the
-/// extension. (plexus-protocol's `errors::MISSING_REQUIRED_CLIENT_CAPABILITY` is -32021, the
-/// number of the 2026-07-28 core text; the extension's text still says -32003.)
-pub(crate) const MISSING_CAPABILITY: ErrorCode = ErrorCode(-32003);
+/// "Missing required client capability": the answer to a stateless `tools/call` of `research`
+/// whose envelope does not declare the extension. The 2026-07-28 schema numbers it -32021 (the
+/// extension's draft text still says -32003, an older number of the same error).
+pub(crate) const MISSING_CAPABILITY: ErrorCode = plexus_protocol::errors::MISSING_REQUIRED_CLIENT_CAPABILITY;
 
 /// The key of the one input request a task makes (unique over the task's life: it asks once).
 const QUESTION_KEY: &str = "angle";

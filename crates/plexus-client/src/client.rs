@@ -595,14 +595,16 @@ impl Client {
         ids.len()
     }
 
-    /// Cancels every pending request (but `initialize`): each caller gets
-    /// [`ClientError::Cancelled`] with `reason` at once, then the server is told
-    /// (`notifications/cancelled`, each send bounded to 1 s); returns how many were cancelled.
-    /// The session stays open.
+    /// Cancels every pending request (but `initialize`) and every task a call waits for: each
+    /// caller gets [`ClientError::Cancelled`] with `reason` at once, then the server is told
+    /// (`notifications/cancelled`, or `tasks/cancel` for a task; each send bounded to 1 s);
+    /// returns how many were cancelled. The session stays open.
     pub async fn cancel_all(&self, reason: &str) -> usize {
         let ids = self.shared.cancel_pending_requests(reason);
         self.tell_cancelled(&ids, reason).await;
-        ids.len()
+        // The tasks the session's calls wait for, between polls, have no request pending.
+        let tasks = crate::tasks::cancel_followed(&self.shared, reason, Duration::from_secs(1)).await;
+        ids.len() + tasks
     }
 
     /// Sends the server `notifications/cancelled` for each of `ids`, each send bounded to 1 s.

@@ -29,8 +29,8 @@ pub fn progress_channel(capacity: usize) -> (ProgressCallback, mpsc::Receiver<Pr
 
 pub(crate) struct ProgressState {
     callback: Option<ProgressCallback>,
-    /// When the last report came, and its progress.
-    last: Mutex<Option<(Instant, f64)>>,
+    /// When the last report came, its progress and its total.
+    last: Mutex<Option<(Instant, f64, Option<f64>)>>,
 }
 
 impl ProgressState {
@@ -42,18 +42,18 @@ impl ProgressState {
     }
 
     pub(crate) fn record(&self, params: ProgressNotificationParams, at: Instant) {
-        *lock(&self.last) = Some((at, params.progress));
+        *lock(&self.last) = Some((at, params.progress, params.total));
         if let Some(callback) = &self.callback {
             callback(params);
         }
     }
 
     pub(crate) fn last(&self) -> Option<Instant> {
-        lock(&self.last).map(|(at, _)| at)
+        lock(&self.last).map(|(at, _, _)| at)
     }
 
-    /// The progress of the last report.
-    pub(crate) fn last_progress(&self) -> Option<f64> {
-        lock(&self.last).map(|(_, progress)| progress)
+    /// The progress and the total of the last report.
+    pub(crate) fn last_progress(&self) -> Option<(f64, Option<f64>)> {
+        lock(&self.last).map(|(_, progress, total)| (progress, total))
     }
 }

@@ -90,6 +90,9 @@ pub(crate) struct Shared {
     /// The progress of calls that became tasks, by the call's token (its request id): the
     /// token outlives the call's request (see [`Shared::register_task_progress`]).
     task_progress: Mutex<HashMap<i64, Arc<ProgressState>>>,
+    /// The tasks whose calls are waiting for them (see `crate::tasks`): cancelled on the server
+    /// by [`Client::cancel_all`](crate::Client::cancel_all) along with the pending requests.
+    pub(crate) followed_tasks: Mutex<HashMap<String, crate::CancelHandle>>,
 }
 
 /// Keeps a task's progress token routed to its caller until dropped.
@@ -139,6 +142,7 @@ impl Shared {
             owed_count: AtomicUsize::new(0),
             sending_owed: tokio::sync::Mutex::new(()),
             task_progress: Mutex::default(),
+            followed_tasks: Mutex::default(),
         })
     }
 

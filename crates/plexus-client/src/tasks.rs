@@ -15,7 +15,7 @@
 //!   the caller's callback until the task ends.
 //!
 //! Each change of the task's status or message reaches the caller's progress callback (the last
-//! progress seen, with the task's message) and restarts the call's timeout, up to its cap
+//! progress and total the server reported, with the task's message) and restarts the call's timeout, up to its cap
 //! ([`RequestOptions::max_total_timeout`], else [`TASK_WAIT_CAP_FACTOR`] times the timeout).
 //! A task the caller stops waiting for (timeout, [`CancelHandle`](crate::CancelHandle), a dropped
 //! future) is cancelled on the server with `tasks/cancel`, once.
@@ -32,11 +32,11 @@ use plexus_protocol::{
 use serde::Serialize;
 use tokio::time::Instant;
 
-use crate::ClientError;
 use crate::client::decode_result;
 use crate::progress::ProgressState;
 use crate::request::{Call, RequestOptions, send_call};
-use crate::session::Shared;
+use crate::session::{Shared, lock};
+use crate::{CancelHandle, ClientError};
 
 /// How often a task is polled when the server suggests no interval.
 pub const DEFAULT_TASK_POLL: Duration = Duration::from_secs(1);
@@ -235,6 +235,9 @@ struct Follower<'a> {
     /// The token the call's progress carries (its request id; -1 when it carries none).
     token: i64,
     progress: Option<Arc<ProgressState>>,
+    /// Cancelled by [`Client::cancel_all`](crate::Client::cancel_all), which has cancelled the
+    /// task on the server.
+    stop: CancelHandle,
     done: bool,
 }
 
@@ -248,6 +251,8 @@ impl<'a> Follower<'a> {
         token: i64,
         progress: Option<Arc<ProgressState>>,
     ) -> Follower<'a> {
+        let stop = CancelHandle::new();
+        lock(&shared.followed_tasks).insert(task_id.to_owned(), stop.clone());
         let now = Instant::now();
         let cap = options
             .max_total_timeout
@@ -264,6 +269,7 @@ impl<'a> Follower<'a> {
             last: None,
             token,
             progress,
+            stop,
             done: false,
         }
     }
@@ -282,13 +288,17 @@ impl<'a> Follower<'a> {
             return;
         }
         if let Some(callback) = &self.options.on_progress {
-            let progress = self.progress.as_ref().and_then(|p| p.last_progress()).unwrap_or(0.0);
+            let (progress, total) = self
+                .progress
+                .as_ref()
+                .and_then(|p| p.last_progress())
+                .unwrap_or((0.0, None));
             let token = if self.token >= 0 {
                 ProgressToken::Number(self.token)
             } else {
                 ProgressToken::String(self.task_id.clone())
             };
-            let mut report = ProgressNotificationParams::new(token, progress, None);
+            let mut report = ProgressNotificationParams::new(token, progress, total);
             report.message = Some(match message {
                 Some(message) => format!("task {}: {message}", status.as_str()),
                 None => format!("task {}", status.as_str()),
@@ -316,8 +326,11 @@ impl<'a> Follower<'a> {
         let wake = (Instant::now() + interval).min(deadline);
         let cancelled = async {
             match &self.options.cancel {
-                Some(handle) => handle.cancelled().await,
-                None => std::future::pending().await,
+                Some(handle) => tokio::select! {
+                    reason = handle.cancelled() => reason,
+                    reason = self.stop.cancelled() => reason,
+                },
+                None => self.stop.cancelled().await,
             }
         };
         let stopped = tokio::select! {
@@ -335,10 +348,19 @@ impl<'a> Follower<'a> {
     }
 
     /// The caller stops waiting: the task is cancelled on the server before the caller hears of
-    /// it, so that a host that exits next (Ctrl-C) leaves no task running there.
+    /// it, so that a host that exits next (Ctrl-C) leaves no task running there (unless
+    /// [`Client::cancel_all`](crate::Client::cancel_all) cancelled it already).
     async fn give_up(&mut self) {
-        cancel_on_server(self.shared, self.params()).await;
         self.done = true;
+        if self.unfollow() {
+            cancel_on_server(self.shared, self.params()).await;
+        }
+    }
+
+    /// Takes the task off the session's followed tasks; whether it was still there (nobody has
+    /// cancelled it on the server yet).
+    fn unfollow(&self) -> bool {
+        lock(&self.shared.followed_tasks).remove(&self.task_id).is_some()
     }
 
     fn timed_out(&self) -> ClientError {
@@ -438,7 +460,8 @@ impl<'a> Follower<'a> {
 
 impl Drop for Follower<'_> {
     fn drop(&mut self) {
-        if self.done {
+        let followed = self.unfollow();
+        if self.done || !followed {
             return;
         }
         // The caller stopped waiting (a timeout, a cancellation, an error, a dropped future)
@@ -452,19 +475,34 @@ impl Drop for Follower<'_> {
     }
 }
 
+/// Cancels every task the session's calls are waiting for: their callers fail at once with
+/// [`ClientError::Cancelled`] and `reason`, as the pending requests' do (see
+/// [`Client::cancel_all`](crate::Client::cancel_all)), then the server is told, each within
+/// `limit`; how many there were.
+pub(crate) async fn cancel_followed(shared: &Arc<Shared>, reason: &str, limit: Duration) -> usize {
+    let tasks: Vec<(String, CancelHandle)> = lock(&shared.followed_tasks).drain().collect();
+    for (_, stop) in &tasks {
+        stop.cancel(reason);
+    }
+    for (task_id, _) in &tasks {
+        let params = TaskRequestParams {
+            task_id: task_id.clone(),
+            ..TaskRequestParams::default()
+        };
+        send_cancel(shared, params, limit).await;
+    }
+    tasks.len()
+}
+
 /// `tasks/cancel` of the task `params` names (its failure is only logged: the task then ends by
 /// its TTL).
 async fn cancel_on_server(shared: &Arc<Shared>, params: TaskRequestParams) {
-    let options = RequestOptions::with_timeout(CANCEL_TIMEOUT);
-    let cancelled = crate::request::request(
-        shared,
-        methods::TASKS_CANCEL,
-        Some(&params),
-        &options,
-        CANCEL_TIMEOUT,
-        false,
-    )
-    .await;
+    send_cancel(shared, params, CANCEL_TIMEOUT).await;
+}
+
+async fn send_cancel(shared: &Arc<Shared>, params: TaskRequestParams, limit: Duration) {
+    let options = RequestOptions::with_timeout(limit);
+    let cancelled = crate::request::request(shared, methods::TASKS_CANCEL, Some(&params), &options, limit, false).await;
     if let Err(error) = cancelled {
         tracing::debug!(server = %shared.name, task = %params.task_id, "tasks/cancel failed: {error}");
     }

@@ -2,11 +2,10 @@
 //! both protocol eras, over stdio and Streamable HTTP.
 //!
 //! The `initialize` era (2025-11-25) goes through plexus-client's raw requests where it can, and
-//! through the raw harnesses where the client cannot show what is tested: progress of a task
-//! (the `tools/call` that carried the token is answered at once, so the client has no request
-//! left to give it to) and which HTTP stream a message takes. The stateless era goes through the
-//! raw harnesses only: plexus-client does not drive tasks yet (a `resultType: "task"` answer is an
-//! unknown result type to it), and its handling of them is its own tests' business.
+//! through the raw harnesses where a raw request cannot show what is tested: progress of a task
+//! and which HTTP stream a message takes. The stateless era goes through the
+//! raw harnesses only, to see the wire as it is: plexus-client's following of tasks is
+//! `tests/client_tasks.rs`'s business.
 
 mod common;
 mod support;

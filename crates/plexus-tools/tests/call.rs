@@ -1,6 +1,7 @@
 //! The call chain against the test server on 127.0.0.1: progress forwarded with the timeout
 //! restarted, the one retry after an expired session (and no tool run twice), URL elicitation
-//! rounds, a tool that needs tasks refused before anything is sent.
+//! rounds, a tool that needs tasks run as one in both eras (and refused before anything is sent
+//! when its server declares no tasks).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -103,6 +104,70 @@ async fn an_expired_session_is_reopened_once_and_no_call_runs_twice() {
     assert!(count(&log, "initialize") >= 2, "a new session was opened");
     pool.shutdown().await;
     server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_that_needs_tasks_runs_as_one_over_http_in_both_eras() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("events.jsonl");
+    let server = RemoteServer::from_args(
+        "http",
+        &["--tasks", "--task-poll-ms", "20", "--event-log", log.to_str().unwrap()],
+    )
+    .await
+    .unwrap();
+    // The default probe (the stateless era's tasks extension), then 2025-11-25's tasks.
+    for (era, version) in [("stateless", None), ("initialize", Some("2025-11-25"))] {
+        let mut entry = json!({"type": "http", "url": server.url()});
+        if let Some(version) = version {
+            entry["protocolVersion"] = json!(version);
+        }
+        let (config, _) = ServerConfig::from_json(&entry).unwrap();
+        let pool = Pool::new(Arc::new(DefaultConnector::new()), PoolSettings::default());
+        pool.set_servers([ServerSpec::new("h", config, None)]).await;
+        let tools = pool.tools("h").await.unwrap();
+        let research = tools.iter().find(|t| t.name == "research").unwrap();
+        let (callback, mut reports) = plexus_client::progress_channel(64);
+        let options = CallOptions {
+            on_progress: Some(callback),
+            ..CallOptions::default()
+        };
+        let before = count_events(&log, "task-created");
+        let result = call_tool(
+            &pool,
+            "h",
+            research,
+            &args(json!({"topic": "tides", "stages": 2, "stageMs": 40})),
+            &options,
+        )
+        .await
+        .unwrap();
+        assert_eq!(result.content[0].as_text(), Some("Report on tides: 2 stages"), "{era}");
+        assert_eq!(
+            count_events(&log, "task-created"),
+            before + 1,
+            "{era}: the tool ran once"
+        );
+        let mut messages = Vec::new();
+        while let Ok(report) = reports.try_recv() {
+            messages.extend(report.message);
+        }
+        assert!(
+            messages.iter().any(|m| m == "task completed: done: 2 stages"),
+            "{era}: {messages:?}"
+        );
+        pool.shutdown().await;
+    }
+    server.shutdown().await;
+}
+
+fn count_events(log: &std::path::Path, event: &str) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|line| line["event"] == event)
+        .count()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,110 @@
+//! `plexus call` of a tool that must run as a task (the demo server's `research`, with `--tasks`),
+//! in both protocol eras: the report on stdout, the task's status on stderr, and Ctrl-C
+//! cancelling the task on its server before plexus exits 130.
+
+mod support;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::{Value, json};
+use support::{Workspace, demo};
+
+/// How long the test waits for something that must happen.
+const GUARD: Duration = Duration::from_secs(30);
+
+fn events(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
+/// The demo server with tasks and an event log, in the stateless era (the default probe) or
+/// pinned to the `initialize` era's 2025-11-25.
+fn workspace(era: &str) -> (Workspace, std::path::PathBuf) {
+    let ws = Workspace::new();
+    let log = ws.join("events.jsonl");
+    let mut entry = demo(&["--tasks", "--task-poll-ms", "20", "--event-log", log.to_str().unwrap()]);
+    if era == "initialize" {
+        entry["protocolVersion"] = json!("2025-11-25");
+    }
+    ws.write_servers(ws.user_file(), &json!({"demo": entry}));
+    (ws, log)
+}
+
+#[test]
+fn a_task_only_tool_prints_its_report_and_its_status() {
+    for era in ["stateless", "initialize"] {
+        let (ws, log) = workspace(era);
+        let out = ws.run(&[
+            "call",
+            "mcp__demo__research",
+            r#"{"topic": "tides", "stages": 2, "stageMs": 400}"#,
+        ]);
+        assert_eq!(out.code, Some(0), "{era}: {out:?}");
+        assert_eq!(
+            out.stdout,
+            "Report on tides: 2 stages\nstructured content:\n{\n  \"topic\": \"tides\",\n  \"stages\": 2,\n  \"angle\": null\n}\n",
+            "{era}"
+        );
+        assert!(
+            // Lines come at most 4 a second: the second stage's, 400 ms on (or, in the
+            // `initialize` era, the server's own progress report of it), then the end.
+            out.stderr.contains("stage 2/2: tides\n")
+                && out.stderr.ends_with(if era == "stateless" {
+                    "plexus: mcp__demo__research: task completed: done: 2 stages\n"
+                } else {
+                    "plexus: mcp__demo__research: 2/2: task completed: done: 2 stages\n"
+                }),
+            "{era}: {out:?}"
+        );
+        let created = events(&log)
+            .iter()
+            .filter(|event| event["event"] == "task-created")
+            .count();
+        assert_eq!(created, 1, "{era}: the tool ran once");
+    }
+}
+
+#[test]
+fn ctrl_c_cancels_the_task_on_its_server_and_exits_130() {
+    for era in ["stateless", "initialize"] {
+        let (ws, log) = workspace(era);
+        let child = ws
+            .command(
+                ws.path(),
+                &[
+                    "call",
+                    "mcp__demo__research",
+                    r#"{"topic": "tides", "stages": 20, "stageMs": 1000}"#,
+                ],
+            )
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        let id = loop {
+            if let Some(event) = events(&log).into_iter().find(|event| event["event"] == "task-created") {
+                break event["id"].clone();
+            }
+            assert!(start.elapsed() < GUARD, "{era}: no task was created");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        kill(Pid::from_raw(i32::try_from(child.id()).unwrap()), Signal::SIGINT).unwrap();
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(130), "{era}: {stderr}");
+        // plexus exited after the server heard: the event is in the log already.
+        let cancelled = events(&log)
+            .iter()
+            .filter(|event| event["event"] == "task-cancelled" && event["id"] == id)
+            .count();
+        assert_eq!(cancelled, 1, "{era}: one tasks/cancel for {id}: {:?}", events(&log));
+    }
+}

@@ -102,11 +102,11 @@ async fn a_task_only_tool_runs_once_to_its_report_with_its_status_as_progress() 
         assert_eq!(created(&log).len(), before + 1, "{era}: the tool ran once");
         let mut messages = Vec::new();
         let mut server_progress: Vec<ProgressNotificationParams> = Vec::new();
+        // The task's status comes as `task STATUS: MESSAGE`, the server's own reports as sent.
         while let Ok(report) = reports.try_recv() {
-            if report.total.is_some() {
-                server_progress.push(report);
-            } else {
-                messages.push(report.message.unwrap_or_default());
+            match report.message.as_deref() {
+                Some(message) if message.starts_with("task ") => messages.push(message.to_owned()),
+                _ => server_progress.push(report),
             }
         }
         for stage in ["task working: stage 1/3: tides", "task working: stage 3/3: tides"] {

@@ -1,6 +1,7 @@
 //! `plexus call` of a tool that must run as a task (the demo server's `research`, with `--tasks`),
 //! in both protocol eras: the report on stdout, the task's status on stderr, and Ctrl-C
-//! cancelling the task on its server before plexus exits 130.
+//! cancelling the task on its server before plexus exits 130; and `plexus serve` running it for
+//! its client, which calls it as a plain tool and sees the task's status as progress.
 
 mod support;
 
@@ -11,6 +12,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
+use support::gateway::{args, client_of, stdio_entry};
 use support::{Workspace, demo};
 
 /// How long the test waits for something that must happen.
@@ -106,5 +108,41 @@ fn ctrl_c_cancels_the_task_on_its_server_and_exits_130() {
             .filter(|event| event["event"] == "task-cancelled" && event["id"] == id)
             .count();
         assert_eq!(cancelled, 1, "{era}: one tasks/cancel for {id}: {:?}", events(&log));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_runs_a_task_only_tool_for_its_client() {
+    for era in ["stateless", "initialize"] {
+        let (ws, log) = workspace(era);
+        let client = client_of(&stdio_entry(&ws, &[]), None).await;
+        let tools = client.list_tools().await.unwrap();
+        let research = tools.iter().find(|tool| tool.name == "mcp__demo__research").unwrap();
+        assert_eq!(research.execution, None, "{era}: served as a plain tool");
+        let (callback, mut reports) = plexus::client::progress_channel(64);
+        let result = client
+            .call_tool_with(
+                "mcp__demo__research",
+                args(json!({"topic": "tides", "stages": 2, "stageMs": 30})),
+                plexus::client::RequestOptions::default().progress(callback),
+            )
+            .await
+            .unwrap();
+        assert_eq!(result.content[0].as_text(), Some("Report on tides: 2 stages"), "{era}");
+        let mut messages = Vec::new();
+        while let Ok(report) = reports.try_recv() {
+            messages.extend(report.message);
+        }
+        assert_eq!(
+            messages.last().map(String::as_str),
+            Some("task completed: done: 2 stages"),
+            "{era}: {messages:?}"
+        );
+        let created = events(&log)
+            .iter()
+            .filter(|event| event["event"] == "task-created")
+            .count();
+        assert_eq!(created, 1, "{era}: the tool ran once");
+        client.close().await.unwrap();
     }
 }

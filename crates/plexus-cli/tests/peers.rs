@@ -332,6 +332,61 @@ fn the_everything_servers_task_only_tool_runs_through_the_gateway() {
     assert!(report.contains("- Stage 4: Generating report ✓"), "{report}");
 }
 
+/// A client of the Python SDK (`mcp.Client`) in the era its `mode` asks for (`legacy`: the
+/// `initialize` handshake; `2026-07-28`: the stateless revision): calls a tool, answers the
+/// backend's question (an elicitation, which a stateless client gets as an `input_required`
+/// round) and prints what it saw as JSON.
+const PYTHON_ERA_CLIENT: &str = r#"
+import asyncio, json, os, sys
+from mcp import Client, StdioServerParameters, types
+
+async def on_elicit(context, params):
+    return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+async def main():
+    mode, target = sys.argv[1], sys.argv[2:]
+    if target[0].startswith("http"):
+        server = target[0]
+    else:
+        server = StdioServerParameters(command=target[0], args=target[1:], env=dict(os.environ))
+    async with Client(server, mode=mode, elicitation_callback=on_elicit) as client:
+        tools = [t.name for t in (await client.list_tools()).tools]
+        total = await client.call_tool("mcp__demo__add", {"a": 2, "b": 3})
+        asked = await client.call_tool("mcp__demo__elicit", {"message": "Go?"})
+        print(json.dumps({
+            "version": client.protocol_version, "echo": "mcp__demo__echo" in tools,
+            "sum": total.content[0].text, "asked": json.loads(asked.content[0].text),
+        }))
+
+asyncio.run(main())
+"#;
+
+#[test]
+fn the_python_sdk_client_uses_the_gateway_in_both_eras() {
+    let Some(manifest) = manifest() else { return };
+    let python = path(&manifest, "/python/python");
+    let ws = gateway_workspace();
+    let script = ws.write("era_client.py", PYTHON_ERA_CLIENT);
+    let script = script.to_str().unwrap();
+    let gateway = HttpGateway::start(&ws);
+    for (mode, version) in [("legacy", "2025-11-25"), ("2026-07-28", "2026-07-28")] {
+        let stdio = [script, mode, support::PLEXUS, "serve"];
+        let http = [script, mode, gateway.url.as_str()];
+        for (transport, args) in [("stdio", &stdio[..]), ("http", &http[..])] {
+            let out = run_client(&ws, &python, args);
+            let seen: Value = serde_json::from_str(out.trim().lines().last().unwrap()).unwrap();
+            assert_eq!(
+                seen,
+                serde_json::json!({
+                    "version": version, "echo": true, "sum": "5",
+                    "asked": {"action": "accept", "content": {"name": "Ada"}},
+                }),
+                "{mode} over {transport}"
+            );
+        }
+    }
+}
+
 #[test]
 fn the_inspector_cli_uses_the_gateway_over_stdio_and_http() {
     let Some(manifest) = manifest() else { return };

@@ -11,18 +11,10 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
-use support::{Workspace, demo};
+use support::{Workspace, demo, events};
 
 /// How long the test waits for something that must happen.
 const GUARD: Duration = Duration::from_secs(30);
-
-fn events(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect()
-}
 
 /// Waits until `predicate` holds of the event log.
 fn wait_for(log: &Path, what: &str, predicate: impl Fn(&[Value]) -> bool) -> Vec<Value> {

@@ -5,26 +5,17 @@
 
 mod support;
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use serde_json::{Value, json};
+use serde_json::json;
 use support::gateway::{args, client_of, stdio_entry};
-use support::{Workspace, demo};
+use support::{Workspace, demo, events};
 
 /// How long the test waits for something that must happen.
 const GUARD: Duration = Duration::from_secs(30);
-
-fn events(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect()
-}
 
 /// The demo server with tasks and an event log, in the stateless era (the default probe) or
 /// pinned to the `initialize` era's 2025-11-25.

@@ -503,17 +503,7 @@ impl Session {
                 let ms = at_most(name, "ms", ms, MAX_SLOW_MS)?;
                 let steps = at_most(name, "steps", steps, MAX_SLOW_STEPS)?;
                 let token = meta.and_then(|meta| meta.progress_token);
-                if let Some(token) = token
-                    .as_ref()
-                    .filter(|token| !(token.is_string() || token.is_i64() || token.is_u64()))
-                {
-                    return Err(ErrorObject::new(
-                        ErrorCode::INVALID_PARAMS,
-                        format!(
-                            "invalid params for tools/call: _meta.progressToken must be a string or an integer, not {token}"
-                        ),
-                    ));
-                }
+                check_progress_token(token.as_ref())?;
                 Box::pin(async move { session.slow(ms, steps, token).await })
             }
             "elicit" => {
@@ -722,6 +712,17 @@ fn drip_args(DripArgs { delay_ms, chunk }: DripArgs) -> Result<(usize, Duration)
         return Err(invalid("drip", "chunk must be at least 1"));
     }
     Ok((chunk, Duration::from_millis(delay_ms)))
+}
+
+/// Refuses a `_meta.progressToken` that is neither a string nor an integer (-32602).
+pub(crate) fn check_progress_token(token: Option<&Value>) -> Result<(), ErrorObject> {
+    match token.filter(|token| !(token.is_string() || token.is_i64() || token.is_u64())) {
+        Some(token) => Err(ErrorObject::new(
+            ErrorCode::INVALID_PARAMS,
+            format!("invalid params for tools/call: _meta.progressToken must be a string or an integer, not {token}"),
+        )),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -276,3 +276,12 @@ pub fn elicitation_capabilities(urls: bool) -> plexus::protocol::ClientCapabilit
         ..ClientCapabilities::default()
     }
 }
+
+/// The events of a test server's `--event-log` file (none when it does not exist yet).
+pub fn events(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}

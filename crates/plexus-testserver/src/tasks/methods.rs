@@ -96,17 +96,7 @@ impl Session {
             // Whether the client can be asked is known when a `tasks/result` asks it.
             (Owner::Session(Arc::downgrade(self)), ttl, meta.progress_token, true)
         };
-        if let Some(token) = progress_token
-            .as_ref()
-            .filter(|token| !(token.is_string() || token.is_i64() || token.is_u64()))
-        {
-            return Err(ErrorObject::new(
-                ErrorCode::INVALID_PARAMS,
-                format!(
-                    "invalid params for tools/call: _meta.progressToken must be a string or an integer, not {token}"
-                ),
-            ));
-        }
+        crate::tools::check_progress_token(progress_token.as_ref())?;
         let research = Research::parse(call.arguments)?;
         let record = tasks.create(owner, ttl_ms, research.starting())?;
         self.record(json!({"event": "task-created", "id": record.id(), "tool": RESEARCH}));

@@ -6,7 +6,8 @@
 //!   envelope declares it, and the server decides per call. A `tools/call` answered
 //!   `resultType: "task"` is polled with `tasks/get` until the task holds its result or its error;
 //!   the input requests of an `input_required` task are answered by the session's
-//!   [`ClientHandler`](crate::ClientHandler), each key once, with `tasks/update`.
+//!   [`ClientHandler`](crate::ClientHandler), each key once, with `tasks/update` (at most
+//!   [`MAX_INPUT_ROUNDS`](crate::MAX_INPUT_ROUNDS) times, as for a request's rounds).
 //! - The experimental tasks of 2025-11-25 (the `initialize` era): a tool that must run as a task is
 //!   called with a `task` field ([`Client::call_tool_as_task_ref`](crate::Client::call_tool_as_task_ref)),
 //!   polled with `tasks/get` until it is terminal or waits for input, and its result fetched with
@@ -75,14 +76,8 @@ pub(crate) async fn call_experimental<A: Serialize + ?Sized + Sync>(
     let registration = progress
         .as_ref()
         .map(|state| shared.register_task_progress(id, Arc::clone(state)));
-    let create = RequestOptions {
-        timeout: Some(timeout),
-        on_progress: options.on_progress.clone(),
-        reset_timeout_on_progress: options.reset_timeout_on_progress,
-        max_total_timeout: options.max_total_timeout,
-        tag: options.tag,
-        cancel: options.cancel.clone(),
-    };
+    let mut create = options.clone();
+    create.timeout = Some(timeout);
     let call = Call {
         id: Some(id),
         wire: None,
@@ -139,6 +134,8 @@ pub(crate) async fn follow_extension(
     let mut task: DetailedTask = decode_result(methods::TOOLS_CALL, seed)?;
     let mut follower = Follower::new(shared, &task.task_id, options, timeout, request_timeout, -1, None);
     let mut answered = HashSet::new();
+    // A server that keeps asking new questions is answered at most this many times.
+    let mut updates = 0;
     loop {
         follower.observe(&task.status, task.status_message.as_deref());
         match task.status {
@@ -181,6 +178,13 @@ pub(crate) async fn follow_extension(
                         .map(|(key, request)| (key.clone(), request.clone()))
                         .collect();
                     if !fresh.is_empty() {
+                        if updates == crate::MAX_INPUT_ROUNDS {
+                            return Err(ClientError::InputRounds {
+                                method: methods::TOOLS_CALL.to_owned(),
+                                limit: crate::MAX_INPUT_ROUNDS,
+                            });
+                        }
+                        updates += 1;
                         let answers =
                             crate::rounds::answer(shared, methods::TOOLS_CALL, &fresh, None, options.tag).await?;
                         answered.extend(fresh.into_keys());

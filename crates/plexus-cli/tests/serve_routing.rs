@@ -79,10 +79,13 @@ fn gateway(demo_args: &[&str]) -> (Workspace, HttpGateway, String) {
     (ws, gateway, format!("http://{address}/mcp"))
 }
 
-/// A client of the gateway at `url` whose requests from the gateway `handler` answers.
+/// A client of the `initialize` era (whose requests the gateway routes by the calls in flight;
+/// a stateless client's questions come in its own calls' results: see `serve_eras.rs`) of the
+/// gateway at `url`, whose requests from the gateway `handler` answers.
 async fn connect(url: &str, handler: Arc<Answerer>) -> Client {
     let config = ServerConfig::from_json(&json!({"type": "http", "url": url})).unwrap().0;
     let mut options = ClientOptions::new("routing").handler(handler);
+    options.era = plexus::client::EraChoice::Initialize;
     options.request_timeout = Duration::from_secs(60);
     options.tool_timeout = Duration::from_secs(60);
     DefaultConnector::new()

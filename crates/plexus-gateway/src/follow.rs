@@ -73,9 +73,10 @@ pub(super) async fn watch_servers(gateway: Arc<Gateway>, grace: Duration, ready:
         gateway.follow_health();
         if !settling && told.is_none() {
             // Only now: every server that is up has its notifications followed before a client
-            // can call it.
-            let _ = ready.send(true);
+            // can call it. The lists are taken first: a change a client's first call makes
+            // (the calls wait for `ready`) is one from these lists, and is told.
             told = Some(lists(&gateway).await);
+            let _ = ready.send(true);
         } else if let Some(told) = &mut told {
             let now = lists(&gateway).await;
             if now.tools != told.tools {

@@ -7,7 +7,11 @@
 //! response stream, and the client library hands back the call's tag; the URLs of a `-32042`
 //! answer belong to the call that got it. Otherwise (stdio, SSE, WebSocket, or a request on the
 //! standalone stream) only the calls in flight tell: the one client with calls on that backend,
-//! or the gateway's only client.
+//! or the gateway's only client (of the `initialize` era: a client of the stateless era is
+//! sent no request).
+//!
+//! A client of the stateless era is asked in its request's result instead: see
+//! [`rounds`](crate::rounds).
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock, Weak};
@@ -30,7 +34,23 @@ use crate::gateway::Gateway;
 use crate::session::{Session, Sink, lock, notification, trim};
 
 /// How long a forwarded request (an elicitation a person answers) may wait for the client.
-const ASK_TIMEOUT: Duration = Duration::from_secs(600);
+pub(super) const ASK_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The error a backend gets when the gateway's client went away before it answered.
+pub(super) fn went_away() -> ErrorObject {
+    ErrorObject::new(ErrorCode::INTERNAL_ERROR, "the gateway's client went away")
+}
+
+/// The error a backend gets when the gateway's client did not answer its `method` in time.
+pub(super) fn not_answered(method: &str) -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::INTERNAL_ERROR,
+        format!(
+            "the gateway's client did not answer {method} within {} s",
+            ASK_TIMEOUT.as_secs()
+        ),
+    )
+}
 
 /// Declares roots, sampling and elicitation to every backend and forwards their requests.
 #[derive(Default)]
@@ -226,10 +246,7 @@ impl Gateway {
             let Some(session) = call.session.upgrade() else {
                 continue;
             };
-            let on_server = self
-                .hub
-                .tool_origin(&call.tool)
-                .is_some_and(|origin| origin.server == server);
+            let on_server = call.runs_on(&self.hub, server);
             if on_server && !callers.iter().any(|(known, _)| Arc::ptr_eq(known, &session)) {
                 callers.push((session, call.sink.clone()));
             }
@@ -244,7 +261,12 @@ impl Gateway {
         if let Some(caller) = callers.pop() {
             return Ok(caller);
         }
-        let clients: Vec<Arc<Session>> = lock(&self.sessions).iter().filter_map(Weak::upgrade).take(2).collect();
+        let clients: Vec<Arc<Session>> = lock(&self.sessions)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|session| !session.is_stateless())
+            .take(2)
+            .collect();
         match <[_; 1]>::try_from(clients) {
             Ok([only]) => {
                 let sink = lock(&only.out).clone();
@@ -299,6 +321,9 @@ impl Gateway {
                 format!("the gateway's client does not support {method}"),
             ));
         }
+        if let Some(asker) = session.asker() {
+            return asker.ask(method, params).await;
+        }
         self.remember_url(&session, &sink, params);
         let number = session.next_id.fetch_add(1, Ordering::Relaxed);
         let id = RequestId::String(format!("plexus-{number}"));
@@ -320,7 +345,6 @@ impl Gateway {
             id: Some(id.clone()),
             progress,
         };
-        let went_away = || ErrorObject::new(ErrorCode::INTERNAL_ERROR, "the gateway's client went away");
         let mut line = Vec::with_capacity(128);
         let _ = plexus::jsonrpc::encode_request(&mut line, &id, method, Some(&params));
         if sink.send(trim(line)).await.is_err() {
@@ -329,15 +353,7 @@ impl Gateway {
         let outcome = match tokio::time::timeout(ASK_TIMEOUT, answered).await {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(_)) => Err(went_away()),
-            Err(_) => {
-                return Err(ErrorObject::new(
-                    ErrorCode::INTERNAL_ERROR,
-                    format!(
-                        "the gateway's client did not answer {method} within {} s",
-                        ASK_TIMEOUT.as_secs()
-                    ),
-                ));
-            }
+            Err(_) => return Err(not_answered(method)),
         };
         pending.id = None;
         outcome

@@ -2,7 +2,8 @@
 //! [`Session`] each), the messages it takes from them, and the requests it answers itself
 //! (initialize, ping, logging level) or sends on: tools ([`tools`](super::tools)), prompts and
 //! resources ([`content`](super::content)); the backends' own requests go to the client
-//! ([`forward`](super::forward)).
+//! ([`forward`](super::forward)). Each request is answered in its era ([`era`](super::era)): a
+//! request of the stateless era by [`stateless`](super::stateless), through the same answers.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -16,7 +17,9 @@ use plexus::{Hub, HubError, ServerFailure};
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
+use crate::era::Route;
 use crate::health::Health;
+use crate::rounds::Holds;
 use crate::session::{Session, Sink, error_response, lock, notification, success_response};
 use crate::subscriptions::Subscriptions;
 use crate::tools::Running;
@@ -52,6 +55,17 @@ pub(crate) struct Gateway {
     pub(super) subscriptions: Subscriptions,
     /// Bounds the clients' progress notifications being passed on to backends.
     pub(super) progress_sends: Arc<tokio::sync::Semaphore>,
+    /// The calls of stateless clients held while their clients answer a backend's questions.
+    pub(super) holds: Holds,
+}
+
+/// What the gateway tells its clients of itself (`initialize`, `server/discover`).
+pub(super) const INSTRUCTIONS: &str = "The tools, prompts and resources of every MCP server plexus is configured \
+    with. Tools are named mcp__<server>__<tool>; resources plexus://<server>/<uri>.";
+
+/// Who the gateway is, as its clients are told.
+pub(super) fn server_info() -> Value {
+    json!({"name": "plexus-gateway", "title": "plexus gateway", "version": env!("CARGO_PKG_VERSION")})
 }
 
 /// An invalid-params error naming the method.
@@ -60,7 +74,7 @@ pub(super) fn invalid_params(method: &str, reason: impl std::fmt::Display) -> Er
 }
 
 /// A request's params as an object (none reads as empty).
-fn params_of(request: &Request) -> Result<Map<String, Value>, ErrorObject> {
+pub(super) fn params_of(request: &Request) -> Result<Map<String, Value>, ErrorObject> {
     match request
         .params
         .as_deref()
@@ -89,6 +103,7 @@ impl Gateway {
             health: Health::default(),
             subscriptions: Subscriptions::default(),
             progress_sends: Arc::new(tokio::sync::Semaphore::new(MAX_PROGRESS_SENDS)),
+            holds: Holds::default(),
         })
     }
 
@@ -109,11 +124,12 @@ impl Gateway {
         lock(&self.sessions).iter().filter_map(Weak::upgrade).collect()
     }
 
-    /// Sends `method` (a list change) to every client that has its own stream open.
+    /// Sends `method` (a list change) to every client that has its own stream open (of the
+    /// stateless era: every listen that asked for it).
     pub(crate) fn broadcast(&self, method: &str) {
         let line = notification(method, None);
         for session in self.live_sessions() {
-            session.notify(line.clone());
+            session.notify_change(method, None, &line);
         }
     }
 
@@ -128,7 +144,8 @@ impl Gateway {
             return;
         };
         let line = notification(methods::LOGGING_MESSAGE, Some(&value));
-        for session in self.live_sessions() {
+        // A listen asks for no log messages.
+        for session in self.live_sessions().into_iter().filter(|s| s.listen.is_none()) {
             let wanted = lock(&session.log_level).is_none_or(|level| params.level >= level);
             if wanted {
                 session.notify(line.clone());
@@ -140,27 +157,10 @@ impl Gateway {
     pub(crate) fn handle(self: &Arc<Self>, session: &Arc<Session>, message: Message, sink: Sink) {
         match message {
             Message::Request(request) => {
-                let id = request.id.clone();
-                // Held across the spawn: the task's own removal waits for its insertion.
-                let mut in_flight = lock(&session.in_flight);
-                if in_flight.len() >= MAX_IN_FLIGHT {
-                    let busy = ErrorObject::new(
-                        ErrorCode::INTERNAL_ERROR,
-                        format!("{MAX_IN_FLIGHT} requests are already being answered; try again later"),
-                    );
-                    let _ = sink.try_send(error_response(id, busy));
-                    return;
-                }
-                let (gateway, session_ref) = (Arc::clone(self), Arc::clone(session));
-                // Boxed: the answer's future (some KB) is written once, into its box; unboxed,
-                // tokio moves it by value about ten times on its way into the task and out.
-                let task = tokio::spawn(Box::pin(async move {
-                    let outcome = gateway.answer(&session_ref, &request, &sink).await;
-                    lock(&session_ref.in_flight).remove(&request.id);
-                    let line = outcome.unwrap_or_else(|error| error_response(request.id.clone(), error));
-                    let _ = sink.send(line).await;
-                }));
-                in_flight.insert(id, task.abort_handle());
+                // Decided here, in the order the requests came: the first one decides a
+                // connection's era.
+                let route = session.route(&request);
+                self.handle_request(session, request, route, sink);
             }
             Message::Notification(note) => {
                 let params = note
@@ -182,6 +182,81 @@ impl Gateway {
                 }
             }
         }
+    }
+
+    /// Answers `request` of `session`'s client as `route` says, on a task of its own; the
+    /// answer goes to `sink`.
+    pub(crate) fn handle_request(
+        self: &Arc<Self>,
+        session: &Arc<Session>,
+        request: Request,
+        route: Result<Route, ErrorObject>,
+        sink: Sink,
+    ) {
+        let id = request.id.clone();
+        // Held across the spawn: the task's own removal waits for its insertion.
+        let mut in_flight = lock(&session.in_flight);
+        if in_flight.len() >= MAX_IN_FLIGHT {
+            let busy = ErrorObject::new(
+                ErrorCode::INTERNAL_ERROR,
+                format!("{MAX_IN_FLIGHT} requests are already being answered; try again later"),
+            );
+            let _ = sink.try_send(error_response(id, busy));
+            return;
+        }
+        let (gateway, session_ref) = (Arc::clone(self), Arc::clone(session));
+        // Boxed: the answer's future (some KB) is written once, into its box; unboxed,
+        // tokio moves it by value about ten times on its way into the task and out.
+        let task = tokio::spawn(Box::pin(async move {
+            let outcome = match route {
+                Ok(Route::Initialize) => gateway.answer(&session_ref, &request, &sink).await,
+                // Boxed apart: the `initialize` era's answer stays as small as it was.
+                Ok(Route::Stateless(stateless)) => {
+                    Box::pin(gateway.answer_stateless(&session_ref, &request, stateless, &sink)).await
+                }
+                Err(error) => Err(error),
+            };
+            lock(&session_ref.in_flight).remove(&request.id);
+            let line = outcome.unwrap_or_else(|error| error_response(request.id.clone(), error));
+            let _ = sink.send(line).await;
+        }));
+        in_flight.insert(id, task.abort_handle());
+    }
+
+    /// The result of a request both eras answer alike (the lists, a prompt, a resource, a
+    /// completion); -32601 for a method the gateway does not serve.
+    pub(super) async fn served(&self, method: &str, params: &Map<String, Value>) -> Result<Value, ErrorObject> {
+        Ok(match method {
+            methods::TOOLS_LIST => {
+                self.wait_ready().await;
+                // Boxed, as are the other lists: a `tools/call`'s task stays small.
+                let pool = Box::pin(self.hub.tool_pool()).await;
+                let tools: Vec<plexus::protocol::Tool> = pool
+                    .entries
+                    .iter()
+                    .map(|entry| crate::tools::served_tool(entry))
+                    .collect();
+                json!({"tools": tools})
+            }
+            methods::PROMPTS_LIST
+            | methods::PROMPTS_GET
+            | methods::RESOURCES_LIST
+            | methods::RESOURCES_TEMPLATES_LIST
+            | methods::RESOURCES_READ => {
+                self.wait_ready().await;
+                Box::pin(self.content(method, params)).await?
+            }
+            methods::COMPLETION_COMPLETE => {
+                self.wait_ready().await;
+                Box::pin(self.complete(params)).await?
+            }
+            other => {
+                return Err(ErrorObject::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    format!("the plexus gateway does not serve {other}"),
+                ));
+            }
+        })
     }
 
     /// The client has initialized: from now on it hears of list changes, logs and the backends
@@ -288,39 +363,11 @@ impl Gateway {
                 *lock(&session.log_level) = Some(level);
                 json!({})
             }
-            methods::TOOLS_LIST => {
-                self.wait_ready().await;
-                // Boxed, as are the other lists: a `tools/call`'s task stays small.
-                let pool = Box::pin(self.hub.tool_pool()).await;
-                let tools: Vec<plexus::protocol::Tool> = pool
-                    .entries
-                    .iter()
-                    .map(|entry| crate::tools::served_tool(entry))
-                    .collect();
-                json!({"tools": tools})
-            }
-            methods::PROMPTS_LIST
-            | methods::PROMPTS_GET
-            | methods::RESOURCES_LIST
-            | methods::RESOURCES_TEMPLATES_LIST
-            | methods::RESOURCES_READ => {
-                self.wait_ready().await;
-                Box::pin(self.content(method, &params)).await?
-            }
-            methods::COMPLETION_COMPLETE => {
-                self.wait_ready().await;
-                Box::pin(self.complete(&params)).await?
-            }
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
                 self.wait_ready().await;
                 Box::pin(self.subscription(session, method, &params)).await?
             }
-            other => {
-                return Err(ErrorObject::new(
-                    ErrorCode::METHOD_NOT_FOUND,
-                    format!("the plexus gateway does not serve {other}"),
-                ));
-            }
+            other => Box::pin(self.served(other, &params)).await?,
         };
         success_response(&request.id, &result)
     }
@@ -340,6 +387,17 @@ impl Gateway {
             .map_err(|e| invalid_params(methods::INITIALIZE, e))?
             .unwrap_or_default();
         *lock(&session.capabilities) = Some(capabilities);
+        Ok(json!({
+            "protocolVersion": version,
+            "capabilities": self.offers(),
+            "serverInfo": server_info(),
+            "instructions": INSTRUCTIONS,
+        }))
+    }
+
+    /// What the gateway offers its clients (`initialize`, `server/discover`): completions and
+    /// resource subscriptions when one of the servers up does.
+    pub(super) fn offers(&self) -> Value {
         let pool = self.hub.pool();
         let offered: Vec<plexus::protocol::ServerCapabilities> = pool
             .names()
@@ -363,13 +421,7 @@ impl Gateway {
         if offered.iter().any(|offers| offers.completions.is_some()) {
             offers["completions"] = json!({});
         }
-        Ok(json!({
-            "protocolVersion": version,
-            "capabilities": offers,
-            "serverInfo": {"name": "plexus-gateway", "title": "plexus gateway", "version": env!("CARGO_PKG_VERSION")},
-            "instructions": "The tools, prompts and resources of every MCP server plexus is configured with. Tools \
-                are named mcp__<server>__<tool>; resources plexus://<server>/<uri>.",
-        }))
+        offers
     }
 }
 

@@ -133,7 +133,8 @@ impl Gateway {
     /// Tells `session` of each server that is down and that it was not told of yet, once it has
     /// initialized and has its own stream, at a level it wants.
     pub(super) fn tell_down(&self, session: &Session) {
-        if !session.is_initialized() {
+        // A listen asks for no log messages.
+        if !session.is_initialized() || session.listen.is_some() {
             return;
         }
         let Some(out) = lock(&session.out).clone() else {

@@ -13,10 +13,14 @@
 //! bits. A connection that does not send a request's headers within [`HEADER_TIMEOUT`]
 //! (from when it is accepted, or from the end of its last response) is closed, so slow or idle
 //! clients cannot hold every slot.
+//!
+//! A POST of the stateless era (its `MCP-Protocol-Version` names no version of the `initialize`
+//! era) stands alone, without a session: see [`stateless`].
+
+mod stateless;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -35,7 +39,7 @@ use tokio::sync::mpsc;
 use crate::GatewayError;
 use crate::gateway::Gateway;
 use crate::listen::names_this_gateway;
-use crate::session::{SINK_CAPACITY, Session};
+use crate::session::{SINK_CAPACITY, Session, random_id};
 
 /// The largest request body (4 MiB).
 const MAX_BODY: usize = 4 * 1024 * 1024;
@@ -68,7 +72,21 @@ enum Body {
         done: bool,
         /// When a comment goes out if no message does first.
         keep_alive: Pin<Box<tokio::time::Sleep>>,
+        /// A stateless request's session, closed with the stream: a client that closes the
+        /// stream before the answer cancels the request.
+        ends: Option<Arc<Session>>,
     },
+}
+
+impl Drop for Body {
+    fn drop(&mut self) {
+        if let Body::Events {
+            ends: Some(session), ..
+        } = self
+        {
+            session.close();
+        }
+    }
 }
 
 impl hyper::body::Body for Body {
@@ -83,6 +101,7 @@ impl hyper::body::Body for Body {
                 until,
                 done,
                 keep_alive,
+                ..
             } => {
                 if *done {
                     return Poll::Ready(None);
@@ -175,12 +194,14 @@ fn refused(status: StatusCode, message: impl Into<String>) -> Refusal {
     Box::new(refuse(status, message))
 }
 
-fn events(messages: mpsc::Receiver<Vec<u8>>, until: Option<RequestId>) -> Response<Body> {
+/// An event stream of `messages` until the response to `until`; `ends` is closed with it.
+fn events(messages: mpsc::Receiver<Vec<u8>>, until: Option<RequestId>, ends: Option<Arc<Session>>) -> Response<Body> {
     let mut response = Response::new(Body::Events {
         messages,
         until,
         done: false,
         keep_alive: Box::pin(tokio::time::sleep(KEEP_ALIVE)),
+        ends,
     });
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
@@ -433,7 +454,10 @@ impl Http {
         if let Err(refusal) = self.check_origin(&request) {
             return *refusal;
         }
+        let stateless = stateless::is_stateless(request.headers());
         match *request.method() {
+            Method::POST if stateless => self.post_stateless(request).await,
+            Method::GET | Method::DELETE if stateless => stateless::refuse_method(&request),
             Method::POST => self.post(request).await,
             Method::GET => self.get(&request),
             Method::DELETE => match self.session(&request) {
@@ -528,31 +552,15 @@ impl Http {
         session.set_out(Some(sink));
         // What it missed while it had no stream: the backends that are down.
         self.gateway.tell_down(&session);
-        events(messages, None)
+        events(messages, None, None)
     }
 
     async fn post<B: RequestBody>(&self, request: Request<B>) -> Response<Body> {
         let named = request.headers().contains_key(SESSION_HEADER);
         let found = if named { Some(self.session(&request)) } else { None };
-        let body = match tokio::time::timeout(BODY_TIMEOUT, Limited::new(request.into_body(), MAX_BODY).collect()).await
-        {
-            Ok(Ok(body)) => body.to_bytes(),
-            Ok(Err(e)) => {
-                return refuse(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    format!("the body is not readable or over {MAX_BODY} bytes: {e}"),
-                );
-            }
-            Err(_) => return refuse(StatusCode::REQUEST_TIMEOUT, "the body did not arrive in time"),
-        };
-        let message = match Message::from_slice(&body) {
+        let message = match read_message(request.into_body()).await {
             Ok(message) => message,
-            Err(e) => {
-                return refuse(
-                    StatusCode::BAD_REQUEST,
-                    format!("not one JSON-RPC message: {}", plexus::transport::error_chain(&e)),
-                );
-            }
+            Err(refusal) => return *refusal,
         };
         let initialize = matches!(&message, Message::Request(request) if request.method == methods::INITIALIZE);
         let (id, session) = match (found, initialize) {
@@ -574,7 +582,7 @@ impl Http {
         let (sink, mut messages) = mpsc::channel(SINK_CAPACITY);
         self.gateway.handle(&session, message, sink);
         let mut response = if streamed {
-            events(messages, Some(request_id))
+            events(messages, Some(request_id), None)
         } else {
             match messages.recv().await {
                 Some(line) => full(StatusCode::OK, Some("application/json"), line),
@@ -601,18 +609,13 @@ impl Http {
                 ),
             ));
         }
-        let mut bytes = [0u8; 16];
-        if getrandom::fill(&mut bytes).is_err() {
+        let Some(id) = random_id() else {
             return Err(refused(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "no randomness for a session id",
             ));
-        }
-        let id = bytes.iter().fold(String::with_capacity(32), |mut id, byte| {
-            let _ = write!(id, "{byte:02x}");
-            id
-        });
-        let session = Session::new(None);
+        };
+        let session = Session::initialize_era(None);
         self.gateway.add_session(&session);
         sessions.insert(
             id.clone(),
@@ -623,6 +626,27 @@ impl Http {
         );
         Ok((id, session))
     }
+}
+
+/// Reads a POST's body (within [`BODY_TIMEOUT`], at most [`MAX_BODY`] bytes) as one JSON-RPC
+/// message; the refusal otherwise.
+async fn read_message<B: RequestBody>(body: B) -> Result<Message, Refusal> {
+    let body = match tokio::time::timeout(BODY_TIMEOUT, Limited::new(body, MAX_BODY).collect()).await {
+        Ok(Ok(body)) => body.to_bytes(),
+        Ok(Err(e)) => {
+            return Err(refused(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the body is not readable or over {MAX_BODY} bytes: {e}"),
+            ));
+        }
+        Err(_) => return Err(refused(StatusCode::REQUEST_TIMEOUT, "the body did not arrive in time")),
+    };
+    Message::from_slice(&body).map_err(|e| {
+        refused(
+            StatusCode::BAD_REQUEST,
+            format!("not one JSON-RPC message: {}", plexus::transport::error_chain(&e)),
+        )
+    })
 }
 
 /// Compares two secrets in time that does not depend on where they differ.

@@ -48,14 +48,18 @@
 #![forbid(unsafe_code)]
 
 mod content;
+mod era;
 mod follow;
 mod forward;
 mod gateway;
 mod health;
 mod http;
 mod listen;
+mod listening;
+mod rounds;
 mod service;
 mod session;
+mod stateless;
 mod stdio;
 mod subscriptions;
 mod tools;

@@ -1,14 +1,24 @@
 //! One client of the gateway, whatever carries it, and the lines that go to clients.
+//!
+//! A client of the `initialize` era has one session for its whole life (a stdio connection, an
+//! HTTP session). In the stateless era a session is what one request needs: the stdio
+//! connection's (which never gets a notification of its own), a request's that may ask its
+//! client for input ([`Asker`]), or a `subscriptions/listen`'s ([`Listen`]), which alone hears
+//! of changes.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use plexus::jsonrpc::{ErrorCode, ErrorObject, Message, RawValue, RequestId, Response};
-use plexus::protocol::{ClientCapabilities, LoggingLevel};
+use plexus::protocol::envelope::set_subscription_id;
+use plexus::protocol::{ClientCapabilities, Era, JsonObject, LoggingLevel, SubscriptionFilter, methods};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
+
+use crate::rounds::Asker;
 
 /// Where messages to a client go: one JSON-RPC message per item, without a line end.
 pub(crate) type Sink = mpsc::Sender<Vec<u8>>;
@@ -47,6 +57,57 @@ pub(crate) struct Session {
     initialized: AtomicBool,
     /// The backends it was told are down, with the number of that failure.
     pub(super) told_down: Mutex<HashMap<String, u64>>,
+    /// The era it speaks: [`UNDECIDED`], [`INITIALIZE`] or [`STATELESS`] (a stdio connection's
+    /// first requests decide; see [`crate::era`]).
+    era: AtomicU8,
+    /// A stateless request's: where its backends' questions go (its rounds).
+    asker: Option<Asker>,
+    /// A `subscriptions/listen`'s: the subscription and what it was granted.
+    pub(super) listen: Option<Listen>,
+}
+
+/// [`Session::era`] not decided yet.
+const UNDECIDED: u8 = 0;
+/// [`Session::era`]: the `initialize` era.
+const INITIALIZE: u8 = 1;
+/// [`Session::era`]: the stateless era.
+const STATELESS: u8 = 2;
+
+/// A live `subscriptions/listen`: its id (which every notification it carries names) and the
+/// notifications the gateway granted it.
+pub(crate) struct Listen {
+    /// The listen request's id.
+    pub(super) id: RequestId,
+    /// What the gateway sends it.
+    pub(super) granted: SubscriptionFilter,
+}
+
+impl Listen {
+    /// Whether it asked for `method` (a list change; resource updates reach only the listens
+    /// subscribed to the resource).
+    fn wants(&self, method: &str) -> bool {
+        let asked = match method {
+            methods::TOOLS_LIST_CHANGED => self.granted.tools_list_changed,
+            methods::PROMPTS_LIST_CHANGED => self.granted.prompts_list_changed,
+            methods::RESOURCES_LIST_CHANGED => self.granted.resources_list_changed,
+            methods::RESOURCES_UPDATED => Some(true),
+            _ => None,
+        };
+        asked == Some(true)
+    }
+
+    /// The notification `method` with `params` on this subscription: its `_meta` names it.
+    pub(super) fn line(&self, method: &str, params: Option<&Value>) -> Vec<u8> {
+        let mut object = match params {
+            Some(Value::Object(object)) => object.clone(),
+            _ => JsonObject::new(),
+        };
+        let mut meta = JsonObject::new();
+        // A request id always encodes.
+        let _ = set_subscription_id(&mut meta, &self.id);
+        object.insert("_meta".to_owned(), Value::Object(meta));
+        notification(method, Some(&Value::Object(object)))
+    }
 }
 
 impl Session {
@@ -62,7 +123,75 @@ impl Session {
             next_id: AtomicU64::new(1),
             initialized: AtomicBool::new(false),
             told_down: Mutex::new(HashMap::new()),
+            era: AtomicU8::new(UNDECIDED),
+            asker: None,
+            listen: None,
         })
+    }
+
+    /// A session of the `initialize` era from the start (an HTTP session opened by `initialize`).
+    pub(crate) fn initialize_era(out: Option<Sink>) -> Arc<Session> {
+        let session = Session::new(out);
+        session.set_era(Era::Initialize);
+        session
+    }
+
+    /// The session of one stateless HTTP request, which nothing but that request uses.
+    pub(crate) fn stateless_request() -> Arc<Session> {
+        let session = Session::new(None);
+        session.set_era(Era::Stateless);
+        session
+    }
+
+    /// The session of a stateless request whose backend may ask its client for input: its
+    /// questions go to `asker`, and the client declared `capabilities` (in the request's
+    /// envelope, and anew in each retry's).
+    pub(super) fn asking(capabilities: ClientCapabilities, asker: Asker) -> Arc<Session> {
+        let mut session = Session::new(None);
+        let inner = Arc::get_mut(&mut session).expect("a new session has one owner");
+        inner.asker = Some(asker);
+        *lock(&inner.capabilities) = Some(capabilities);
+        session.set_era(Era::Stateless);
+        session
+    }
+
+    /// The session of `subscriptions/listen` `listen`, whose notifications go to `out` (the
+    /// listen request's stream) once it is [initialized](Self::set_initialized).
+    pub(super) fn listening(out: Sink, listen: Listen) -> Arc<Session> {
+        let mut session = Session::new(Some(out));
+        let inner = Arc::get_mut(&mut session).expect("a new session has one owner");
+        inner.listen = Some(listen);
+        session.set_era(Era::Stateless);
+        session
+    }
+
+    /// The era it speaks, once decided.
+    pub(crate) fn era(&self) -> Option<Era> {
+        match self.era.load(Ordering::Acquire) {
+            INITIALIZE => Some(Era::Initialize),
+            STATELESS => Some(Era::Stateless),
+            _ => None,
+        }
+    }
+
+    /// Decides the era it speaks (a stdio connection's first requests do).
+    pub(crate) fn set_era(&self, era: Era) {
+        let value = match era {
+            Era::Initialize => INITIALIZE,
+            Era::Stateless => STATELESS,
+        };
+        self.era.store(value, Ordering::Release);
+    }
+
+    /// Whether it speaks the stateless era: the gateway sends it no request (a backend's
+    /// questions reach a stateless request's client in its result, see [`crate::rounds`]).
+    pub(super) fn is_stateless(&self) -> bool {
+        self.era() == Some(Era::Stateless)
+    }
+
+    /// A stateless request's way to ask its client for input.
+    pub(super) fn asker(&self) -> Option<&Asker> {
+        self.asker.as_ref()
     }
 
     /// Whether it has initialized.
@@ -88,6 +217,17 @@ impl Session {
         }
         if let Some(sink) = lock(&self.out).as_ref() {
             let _ = sink.try_send(line);
+        }
+    }
+
+    /// Sends the change notification `method` (whose line for the clients of the `initialize`
+    /// era is `line`, its params `params`): as it is to such a client, tagged with the
+    /// subscription to a listen that asked for it, and to no other client of the stateless era.
+    pub(super) fn notify_change(&self, method: &str, params: Option<&Value>, line: &[u8]) {
+        match &self.listen {
+            Some(listen) if listen.wants(method) => self.notify(listen.line(method, params)),
+            Some(_) => {}
+            None => self.notify(line.to_vec()),
         }
     }
 
@@ -118,6 +258,17 @@ impl Session {
         lock(&self.progress).clear();
         lock(&self.out).take();
     }
+}
+
+/// 128 random bits in hex: an id nobody can guess (HTTP session ids, request states); `None`
+/// when the system has no randomness to give.
+pub(crate) fn random_id() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(bytes.iter().fold(String::with_capacity(32), |mut id, byte| {
+        let _ = write!(id, "{byte:02x}");
+        id
+    }))
 }
 
 /// A notification line.

@@ -74,6 +74,8 @@ pub(crate) async fn serve(
         drain(&session, &writer).await;
     }
     session.close();
+    // A stateless client's calls held for its retries: none comes now.
+    gateway.holds.forget(&session);
     drop(sink);
     // What is still in flight was aborted with the session; what is queued goes out.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writer).await;

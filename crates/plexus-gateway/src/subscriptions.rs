@@ -1,7 +1,9 @@
 //! Resource subscriptions through the gateway: `resources/subscribe` and `unsubscribe` by the
 //! gateway's URI go to the server that owns the resource (which is told to stop when its last
 //! subscriber leaves), its `notifications/resources/updated` go to the clients subscribed, with
-//! the URI as the gateway lists it, and a server that reconnects is subscribed again.
+//! the URI as the gateway lists it, and a server that reconnects is subscribed again. A
+//! stateless client's `subscriptions/listen` subscribes the same way
+//! ([`listening`](crate::listening)).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -175,7 +177,7 @@ impl Gateway {
         };
         let line = notification(methods::RESOURCES_UPDATED, Some(&value));
         for session in sessions {
-            session.notify(line.clone());
+            session.notify_change(methods::RESOURCES_UPDATED, Some(&value), &line);
         }
     }
 

@@ -15,8 +15,8 @@ use crate::session::{Session, Sink, lock, notification};
 
 /// A call running on a backend server, where that server's requests go.
 pub(super) struct Running {
-    /// The tool's qualified name (its server is looked up when a server asks, which is rare).
-    pub(super) tool: String,
+    /// What it runs on.
+    pub(super) on: RunsOn,
     /// The client that called it.
     pub(super) session: Weak<Session>,
     /// Where its response goes (and its server's requests).
@@ -25,10 +25,32 @@ pub(super) struct Running {
     pub(super) tag: u64,
 }
 
+/// What a running call runs on.
+pub(super) enum RunsOn {
+    /// The tool of this qualified name (its server is looked up when a server asks, which is
+    /// rare).
+    Tool(String),
+    /// This server (a stateless client's `prompts/get` or `resources/read`).
+    Server(String),
+}
+
+impl Running {
+    /// Whether it runs on `server`.
+    pub(super) fn runs_on(&self, hub: &plexus::Hub, server: &str) -> bool {
+        match &self.on {
+            RunsOn::Tool(tool) => hub.tool_origin(tool).is_some_and(|origin| origin.server == server),
+            RunsOn::Server(on) => on == server,
+        }
+    }
+}
+
 /// A `tools/call` result as the gateway serves it.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct CallResult {
+    /// `complete` in the stateless era (absent in the `initialize` era's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) result_type: Option<plexus::protocol::ResultType>,
     content: Vec<ContentBlock>,
     #[serde(skip_serializing_if = "Option::is_none")]
     structured_content: Option<Value>,
@@ -78,6 +100,7 @@ pub(super) fn served_tool(entry: &plexus::tools::ToolEntry) -> plexus::protocol:
 /// The session's text of a server's error (which names the server already).
 fn tool_failure(text: String) -> CallResult {
     CallResult {
+        result_type: None,
         content: vec![ContentBlock::text(text)],
         structured_content: None,
         is_error: true,
@@ -130,7 +153,7 @@ impl Gateway {
         }
         // The backend's own requests while this call runs come back to this client: those the
         // transport relates to the call, and its URL elicitations, by the call's tag.
-        let running = self.start_running(name.clone(), session, sink);
+        let running = self.start_running(RunsOn::Tool(name.clone()), session, sink);
         options.tag = Some(running.tag);
         let mut called = self.hub.call_with(&name, arguments, &options).await;
         // A name no tool has may be one of a server still starting: the call waits for that
@@ -141,6 +164,7 @@ impl Gateway {
         }
         match called {
             Ok(processed) => Ok(CallResult {
+                result_type: None,
                 content: processed.content,
                 structured_content: processed.structured_content,
                 is_error: processed.is_error,
@@ -187,10 +211,12 @@ impl Gateway {
         !starting.is_empty()
     }
 
-    fn start_running(self: &Arc<Self>, tool: String, session: &Arc<Session>, sink: &Sink) -> RunningGuard {
+    /// Notes a call running on `on` for `session`, whose messages go to `sink`, until the guard
+    /// is dropped.
+    pub(super) fn start_running(self: &Arc<Self>, on: RunsOn, session: &Arc<Session>, sink: &Sink) -> RunningGuard {
         let tag = self.next_tag.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         lock(&self.running).push(Running {
-            tool,
+            on,
             session: Arc::downgrade(session),
             sink: sink.clone(),
             tag,
@@ -203,7 +229,7 @@ impl Gateway {
 }
 
 /// Takes a running call off the list when it ends.
-struct RunningGuard {
+pub(super) struct RunningGuard {
     gateway: Weak<Gateway>,
     tag: u64,
 }

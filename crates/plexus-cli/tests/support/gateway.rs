@@ -131,13 +131,24 @@ pub fn stdio_entry(ws: &Workspace, extra: &[&str]) -> plexus::config::ServerConf
     plexus::config::ServerConfig::from_json(&entry).unwrap().0
 }
 
-/// A client of the gateway that `config` starts (timeouts of 60 s), whose requests from the
-/// gateway `handler` answers.
+/// A client of the `initialize` era of the gateway that `config` starts (timeouts of 60 s),
+/// whose requests from the gateway `handler` answers.
 pub async fn client_of(
     config: &plexus::config::ServerConfig,
     handler: Option<std::sync::Arc<dyn plexus::client::ClientHandler>>,
 ) -> plexus::Client {
+    client_in(config, handler, plexus::client::EraChoice::Initialize).await
+}
+
+/// A client of the gateway that `config` starts (timeouts of 60 s) speaking the era `era`
+/// chooses, whose requests from the gateway `handler` answers.
+pub async fn client_in(
+    config: &plexus::config::ServerConfig,
+    handler: Option<std::sync::Arc<dyn plexus::client::ClientHandler>>,
+    era: plexus::client::EraChoice,
+) -> plexus::Client {
     let mut options = plexus::ClientOptions::new("gateway");
+    options.era = era;
     options.request_timeout = Duration::from_secs(60);
     options.tool_timeout = Duration::from_secs(60);
     if let Some(handler) = handler {

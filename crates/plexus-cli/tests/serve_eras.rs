@@ -417,6 +417,17 @@ fn over_stdio_the_stateless_era_has_its_wire_shapes() {
         json!({"supported": ["2026-07-28"], "requested": "2025-11-25"}),
         "{refused}"
     );
+    drop(gateway.stdin);
+    assert!(gateway.child.wait().unwrap().success());
+}
+
+#[test]
+fn over_stdio_a_listen_hears_of_changes_and_ends_with_the_input() {
+    let ws = support::gateway::workspace(&json!({"demo": support::demo(&[])}));
+    let mut gateway = RawGateway::start(&ws);
+    // The list the client has (a list waits for the backends starting with the gateway).
+    gateway.send(&stateless_request(1, "tools/list", json!({})));
+    gateway.next(|m| m["id"] == 1);
     // A listen is acknowledged, hears of a list change, and ends with notifications/cancelled.
     gateway.send(&stateless_request(
         "listen",
@@ -439,8 +450,23 @@ fn over_stdio_the_stateless_era_has_its_wire_shapes() {
         json!({"_meta": {"io.modelcontextprotocol/subscriptionId": "listen"}})
     );
     gateway.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "listen"}}));
+    // A client that closes its input with a listen open: the gateway ends at once all the same.
+    gateway.send(&stateless_request(
+        "again",
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true}}),
+    ));
+    gateway.next(|m| m["method"] == "notifications/subscriptions/acknowledged");
     drop(gateway.stdin);
-    assert!(gateway.child.wait().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = gateway.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the gateway waited for its listen");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success());
 }
 
 /// One raw HTTP/1.1 POST of `body` to the gateway at `address` (a connection of its own) with

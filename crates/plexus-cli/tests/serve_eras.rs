@@ -417,6 +417,17 @@ fn over_stdio_the_stateless_era_has_its_wire_shapes() {
         json!({"supported": ["2026-07-28"], "requested": "2025-11-25"}),
         "{refused}"
     );
+    drop(gateway.stdin);
+    assert!(gateway.child.wait().unwrap().success());
+}
+
+#[test]
+fn over_stdio_a_listen_hears_of_changes_and_ends_with_the_input() {
+    let ws = support::gateway::workspace(&json!({"demo": support::demo(&[])}));
+    let mut gateway = RawGateway::start(&ws);
+    // The list the client has (a list waits for the backends starting with the gateway).
+    gateway.send(&stateless_request(1, "tools/list", json!({})));
+    gateway.next(|m| m["id"] == 1);
     // A listen is acknowledged, hears of a list change, and ends with notifications/cancelled.
     gateway.send(&stateless_request(
         "listen",
@@ -439,8 +450,23 @@ fn over_stdio_the_stateless_era_has_its_wire_shapes() {
         json!({"_meta": {"io.modelcontextprotocol/subscriptionId": "listen"}})
     );
     gateway.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "listen"}}));
+    // A client that closes its input with a listen open: the gateway ends at once all the same.
+    gateway.send(&stateless_request(
+        "again",
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true}}),
+    ));
+    gateway.next(|m| m["method"] == "notifications/subscriptions/acknowledged");
     drop(gateway.stdin);
-    assert!(gateway.child.wait().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = gateway.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the gateway waited for its listen");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success());
 }
 
 /// One raw HTTP/1.1 POST of `body` to the gateway at `address` (a connection of its own) with
@@ -629,5 +655,80 @@ fn over_http_a_listen_is_a_stream_of_its_own_notifications() {
         json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {
             "_meta": {"io.modelcontextprotocol/subscriptionId": "l"}}})
     );
+    drop(gateway);
+}
+
+#[test]
+fn over_http_a_calls_param_headers_must_carry_its_arguments() {
+    // The backend's `headers_echo` mirrors region, priority and verbose into Mcp-Param headers.
+    let backend = Remote::http(&["--header-tools"]);
+    let ws = support::gateway::workspace(&json!({"remote": {"type": "http", "url": backend.url()}}));
+    let (gateway, address) = serve_http(&ws, "127.0.0.1", &[], &[]);
+    let call =
+        json!({"name": "mcp__remote__headers_echo", "arguments": {"region": "eu-west", "priority": 2, "query": "q"}});
+    let post_call = |id: u64, headers: &str| {
+        post(
+            &address,
+            "tools/call",
+            Some("mcp__remote__headers_echo"),
+            headers,
+            &stateless_request(id, "tools/call", call.clone()),
+        )
+    };
+    // Headers that carry the arguments: the call goes on, and the gateway's own request to the
+    // backend carries them as the backend names the tool.
+    let done = post_call(1, "Mcp-Param-Region: eu-west\r\nMcp-Param-Priority: 2\r\n");
+    let echoed: Value =
+        serde_json::from_str(message_of(&done)["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (
+            &echoed["mcp-name"],
+            &echoed["mcp-param-region"],
+            &echoed["mcp-param-priority"]
+        ),
+        (&json!("headers_echo"), &json!("eu-west"), &json!("2")),
+        "{done}"
+    );
+    // One that disagrees, one missing, one for a parameter not annotated: refused.
+    for (headers, message) in [
+        (
+            "Mcp-Param-Region: us-east\r\nMcp-Param-Priority: 2\r\n",
+            "Header mismatch: Mcp-Param-Region is \"us-east\" but arguments.region is \"eu-west\"",
+        ),
+        (
+            "Mcp-Param-Region: eu-west\r\n",
+            "Header mismatch: Mcp-Param-Priority is missing (arguments.priority is \"2\")",
+        ),
+        (
+            "Mcp-Param-Region: eu-west\r\nMcp-Param-Priority: 2\r\nMcp-Param-Query: q\r\n",
+            "Header mismatch: mcp-param-query was sent but the tool has no parameter annotated x-mcp-header \"query\"",
+        ),
+    ] {
+        let refused = post_call(2, headers);
+        assert!(refused.starts_with("HTTP/1.1 400"), "{refused}");
+        assert_eq!(
+            message_of(&refused)["error"],
+            json!({"code": -32020, "message": message}),
+            "{headers}"
+        );
+    }
+    // plexus's own client of the stateless era sends them as the gateway lists the tool.
+    runtime().block_on(async {
+        let config = ServerConfig::from_json(&json!({"type": "http", "url": format!("http://{address}/mcp")}))
+            .unwrap()
+            .0;
+        let client = client_in(&config, None, era(true)).await;
+        let result = client
+            .call_tool(
+                "mcp__remote__headers_echo",
+                args(json!({"region": "Zürich", "verbose": true})),
+            )
+            .await
+            .unwrap();
+        let echoed: Value = serde_json::from_str(result.content[0].as_text().unwrap()).unwrap();
+        assert_eq!(echoed["mcp-param-verbose"], "true", "{echoed}");
+        assert_eq!(echoed["mcp-param-region"], "=?base64?WsO8cmljaA==?=", "{echoed}");
+        client.close().await.unwrap();
+    });
     drop(gateway);
 }

@@ -31,8 +31,8 @@ async fn connect(config: StdioConfig) -> Client {
     let transport = StdioTransport::spawn(config).expect("spawn the server");
     let mut options = ClientOptions::new("bench");
     options.initialize_timeout = Duration::from_secs(60);
-    // Every hop in the `initialize` era, the one the gateway serves its clients in, so that the
-    // direct call and the gateway's call to its backend are alike.
+    // Every hop in the `initialize` era (the gateway serves both), so that the direct call and
+    // the gateway's call to its backend are alike.
     options.era = plexus::client::EraChoice::Initialize;
     Client::connect(Box::new(transport), options).await.expect("initialize")
 }

@@ -39,6 +39,8 @@ pub(crate) struct Stateless {
     pub(crate) request_state: Option<String>,
     /// A retry's `inputResponses`.
     pub(crate) input_responses: Option<JsonObject>,
+    /// `_meta.progressToken`: the request asks for its progress.
+    pub(crate) progress_token: Option<Value>,
 }
 
 /// What the gateway reads of a request's params before answering it: `_meta` (the envelope),
@@ -108,6 +110,7 @@ impl Peek {
             _ => None,
         };
         Ok(Box::new(Stateless {
+            progress_token: meta.get("progressToken").cloned(),
             capabilities: envelope.client_capabilities,
             named: named.and_then(|named| named.as_str().map(str::to_owned)),
             request_state: self.request_state,

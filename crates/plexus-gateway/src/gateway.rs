@@ -259,10 +259,11 @@ impl Gateway {
         })
     }
 
-    /// The client has initialized: from now on it hears of list changes, logs and the backends
-    /// that are down (those down already, at once).
+    /// The client (of the `initialize` era) has initialized: from now on it hears of list
+    /// changes, logs and the backends that are down (those down already, at once).
     pub(super) fn initialized(&self, session: &Session) {
-        if session.set_initialized() {
+        // A client of the stateless era hears only what its requests ask for.
+        if !session.is_stateless() && session.set_initialized() {
             self.tell_down(session);
         }
     }

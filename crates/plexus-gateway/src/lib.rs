@@ -9,6 +9,23 @@
 //! its own server; and a backend's request to a client (elicitation, sampling, roots) reaches
 //! only the client whose call caused it, and is refused when that cannot be known, never guessed.
 //!
+//! It speaks both protocol eras to its clients, whichever each backend speaks. A client of the
+//! `initialize` era (2024-11-05 to 2025-11-25) gets a session: `initialize`, then requests,
+//! notifications on its own stream, and the backends' requests forwarded to it. A client of the
+//! stateless era (2026-07-28) sends `server/discover` (optionally) and requests that each carry
+//! the envelope in `params._meta`; every result says its `resultType`; a backend's question
+//! during its call comes back in the call's `input_required` result and the call waits in the
+//! gateway for the client's retry (multi-round-trip requests); list changes and resource updates
+//! reach it on its `subscriptions/listen` stream. Over stdio a connection's first such request
+//! decides its era; over Streamable HTTP each stateless POST stands alone, without a session,
+//! its headers checked against its body, and closing its stream cancels it.
+//!
+//! Replicas: in the stateless era any replica of the gateway answers any request, with one
+//! exception: a call held for its client's answer lives on the replica that answered
+//! `input_required`, and the retry (which names it by its `requestState`) must reach that
+//! replica. A load balancer that routes every request anywhere serves the stateless era except
+//! for backends' questions; one that keeps a client on one replica serves it all.
+//!
 //! A host builds its Hub with the gateway's [`Backends`] answering the servers' requests, then
 //! serves it:
 //!
@@ -84,7 +101,8 @@ pub const TOKEN_VAR: &str = "PLEXUS_GATEWAY_TOKEN";
 #[non_exhaustive]
 pub struct GatewayOptions {
     /// How long `initialize` and the first lists wait for the servers still starting (default
-    /// 2 s); those that start later join with a `list_changed` notification.
+    /// 2 s; `server/discover` waits half a second at most, as a client's probe waits about a
+    /// second); those that start later join with a `list_changed` notification.
     pub ready_grace: Duration,
     /// How long a server the pool stopped for crashing too often stays off before the gateway
     /// starts it again (default 60 s; doubled each time, at most 15 minutes).
@@ -183,7 +201,7 @@ impl Backends {
     }
 }
 
-/// A Hub served as one MCP server. Its background work (following the backends, starting again
+/// A Hub served as one MCP server, to clients of both protocol eras. Its background work (following the backends, starting again
 /// those that crashed) ends when it is dropped; the Hub's servers are the host's to shut down.
 pub struct Gateway {
     core: Arc<gateway::Gateway>,

@@ -15,7 +15,8 @@
 //! at most [`MAX_HELD`] are held at once; then it is dropped, which cancels it on its backend. An
 //! unknown or expired state, a retry of another request, or one without the answers asked for is
 //! refused with -32602 (the call stays held for a proper retry). While a round runs, the call's
-//! progress goes to that round's stream; cancelling the round (closing its stream, or
+//! progress (when its first request asked for it) goes to that round's stream, under that
+//! round's progress token (none: no progress); cancelling the round (closing its stream, or
 //! `notifications/cancelled`) cancels the call.
 
 use std::collections::HashMap;
@@ -31,7 +32,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::era::Stateless;
 use crate::forward::{ASK_TIMEOUT, not_answered, went_away};
 use crate::gateway::{Gateway, invalid_params, params_of};
-use crate::session::{Answer, Session, Sink, lock, random_id};
+use crate::session::{Answer, Session, Sink, lock, notification, random_id};
 use crate::tools::RunsOn;
 
 /// The most calls held at once, waiting for their clients' retries.
@@ -177,6 +178,29 @@ impl Held {
     }
 }
 
+/// How a round passes on its work's progress.
+enum Progress {
+    /// As the work sends it: the round is the first, whose token the work has.
+    AsSent,
+    /// Under this token (a retry's own), or not at all.
+    Retoken(Option<Value>),
+}
+
+impl Progress {
+    /// `line` (a message of the work's) as the round's client gets it, if at all.
+    fn line(&self, line: Vec<u8>) -> Option<Vec<u8>> {
+        let Progress::Retoken(token) = self else {
+            return Some(line);
+        };
+        let mut message: Value = serde_json::from_slice(&line).ok()?;
+        if message["method"] != methods::PROGRESS {
+            return Some(line);
+        }
+        message["params"]["progressToken"] = token.clone()?;
+        Some(notification(methods::PROGRESS, message.get("params")))
+    }
+}
+
 /// Runs `work` while the request's task holds it; never, once a task of its own does.
 async fn run(work: &mut Option<Operation>) -> Outcome {
     match work {
@@ -194,7 +218,8 @@ struct Stored {
 /// The calls held between rounds.
 #[derive(Default)]
 pub(crate) struct Holds {
-    by_state: Mutex<HashMap<String, Stored>>,
+    /// Shared with each call's expiry task.
+    by_state: Arc<Mutex<HashMap<String, Stored>>>,
 }
 
 impl Holds {
@@ -264,7 +289,7 @@ impl Holds {
     }
 
     /// Holds `held` under a new request state until a retry takes it, or it expires; the state.
-    fn hold(&self, gateway: Weak<Gateway>, held: Held) -> Result<String, ErrorObject> {
+    fn hold(&self, held: Held) -> Result<String, ErrorObject> {
         let state = random_id()
             .ok_or_else(|| ErrorObject::new(ErrorCode::INTERNAL_ERROR, "no randomness for a request state"))?;
         let mut by_state = lock(&self.by_state);
@@ -274,11 +299,11 @@ impl Holds {
                 format!("the gateway holds {MAX_HELD} calls waiting for their clients' input already; try again later"),
             ));
         }
-        let expiring = state.clone();
+        let (expiring, holds) = (state.clone(), Arc::downgrade(&self.by_state));
         let expiry = tokio::spawn(async move {
             tokio::time::sleep(ASK_TIMEOUT).await;
-            if let Some(gateway) = gateway.upgrade() {
-                let expired = lock(&gateway.holds.by_state).remove(&expiring);
+            if let Some(holds) = holds.upgrade() {
+                let expired = lock(&holds).remove(&expiring);
                 drop(expired);
             }
         });
@@ -308,22 +333,28 @@ impl Gateway {
             method: request.method.clone().into_owned(),
             named: stateless.named,
         };
-        let held = match &stateless.request_state {
-            Some(state) => self.holds.resume(
-                state,
-                &named,
-                stateless.input_responses.as_ref(),
-                stateless.capabilities,
-            )?,
+        let (held, progress) = match &stateless.request_state {
+            Some(state) => {
+                let held = self.holds.resume(
+                    state,
+                    &named,
+                    stateless.input_responses.as_ref(),
+                    stateless.capabilities,
+                )?;
+                (held, Progress::Retoken(stateless.progress_token))
+            }
             None if stateless.input_responses.is_some() => {
                 return Err(invalid_params(
                     &named.method,
                     "inputResponses without the requestState of the input_required result they answer",
                 ));
             }
-            None => self.start_work(connection, request, named, stateless.capabilities),
+            None => (
+                self.start_work(connection, request, named, stateless.capabilities),
+                Progress::AsSent,
+            ),
         };
-        self.play(held, sink).await
+        self.play(held, &progress, sink).await
     }
 
     /// The work of a first request, not started yet.
@@ -392,12 +423,14 @@ impl Gateway {
     /// One round of `held`: its progress goes to `sink` until its work is done or its backend
     /// asks the client something (then it is held, and the round is answered with the
     /// questions).
-    async fn play(self: &Arc<Self>, mut held: Held, sink: &Sink) -> Outcome {
+    async fn play(self: &Arc<Self>, mut held: Held, progress: &Progress, sink: &Sink) -> Outcome {
         loop {
             let event = tokio::select! {
                 biased;
                 Some(line) = held.relay.recv() => {
-                    let _ = sink.try_send(line);
+                    if let Some(line) = progress.line(line) {
+                        let _ = sink.try_send(line);
+                    }
                     continue;
                 }
                 event = held.events.recv() => event,
@@ -429,7 +462,7 @@ impl Gateway {
                 continue;
             }
             held.run_apart();
-            let state = self.holds.hold(Arc::downgrade(self), held)?;
+            let state = self.holds.hold(held)?;
             let input = InputRequiredResult {
                 input_requests: Some(requests),
                 request_state: Some(state),
@@ -443,5 +476,152 @@ impl Gateway {
                 )
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A held call of `tools/call` of "t" from `connection`, asked one question whose answer
+    /// comes out of the receiver; its driver a task that waits forever.
+    fn held(connection: &Arc<Session>) -> (Held, oneshot::Receiver<Answer>, tokio::task::JoinHandle<()>) {
+        let (asks, events) = mpsc::channel(MAX_QUESTIONS);
+        let (_, relay) = mpsc::channel(1);
+        let asker = Asker(asks);
+        let (answer, answered) = oneshot::channel();
+        let driver = tokio::spawn(std::future::pending());
+        let held = Held {
+            named: Named {
+                method: "tools/call".to_owned(),
+                named: Some("t".to_owned()),
+            },
+            session: Session::asking(ClientCapabilities::default(), asker.clone()),
+            asker,
+            work: None,
+            driver: Some(driver.abort_handle()),
+            events,
+            relay,
+            waiting: vec![("input-1".to_owned(), "elicitation/create".to_owned(), answer)],
+            asked: 1,
+            connection: Arc::downgrade(connection),
+        };
+        (held, answered, driver)
+    }
+
+    fn call_of(tool: &str) -> Named {
+        Named {
+            method: "tools/call".to_owned(),
+            named: Some(tool.to_owned()),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_retry_must_repeat_its_request_and_answer_every_question() {
+        let holds = Holds::default();
+        let connection = Session::new(None);
+        let (held, answered, _driver) = held(&connection);
+        let state = holds.hold(held).unwrap();
+        assert!(
+            state.len() == 32 && state.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{state}"
+        );
+        let refused = |named: &Named, responses: Option<&JsonObject>| {
+            holds
+                .resume(&state, named, responses, ClientCapabilities::default())
+                .err()
+                .unwrap()
+                .message
+        };
+        assert_eq!(
+            refused(&call_of("u"), None),
+            "invalid tools/call params: requestState belongs to tools/call of \"t\", not to tools/call of \"u\""
+        );
+        assert_eq!(
+            refused(&call_of("t"), Some(&JsonObject::new())),
+            "invalid tools/call params: inputResponses has no \"input-1\" (the answer to elicitation/create the \
+             input_required result asked for)"
+        );
+        // Refusals keep the call held; the right retry takes it, and its answer goes on.
+        let responses: JsonObject = [("input-1".to_owned(), json!({"action": "decline"}))]
+            .into_iter()
+            .collect();
+        let resumed = holds
+            .resume(&state, &call_of("t"), Some(&responses), ClientCapabilities::default())
+            .unwrap();
+        assert_eq!(answered.await.unwrap().unwrap().get(), r#"{"action":"decline"}"#);
+        assert!(resumed.waiting.is_empty());
+        // Once.
+        assert!(refused(&call_of("t"), Some(&responses)).contains("requestState is unknown or has expired"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_held_call_expires_and_is_dropped_with_its_work() {
+        let holds = Holds::default();
+        let connection = Session::new(None);
+        let (held, answered, driver) = held(&connection);
+        let state = holds.hold(held).unwrap();
+        tokio::time::sleep(ASK_TIMEOUT + Duration::from_secs(1)).await;
+        assert!(lock(&holds.by_state).is_empty());
+        assert!(driver.await.unwrap_err().is_cancelled());
+        // Its question is never answered, and a retry is told why.
+        assert!(answered.await.is_err());
+        let error = holds
+            .resume(&state, &call_of("t"), None, ClientCapabilities::default())
+            .err()
+            .unwrap();
+        assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+    }
+
+    #[tokio::test]
+    async fn the_calls_held_for_a_stdio_connection_go_with_it() {
+        let holds = Holds::default();
+        let (gone, stays) = (Session::new(None), Session::new(None));
+        let (first, _, first_driver) = held(&gone);
+        let (second, _, _second_driver) = held(&stays);
+        holds.hold(first).unwrap();
+        let kept = holds.hold(second).unwrap();
+        holds.forget(&gone);
+        assert!(first_driver.await.unwrap_err().is_cancelled());
+        assert_eq!(lock(&holds.by_state).keys().collect::<Vec<_>>(), [&kept]);
+    }
+
+    #[tokio::test]
+    async fn calls_held_are_bounded() {
+        let holds = Holds::default();
+        let connection = Session::new(None);
+        for _ in 0..MAX_HELD {
+            holds.hold(held(&connection).0).unwrap();
+        }
+        let (one_more, _, driver) = held(&connection);
+        let error = holds.hold(one_more).err().unwrap();
+        assert_eq!(
+            error.message,
+            format!("the gateway holds {MAX_HELD} calls waiting for their clients' input already; try again later")
+        );
+        assert!(driver.await.unwrap_err().is_cancelled());
+    }
+
+    fn line(message: &Value) -> Vec<u8> {
+        serde_json::to_vec(message).unwrap()
+    }
+
+    #[test]
+    fn a_retry_gets_the_calls_progress_under_its_own_token_or_none() {
+        let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+            "params": {"progressToken": "first", "progress": 1, "total": 2}});
+        let other = json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
+            "params": {"elicitationId": "e"}});
+        assert_eq!(Progress::AsSent.line(line(&progress)), Some(line(&progress)));
+        let retried = Progress::Retoken(Some(json!(7))).line(line(&progress)).unwrap();
+        let retried: Value = serde_json::from_slice(&retried).unwrap();
+        assert_eq!(
+            retried["params"],
+            json!({"progressToken": 7, "progress": 1, "total": 2})
+        );
+        assert_eq!(Progress::Retoken(None).line(line(&progress)), None);
+        assert_eq!(Progress::Retoken(None).line(line(&other)), Some(line(&other)));
     }
 }

@@ -64,6 +64,9 @@ pub(crate) struct Session {
     asker: Option<Asker>,
     /// A `subscriptions/listen`'s: the subscription and what it was granted.
     pub(super) listen: Option<Listen>,
+    /// The ids of its requests that are listens: never answered unless the gateway ends them,
+    /// they end when its input does.
+    listens: Mutex<Vec<RequestId>>,
 }
 
 /// [`Session::era`] not decided yet.
@@ -126,6 +129,7 @@ impl Session {
             era: AtomicU8::new(UNDECIDED),
             asker: None,
             listen: None,
+            listens: Mutex::new(Vec::new()),
         })
     }
 
@@ -249,6 +253,26 @@ impl Session {
         lock(&self.asked).clear();
     }
 
+    /// Notes that its request `id` is a listen, until the guard is dropped.
+    pub(super) fn listening_on(&self, id: &RequestId) -> OpenListen<'_> {
+        lock(&self.listens).push(id.clone());
+        OpenListen {
+            session: self,
+            id: id.clone(),
+        }
+    }
+
+    /// Ends its listens (its input ended: it hears nothing any more).
+    pub(super) fn end_listens(&self) {
+        let ended = std::mem::take(&mut *lock(&self.listens));
+        let mut in_flight = lock(&self.in_flight);
+        for id in ended {
+            if let Some(task) = in_flight.remove(&id) {
+                task.abort();
+            }
+        }
+    }
+
     /// Aborts whatever is still running for the session.
     pub(crate) fn close(&self) {
         for (_, task) in lock(&self.in_flight).drain() {
@@ -257,6 +281,18 @@ impl Session {
         lock(&self.asked).clear();
         lock(&self.progress).clear();
         lock(&self.out).take();
+    }
+}
+
+/// A request of a session that is a listen, while it is (see [`Session::listening_on`]).
+pub(super) struct OpenListen<'a> {
+    session: &'a Session,
+    id: RequestId,
+}
+
+impl Drop for OpenListen<'_> {
+    fn drop(&mut self) {
+        lock(&self.session.listens).retain(|id| *id != self.id);
     }
 }
 

@@ -104,7 +104,10 @@ impl Gateway {
             methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ => {
                 self.answer_with_input(session, request, *stateless, sink).await?
             }
-            methods::SUBSCRIPTIONS_LISTEN => self.listen(request, sink).await?,
+            methods::SUBSCRIPTIONS_LISTEN => {
+                let _open = session.listening_on(&request.id);
+                self.listen(request, sink).await?
+            }
             methods::SERVER_DISCOVER => {
                 // What the gateway offers depends on the servers that are up by then; a client's
                 // probe waits about a second for its answer.

@@ -88,9 +88,11 @@ const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
 /// A client that closed its input may still read (`printf '…' | plexus serve`): what it asked
 /// is answered before the gateway ends, within [`DRAIN_LIMIT`] (a call's own timeout is 60 s by
 /// default), unless nobody reads any more (the writer stopped on a closed stdout). A backend's
-/// request to it can no longer be answered: those fail at once.
+/// request to it can no longer be answered: those fail at once; and its listens (stateless era)
+/// end, since it hears nothing more.
 async fn drain(session: &Session, writer: &tokio::task::JoinHandle<()>) {
     session.asked_no_more();
+    session.end_listens();
     let answered = async {
         while !session.is_idle() && !writer.is_finished() {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;

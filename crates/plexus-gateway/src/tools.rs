@@ -5,6 +5,7 @@ use std::sync::{Arc, Weak};
 
 use plexus::HubError;
 use plexus::jsonrpc::{ErrorCode, ErrorObject, RawValue, Request};
+use plexus::protocol::http_headers::ParamHeaders;
 use plexus::protocol::{ContentBlock, ProgressNotificationParams, methods};
 use plexus::tools::{CallError, CallOptions};
 use serde::{Deserialize, Serialize};
@@ -187,6 +188,32 @@ impl Gateway {
             Err(HubError::Call(error)) => Ok(tool_failure(plexus_jsonrpc::error_chain(&error))),
             Err(other) => Ok(tool_failure(plexus_jsonrpc::error_chain(&other))),
         }
+    }
+
+    /// The parameters of the tool `name` whose arguments a stateless HTTP client mirrors into
+    /// `Mcp-Param-{Name}` headers (its input schema's `x-mcp-header` annotations, as its server
+    /// listed it); none for a tool the gateway does not know, or whose annotations are invalid
+    /// (a client leaves such a tool out).
+    pub(crate) async fn param_headers(&self, name: &str) -> ParamHeaders {
+        let origin = match self.hub.tool_origin(name) {
+            Some(origin) => Some(origin),
+            // The tools are known by name once the grace period ends (its lists name them).
+            None => {
+                self.wait_ready().await;
+                self.hub.tool_origin(name)
+            }
+        };
+        let Some(origin) = origin else {
+            return ParamHeaders::default();
+        };
+        let Ok(tools) = self.hub.pool().tools(&origin.server).await else {
+            return ParamHeaders::default();
+        };
+        tools
+            .iter()
+            .find(|tool| tool.name == origin.tool)
+            .and_then(|tool| ParamHeaders::from_schema_object(&tool.input_schema).ok())
+            .unwrap_or_default()
     }
 
     /// Waits until the servers that could hold the tool `name` and are still starting have

@@ -1,6 +1,7 @@
 //! The gateway as a library, in the test's own process: a Hub over the test server (Streamable
 //! HTTP on 127.0.0.1, in-process too) served over a duplex pipe, driven line by line as an MCP
-//! client would, with no binary spawned.
+//! client would, with no binary spawned; and a backend of its own, in process, whose prompt and
+//! resource reads ask the client first, for a client of the stateless era.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -237,4 +238,123 @@ async fn raw_request(address: std::net::SocketAddr, request_line: &str, headers:
         .expect("answered in time")
         .unwrap();
     answer
+}
+
+/// A backend of the `initialize` era, in process, whose `prompts/get` (of `ask`) and
+/// `resources/read` (of `mem://answer`) ask the client for a name (`elicitation/create`) before
+/// they answer with it.
+async fn asking_backend(pipe: plexus::in_process::DuplexStream) {
+    let (input, mut output) = tokio::io::split(pipe);
+    let mut lines = BufReader::new(input).lines();
+    // The request waiting for the client's answer: its id and method.
+    let mut waiting: Option<(Value, String)> = None;
+    while let Ok(Some(line)) = lines.next_line().await {
+        let message: Value = serde_json::from_str(&line).unwrap();
+        let id = message["id"].clone();
+        let result = |result: Value| Some(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+        let reply = match message["method"].as_str() {
+            Some("initialize") => result(json!({"protocolVersion": "2025-11-25",
+                "capabilities": {"prompts": {}, "resources": {}}, "serverInfo": {"name": "asking", "version": "1"}})),
+            Some("tools/list") => result(json!({"tools": []})),
+            Some("prompts/list") => result(json!({"prompts": [{"name": "ask"}]})),
+            Some("resources/list") => result(json!({"resources": [{"uri": "mem://answer", "name": "answer"}]})),
+            Some("resources/templates/list") => result(json!({"resourceTemplates": []})),
+            Some(method @ ("prompts/get" | "resources/read")) => {
+                waiting = Some((id, method.to_owned()));
+                Some(json!({"jsonrpc": "2.0", "id": "q", "method": "elicitation/create", "params": {
+                    "message": "Who asks?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}))
+            }
+            // Notifications.
+            Some(_) if id.is_null() => None,
+            Some(other) => Some(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("no {other}")}})),
+            // The client's answer.
+            None => waiting.take().map(|(asked, method)| {
+                let name = message["result"]["content"]["name"].as_str().unwrap_or("nobody").to_owned();
+                let result = if method == "prompts/get" {
+                    json!({"messages": [{"role": "user", "content": {"type": "text", "text": format!("Hello, {name}")}}]})
+                } else {
+                    json!({"contents": [{"uri": "mem://answer", "mimeType": "text/plain", "text": name}]})
+                };
+                json!({"jsonrpc": "2.0", "id": asked, "result": result})
+            }),
+        };
+        if let Some(reply) = reply {
+            let mut line = reply.to_string();
+            line.push('\n');
+            if output.write_all(line.as_bytes()).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// A stateless request `method` with `params` and the envelope (elicitation declared).
+fn stateless(id: i64, method: &str, mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    });
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateless_clients_prompt_and_resource_reads_take_the_backends_question_in_their_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let backends = Backends::new();
+    let discovery = DiscoveryOptions::new(dir.path().join("home"), dir.path())
+        .with_managed_file(None)
+        .with_env(plexus::config::Environment::from_fn(|_| None));
+    let options = backends
+        .hub_options(HubOptions::new(discovery))
+        .in_process("mem", asking_backend);
+    let hub = Arc::new(Hub::start(options).await.unwrap());
+    let gateway = Gateway::new(Arc::clone(&hub), backends, GatewayOptions::default());
+    let (client_input, gateway_input) = tokio::io::duplex(64 * 1024);
+    let (gateway_output, client_output) = tokio::io::duplex(64 * 1024);
+    let mut client = Client {
+        input: client_input,
+        output: BufReader::new(client_output).lines(),
+    };
+    let serving = gateway.serve_io(Box::pin(gateway_input), Box::pin(gateway_output));
+    let driving = async {
+        let asks = [
+            ("prompts/get", json!({"name": "mcp__mem__ask"})),
+            ("resources/read", json!({"uri": "plexus://mem/mem://answer"})),
+        ];
+        let mut id = 0;
+        let mut results = Vec::new();
+        for (method, params) in asks {
+            id += 1;
+            client.send(&stateless(id, method, params.clone())).await;
+            let asked = client.answer(id).await;
+            let input = &asked["result"];
+            assert_eq!(input["resultType"], "input_required", "{asked}");
+            assert_eq!(
+                input["inputRequests"]["input-1"],
+                json!({"method": "elicitation/create", "params": {"mode": "form", "message": "Who asks?",
+                    "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}),
+                "{asked}"
+            );
+            let mut retry = params;
+            retry["requestState"] = input["requestState"].clone();
+            retry["inputResponses"] = json!({"input-1": {"action": "accept", "content": {"name": "Ada"}}});
+            id += 1;
+            client.send(&stateless(id, method, retry)).await;
+            results.push(client.answer(id).await["result"].clone());
+        }
+        assert_eq!(
+            results,
+            [
+                json!({"resultType": "complete",
+                    "messages": [{"role": "user", "content": {"type": "text", "text": "Hello, Ada"}}]}),
+                json!({"resultType": "complete", "ttlMs": 0, "cacheScope": "private",
+                    "contents": [{"uri": "plexus://mem/mem://answer", "mimeType": "text/plain", "text": "Ada"}]}),
+            ]
+        );
+        drop(client.input);
+    };
+    let (served, ()) = tokio::join!(serving, driving);
+    served.unwrap();
+    drop(gateway);
+    hub.shutdown().await;
 }

@@ -8,7 +8,9 @@
 //!   speaks), the envelope (-32602), and the headers against the body (-32020): the
 //!   `MCP-Protocol-Version` equal to the envelope's version, `Mcp-Method` to the method, and
 //!   `Mcp-Name` to `params.name` (`tools/call`, `prompts/get`) or `params.uri`
-//!   (`resources/read`), decoded from `=?base64?…?=` first.
+//!   (`resources/read`), and on a `tools/call` one `Mcp-Param-{Name}` header for each argument
+//!   present of a parameter its tool annotates with `x-mcp-header`, carrying the argument, and
+//!   no other `Mcp-Param-*` header; values decoded from `=?base64?…?=` first.
 //! - A `tools/call` or `subscriptions/listen` is answered as an event stream (the call's
 //!   progress, the listen's notifications, then the response), other requests as JSON. An error
 //!   known before anything is sent is a JSON body whose status says its code: 400 for what is
@@ -18,17 +20,21 @@
 //! - A notification gets 202 (a stateless client cancels by closing the stream); a response gets
 //!   -32600 (the gateway sends such a client no request); GET and DELETE get 405 (`Allow: POST`).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Request, Response, StatusCode};
-use plexus::jsonrpc::{ErrorCode, ErrorObject, Message, RequestId};
+use plexus::jsonrpc::{ErrorCode, ErrorObject, Message, RawValue, RequestId};
 use plexus::protocol::errors::{HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION};
-use plexus::protocol::http_headers::{MCP_METHOD_HEADER, MCP_NAME_HEADER, decode_header_value, name_param};
+use plexus::protocol::http_headers::{
+    MCP_METHOD_HEADER, MCP_NAME_HEADER, MCP_PARAM_HEADER_PREFIX, ParamHeaders, decode_header_value, name_param,
+};
 use plexus::protocol::version::PROTOCOL_VERSION_HEADER;
 use plexus::protocol::{ProtocolVersion, methods};
 use serde::Deserialize;
+use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 use super::{Body, Http, RequestBody, events, full, read_message};
@@ -98,17 +104,87 @@ fn mismatch(message: &str) -> ErrorObject {
     ErrorObject::new(HEADER_MISMATCH, format!("Header mismatch: {message}"))
 }
 
-/// Checks that header `name` was sent and decodes to `expected` (what the body says as `what`).
-fn expect_header(headers: &HeaderMap, name: &str, expected: &str, what: &str) -> Result<(), ErrorObject> {
+/// The decoded value of header `name`, if sent; -32020 when it is not visible ASCII or its
+/// `=?base64?…?=` does not decode.
+fn decoded<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<Cow<'h, str>>, ErrorObject> {
     let Some(value) = headers.get(name) else {
-        return Err(mismatch(&format!("{name} is missing ({what} is {expected:?})")));
+        return Ok(None);
     };
     let text = value
         .to_str()
         .map_err(|_| mismatch(&format!("{name} is not visible ASCII")))?;
-    let sent = decode_header_value(text).map_err(|e| mismatch(&format!("{name} {text:?} does not decode: {e}")))?;
-    if sent != expected {
-        return Err(mismatch(&format!("{name} is {sent:?} but {what} is {expected:?}")));
+    decode_header_value(text)
+        .map(Some)
+        .map_err(|e| mismatch(&format!("{name} {text:?} does not decode: {e}")))
+}
+
+/// Checks that header `name` was sent and decodes to `expected` (what the body says as `what`).
+fn expect_header(headers: &HeaderMap, name: &str, expected: &str, what: &str) -> Result<(), ErrorObject> {
+    match decoded(headers, name)? {
+        None => Err(mismatch(&format!("{name} is missing ({what} is {expected:?})"))),
+        Some(sent) if sent != expected => Err(mismatch(&format!("{name} is {sent:?} but {what} is {expected:?}"))),
+        Some(_) => Ok(()),
+    }
+}
+
+/// The arguments of a `tools/call`'s params.
+#[derive(Deserialize)]
+struct Arguments {
+    arguments: Option<Map<String, Value>>,
+}
+
+/// Checks the `Mcp-Param-{Name}` headers of a `tools/call` with `params` of a tool whose
+/// annotated parameters are `annotated` (see the module docs). The arguments are read only when
+/// there is something to check.
+fn check_param_headers(
+    headers: &HeaderMap,
+    annotated: &ParamHeaders,
+    params: Option<&RawValue>,
+) -> Result<(), ErrorObject> {
+    let prefix = MCP_PARAM_HEADER_PREFIX.to_ascii_lowercase();
+    let mut sent = headers.keys().filter(|name| name.as_str().starts_with(&prefix));
+    if let Some(stray) = sent.find(|name| {
+        !annotated
+            .iter()
+            .any(|param| param.header_name().eq_ignore_ascii_case(name.as_str()))
+    }) {
+        return Err(mismatch(&format!(
+            "{stray} was sent but the tool has no parameter annotated x-mcp-header {:?}",
+            &stray.as_str()[prefix.len()..]
+        )));
+    }
+    if annotated.is_empty() {
+        return Ok(());
+    }
+    let arguments = params
+        .and_then(|params| serde_json::from_str::<Arguments>(params.get()).ok())
+        .and_then(|params| params.arguments)
+        .unwrap_or_default();
+    for param in annotated {
+        let name = param.header_name();
+        let argument = param.path().join(".");
+        let expected = param.value(&arguments);
+        // The value as the header carries it, decoded as the header is.
+        let expected = expected.map(|value| decode_header_value(&value).map(Cow::into_owned).unwrap_or_default());
+        match (expected, decoded(headers, name)?) {
+            (None, None) => {}
+            (Some(expected), Some(sent)) if expected == sent => {}
+            (Some(expected), None) => {
+                return Err(mismatch(&format!(
+                    "{name} is missing (arguments.{argument} is {expected:?})"
+                )));
+            }
+            (Some(expected), Some(sent)) => {
+                return Err(mismatch(&format!(
+                    "{name} is {sent:?} but arguments.{argument} is {expected:?}"
+                )));
+            }
+            (None, Some(sent)) => {
+                return Err(mismatch(&format!(
+                    "{name} ({sent:?}) was sent but arguments.{argument} is absent or null"
+                )));
+            }
+        }
     }
     Ok(())
 }
@@ -185,10 +261,18 @@ impl Http {
             }
             Err(refusal) => return *refusal,
         };
-        let stateless = match check(&parts.headers, &request) {
+        let mut stateless = match check(&parts.headers, &request) {
             Ok(stateless) => stateless,
             Err(error) => return error_answer(Some(request.id), error),
         };
+        if request.method == methods::TOOLS_CALL {
+            let tool = stateless.named.take().unwrap_or_default();
+            let annotated = self.gateway.param_headers(&tool).await;
+            if let Err(error) = check_param_headers(&parts.headers, &annotated, request.params.as_deref()) {
+                return error_answer(Some(request.id), error);
+            }
+            stateless.named = Some(tool);
+        }
         let session = Session::stateless_request();
         let id = request.id.clone();
         let streamed = matches!(
@@ -274,6 +358,50 @@ mod tests {
             refused(&newer, call("x", "2027-01-01")).code,
             UNSUPPORTED_PROTOCOL_VERSION
         );
+    }
+
+    #[test]
+    fn a_calls_param_headers_carry_its_annotated_arguments_and_nothing_else() {
+        let schema = serde_json::json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "priority": {"type": "integer", "x-mcp-header": "Priority"},
+            "query": {"type": "string"}}});
+        let annotated = ParamHeaders::from_input_schema(&schema).unwrap();
+        let params =
+            |arguments: Value| serde_json::value::to_raw_value(&serde_json::json!({"arguments": arguments})).unwrap();
+        let check = |pairs: &[(&'static str, &str)], arguments: Value| {
+            check_param_headers(&headers(pairs), &annotated, Some(&params(arguments))).map_err(|e| e.message)
+        };
+        let arguments = serde_json::json!({"region": "Zürich", "priority": 3, "query": "x"});
+        let good = [
+            ("mcp-param-region", "=?base64?WsO8cmljaA==?="),
+            ("mcp-param-priority", "3"),
+        ];
+        assert_eq!(check(&good, arguments.clone()), Ok(()));
+        assert_eq!(
+            check(&good[..1], arguments.clone()),
+            Err("Header mismatch: Mcp-Param-Priority is missing (arguments.priority is \"3\")".to_owned())
+        );
+        assert_eq!(
+            check(&[good[0], ("mcp-param-priority", "4")], arguments.clone()),
+            Err("Header mismatch: Mcp-Param-Priority is \"4\" but arguments.priority is \"3\"".to_owned())
+        );
+        assert_eq!(
+            check(&good, serde_json::json!({"region": "Zürich"})),
+            Err(
+                "Header mismatch: Mcp-Param-Priority (\"3\") was sent but arguments.priority is absent or null"
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            check(&[good[0], good[1], ("mcp-param-query", "x")], arguments),
+            Err(
+                "Header mismatch: mcp-param-query was sent but the tool has no parameter annotated x-mcp-header \"query\""
+                    .to_owned()
+            )
+        );
+        // A tool without annotations: its arguments are not even read.
+        assert!(check_param_headers(&HeaderMap::new(), &ParamHeaders::default(), None).is_ok());
     }
 
     #[test]

@@ -9,53 +9,17 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use plexus::Client;
-use plexus::client::{ClientHandler, EraChoice, ServerNotification, ServerRequestContext};
+use plexus::client::{EraChoice, ServerNotification};
 use plexus::config::ServerConfig;
-use plexus::jsonrpc::ErrorObject;
-use plexus::protocol::{ClientCapabilities, ElicitRequestParams, ElicitResult, ElicitValue, ProtocolVersion};
+use plexus::protocol::ProtocolVersion;
 use serde_json::{Value, json};
 use support::Workspace;
-use support::gateway::{RawGateway, args, client_in, names, serve_http, stdio_entry};
+use support::gateway::{Answerer, RawGateway, args, client_in, names, serve_http, stdio_entry};
 use support::remote::Remote;
-
-/// Answers every form with the name "Ada", recording the questions it was asked.
-#[derive(Default)]
-struct Ada {
-    asked: Mutex<Vec<String>>,
-}
-
-impl Ada {
-    fn asked(&self) -> Vec<String> {
-        self.asked.lock().unwrap().clone()
-    }
-}
-
-#[async_trait::async_trait]
-impl ClientHandler for Ada {
-    fn capabilities(&self) -> ClientCapabilities {
-        support::elicitation_capabilities(false)
-    }
-
-    async fn elicit(
-        &self,
-        params: ElicitRequestParams,
-        _context: ServerRequestContext,
-    ) -> Result<ElicitResult, ErrorObject> {
-        let question = serde_json::to_value(&params).unwrap()["message"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        self.asked.lock().unwrap().push(question);
-        let answer = BTreeMap::from([("name".to_owned(), ElicitValue::String("Ada".to_owned()))]);
-        Ok(ElicitResult::accept(Some(answer)))
-    }
-}
 
 /// A backend of each era on 127.0.0.1, each logging its events, in a workspace of their own:
 /// `old` speaks the `initialize` era only, `new` the stateless era (as `plexus serve` probes it).
@@ -149,7 +113,7 @@ async fn wait_for(
 }
 
 /// Every cell of one client of the gateway (of the era `stateless` says) with both backends.
-async fn both_backends(backends: &Backends, client: &Client, ada: &Ada, stateless: bool) {
+async fn both_backends(backends: &Backends, client: &Client, ada: &Answerer, stateless: bool) {
     let expected = if stateless { "2026-07-28" } else { "2025-11-25" };
     assert_eq!(client.server().protocol_version.as_str(), expected);
     assert_eq!(client.server().server_info.name, "plexus-gateway");
@@ -250,7 +214,7 @@ async fn both_backends(backends: &Backends, client: &Client, ada: &Ada, stateles
 fn over_stdio(stateless: bool) {
     let backends = Backends::start();
     runtime().block_on(async {
-        let ada = Arc::new(Ada::default());
+        let ada = Answerer::new("Ada");
         let client = client_in(&stdio_entry(&backends.ws, &[]), Some(ada.clone()), era(stateless)).await;
         both_backends(&backends, &client, &ada, stateless).await;
         client.close().await.unwrap();
@@ -262,7 +226,7 @@ fn over_http(stateless: bool) {
     let backends = Backends::start();
     let (gateway, address) = serve_http(&backends.ws, "127.0.0.1", &[], &[]);
     runtime().block_on(async {
-        let ada = Arc::new(Ada::default());
+        let ada = Answerer::new("Ada");
         let config = ServerConfig::from_json(&json!({"type": "http", "url": format!("http://{address}/mcp")}))
             .unwrap()
             .0;

@@ -8,64 +8,19 @@
 
 mod support;
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use plexus::client::{ClientHandler, ServerRequestContext};
 use plexus::config::ServerConfig;
-use plexus::jsonrpc::ErrorObject;
-use plexus::protocol::{CallToolResult, ClientCapabilities, ElicitRequestParams, ElicitResult, ElicitValue};
+use plexus::protocol::CallToolResult;
 use plexus::{Client, ClientOptions, DefaultConnector};
 use serde_json::{Map, Value, json};
-use support::gateway::{HttpGateway, serve_http};
+use support::gateway::{Answerer, HttpGateway, serve_http};
 use support::remote::Remote;
 use support::{Workspace, demo};
 
 /// The question the backend asks on behalf of client A's call.
 const QUESTION: &str = "PRIVATE question for A";
-
-/// A client that answers every form with its own `name`, recording the questions it was asked.
-struct Answerer {
-    name: &'static str,
-    asked: Mutex<Vec<String>>,
-}
-
-impl Answerer {
-    /// A client that answers with `name`, asked nothing yet.
-    fn new(name: &'static str) -> Arc<Answerer> {
-        Arc::new(Answerer {
-            name,
-            asked: Mutex::new(Vec::new()),
-        })
-    }
-
-    /// The questions asked so far.
-    fn asked(&self) -> Vec<String> {
-        self.asked.lock().unwrap().clone()
-    }
-}
-
-#[async_trait::async_trait]
-impl ClientHandler for Answerer {
-    fn capabilities(&self) -> ClientCapabilities {
-        support::elicitation_capabilities(false)
-    }
-
-    async fn elicit(
-        &self,
-        params: ElicitRequestParams,
-        _context: ServerRequestContext,
-    ) -> Result<ElicitResult, ErrorObject> {
-        let question = serde_json::to_value(&params).unwrap()["message"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        self.asked.lock().unwrap().push(question);
-        let answer = BTreeMap::from([("name".to_owned(), ElicitValue::String(self.name.to_owned()))]);
-        Ok(ElicitResult::accept(Some(answer)))
-    }
-}
 
 /// A workspace whose backends are two demo servers, `demo` and `other`, run with `demo_args`,
 /// and its gateway on a free port of 127.0.0.1 with the gateway's URL.

@@ -177,3 +177,48 @@ pub fn names(tools: &[plexus::protocol::Tool]) -> Vec<&str> {
 pub fn args(value: Value) -> Option<serde_json::Map<String, Value>> {
     value.as_object().cloned()
 }
+
+/// A client that answers every form with its own `name`, recording the questions it was asked.
+pub struct Answerer {
+    name: &'static str,
+    asked: std::sync::Mutex<Vec<String>>,
+}
+
+impl Answerer {
+    /// A client that answers with `name`, asked nothing yet.
+    pub fn new(name: &'static str) -> std::sync::Arc<Answerer> {
+        std::sync::Arc::new(Answerer {
+            name,
+            asked: std::sync::Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The questions asked so far.
+    pub fn asked(&self) -> Vec<String> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+#[async_trait::async_trait]
+impl plexus::client::ClientHandler for Answerer {
+    fn capabilities(&self) -> plexus::protocol::ClientCapabilities {
+        super::elicitation_capabilities(false)
+    }
+
+    async fn elicit(
+        &self,
+        params: plexus::protocol::ElicitRequestParams,
+        _context: plexus::client::ServerRequestContext,
+    ) -> Result<plexus::protocol::ElicitResult, plexus::jsonrpc::ErrorObject> {
+        let question = serde_json::to_value(&params).unwrap()["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        self.asked.lock().unwrap().push(question);
+        let answer = std::collections::BTreeMap::from([(
+            "name".to_owned(),
+            plexus::protocol::ElicitValue::String(self.name.to_owned()),
+        )]);
+        Ok(plexus::protocol::ElicitResult::accept(Some(answer)))
+    }
+}

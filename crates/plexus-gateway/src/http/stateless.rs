@@ -20,17 +20,14 @@
 //! - A notification gets 202 (a stateless client cancels by closing the stream); a response gets
 //!   -32600 (the gateway sends such a client no request); GET and DELETE get 405 (`Allow: POST`).
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use plexus::jsonrpc::{ErrorCode, ErrorObject, Message, RawValue, RequestId};
 use plexus::protocol::errors::{HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION};
-use plexus::protocol::http_headers::{
-    MCP_METHOD_HEADER, MCP_NAME_HEADER, MCP_PARAM_HEADER_PREFIX, ParamHeaders, decode_header_value, name_param,
-};
+use plexus::protocol::http_headers::{MCP_METHOD_HEADER, MCP_NAME_HEADER, ParamHeaders, expect_received, name_param};
 use plexus::protocol::version::PROTOCOL_VERSION_HEADER;
 use plexus::protocol::{ProtocolVersion, methods};
 use serde::Deserialize;
@@ -104,27 +101,10 @@ fn mismatch(message: &str) -> ErrorObject {
     ErrorObject::new(HEADER_MISMATCH, format!("Header mismatch: {message}"))
 }
 
-/// The decoded value of header `name`, if sent; -32020 when it is not visible ASCII or its
-/// `=?base64?…?=` does not decode.
-fn decoded<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<Cow<'h, str>>, ErrorObject> {
-    let Some(value) = headers.get(name) else {
-        return Ok(None);
-    };
-    let text = value
-        .to_str()
-        .map_err(|_| mismatch(&format!("{name} is not visible ASCII")))?;
-    decode_header_value(text)
-        .map(Some)
-        .map_err(|e| mismatch(&format!("{name} {text:?} does not decode: {e}")))
-}
-
 /// Checks that header `name` was sent and decodes to `expected` (what the body says as `what`).
 fn expect_header(headers: &HeaderMap, name: &str, expected: &str, what: &str) -> Result<(), ErrorObject> {
-    match decoded(headers, name)? {
-        None => Err(mismatch(&format!("{name} is missing ({what} is {expected:?})"))),
-        Some(sent) if sent != expected => Err(mismatch(&format!("{name} is {sent:?} but {what} is {expected:?}"))),
-        Some(_) => Ok(()),
-    }
+    let value = headers.get(name).map(HeaderValue::as_bytes);
+    expect_received(name, value, expected, what).map_err(|why| mismatch(&why))
 }
 
 /// The arguments of a `tools/call`'s params.
@@ -141,52 +121,19 @@ fn check_param_headers(
     annotated: &ParamHeaders,
     params: Option<&RawValue>,
 ) -> Result<(), ErrorObject> {
-    let prefix = MCP_PARAM_HEADER_PREFIX.to_ascii_lowercase();
-    let mut sent = headers.keys().filter(|name| name.as_str().starts_with(&prefix));
-    if let Some(stray) = sent.find(|name| {
-        !annotated
-            .iter()
-            .any(|param| param.header_name().eq_ignore_ascii_case(name.as_str()))
-    }) {
-        return Err(mismatch(&format!(
-            "{stray} was sent but the tool has no parameter annotated x-mcp-header {:?}",
-            &stray.as_str()[prefix.len()..]
-        )));
-    }
-    if annotated.is_empty() {
-        return Ok(());
-    }
-    let arguments = params
-        .and_then(|params| serde_json::from_str::<Arguments>(params.get()).ok())
-        .and_then(|params| params.arguments)
-        .unwrap_or_default();
-    for param in annotated {
-        let name = param.header_name();
-        let argument = param.path().join(".");
-        let expected = param.value(&arguments);
-        // The value as the header carries it, decoded as the header is.
-        let expected = expected.map(|value| decode_header_value(&value).map(Cow::into_owned).unwrap_or_default());
-        match (expected, decoded(headers, name)?) {
-            (None, None) => {}
-            (Some(expected), Some(sent)) if expected == sent => {}
-            (Some(expected), None) => {
-                return Err(mismatch(&format!(
-                    "{name} is missing (arguments.{argument} is {expected:?})"
-                )));
-            }
-            (Some(expected), Some(sent)) => {
-                return Err(mismatch(&format!(
-                    "{name} is {sent:?} but arguments.{argument} is {expected:?}"
-                )));
-            }
-            (None, Some(sent)) => {
-                return Err(mismatch(&format!(
-                    "{name} ({sent:?}) was sent but arguments.{argument} is absent or null"
-                )));
-            }
-        }
-    }
-    Ok(())
+    let arguments = if annotated.is_empty() {
+        Map::new()
+    } else {
+        params
+            .and_then(|params| serde_json::from_str::<Arguments>(params.get()).ok())
+            .and_then(|params| params.arguments)
+            .unwrap_or_default()
+    };
+    annotated
+        .check_received(&arguments, headers.keys().map(HeaderName::as_str), |name| {
+            headers.get(name).map(HeaderValue::as_bytes)
+        })
+        .map_err(|why| mismatch(&why))
 }
 
 /// Checks a stateless request against its headers; what it says of itself.

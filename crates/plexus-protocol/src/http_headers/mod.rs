@@ -247,5 +247,7 @@ pub fn name_header(method: &str, params: &Value) -> Option<String> {
 // ---------------------------------------------------------------------------------------------
 
 mod params;
+mod received;
 
 pub use params::{FoundType, InvalidHeaderAnnotation, ParamHeader, ParamHeaders, ParamType};
+pub use received::{decode_received, expect_received};

@@ -23,11 +23,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use hyper::header::{HeaderMap, HeaderValue};
+use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use plexus_jsonrpc::{ErrorCode, ErrorObject, Message, RequestId};
 use plexus_protocol::http_headers::{
-    MCP_METHOD_HEADER, MCP_NAME_HEADER, MCP_PARAM_HEADER_PREFIX, ParamHeaders, decode_header_value, name_param,
+    MCP_METHOD_HEADER, MCP_NAME_HEADER, ParamHeaders, decode_received, expect_received, name_param,
 };
 use plexus_protocol::methods::SUBSCRIPTIONS_LISTEN;
 use serde::Deserialize;
@@ -146,25 +146,14 @@ fn mismatch(message: &str) -> ErrorObject {
 /// Checks that header `name` was sent and decodes to `expected` (what the body says as `what`);
 /// -32020 saying which and how otherwise.
 fn expect_header(headers: &HeaderMap, name: &str, expected: &str, what: &str) -> Result<(), ErrorObject> {
-    match decoded(headers, name)? {
-        None => Err(mismatch(&format!("{name} is missing ({what} is {expected:?})"))),
-        Some(sent) if sent != expected => Err(mismatch(&format!("{name} is {sent:?} but {what} is {expected:?}"))),
-        Some(_) => Ok(()),
-    }
+    let value = headers.get(name).map(HeaderValue::as_bytes);
+    expect_received(name, value, expected, what).map_err(|why| mismatch(&why))
 }
 
 /// The decoded value of header `name`, if sent; -32020 when it is not visible ASCII or its
 /// `=?base64?…?=` does not decode.
 fn decoded<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<Cow<'h, str>>, ErrorObject> {
-    let Some(value) = headers.get(name) else {
-        return Ok(None);
-    };
-    let text = value
-        .to_str()
-        .map_err(|_| mismatch(&format!("{name} is not visible ASCII")))?;
-    decode_header_value(text)
-        .map(Some)
-        .map_err(|e| mismatch(&format!("{name} {text:?} does not decode: {e}")))
+    decode_received(name, headers.get(name).map(HeaderValue::as_bytes)).map_err(|why| mismatch(&why))
 }
 
 /// The error code of a JSON-RPC response line, if it is an error.
@@ -473,48 +462,11 @@ fn check_param_headers(
     arguments: &Map<String, Value>,
     headers: &HeaderMap,
 ) -> Result<(), ErrorObject> {
-    for param in annotated {
-        let name = param.header_name();
-        let argument = param.path().join(".");
-        let expected = param.value(arguments);
-        let expected = match &expected {
-            Some(value) => Some(decode_header_value(value).unwrap_or(Cow::Borrowed(value))),
-            None => None,
-        };
-        match (expected, decoded(headers, name)?) {
-            (None, None) => {}
-            (Some(expected), Some(sent)) if expected == sent => {}
-            (Some(expected), None) => {
-                return Err(mismatch(&format!(
-                    "{name} is missing (arguments.{argument} is {expected:?})"
-                )));
-            }
-            (Some(expected), Some(sent)) => {
-                return Err(mismatch(&format!(
-                    "{name} is {sent:?} but arguments.{argument} is {expected:?}"
-                )));
-            }
-            (None, Some(sent)) => {
-                return Err(mismatch(&format!(
-                    "{name} ({sent:?}) was sent but arguments.{argument} is absent or null"
-                )));
-            }
-        }
-    }
-    let prefix = MCP_PARAM_HEADER_PREFIX.to_ascii_lowercase();
-    let stray = headers.keys().find(|sent| {
-        sent.as_str().starts_with(&prefix)
-            && !annotated
-                .iter()
-                .any(|param| param.header_name().eq_ignore_ascii_case(sent.as_str()))
-    });
-    match stray {
-        Some(stray) => Err(mismatch(&format!(
-            "{stray} was sent but the tool has no parameter annotated x-mcp-header {:?}",
-            &stray.as_str()[prefix.len()..]
-        ))),
-        None => Ok(()),
-    }
+    annotated
+        .check_received(arguments, headers.keys().map(HeaderName::as_str), |name| {
+            headers.get(name).map(HeaderValue::as_bytes)
+        })
+        .map_err(|why| mismatch(&why))
 }
 
 /// A legacy-only server's answer (`--era legacy`, `--probe-answer`) to a `server/discover`

@@ -21,6 +21,7 @@ use crate::era::{EraChoice, EraSource};
 use crate::handler::{ClientHandler, NoHandler};
 use crate::notifications::ServerNotification;
 use crate::request::{RequestOptions, request};
+use crate::rounds::Answered;
 use crate::session::Shared;
 use crate::wire::StatelessWire;
 
@@ -270,19 +271,17 @@ impl Client {
         options: &RequestOptions,
     ) -> Result<Box<RawValue>, ClientError> {
         match method {
-            methods::TOOLS_CALL => {
-                let raw = self.tools_call_raw(params, options).await?;
-                if self.shared.stateless().is_some()
-                    && matches!(crate::rounds::kind(method, &raw)?, crate::rounds::Kind::Task)
-                {
+            methods::TOOLS_CALL => match self.tools_call_raw(params, options).await? {
+                Answered::Complete(raw) => Ok(raw),
+                Answered::Task(seed) => {
                     let timeout = options.timeout.unwrap_or(self.request_timeout);
-                    return crate::tasks::follow_extension(&self.shared, &raw, options, timeout, self.request_timeout)
-                        .await;
+                    crate::tasks::follow_extension(&self.shared, &seed, options, timeout, self.request_timeout).await
                 }
-                Ok(raw)
-            }
+            },
             methods::PROMPTS_GET | methods::RESOURCES_READ => {
-                crate::rounds::request_with_input(&self.shared, method, params, options, self.request_timeout).await
+                crate::rounds::request_with_input(&self.shared, method, params, options, self.request_timeout)
+                    .await
+                    .map(Answered::into_raw)
             }
             _ => request(&self.shared, method, params, options, self.request_timeout, true).await,
         }
@@ -294,7 +293,7 @@ impl Client {
         &self,
         params: Option<&P>,
         options: &RequestOptions,
-    ) -> Result<Box<RawValue>, ClientError> {
+    ) -> Result<Answered, ClientError> {
         let method = methods::TOOLS_CALL;
         let called =
             crate::rounds::request_with_input(&self.shared, method, params, options, self.request_timeout).await;

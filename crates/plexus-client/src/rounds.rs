@@ -25,11 +25,27 @@ use crate::session::Shared;
 pub const MAX_INPUT_ROUNDS: usize = 8;
 
 /// What a stateless-era result says it is.
-pub(crate) enum Kind {
+enum Kind {
     Complete,
     InputRequired,
     /// The tasks extension's task (only a `tools/call` may be answered so).
     Task,
+}
+
+/// What a request with rounds ended with: its result, or (a `tools/call` only) the tasks
+/// extension's task, for the caller to follow (see `crate::tasks`).
+pub(crate) enum Answered {
+    Complete(Box<RawValue>),
+    Task(Box<RawValue>),
+}
+
+impl Answered {
+    /// The raw result, whichever it is.
+    pub(crate) fn into_raw(self) -> Box<RawValue> {
+        match self {
+            Answered::Complete(raw) | Answered::Task(raw) => raw,
+        }
+    }
 }
 
 /// [`request`], then the rounds an `input_required` answer asks for (only in a stateless session).
@@ -39,17 +55,16 @@ pub(crate) async fn request_with_input<P: Serialize + ?Sized>(
     params: Option<&P>,
     options: &RequestOptions,
     default_timeout: Duration,
-) -> Result<Box<RawValue>, ClientError> {
+) -> Result<Answered, ClientError> {
     let (mut id, mut raw) = round(shared, method, params, options, default_timeout).await?;
     if shared.stateless().is_none() {
-        return Ok(raw);
+        return Ok(Answered::Complete(raw));
     }
     let mut retry: Option<Map<String, Value>> = None;
     for rounds_done in 0..=MAX_INPUT_ROUNDS {
         match kind(method, &raw)? {
-            Kind::Complete => return Ok(raw),
-            // The caller follows the task (see `crate::tasks`).
-            Kind::Task if method == plexus_protocol::methods::TOOLS_CALL => return Ok(raw),
+            Kind::Complete => return Ok(Answered::Complete(raw)),
+            Kind::Task if method == plexus_protocol::methods::TOOLS_CALL => return Ok(Answered::Task(raw)),
             Kind::Task => {
                 return Err(ClientError::UnknownResultType {
                     method: method.to_owned(),
@@ -108,7 +123,7 @@ async fn round<P: Serialize + ?Sized>(
 /// Whether `raw` is complete or asks for input; an absent `resultType` is complete (a server of
 /// an earlier revision), any value but the two is invalid. Only a result that mentions the field
 /// is parsed for it.
-pub(crate) fn kind(method: &str, raw: &RawValue) -> Result<Kind, ClientError> {
+fn kind(method: &str, raw: &RawValue) -> Result<Kind, ClientError> {
     #[derive(Deserialize)]
     struct Head<'a> {
         #[serde(default, borrow, rename = "resultType")]

@@ -342,30 +342,35 @@ impl Client {
             .map(drop)
     }
 
-    /// One page of `tools/list`. Over Streamable HTTP in the stateless era, a tool whose
-    /// `x-mcp-header` annotations are invalid is left out (see [`rejected_tools`](Self::rejected_tools)).
+    /// One page of `tools/list`. A tool whose definition does not decode, and over Streamable
+    /// HTTP in the stateless era a tool whose `x-mcp-header` annotations are invalid, is left out
+    /// (see [`rejected_tools`](Self::rejected_tools)).
     pub async fn list_tools_page(&self, cursor: Option<String>) -> Result<ListToolsResult, ClientError> {
-        let mut page: ListToolsResult = self
-            .request(
+        let raw = self
+            .request_raw(
                 methods::TOOLS_LIST,
                 Some(&PaginatedRequestParams::page(cursor)),
                 &RequestOptions::default(),
             )
             .await?;
+        let (mut page, left_out) = crate::listing::decode_page::<ListToolsResult>(&raw)?;
+        self.shared.record_undecodable_tools(left_out, false);
         if let Some(wire) = self.shared.stateless() {
             wire.check_tools(&self.shared.name, &mut page.tools, false);
         }
         Ok(page)
     }
 
-    /// The tools the last listing left out, and why: over Streamable HTTP in the stateless era, a
-    /// tool whose input schema has an invalid `x-mcp-header` annotation cannot be called with the
-    /// headers the revision requires, so it is not listed. Empty in the initialize era.
+    /// The tools the last listing left out, and why: a tool whose definition does not decode (a
+    /// member missing, a schema nested deeper than the decoder's limit), in either era; and over
+    /// Streamable HTTP in the stateless era, a tool whose input schema has an invalid
+    /// `x-mcp-header` annotation, which cannot be called with the headers the revision requires.
     pub fn rejected_tools(&self) -> Vec<crate::RejectedTool> {
-        self.shared
-            .stateless()
-            .map(crate::wire::StatelessWire::rejected)
-            .unwrap_or_default()
+        let mut rejected = crate::session::lock(&self.shared.undecodable_tools).clone();
+        if let Some(wire) = self.shared.stateless() {
+            rejected.extend(wire.rejected());
+        }
+        rejected
     }
 
     /// Calls a tool with the tool-call timeout.

@@ -69,4 +69,4 @@ pub use request::RequestOptions;
 pub use rounds::MAX_INPUT_ROUNDS;
 pub use skills::{LoadedSkill, SkillError, VerificationProblem};
 pub use tasks::{DEFAULT_TASK_POLL, MAX_TASK_POLL, MIN_TASK_POLL, TASK_WAIT_CAP_FACTOR};
-pub use wire::RejectedTool;
+pub use wire::{RejectedTool, ToolProblem};

@@ -4,17 +4,18 @@
 //! (the shortest of the pages', an absent one read as 0) and `cacheScope` (`private` when any page
 //! says so).
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use plexus_protocol::{
     CacheScope, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, Prompt, Resource, ResourceTemplate, Tool, methods,
 };
+use plexus_jsonrpc::RawValue;
 use serde::de::DeserializeOwned;
 
 use crate::ClientError;
-use crate::client::{Client, MAX_LIST_PAGES, decode_result};
+use crate::client::{Client, MAX_LIST_PAGES};
 use crate::error::ListProblem;
 use crate::request::{RequestOptions, request};
 
@@ -30,43 +31,112 @@ pub struct Listing<T> {
     pub ttl: Option<Duration>,
     /// Who may reuse it: `private` when any page said so, else `public` when one did.
     pub scope: Option<CacheScope>,
+    /// The items left out because they do not decode.
+    left_out: Vec<LeftOut>,
 }
 
 /// One page of a list method.
-trait Page: DeserializeOwned {
-    type Item;
+pub(crate) trait Page: DeserializeOwned {
+    type Item: DeserializeOwned;
     const METHOD: &'static str;
+    /// The member that holds the items.
+    const ITEMS: &'static str;
     /// Its items, the next cursor, and its `ttlMs` and `cacheScope`.
     fn into_parts(self) -> (Vec<Self::Item>, Option<String>, Option<i64>, Option<CacheScope>);
+    /// Replaces its items.
+    fn set_items(&mut self, items: Vec<Self::Item>);
 }
 
 macro_rules! page {
-    ($page:ty, $item:ty, $method:expr, $items:ident) => {
+    ($page:ty, $item:ty, $method:expr, $items:ident, $member:literal) => {
         impl Page for $page {
             type Item = $item;
             const METHOD: &'static str = $method;
+            const ITEMS: &'static str = $member;
             fn into_parts(self) -> (Vec<$item>, Option<String>, Option<i64>, Option<CacheScope>) {
                 (self.$items, self.next_cursor, self.ttl_ms, self.cache_scope)
+            }
+            fn set_items(&mut self, items: Vec<$item>) {
+                self.$items = items;
             }
         }
     };
 }
 
-page!(ListToolsResult, Tool, methods::TOOLS_LIST, tools);
-page!(ListResourcesResult, Resource, methods::RESOURCES_LIST, resources);
+page!(ListToolsResult, Tool, methods::TOOLS_LIST, tools, "tools");
+page!(ListResourcesResult, Resource, methods::RESOURCES_LIST, resources, "resources");
 page!(
     ListResourceTemplatesResult,
     ResourceTemplate,
     methods::RESOURCES_TEMPLATES_LIST,
-    resource_templates
+    resource_templates,
+    "resourceTemplates"
 );
-page!(ListPromptsResult, Prompt, methods::PROMPTS_LIST, prompts);
+page!(ListPromptsResult, Prompt, methods::PROMPTS_LIST, prompts, "prompts");
 page!(
     plexus_protocol::skills::ListSkillsResult,
     plexus_protocol::skills::Skill,
     methods::SKILLS_LIST,
-    skills
+    skills,
+    "skills"
 );
+
+/// An item a page could not decode: its name (or `#N`, its place in the page) and why.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct LeftOut {
+    pub(crate) name: String,
+    pub(crate) error: String,
+}
+
+/// Decodes one page of `P`. When the page as a whole does not decode, its items are decoded one
+/// by one, so that one bad item (a tool without a name, a schema nested deeper than the
+/// decoder's recursion limit) is left out rather than losing the server's whole list; the page
+/// is an error only when what is not an item is wrong.
+pub(crate) fn decode_page<P: Page>(raw: &RawValue) -> Result<(P, Vec<LeftOut>), ClientError> {
+    let whole = match serde_json::from_str::<P>(raw.get()) {
+        Ok(page) => return Ok((page, Vec::new())),
+        Err(whole) => whole,
+    };
+    let invalid = |source: serde_json::Error| ClientError::InvalidResult {
+        method: P::METHOD.to_owned(),
+        source: std::sync::Arc::new(source),
+    };
+    // The members as raw text: skipping a value has no recursion limit, decoding one does.
+    let Ok(mut members) = serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(raw.get()) else {
+        return Err(invalid(whole));
+    };
+    let Some(Ok(items)) = members
+        .remove(P::ITEMS)
+        .map(|items| serde_json::from_str::<Vec<Box<RawValue>>>(items.get()))
+    else {
+        return Err(invalid(whole));
+    };
+    members.insert(P::ITEMS.to_owned(), RawValue::from_string("[]".to_owned()).map_err(invalid)?);
+    let rest = serde_json::to_string(&members).map_err(invalid)?;
+    let mut page: P = serde_json::from_str(&rest).map_err(|_| invalid(whole))?;
+    let mut decoded = Vec::with_capacity(items.len());
+    let mut left_out = Vec::new();
+    for (at, item) in items.iter().enumerate() {
+        match serde_json::from_str::<P::Item>(item.get()) {
+            Ok(item) => decoded.push(item),
+            Err(error) => left_out.push(LeftOut {
+                name: item_name(item).unwrap_or_else(|| format!("#{at}")),
+                error: error.to_string(),
+            }),
+        }
+    }
+    page.set_items(decoded);
+    Ok((page, left_out))
+}
+
+/// The `name` member of an item that does not decode, when it is a string.
+fn item_name(item: &RawValue) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Named {
+        name: String,
+    }
+    serde_json::from_str::<Named>(item.get()).ok().map(|named| named.name)
+}
 
 impl Client {
     /// Every tool, following `nextCursor` (a repeated cursor is an error, not a loop). Over
@@ -79,6 +149,7 @@ impl Client {
     /// [`list_tools`](Self::list_tools) with the list's caching hints.
     pub async fn tools_listing(&self) -> Result<Listing<Tool>, ClientError> {
         let mut listing = self.listing::<ListToolsResult>().await?;
+        self.shared.record_undecodable_tools(std::mem::take(&mut listing.left_out), true);
         if let Some(wire) = self.shared.stateless() {
             wire.check_tools(&self.shared.name, &mut listing.items, true);
         }
@@ -129,6 +200,7 @@ impl Client {
             items: Vec::new(),
             ttl: None,
             scope: None,
+            left_out: Vec::new(),
         };
         let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
@@ -152,8 +224,12 @@ impl Client {
                     },
                 });
             }
-            let page: P = decode_result(method, &raw)?;
+            let (page, left_out) = decode_page::<P>(&raw)?;
             drop(raw);
+            for item in left_out {
+                tracing::warn!(server = %self.shared.name, method, item = %item.name, "left out: {}", item.error);
+                listing.left_out.push(item);
+            }
             let (mut items, next, ttl_ms, scope) = page.into_parts();
             listing.items.append(&mut items);
             if stateless {

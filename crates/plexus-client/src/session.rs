@@ -61,6 +61,8 @@ pub(crate) struct Shared {
     /// What every message of a stateless-era session carries (its envelope, and its headers over
     /// HTTP); unset in the initialize era.
     stateless: std::sync::OnceLock<StatelessWire>,
+    /// The tools the last `tools/list` left out because their definitions do not decode.
+    pub(crate) undecodable_tools: Mutex<Vec<crate::RejectedTool>>,
     pub(crate) pending: Mutex<PendingTable>,
     next_id: AtomicI64,
     pub(crate) notifications: broadcast::Sender<ServerNotification>,
@@ -113,6 +115,20 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// Records the tools a listing left out because they do not decode: `whole` for a whole
+    /// list (which replaces the last one's), else one page (added to them).
+    pub(crate) fn record_undecodable_tools(&self, left_out: Vec<crate::listing::LeftOut>, whole: bool) {
+        let rejected = left_out.into_iter().map(|item| crate::RejectedTool {
+            tool: item.name,
+            problem: crate::ToolProblem::Undecodable(item.error),
+        });
+        let mut known = lock(&self.undecodable_tools);
+        if whole {
+            known.clear();
+        }
+        known.extend(rejected);
+    }
+
     pub(crate) fn new(
         name: String,
         sender: Box<dyn TransportSender>,
@@ -125,6 +141,7 @@ impl Shared {
             name,
             sender,
             stateless: std::sync::OnceLock::new(),
+            undecodable_tools: Mutex::default(),
             pending: Mutex::default(),
             next_id: AtomicI64::new(0),
             notifications,

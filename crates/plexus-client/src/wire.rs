@@ -23,15 +23,29 @@ use serde::Deserialize;
 use crate::listen::Listening;
 use crate::session::lock;
 
-/// A tool a listing left out because its `x-mcp-header` annotations are invalid
-/// ([`Client::rejected_tools`](crate::Client::rejected_tools)).
+/// A tool a listing left out ([`Client::rejected_tools`](crate::Client::rejected_tools)): its
+/// definition does not decode, or its `x-mcp-header` annotations are invalid.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RejectedTool {
-    /// The tool's name.
+    /// The tool's name (`#N`, its place in the page, when even the name cannot be read).
     pub tool: String,
-    /// What is wrong with its annotations.
-    pub problem: InvalidHeaderAnnotation,
+    /// What is wrong with it.
+    pub problem: ToolProblem,
+}
+
+/// Why a listing left a tool out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolProblem {
+    /// Its definition is not a tool (a member missing or of the wrong type, a schema nested
+    /// deeper than the decoder's limit): the server's other tools are listed all the same.
+    #[error("its definition is not a valid tool: {0}")]
+    Undecodable(String),
+    /// Over Streamable HTTP in the stateless era, its `x-mcp-header` annotations are invalid,
+    /// so it cannot be called with the headers the revision requires.
+    #[error(transparent)]
+    HeaderAnnotation(#[from] InvalidHeaderAnnotation),
 }
 
 impl std::fmt::Display for RejectedTool {
@@ -205,7 +219,7 @@ impl StatelessWire {
                 tracing::warn!(server, tool = %tool.name, "the tool is left out: {problem}");
                 rejected.push(RejectedTool {
                     tool: tool.name.clone(),
-                    problem,
+                    problem: problem.into(),
                 });
                 false
             }

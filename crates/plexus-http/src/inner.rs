@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
-use plexus_jsonrpc::{ErrorObject, Message, RequestId, Response};
+use plexus_jsonrpc::{Message, RequestId, Response};
 use plexus_net::Credentials;
 use plexus_net::http::{HttpClient, HttpSettings, Target};
 use plexus_net::redact::redact_url;
@@ -232,19 +232,16 @@ impl Inner {
         self.inbox.send(item).await.is_ok()
     }
 
-    /// Fails request `id` through the receiver with a JSON-RPC error made here, so that its
+    /// Fails request `id` through the receiver with [`TransportError::ResponseLost`], so that its
     /// caller does not wait for a response that will never come (a response stream that cannot
-    /// be resumed). The message starts with `plexus-http:`.
+    /// be resumed).
     pub(crate) async fn fail_request(&self, id: &RequestId, why: &str) -> bool {
         tracing::debug!(server = %self.name, "request {id}: {why}");
-        let failure = Response {
-            id: Some(id.clone()),
-            outcome: Err(ErrorObject::new(
-                plexus_jsonrpc::ErrorCode::INTERNAL_ERROR,
-                format!("plexus-http: {why}"),
-            )),
+        let lost = TransportError::ResponseLost {
+            id: id.clone(),
+            reason: why.to_owned(),
         };
-        self.deliver(Ok(Received::unrelated(Message::Response(failure)))).await
+        self.deliver(Err(lost)).await
     }
 
     // ----- the end -----

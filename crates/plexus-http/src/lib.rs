@@ -88,8 +88,9 @@
 //! at most 30 s); after [`ReconnectPolicy::max_attempts`] reconnections in a row that brought
 //! nothing, it is given up. A POST's SSE stream that ends before the response is resumed the
 //! same way (`GET` with `Last-Event-ID`); when it cannot be (no event id, 405, too many
-//! fruitless attempts), that request fails with a JSON-RPC error whose message starts with
-//! `plexus-http:` and says why, so that its caller does not wait for its timeout.
+//! fruitless attempts, a server that refuses connections), that request fails with
+//! [`TransportError::ResponseLost`](plexus_transport::TransportError::ResponseLost), which says
+//! why, so that its caller does not wait for its timeout.
 //!
 //! # Failures, timeouts and limits
 //!

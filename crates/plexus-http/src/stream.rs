@@ -181,7 +181,7 @@ impl EventStream {
                         continue;
                     }
                     Err(TransportError::Http { status: 405, .. }) => return Stop::Unsupported,
-                    Err(e) if inner.is_closed() || !worth_retrying(&e) => return Stop::Failed(e),
+                    Err(e) if inner.is_closed() || !worth_retrying(&e, standalone) => return Stop::Failed(e),
                     Err(e) => {
                         failures += 1;
                         last_problem = error_chain(&e);
@@ -210,10 +210,13 @@ impl EventStream {
     }
 }
 
-/// Whether a failed reconnection may succeed later: connection failures, 5xx, 408 and 429.
-fn worth_retrying(error: &TransportError) -> bool {
+/// Whether a failed reconnection may succeed later: connection failures, 5xx, 408 and 429. A
+/// request's stream (not `standalone`) is not
+/// resumed from a server that refuses connections: nothing listens there, and a server that
+/// comes back is a new process without the request's events.
+fn worth_retrying(error: &TransportError, standalone: bool) -> bool {
     match error {
-        TransportError::Io { .. } => true,
+        TransportError::Io { source, .. } => standalone || source.kind() != std::io::ErrorKind::ConnectionRefused,
         TransportError::Http { status, .. } => *status >= 500 || *status == 408 || *status == 429,
         _ => false,
     }

@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::mcp::{
-    SESSION, VERSION, error_of, handshake, recv_message, recv_response, request, result, script, transport,
+    SESSION, VERSION, handshake, recv_lost, recv_message, recv_response, request, result, script, transport,
 };
 use common::{Recorded, Reply, Step, TestServer, event, guard, priming};
 use plexus_http::{EventStreamState, ReconnectPolicy, SessionInfo};
@@ -241,11 +241,11 @@ async fn a_post_stream_without_an_event_id_fails_its_request() {
     handshake(&sender, &mut receiver).await;
     guard(sender.send(request(4, "tools/call"))).await.unwrap();
     assert_eq!(n_of(&recv_message(&mut receiver).await), 1);
-    let response = recv_response(&mut receiver).await;
-    assert_eq!(response.id, Some(RequestId::Number(4)));
+    let (id, reason) = recv_lost(&mut receiver).await;
+    assert_eq!(id, RequestId::Number(4));
     assert_eq!(
-        error_of(&response),
-        "plexus-http: the response stream ended before the response (the server ended the stream) and the server \
+        reason,
+        "the response stream ended before the response (the server ended the stream) and the server \
          sent no event id to resume from"
     );
     wait_for_idle(&info).await;
@@ -265,11 +265,12 @@ async fn a_resume_that_keeps_failing_gives_up_after_the_attempts() {
     let (sender, mut receiver, info) = transport(&server.url, |c| c.reconnect(hasty()));
     handshake(&sender, &mut receiver).await;
     guard(sender.send(request(5, "tools/call"))).await.unwrap();
-    let response = recv_response(&mut receiver).await;
+    let (id, reason) = recv_lost(&mut receiver).await;
+    assert_eq!(id, RequestId::Number(5));
     assert_eq!(
-        error_of(&response),
+        reason,
         format!(
-            "plexus-http: the response stream could not be resumed: 3 connection attempts in a row brought nothing \
+            "the response stream could not be resumed: 3 connection attempts in a row brought nothing \
              (last: the server answered HTTP 500 to GET {}: busy)",
             server.url
         )
@@ -293,10 +294,11 @@ async fn a_resume_whose_streams_bring_nothing_gives_up_too() {
     let (sender, mut receiver, info) = transport(&server.url, |c| c.reconnect(hasty()));
     handshake(&sender, &mut receiver).await;
     guard(sender.send(request(6, "tools/call"))).await.unwrap();
-    let response = recv_response(&mut receiver).await;
+    let (id, reason) = recv_lost(&mut receiver).await;
+    assert_eq!(id, RequestId::Number(6));
     assert_eq!(
-        error_of(&response),
-        "plexus-http: the response stream could not be resumed: 3 connection attempts in a row brought nothing \
+        reason,
+        "the response stream could not be resumed: 3 connection attempts in a row brought nothing \
          (last: the server ended the stream)"
     );
     wait_for_idle(&info).await;
@@ -317,9 +319,13 @@ async fn a_resume_answered_405_fails_the_request() {
     handshake(&sender, &mut receiver).await;
     guard(sender.send(request(8, "tools/call"))).await.unwrap();
     assert_eq!(
-        error_of(&recv_response(&mut receiver).await),
-        "plexus-http: the response stream ended before the response and cannot be resumed: the server answered GET \
-         with 405"
+        recv_lost(&mut receiver).await,
+        (
+            RequestId::Number(8),
+            "the response stream ended before the response and cannot be resumed: the server answered GET \
+             with 405"
+                .to_owned()
+        )
     );
     sender.close().await.unwrap();
 }
@@ -338,11 +344,11 @@ async fn a_response_stream_outliving_its_requests_timeout_is_dropped_and_the_req
     handshake(&sender, &mut receiver).await;
     let call = request(1, "tools/call").with_reply_timeout(Duration::from_millis(200));
     assert!(guard(sender.send(call)).await.unwrap().is_none());
-    let response = recv_response(&mut receiver).await;
-    assert_eq!(response.id, Some(RequestId::Number(1)));
+    let (id, reason) = recv_lost(&mut receiver).await;
+    assert_eq!(id, RequestId::Number(1));
     assert_eq!(
-        error_of(&response),
-        "plexus-http: no response within 1.2s (the request's own timeout of 200ms and a grace of 1s); its response \
+        reason,
+        "no response within 1.2s (the request's own timeout of 200ms and a grace of 1s); its response \
          stream was dropped"
     );
     wait_for_idle(&info).await;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::Parser;
 use common::guard;
 use common::mcp::{
-    error_of, exchange, handshake, initialize, recv, recv_message, recv_response, request, result_of, transport,
+    exchange, handshake, initialize, recv, recv_lost, recv_message, recv_response, request, result_of, transport,
 };
 use plexus_http::{EventStreamState, ReconnectPolicy};
 use plexus_jsonrpc::{Message, Request, RequestId};
@@ -100,10 +100,10 @@ async fn a_server_that_does_not_resume_fails_the_request_with_its_reason() {
     let (sender, mut receiver, _info) = transport(server.url(), |c| c);
     handshake(&sender, &mut receiver).await;
     guard(sender.send(echo(1, "lost"))).await.unwrap();
-    let message = error_of(&recv_response(&mut receiver).await);
+    let (_, message) = recv_lost(&mut receiver).await;
     assert!(
         message.starts_with(&format!(
-            "plexus-http: resuming the response stream failed: the server answered HTTP 400 to GET {}: Bad Request: \
+            "resuming the response stream failed: the server answered HTTP 400 to GET {}: Bad Request: \
              this server does not resume streams (--no-resume)",
             server.url()
         )),

@@ -97,6 +97,17 @@ pub enum TransportError {
         #[source]
         reason: Box<TransportError>,
     },
+    /// The response to one request is lost, and the connection goes on (Streamable HTTP: the
+    /// request's response stream ended before the response and cannot be resumed). That request
+    /// fails at once with this error instead of waiting for its timeout; it may have run. Its
+    /// class is [`ErrorClass::TerminalIo`], so that losses in a row count towards a reconnect.
+    #[error("the response to request {id} was lost: {reason}")]
+    ResponseLost {
+        /// The request.
+        id: RequestId,
+        /// Why, in the transport's words.
+        reason: String,
+    },
     /// A message that is not valid JSON-RPC, or an answer the transport cannot use (made with
     /// [`TransportError::protocol`]).
     #[error("the server sent an invalid message")]
@@ -250,6 +261,7 @@ impl TransportError {
     pub fn reply_to(&self) -> Option<&RequestId> {
         match self {
             TransportError::DroppedReply { id, .. } => id.as_ref(),
+            TransportError::ResponseLost { id, .. } => Some(id),
             _ => None,
         }
     }
@@ -296,12 +308,14 @@ impl TransportError {
             TransportError::NeedsAuth { .. } => ErrorClass::NeedsAuth,
             TransportError::SessionExpired { .. } => ErrorClass::SessionExpired,
             TransportError::DroppedReply { reason, .. } => reason.class(),
+            TransportError::ResponseLost { .. } => ErrorClass::TerminalIo,
         }
     }
 
     /// Whether the connection is unusable after this error (everything but one bad message).
     pub fn is_terminal(&self) -> bool {
-        !matches!(self.class(), ErrorClass::TooLarge | ErrorClass::Protocol)
+        !matches!(self, TransportError::ResponseLost { .. })
+            && !matches!(self.class(), ErrorClass::TooLarge | ErrorClass::Protocol)
     }
 }
 

@@ -108,6 +108,14 @@ pub async fn recv_response(receiver: &mut HttpReceiver) -> Response {
     }
 }
 
+/// The next item, which must be the loss of a request's response: the request and why.
+pub async fn recv_lost(receiver: &mut HttpReceiver) -> (RequestId, String) {
+    match recv(receiver).await {
+        Err(TransportError::ResponseLost { id, reason }) => (id, reason),
+        other => panic!("expected a lost response, got {other:?}"),
+    }
+}
+
 /// Whether the receiver has nothing right now.
 pub fn nothing_queued(receiver: &mut HttpReceiver) -> bool {
     let waker = std::task::Waker::noop();

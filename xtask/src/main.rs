@@ -15,6 +15,7 @@ mod checks;
 mod ci;
 mod cmd;
 mod conformance;
+mod faults;
 mod fuzz;
 mod haproxy;
 mod peers;
@@ -63,6 +64,9 @@ enum Task {
     /// Run the official MCP conformance suite against plexus-conformance-client, print a table per
     /// suite version, and fail unless every must-pass scenario passes.
     Conformance(conformance::ConformanceArgs),
+    /// Run the fault matrix (every fault over every transport, through the Hub and through
+    /// `plexus serve`) and print it as Markdown; fails if a cell fails.
+    Faults(faults::FaultsArgs),
 }
 
 /// Prints a task's error with its causes; true when it succeeded.
@@ -84,6 +88,7 @@ fn main() -> ExitCode {
         Task::Bench => report(bench::run()),
         Task::Peers => report(peers::run()),
         Task::Conformance(args) => report(conformance::run(args)),
+        Task::Faults(args) => report(faults::run(args)),
     };
     if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }

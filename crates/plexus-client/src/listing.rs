@@ -7,11 +7,11 @@
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
+use plexus_jsonrpc::RawValue;
 use plexus_protocol::{
     CacheScope, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, Prompt, Resource, ResourceTemplate, Tool, methods,
 };
-use plexus_jsonrpc::RawValue;
 use serde::de::DeserializeOwned;
 
 use crate::ClientError;
@@ -64,7 +64,13 @@ macro_rules! page {
 }
 
 page!(ListToolsResult, Tool, methods::TOOLS_LIST, tools, "tools");
-page!(ListResourcesResult, Resource, methods::RESOURCES_LIST, resources, "resources");
+page!(
+    ListResourcesResult,
+    Resource,
+    methods::RESOURCES_LIST,
+    resources,
+    "resources"
+);
 page!(
     ListResourceTemplatesResult,
     ResourceTemplate,
@@ -111,7 +117,10 @@ pub(crate) fn decode_page<P: Page>(raw: &RawValue) -> Result<(P, Vec<LeftOut>), 
     else {
         return Err(invalid(whole));
     };
-    members.insert(P::ITEMS.to_owned(), RawValue::from_string("[]".to_owned()).map_err(invalid)?);
+    members.insert(
+        P::ITEMS.to_owned(),
+        RawValue::from_string("[]".to_owned()).map_err(invalid)?,
+    );
     let rest = serde_json::to_string(&members).map_err(invalid)?;
     let mut page: P = serde_json::from_str(&rest).map_err(|_| invalid(whole))?;
     let mut decoded = Vec::with_capacity(items.len());
@@ -149,7 +158,8 @@ impl Client {
     /// [`list_tools`](Self::list_tools) with the list's caching hints.
     pub async fn tools_listing(&self) -> Result<Listing<Tool>, ClientError> {
         let mut listing = self.listing::<ListToolsResult>().await?;
-        self.shared.record_undecodable_tools(std::mem::take(&mut listing.left_out), true);
+        self.shared
+            .record_undecodable_tools(std::mem::take(&mut listing.left_out), true);
         if let Some(wire) = self.shared.stateless() {
             wire.check_tools(&self.shared.name, &mut listing.items, true);
         }

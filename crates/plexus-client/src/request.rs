@@ -517,8 +517,9 @@ fn reply_limit(options: &RequestOptions, timeout: Duration) -> Option<Duration> 
     }
 }
 
-/// The request timed out: it is forgotten, the server is told (unless it is `initialize`, which is
-/// never cancelled), and the error says what else the server sent meanwhile that was dropped.
+/// The request timed out: it is forgotten, the server is told in the background (unless it is
+/// `initialize`, which is never cancelled), and the error says what else the server sent
+/// meanwhile that was dropped.
 async fn gave_up(
     shared: &Arc<Shared>,
     id: i64,
@@ -530,8 +531,12 @@ async fn gave_up(
     shared.forget(id);
     if cancellable {
         let reason = format!("timed out after {}", crate::error::format_duration(timeout));
-        // Bounded: a transport too busy to take the notification soon is not waited for.
-        let _ = tokio::time::timeout(Duration::from_secs(1), send_cancelled(shared, id, &reason)).await;
+        // The caller hears of the timeout at once, not after the server took the notification
+        // (a slow server would add its own delay): the notification is owed, sent now in the
+        // background, and before the session's next request in any case.
+        shared.owe_cancellation(id, reason);
+        let owed = Arc::clone(shared);
+        tokio::spawn(async move { owed.send_owed_cancellations().await });
     }
     ClientError::Timeout {
         method: method.to_owned(),

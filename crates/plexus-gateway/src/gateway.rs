@@ -231,12 +231,7 @@ impl Gateway {
                 self.wait_ready().await;
                 // Boxed, as are the other lists: a `tools/call`'s task stays small.
                 let pool = Box::pin(self.hub.tool_pool()).await;
-                let tools: Vec<plexus::protocol::Tool> = pool
-                    .entries
-                    .iter()
-                    .map(|entry| crate::tools::served_tool(entry))
-                    .collect();
-                json!({"tools": tools})
+                crate::tools::tools_page(&pool.entries, params)?
             }
             methods::PROMPTS_LIST
             | methods::PROMPTS_GET

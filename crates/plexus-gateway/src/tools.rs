@@ -83,6 +83,62 @@ fn no_arguments() -> &'static RawValue {
     serde_json::from_str("{}").expect("`{}` is JSON")
 }
 
+/// The most tools one `tools/list` page holds.
+const PAGE_TOOLS: usize = 1000;
+/// The most bytes of tools one page holds (a page has at least one tool): far below a client's
+/// message limit (16 MiB by default), so that a pool of many tools is listed in pages a client
+/// takes instead of one message it refuses.
+const PAGE_BYTES: usize = 4 << 20;
+/// What the gateway's `tools/list` cursors start with; the rest is the index of the page's first
+/// tool in the pool.
+const CURSOR_PREFIX: &str = "tools@";
+
+/// One page of `tools/list` over `entries` (the pool's tools, in order), from the request's
+/// `cursor`: at most [`PAGE_TOOLS`] tools and [`PAGE_BYTES`] bytes, with `nextCursor` when more
+/// follow. A cursor the gateway did not give is -32602; one past the end (the pool shrank
+/// meanwhile) gives an empty last page.
+pub(super) fn tools_page(
+    entries: &[Arc<plexus::tools::ToolEntry>],
+    params: &serde_json::Map<String, Value>,
+) -> Result<Value, ErrorObject> {
+    let start = match params.get("cursor") {
+        None | Some(Value::Null) => 0,
+        Some(cursor) => cursor
+            .as_str()
+            .and_then(|cursor| cursor.strip_prefix(CURSOR_PREFIX))
+            .and_then(|index| index.parse::<usize>().ok())
+            .ok_or_else(|| {
+                invalid_params(
+                    methods::TOOLS_LIST,
+                    format!("{cursor} is not a cursor this gateway gave"),
+                )
+            })?,
+    };
+    let mut tools = Vec::new();
+    let mut bytes = 0;
+    let mut next = start;
+    for entry in entries.iter().skip(start).take(PAGE_TOOLS) {
+        let tool = serde_json::to_value(served_tool(entry)).map_err(|e| {
+            ErrorObject::new(
+                ErrorCode::INTERNAL_ERROR,
+                format!("tool {} could not be written: {e}", entry.name),
+            )
+        })?;
+        let size = tool.to_string().len();
+        if !tools.is_empty() && bytes + size > PAGE_BYTES {
+            break;
+        }
+        bytes += size;
+        tools.push(tool);
+        next += 1;
+    }
+    let mut page = json!({ "tools": tools });
+    if next < entries.len() {
+        page["nextCursor"] = json!(format!("{CURSOR_PREFIX}{next}"));
+    }
+    Ok(page)
+}
+
 /// A pool entry as the gateway lists it. A tool that must run as a task is called as one by the
 /// gateway, which follows the task and answers its client with the result (and the task's
 /// progress); the gateway declares no tasks of its own, so the tool is listed without its

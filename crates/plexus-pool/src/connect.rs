@@ -497,7 +497,8 @@ fn watchers(shared: &Arc<Shared>, slot: &Arc<Slot>, epoch: u64, client: &Client)
 
 /// The pool's request observer for one connection: counts terminal I/O failures in a row (a
 /// reply resets the count) and takes the connection as lost at the limit, or at once when the
-/// server ended the session.
+/// server ended the session or refused a request for want of authentication (the reconnect then
+/// puts a remote server in `needs-auth` when a login is needed, as a connect's 401 does).
 struct Health {
     shared: Weak<Shared>,
     slot: Weak<Slot>,
@@ -536,6 +537,9 @@ impl RequestObserver for Health {
             }
             Some(ErrorClass::SessionExpired) => {
                 lost(&shared, &slot, self.epoch, LossKind::Ended, error.clone());
+            }
+            Some(ErrorClass::NeedsAuth) if !slot.spec.is_local() => {
+                lost(&shared, &slot, self.epoch, LossKind::NeedsAuth, error.clone());
             }
             _ => {}
         }

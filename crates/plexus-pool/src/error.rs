@@ -139,4 +139,8 @@ pub enum LossKind {
         /// How many.
         count: u32,
     },
+    /// A request was refused for want of authentication (HTTP 401): the session's credentials
+    /// no longer work. The reconnect that follows finds out whether a login is needed.
+    #[error(": the server asked for authentication again")]
+    NeedsAuth,
 }

@@ -336,6 +336,42 @@ pub(crate) fn task_required_tool() -> Value {
     tool
 }
 
+/// The tool of `--misbehave-tool`: each call commits one protocol fault `count` times around
+/// its answer (see [`crate::misbehave::Act`]).
+pub(crate) fn misbehave_tool() -> Value {
+    tool(
+        "misbehave",
+        "Misbehave",
+        "Fault: before answering, sends `count` messages of one kind a client must survive: `list-changed` \
+         (a storm of tools/list_changed), `progress` (a flood of progress for this call), `unknown-id` (responses \
+         to requests never made), `duplicate-request` (server requests that reuse one id), `bad-notification` \
+         (notifications whose params have the wrong shape).",
+        schema(
+            &json!({
+                "act": {"type": "string", "enum": ["list-changed", "progress", "unknown-id", "duplicate-request", "bad-notification"]},
+                "count": {"type": "integer", "minimum": 1, "maximum": crate::misbehave::MAX_COUNT, "default": 100},
+            }),
+            &["act"],
+        ),
+        &read_only(),
+    )
+}
+
+/// The tool of `--nested-schema-depth N`: `nested`, whose input schema nests `depth` objects.
+pub(crate) fn nested_tool(depth: usize) -> Value {
+    let mut inner = json!({"type": "string"});
+    for _ in 0..depth {
+        inner = json!({"type": "object", "properties": {"next": inner}});
+    }
+    tool(
+        "nested",
+        "Nested",
+        &format!("Fault: an input schema {depth} objects deep; returns its arguments as JSON."),
+        inner,
+        &read_only(),
+    )
+}
+
 /// The name of the `--header-tools` tool whose arguments become `Mcp-Param-*` headers.
 pub(crate) const HEADERS_ECHO: &str = "headers_echo";
 /// The name of the `--header-tools` tool whose `x-mcp-header` annotation is invalid.

@@ -218,6 +218,14 @@ pub struct ServerOptions {
     /// a response.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
     pub cancel_listen_after_ms: Option<u64>,
+    /// Add the tool `misbehave`, whose calls send a storm of `list_changed`, a flood of
+    /// progress, responses to requests never made, server requests that reuse one id, or
+    /// notifications of the wrong shape (`act`, `count` times) before they are answered.
+    #[arg(long)]
+    pub misbehave_tool: bool,
+    /// Add the tool `nested`, whose input schema nests DEPTH objects (at most 2000).
+    #[arg(long, value_name = "DEPTH", value_parser = clap::value_parser!(u64).range(1..=crate::misbehave::MAX_NESTED_DEPTH as u64).map(|n| n as usize))]
+    pub nested_schema_depth: Option<usize>,
 }
 
 /// `METHOD=MS`.
@@ -264,6 +272,8 @@ impl Default for ServerOptions {
             listen_honours: ListenKind::ALL.to_vec(),
             end_listen_after_ms: None,
             cancel_listen_after_ms: None,
+            misbehave_tool: false,
+            nested_schema_depth: None,
         }
     }
 }

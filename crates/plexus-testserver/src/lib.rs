@@ -395,6 +395,7 @@ mod faults;
 mod handlers;
 mod listen;
 mod listing;
+mod misbehave;
 mod mrtr;
 #[cfg(feature = "remote")]
 mod oauth;

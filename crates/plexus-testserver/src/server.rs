@@ -83,6 +83,8 @@ pub(crate) struct Server {
     pub(crate) era: EraOptions,
     pub(crate) events: Arc<EventLog>,
     pub(crate) builtin_tools: Vec<Value>,
+    /// The tools/call answers of every session, for `--faults-after-calls`.
+    pub(crate) calls_answered: AtomicU64,
     resources: Vec<Value>,
     templates: Vec<Value>,
     prompts: Vec<Value>,
@@ -116,6 +118,12 @@ impl Server {
         if options.tasks {
             builtin_tools.push(crate::tasks::research_tool());
         }
+        if options.misbehave_tool {
+            builtin_tools.push(catalog::misbehave_tool());
+        }
+        if let Some(depth) = options.nested_schema_depth {
+            builtin_tools.push(catalog::nested_tool(depth));
+        }
         let era = EraOptions {
             support: options.era,
             probe_answer: options.probe_answer,
@@ -133,6 +141,7 @@ impl Server {
             tasks,
             events,
             builtin_tools,
+            calls_answered: AtomicU64::new(0),
             resources: catalog::resources(),
             templates: catalog::resource_templates(),
             prompts: catalog::prompts(),
@@ -584,6 +593,7 @@ impl Session {
         out: &mut Vec<Output>,
     ) {
         self.respond(id, outcome, out);
+        self.server.calls_answered.fetch_add(1, Ordering::Relaxed);
         let answered = self.tool_calls_answered.fetch_add(1, Ordering::Relaxed) + 1;
         if self.options().crash_after == Some(answered) {
             out.push(Output::Exit {

@@ -344,6 +344,14 @@ impl Session {
                 ErrorCode::METHOD_NOT_FOUND,
                 "task-required must be called as a task, and this server runs no tasks",
             )),
+            "misbehave" if self.options().misbehave_tool => {
+                let token = call.meta.as_ref().and_then(|meta| meta.progress_token.as_ref());
+                arguments(name, args)
+                    .and_then(|misbehave| self.misbehave(&misbehave, token, out))
+                    .and_then(|done| text(&done))
+            }
+            "nested" if self.options().nested_schema_depth.is_some() => arguments(name, args)
+                .and_then(|echoed: serde_json::Map<String, Value>| text(&Value::Object(echoed).to_string())),
             "drip" => match arguments(name, args).and_then(drip_args) {
                 Ok((chunk, delay)) => return self.drip(id, chunk, delay, out),
                 Err(error) => Err(error),

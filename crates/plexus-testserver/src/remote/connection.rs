@@ -194,7 +194,7 @@ where
                 if gzip {
                     response = http::gzip(app.events(), response);
                 }
-                if let Some(ms) = app.remote().slow_headers_ms {
+                if let Some(ms) = app.remote().slow_headers_ms.filter(|_| app.faults_armed()) {
                     tokio::time::sleep(Duration::from_millis(ms)).await;
                 }
                 Ok::<_, Infallible>(response)

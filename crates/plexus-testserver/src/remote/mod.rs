@@ -174,6 +174,9 @@ impl App {
         if remote.fail_status.is_none() && remote.fail_after.is_none() && remote.reset_after.is_none() {
             return None;
         }
+        if !self.faults_armed() {
+            return None;
+        }
         let n = self.requests_seen.fetch_add(1, Ordering::Relaxed) + 1;
         if counts_for_reset && self.is_hit(n, remote.reset_after) {
             self.events
@@ -231,8 +234,18 @@ impl App {
         Some(response)
     }
 
+    /// Whether the faults that hit mid-session apply yet (`--faults-after-calls`).
+    pub(crate) fn faults_armed(&self) -> bool {
+        self.remote
+            .faults_after_calls
+            .is_none_or(|calls| self.server.calls_answered.load(Ordering::Relaxed) >= calls)
+    }
+
     /// Counts one WebSocket text message; whether `--reset-after` hits it.
     pub(crate) fn ws_message_resets(&self) -> bool {
+        if self.remote.reset_after.is_none() || !self.faults_armed() {
+            return false;
+        }
         let n = self.ws_messages_seen.fetch_add(1, Ordering::Relaxed) + 1;
         let hit = self.is_hit(n, self.remote.reset_after);
         if hit {

@@ -54,6 +54,9 @@ const MCP_HEADER_PREFIX: &str = "mcp-";
 /// The stateless side of the Streamable HTTP transport.
 pub(crate) struct Stateless {
     json_response: bool,
+    /// `--drop-sse-after`: a `tools/call`'s stream ends after this many events, before its
+    /// response (the stateless revision resumes no stream), once the faults are armed.
+    drop_sse_after: Option<u64>,
     /// A stateless request was refused under `--reject-first-modern-request` (once per server).
     rejected_once: Mutex<bool>,
 }
@@ -215,9 +218,10 @@ impl Drop for EndWork {
 impl Stateless {
     /// The stateless side of a server that answers with one JSON body when `json_response`
     /// (`--json-response`), else with an SSE stream.
-    pub(crate) fn new(json_response: bool) -> Self {
+    pub(crate) fn new(json_response: bool, drop_sse_after: Option<u64>) -> Self {
         Stateless {
             json_response,
+            drop_sse_after,
             rejected_once: Mutex::new(false),
         }
     }
@@ -297,6 +301,7 @@ impl Stateless {
     async fn run(&self, app: &Arc<App>, request: plexus_jsonrpc::Request, mcp: Map<String, Value>) -> Response<Body> {
         let (outbox, emitted) = mpsc::channel(OUTBOX_CAPACITY);
         let listen = (request.method == SUBSCRIPTIONS_LISTEN).then(|| request.id.clone());
+        let calls = request.method == "tools/call";
         let session = Session::stateless(Arc::clone(app.server()), outbox, mcp);
         let mut work = EndWork::new(Arc::clone(&session), request.id.clone());
         if listen.is_some() {
@@ -312,9 +317,25 @@ impl Stateless {
         if failed || (self.json_response && listen.is_none()) {
             return json_answer(app, outputs, emitted, work).await;
         }
+        let drop_after = self
+            .drop_sse_after
+            .filter(|_| listen.is_none() && calls && app.faults_armed());
+        if let Some(events) = drop_after {
+            app.events()
+                .record(&json!({"event": "fault", "fault": "drop-sse", "stateless": true, "after": events}));
+        }
         let listening = listen.map(|id| ListenStream::new(&session, id));
         let (frames, body) = mpsc::channel(FRAME_CAPACITY);
-        tokio::spawn(stream(Arc::downgrade(app), work, outputs, emitted, frames, listening));
+        let limit = StreamLimit { events: drop_after };
+        tokio::spawn(stream(
+            Arc::downgrade(app),
+            work,
+            outputs,
+            emitted,
+            frames,
+            listening,
+            limit,
+        ));
         http::event_stream(Body::Frames(body))
     }
 }
@@ -382,7 +403,9 @@ async fn stream(
     mut emitted: mpsc::Receiver<Emitted>,
     frames: mpsc::Sender<Bytes>,
     mut listening: Option<ListenStream>,
+    limit: StreamLimit,
 ) {
+    let mut sent = 0_u64;
     let Some(mut stopping) = app.upgrade().map(|app| app.stopping()) else {
         return;
     };
@@ -429,9 +452,14 @@ async fn stream(
                 continue;
             }
         };
+        if limit.events.is_some_and(|events| sent >= events) {
+            // `--drop-sse-after`: the stream ends here, before the response.
+            return;
+        }
         if frames.send(message_event(&line)).await.is_err() {
             return;
         }
+        sent += 1;
         if last {
             work.answered();
             if let Some(app) = app.upgrade() {
@@ -441,6 +469,12 @@ async fn stream(
             return;
         }
     }
+}
+
+/// How much of a request's stream is written (`--drop-sse-after`).
+struct StreamLimit {
+    /// The events after which the stream ends, before its response.
+    events: Option<u64>,
 }
 
 /// The `x-mcp-header` parameters of the listed tool `name` (none for an unknown tool, or one

@@ -65,6 +65,12 @@ pub struct RemoteOptions {
     /// that failures and successes alternate.
     #[arg(long, value_name = "P", requires = "fault_times", value_parser = value_parser!(u64).range(1..))]
     pub fault_period: Option<u64>,
+    /// With --fail-status, --fail-after, --reset-after, --slow-headers-ms and (http)
+    /// --drop-sse-after and --expire-session-after: the faults apply (and count requests) only
+    /// once the server has answered N tools/call in all, so that a session is up and a call has
+    /// worked before they hit.
+    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..))]
+    pub faults_after_calls: Option<u64>,
     /// Fault: answer a request whose Content-Length is above BYTES with STATUS (default 413; a 401
     /// carries a Bearer challenge) as soon as its head is in, without reading its body, and close
     /// the connection (an unread body makes the close a TCP reset).
@@ -101,6 +107,7 @@ impl Default for RemoteOptions {
             reset_after: None,
             fault_times: None,
             fault_period: None,
+            faults_after_calls: None,
             reject_large_body: None,
             tls_cert: None,
             tls_key: None,
@@ -113,10 +120,12 @@ impl Default for RemoteOptions {
 /// Session faults of the modes that have sessions (`http`, `sse`).
 #[derive(Debug, Clone, Default, Args)]
 pub struct SessionOptions {
-    /// Fault: a session answers its first N requests (initialize included), then forgets itself:
-    /// the next request and everything after it with that session id get 404 with a JSON-RPC
-    /// error -32001; the session's open streams end.
-    #[arg(long, value_name = "N", value_parser = value_parser!(u64).range(1..))]
+    /// Fault: a session answers its first N requests, then forgets itself: the next request and
+    /// everything after it with that session id get 404 with a JSON-RPC error -32001; the
+    /// session's open streams end. With --faults-after-calls, only the requests after the
+    /// server's first answered calls count (N may then be 0); with --fault-times K, at most K
+    /// sessions expire (http).
+    #[arg(long, value_name = "N")]
     pub expire_session_after: Option<u64>,
     /// Fault: http: the SSE stream of a POSTed request (not initialize) ends after N events, and
     /// before the response; the rest is resumable by GET with Last-Event-ID unless --no-resume.

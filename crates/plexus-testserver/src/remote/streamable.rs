@@ -60,6 +60,8 @@ pub(crate) struct Streamable {
     sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
     /// tools/call POSTs seen, over all sessions, for `--close-after-request-ms`.
     calls_seen: AtomicU64,
+    /// Sessions ended by `--expire-session-after`, for `--fault-times`.
+    expired: AtomicU64,
     /// The stateless era's requests.
     stateless: Stateless,
 }
@@ -124,7 +126,8 @@ impl Streamable {
             },
             sessions: Mutex::new(HashMap::new()),
             calls_seen: AtomicU64::new(0),
-            stateless: Stateless::new(options.json_response),
+            expired: AtomicU64::new(0),
+            stateless: Stateless::new(options.json_response, options.sessions.drop_sse_after),
         }
     }
 
@@ -183,7 +186,19 @@ impl Streamable {
                     other => other,
                 }
             }
-            (_, Some(headers)) => return self.stateless.post(app, &headers, message).await,
+            (_, Some(headers)) => {
+                if let Message::Request(request) = &message
+                    && request.method == "tools/call"
+                    && let Some(wait) = self.close_hits(app, &request.id)
+                {
+                    // The call runs; its answer is dropped, and the connection closes.
+                    let answer = self.stateless.post(app, &headers, message).await;
+                    tokio::time::sleep(wait).await;
+                    drop(answer);
+                    match connection.close().await {}
+                }
+                return self.stateless.post(app, &headers, message).await;
+            }
             (EraSupport::Modern, None) => return refuse_legacy(app, &message, version.as_deref()),
             (_, None) => message,
         };
@@ -300,7 +315,7 @@ impl Streamable {
             Ok(stream) => stream,
             Err(response) => return *response,
         };
-        let faulty = !initialize;
+        let faulty = !initialize && app.faults_armed();
         stream.push_priming(self.config.sse_retry_ms.filter(|_| faulty));
         if let Some(bytes) = self.config.oversize_event.filter(|_| faulty) {
             if let Some(line) = oversize_line(bytes) {
@@ -510,10 +525,18 @@ impl Streamable {
         Some(wait)
     }
 
-    /// Counts a request against `--expire-session-after`; when due, ends the session.
+    /// Counts a request against `--expire-session-after` (once the faults are armed, see
+    /// `--faults-after-calls`); when due, ends the session (at most `--fault-times` sessions).
     fn expire_if_due(&self, app: &App, session: &HttpSession) -> bool {
+        if self.config.expire_session_after.is_none() || !app.faults_armed() {
+            return false;
+        }
         let seen = session.requests_seen.fetch_add(1, Ordering::Relaxed) + 1;
-        let due = self.config.expire_session_after.is_some_and(|limit| seen > limit);
+        let due = self.config.expire_session_after.is_some_and(|limit| seen > limit)
+            && app
+                .remote()
+                .fault_times
+                .is_none_or(|times| self.expired.fetch_add(1, Ordering::Relaxed) < times);
         if due {
             app.events().record(
                 &json!({"event": "fault", "fault": "expire-session", "session": session.id, "after": seen - 1}),

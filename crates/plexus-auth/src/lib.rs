@@ -36,7 +36,7 @@
 //! and the ES256 signatures of client assertions and DPoP proofs (the crypto provider rustls
 //! already brings), `base64` for PKCE challenges, HTTP Basic client authentication and JWTs,
 //! `tempfile` for atomic private writes of the token store and the
-//! needs-auth cache, `nix` to run the headers helper in its own process group (killed whole on a
+//! needs-auth cache, `fs4` for the token store's cross-process lock file, `nix` to run the headers helper in its own process group (killed whole on a
 //! timeout).
 #![forbid(unsafe_code)]
 
@@ -47,6 +47,7 @@ pub mod needs_auth;
 pub mod oauth;
 pub mod private_file;
 pub mod store;
+mod store_lock;
 mod text;
 
 pub use helper::{DEFAULT_HELPER_TIMEOUT, HeadersHelper, HelperError, OutputProblem, Rerun};
@@ -57,4 +58,4 @@ pub use ingress::{INGRESS_TOKEN_FILE_VAR, INGRESS_TOKEN_VAR, IngressError, Ingre
 pub use needs_auth::{NEEDS_AUTH_CACHE_FILE, NEEDS_AUTH_TTL, NeedsAuthCache, NeedsAuthEntry, NeedsAuthError};
 pub use oauth::{OAuthError, OAuthProvider, OAuthSettings, RedirectFollower, UserAgent};
 pub use private_file::{FileProblem, FileWarning, FileWarnings, PrivateFile};
-pub use store::{Secret, TokenStore, TokenStoreError};
+pub use store::{LockedStore, Secret, TokenStore, TokenStoreError};

@@ -213,19 +213,36 @@ async fn without_a_user_agent_a_refused_token_is_refreshed_once_then_a_login_is_
             ]
         );
 
-        // Everything revoked: the refresh is refused, and no login can run here.
+        // Everything revoked: the refresh is refused, and no login can run here. The reason
+        // says which authorization server rejected the refresh token, and what it answered.
         f.oauth.revoke_tokens();
         let err = caller.initialize().await.unwrap_err();
         assert!(matches!(err, TransportError::NeedsAuth { .. }), "{err:?}");
-        assert!(
-            plexus_transport::error_chain(&err).ends_with("log in with `plexus login docs`"),
-            "{err}"
+        let issuer = f.oauth.issuer();
+        assert_eq!(
+            plexus_transport::error_chain(&err),
+            format!(
+                "the server needs authentication: server \"docs\": the refresh token was rejected by the authorization \
+                 server {issuer}; log in again with `plexus login docs`: the token endpoint {issuer}/token answered \
+                 HTTP 400: invalid_grant (the refresh token is unknown, revoked or already rotated)"
+            )
         );
-        assert_eq!(f.requests_to(Endpoint::Token).last().unwrap().status, 400);
+        let token_requests = f.requests_to(Endpoint::Token);
+        assert_eq!(token_requests.last().unwrap().status, 400);
         assert_eq!(f.requests_to(Endpoint::Authorize).len(), 1, "only the explicit login");
-        let stored = f.store.get("docs", &f.oauth.issuer()).await.unwrap().unwrap();
+        let stored = f.store.get("docs", &issuer).await.unwrap().unwrap();
         assert!(stored.tokens.is_none(), "refused tokens are forgotten");
         assert!(stored.client.is_some(), "the registration is kept for the next login");
+
+        // The dead refresh token is never sent again: the next request needs a login for the
+        // same reason, without a token request.
+        let err = caller.initialize().await.unwrap_err();
+        assert!(matches!(err, TransportError::NeedsAuth { .. }), "{err:?}");
+        assert!(
+            plexus_transport::error_chain(&err).contains("the refresh token was rejected by the authorization server"),
+            "{err}"
+        );
+        assert_eq!(f.requests_to(Endpoint::Token).len(), token_requests.len());
         f.server.shutdown().await;
     })
     .await;

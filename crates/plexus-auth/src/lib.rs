@@ -35,9 +35,11 @@
 //! discovery URLs and the canonical resource URI, `aws-lc-rs` for PKCE's SHA-256, random values
 //! and the ES256 signatures of client assertions and DPoP proofs (the crypto provider rustls
 //! already brings), `base64` for PKCE challenges, HTTP Basic client authentication and JWTs,
-//! `tempfile` for atomic private writes of the token store and the
-//! needs-auth cache, `fs4` for the token store's cross-process lock file, `nix` to run the headers helper in its own process group (killed whole on a
-//! timeout).
+//! `tempfile` for atomic private writes of the token store and the needs-auth cache, `fs4` for
+//! the token store's lock file (`credentials.json.lock`, held across processes for every change
+//! and every refresh: see [`store`]), `nix` to run the headers helper in its own process group
+//! (killed whole on a timeout) and for `O_NOFOLLOW` (a private file is never opened through a
+//! symbolic link).
 #![forbid(unsafe_code)]
 
 pub mod helper;

@@ -23,7 +23,7 @@
 //! a [`FileWarning`] in the cache's [`FileWarnings`] (its own, or one shared
 //! with [`with_warnings`](NeedsAuthCache::with_warnings)). A cache file that is a symbolic link is
 //! neither followed nor replaced: it reads as empty (reported once, as
-//! [`FileProblem::Symlink`](crate::FileProblem::Symlink)) and writes fail with an error naming it.
+//! [`FileProblem::Symlink`]) and writes fail with an error naming it.
 //! Writes within
 //! one process are serialized (clones of a cache share a lock); between processes the last
 //! rename wins, which can only lose an entry, never corrupt the file.

@@ -7,7 +7,10 @@
 //! or version, too large, unreadable) is renamed aside (`<name>.corrupt-<unix seconds>`), reported,
 //! and its reader starts from empty: a broken file costs its contents, never a crash. Writing is
 //! atomic: a temporary file (mode 0600) in the same directory, flushed to disk, renamed over the
-//! old one, and the directory flushed.
+//! old one, and the directory flushed. A file that is a symbolic link is neither read through
+//! (`O_NOFOLLOW` backs the check) nor replaced nor moved aside: the token store fails with an
+//! error naming it, the needs-auth cache reports it ([`FileProblem::Symlink`]) and goes on
+//! without it.
 //!
 //! What was reported is data ([`FileWarning`]), collected in a [`FileWarnings`] that the store and
 //! the cache share with whoever shows them (the facade's connector; the CLI prints each as a

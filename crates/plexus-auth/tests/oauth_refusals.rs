@@ -247,3 +247,43 @@ async fn without_a_user_agent_a_refused_token_is_refreshed_once_then_a_login_is_
     })
     .await;
 }
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_store_that_is_a_symbolic_link_fails_requests_and_logins_naming_it() {
+    guarded(async {
+        let f = start(&[]).await;
+        f.provider(settings()).login().await.unwrap();
+        // Someone replaced the store by a link to another file: plexus reads no token through
+        // it, and says why instead of asking for a login.
+        let path = f.store.path().to_owned();
+        let moved = f.home.path().join("moved.json");
+        std::fs::rename(&path, &moved).unwrap();
+        std::os::unix::fs::symlink(&moved, &path).unwrap();
+        let refused = format!(
+            "token store {}: it is a symbolic link, which plexus neither follows nor replaces (make it a regular file)",
+            path.display()
+        );
+        let err = f
+            .caller(f.headless_provider(settings()))
+            .initialize()
+            .await
+            .unwrap_err();
+        assert!(matches!(err, TransportError::AuthFailed { .. }), "{err:?}");
+        assert!(
+            plexus_transport::error_chain(&err).ends_with(&format!("server \"docs\": {refused}")),
+            "{err}"
+        );
+        let authorizations = f.requests_to(Endpoint::Authorize).len();
+        let err = f.provider(settings()).login().await.unwrap_err();
+        assert_eq!(plexus_transport::error_chain(&err), refused);
+        assert_eq!(
+            f.requests_to(Endpoint::Authorize).len(),
+            authorizations,
+            "refused before any browser"
+        );
+        assert!(std::fs::symlink_metadata(&path).unwrap().file_type().is_symlink());
+        f.server.shutdown().await;
+    })
+    .await;
+}

@@ -35,9 +35,11 @@
 //! discovery URLs and the canonical resource URI, `aws-lc-rs` for PKCE's SHA-256, random values
 //! and the ES256 signatures of client assertions and DPoP proofs (the crypto provider rustls
 //! already brings), `base64` for PKCE challenges, HTTP Basic client authentication and JWTs,
-//! `tempfile` for atomic private writes of the token store and the
-//! needs-auth cache, `nix` to run the headers helper in its own process group (killed whole on a
-//! timeout).
+//! `tempfile` for atomic private writes of the token store and the needs-auth cache, `fs4` for
+//! the token store's lock file (`credentials.json.lock`, held across processes for every change
+//! and every refresh: see [`store`]), `nix` to run the headers helper in its own process group
+//! (killed whole on a timeout) and for `O_NOFOLLOW` (a private file is never opened through a
+//! symbolic link).
 #![forbid(unsafe_code)]
 
 pub mod helper;
@@ -47,6 +49,7 @@ pub mod needs_auth;
 pub mod oauth;
 pub mod private_file;
 pub mod store;
+mod store_lock;
 mod text;
 
 pub use helper::{DEFAULT_HELPER_TIMEOUT, HeadersHelper, HelperError, OutputProblem, Rerun};
@@ -57,4 +60,4 @@ pub use ingress::{INGRESS_TOKEN_FILE_VAR, INGRESS_TOKEN_VAR, IngressError, Ingre
 pub use needs_auth::{NEEDS_AUTH_CACHE_FILE, NEEDS_AUTH_TTL, NeedsAuthCache, NeedsAuthEntry, NeedsAuthError};
 pub use oauth::{OAuthError, OAuthProvider, OAuthSettings, RedirectFollower, UserAgent};
 pub use private_file::{FileProblem, FileWarning, FileWarnings, PrivateFile};
-pub use store::{Secret, TokenStore, TokenStoreError};
+pub use store::{LockedStore, Secret, TokenStore, TokenStoreError};

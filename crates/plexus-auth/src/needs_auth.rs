@@ -21,7 +21,10 @@
 //! [`MAX_CACHE_FILE_SIZE`], not the JSON above or unreadable is renamed aside
 //! (`mcp-needs-auth-cache.json.corrupt-<time>`) and the cache starts empty; both are reported as
 //! a [`FileWarning`] in the cache's [`FileWarnings`] (its own, or one shared
-//! with [`with_warnings`](NeedsAuthCache::with_warnings)). Writes within
+//! with [`with_warnings`](NeedsAuthCache::with_warnings)). A cache file that is a symbolic link is
+//! neither followed nor replaced: it reads as empty (reported once, as
+//! [`FileProblem::Symlink`]) and writes fail with an error naming it.
+//! Writes within
 //! one process are serialized (clones of a cache share a lock); between processes the last
 //! rename wins, which can only lose an entry, never corrupt the file.
 //!
@@ -63,7 +66,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use plexus_net::redact::redact_url;
 use serde::{Deserialize, Serialize};
 
-use crate::private_file::{self, FileWarning, FileWarnings, PrivateFile};
+use crate::private_file::{self, FileFailure, FileProblem, FileWarning, FileWarnings, PrivateFile};
 use crate::text::cut;
 
 /// The cache file's name in the plexus home.
@@ -150,6 +153,29 @@ struct Loaded {
     entries: Entries,
     /// The file exists but could not be used: the next write replaces it even if nothing changed.
     corrupt: bool,
+    /// The file is a symbolic link: it is neither read nor written.
+    symlink: bool,
+}
+
+impl Loaded {
+    fn empty() -> Loaded {
+        Loaded {
+            entries: Entries::new(),
+            corrupt: false,
+            symlink: false,
+        }
+    }
+
+    /// The entries to change, or the error of a cache that is a symbolic link.
+    fn writable(self, path: &Path) -> Result<(Entries, bool), NeedsAuthError> {
+        if self.symlink {
+            return Err(NeedsAuthError {
+                path: path.to_path_buf(),
+                source: FileFailure::Symlink.into_io(),
+            });
+        }
+        Ok((self.entries, self.corrupt))
+    }
 }
 
 impl NeedsAuthCache {
@@ -247,7 +273,7 @@ impl NeedsAuthCache {
     pub fn record(&self, server: &str, url: &str, reason: Option<&str>) -> Result<(), NeedsAuthError> {
         let _guard = self.lock();
         let now = self.now_ms();
-        let mut entries = self.load().entries;
+        let (mut entries, _) = self.load().writable(&self.path)?;
         entries.entry(server.to_owned()).or_default().insert(
             redact_url(url),
             StoredEntry {
@@ -261,7 +287,7 @@ impl NeedsAuthCache {
     /// Removes the entry of server `server` at `url`; says whether there was one (fresh or not).
     pub fn clear(&self, server: &str, url: &str) -> Result<bool, NeedsAuthError> {
         let _guard = self.lock();
-        let Loaded { mut entries, corrupt } = self.load();
+        let (mut entries, corrupt) = self.load().writable(&self.path)?;
         let key = redact_url(url);
         let removed = match entries.get_mut(server) {
             Some(urls) => {
@@ -283,7 +309,7 @@ impl NeedsAuthCache {
     /// there were.
     pub fn clear_server(&self, server: &str) -> Result<usize, NeedsAuthError> {
         let _guard = self.lock();
-        let Loaded { mut entries, corrupt } = self.load();
+        let (mut entries, corrupt) = self.load().writable(&self.path)?;
         let removed = entries.remove(server).map_or(0, |urls| urls.len());
         if removed > 0 || corrupt {
             self.store(entries, self.now_ms())?;
@@ -306,24 +332,30 @@ impl NeedsAuthCache {
     }
 
     /// Reads the file; a missing one is empty; a bad one is set aside (reported), empty and
-    /// corrupt.
+    /// corrupt; a symbolic link is neither followed nor moved (reported), and empty.
     fn load(&self) -> Loaded {
         let corrupt = |why: String| {
             private_file::set_aside(&self.path, PrivateFile::NeedsAuthCache, why, &self.warnings);
             Loaded {
-                entries: Entries::new(),
                 corrupt: true,
+                ..Loaded::empty()
             }
         };
         let handle = match private_file::open(&self.path, PrivateFile::NeedsAuthCache, &self.warnings) {
             Ok(Some(handle)) => handle,
-            Ok(None) => {
+            Ok(None) => return Loaded::empty(),
+            Err(FileFailure::Symlink) => {
+                self.warnings.report(FileWarning {
+                    file: PrivateFile::NeedsAuthCache,
+                    path: self.path.clone(),
+                    problem: FileProblem::Symlink,
+                });
                 return Loaded {
-                    entries: Entries::new(),
-                    corrupt: false,
+                    symlink: true,
+                    ..Loaded::empty()
                 };
             }
-            Err(e) => return corrupt(e.to_string()),
+            Err(failure) => return corrupt(failure.into_io().to_string()),
         };
         match private_file::read_bounded(handle, MAX_CACHE_FILE_SIZE) {
             Err(e) => corrupt(e.to_string()),
@@ -331,7 +363,7 @@ impl NeedsAuthCache {
             Ok(Some(text)) => match serde_json::from_slice(&text) {
                 Ok(entries) => Loaded {
                     entries,
-                    corrupt: false,
+                    ..Loaded::empty()
                 },
                 Err(e) => corrupt(format!("not a needs-auth cache: {e}")),
             },
@@ -366,6 +398,6 @@ impl NeedsAuthCache {
     fn write_atomically(&self, entries: &Entries) -> io::Result<()> {
         let mut text = serde_json::to_vec_pretty(entries).map_err(io::Error::other)?;
         text.push(b'\n');
-        private_file::write_atomically(&self.path, &text, ".mcp-needs-auth-cache.").map_err(|failure| failure.source)
+        private_file::write_atomically(&self.path, &text, ".mcp-needs-auth-cache.").map_err(FileFailure::into_io)
     }
 }

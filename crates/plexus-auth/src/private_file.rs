@@ -7,7 +7,10 @@
 //! or version, too large, unreadable) is renamed aside (`<name>.corrupt-<unix seconds>`), reported,
 //! and its reader starts from empty: a broken file costs its contents, never a crash. Writing is
 //! atomic: a temporary file (mode 0600) in the same directory, flushed to disk, renamed over the
-//! old one, and the directory flushed.
+//! old one, and the directory flushed. A file that is a symbolic link is neither read through
+//! (`O_NOFOLLOW` backs the check) nor replaced nor moved aside: the token store fails with an
+//! error naming it, the needs-auth cache reports it ([`FileProblem::Symlink`]) and goes on
+//! without it.
 //!
 //! What was reported is data ([`FileWarning`]), collected in a [`FileWarnings`] that the store and
 //! the cache share with whoever shows them (the facade's connector; the CLI prints each as a
@@ -61,6 +64,14 @@ impl PrivateFile {
         }
     }
 
+    /// What plexus does while the file is a symbolic link.
+    fn without_it(self) -> &'static str {
+        match self {
+            PrivateFile::Credentials => "no tokens are read from it or saved in it until it is a regular file",
+            PrivateFile::NeedsAuthCache => "servers are not remembered as needing a login until it is a regular file",
+        }
+    }
+
     fn starts_empty(self) -> &'static str {
         match self {
             PrivateFile::Credentials => "the store starts empty",
@@ -79,6 +90,9 @@ pub enum FileProblem {
         /// Where it was moved; `None` when even the rename failed (the next write replaces it).
         set_aside: Option<PathBuf>,
     },
+    /// It is a symbolic link: plexus neither follows nor replaces one, and went on without the
+    /// file.
+    Symlink,
     /// The group or other users could read or write it (Unix).
     OpenToOthers {
         /// Its permission bits as found (`0o644`).
@@ -111,6 +125,11 @@ impl fmt::Display for FileWarning {
                     None => f.write_str("; it could not be moved aside and will be replaced"),
                 }
             }
+            FileProblem::Symlink => write!(
+                f,
+                "{what} {path} is a symbolic link, which plexus neither follows nor replaces; {}",
+                self.file.without_it()
+            ),
             FileProblem::OpenToOthers { mode, repair_failed } => {
                 let access = if mode & 0o044 != 0 { "readable" } else { "writable" };
                 match repair_failed {
@@ -163,13 +182,79 @@ impl FileWarnings {
     }
 }
 
-/// Opens `path` to read it; `Ok(None)` when it does not exist. On Unix, a file that the group or
-/// others may read or write is made 0600 first, and reported.
-pub(crate) fn open(path: &Path, file: PrivateFile, warnings: &FileWarnings) -> io::Result<Option<fs::File>> {
-    let handle = match fs::File::open(path) {
+/// Why one of the private files could not be opened, locked or written.
+#[derive(Debug)]
+pub(crate) enum FileFailure {
+    /// The path is a symbolic link: plexus neither follows nor replaces one.
+    Symlink,
+    /// A step failed.
+    Io {
+        /// What was being done (`cannot open`, `cannot replace`, …).
+        what: &'static str,
+        /// The operating system's error.
+        source: io::Error,
+    },
+}
+
+impl FileFailure {
+    fn io(what: &'static str) -> impl FnOnce(io::Error) -> FileFailure {
+        move |source| FileFailure::Io { what, source }
+    }
+
+    /// The failure as one I/O error (the symbolic link as `InvalidInput` saying so).
+    pub(crate) fn into_io(self) -> io::Error {
+        match self {
+            FileFailure::Symlink => io::Error::new(io::ErrorKind::InvalidInput, SYMLINK_REFUSED),
+            FileFailure::Io { source, .. } => source,
+        }
+    }
+}
+
+/// Why a symbolic link is refused.
+pub(crate) const SYMLINK_REFUSED: &str = "it is a symbolic link, which plexus neither follows nor replaces";
+
+/// Fails with [`FileFailure::Symlink`] when `path` is a symbolic link (a missing path is fine).
+pub(crate) fn refuse_symlink(path: &Path) -> Result<(), FileFailure> {
+    match fs::symlink_metadata(path) {
+        Ok(metadata) if metadata.file_type().is_symlink() => Err(FileFailure::Symlink),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(FileFailure::Io {
+            what: "cannot inspect",
+            source: e,
+        }),
+    }
+}
+
+/// Options that never follow a symbolic link in the last component of the path (`O_NOFOLLOW`):
+/// one put there between [`refuse_symlink`] and the open makes the open fail.
+pub(crate) fn no_follow(options: &mut fs::OpenOptions) -> &mut fs::OpenOptions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(nix::libc::O_NOFOLLOW);
+    }
+    options
+}
+
+/// An open that failed because of `O_NOFOLLOW` is a symbolic link.
+pub(crate) fn open_failure(what: &'static str, e: io::Error) -> FileFailure {
+    #[cfg(unix)]
+    if e.raw_os_error() == Some(nix::libc::ELOOP) {
+        return FileFailure::Symlink;
+    }
+    FileFailure::io(what)(e)
+}
+
+/// Opens `path` to read it; `Ok(None)` when it does not exist; a symbolic link is refused, never
+/// followed. On Unix, a file that the group or others may read or write is made 0600 first, and
+/// reported.
+pub(crate) fn open(path: &Path, file: PrivateFile, warnings: &FileWarnings) -> Result<Option<fs::File>, FileFailure> {
+    refuse_symlink(path)?;
+    let handle = match no_follow(fs::OpenOptions::new().read(true)).open(path) {
         Ok(handle) => handle,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
+        Err(e) => return Err(open_failure("cannot open", e)),
     };
     make_private(&handle, path, file, warnings);
     Ok(Some(handle))
@@ -233,24 +318,13 @@ fn set_aside_path(path: &Path) -> PathBuf {
     candidate
 }
 
-/// A step of an atomic write failed.
-#[derive(Debug)]
-pub(crate) struct WriteFailure {
-    /// What was being done (`cannot write`, `cannot replace`, …).
-    pub(crate) what: &'static str,
-    pub(crate) source: io::Error,
-}
-
 /// Writes `bytes` to `path` atomically: a private temporary file (`<temp_prefix>….tmp`, mode
 /// 0600) in the same directory (created 0700 when missing), flushed, renamed over the old file,
-/// and the directory flushed.
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8], temp_prefix: &str) -> Result<(), WriteFailure> {
-    let step = |what| move |source| WriteFailure { what, source };
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    create_private_dir(dir).map_err(step("cannot create the directory"))?;
+/// and the directory flushed. A symbolic link at `path` is refused, not replaced.
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8], temp_prefix: &str) -> Result<(), FileFailure> {
+    let dir = parent_dir(path);
+    create_private_dir(dir).map_err(FileFailure::io("cannot create the directory"))?;
+    refuse_symlink(path)?;
     let mut builder = tempfile::Builder::new();
     builder.prefix(temp_prefix).suffix(".tmp");
     #[cfg(unix)]
@@ -260,10 +334,11 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8], temp_prefix: &str) -> 
     }
     let mut temp = builder
         .tempfile_in(dir)
-        .map_err(step("cannot create a temporary file"))?;
-    temp.write_all(bytes).map_err(step("cannot write"))?;
-    temp.as_file().sync_all().map_err(step("cannot flush"))?;
-    temp.persist(path).map_err(|e| step("cannot replace")(e.error))?;
+        .map_err(FileFailure::io("cannot create a temporary file"))?;
+    temp.write_all(bytes).map_err(FileFailure::io("cannot write"))?;
+    temp.as_file().sync_all().map_err(FileFailure::io("cannot flush"))?;
+    temp.persist(path)
+        .map_err(|e| FileFailure::io("cannot replace")(e.error))?;
     // The rename itself reaches the disk with the directory (not possible on every platform).
     if let Ok(handle) = fs::File::open(dir) {
         let _ = handle.sync_all();
@@ -271,14 +346,23 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8], temp_prefix: &str) -> 
     Ok(())
 }
 
+/// The directory of `path` (`.` for a bare file name).
+pub(crate) fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
+/// Creates `dir` and its missing parents, private (0700) on Unix.
 #[cfg(unix)]
-fn create_private_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn create_private_dir(dir: &Path) -> io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
 }
 
 #[cfg(not(unix))]
-fn create_private_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn create_private_dir(dir: &Path) -> io::Result<()> {
     fs::create_dir_all(dir)
 }
 

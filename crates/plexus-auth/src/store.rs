@@ -3,9 +3,18 @@
 //!
 //! The file is private (mode 0600 on Unix) and always written whole and atomically: a temporary
 //! file in the same directory, flushed to disk, renamed over the old one, so that a crash leaves
-//! the old file or the new one, never half of one. Writers in one process are serialized per path
-//! (every [`TokenStore`] of the same path shares one lock), and each change is a read-modify-write
-//! under that lock. A file that other users may read or write is made 0600 at its first read, and
+//! the old file or the new one, never half of one. Every read and every change (a read-modify-write)
+//! holds the store's lock: in one process a mutex per path (every [`TokenStore`] of the same path
+//! shares it), and across processes the lock file `credentials.json.lock` beside it (see
+//! [`lock`](TokenStore::lock)), so that two plexus processes sharing a home lose none of each
+//! other's changes. A token refresh holds the same lock from reading the refresh token to saving
+//! the new one ([`LockedStore`]): a second process waits, reads the new tokens, and uses them
+//! instead of spending the refresh token that the first one rotated. The wait is bounded
+//! ([`DEFAULT_LOCK_TIMEOUT`], [`with_lock_timeout`](TokenStore::with_lock_timeout)); the error names
+//! the lock file. Neither the store nor its lock file is ever a symbolic link: one is refused
+//! ([`TokenStoreError::Symlink`]), never followed, replaced or moved.
+//!
+//! A file that other users may read or write is made 0600 at its first read, and
 //! one that cannot be read as a store (not JSON, the wrong shape, too large) is renamed aside
 //! (`credentials.json.corrupt-<time>`) and the store starts empty: a broken file costs a login,
 //! never a crash. Both are reported as a [`FileWarning`] (see
@@ -32,16 +41,18 @@
 //! # Ok(()) }
 //! ```
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::private_file::{self, FileWarning, FileWarnings, PrivateFile};
+use crate::private_file::{self, FileFailure, FileWarning, FileWarnings, PrivateFile};
+use crate::store_lock::{self, Held, PathLock};
+pub use crate::store_lock::{DEFAULT_LOCK_TIMEOUT, LOCK_FILE_SUFFIX};
+use crate::text::show_duration;
 
 /// The largest credentials file read (a store of hundreds of servers is well below).
 pub const MAX_STORE_BYTES: u64 = 4 * 1024 * 1024;
@@ -250,6 +261,28 @@ pub enum TokenStoreError {
         #[source]
         source: serde_json::Error,
     },
+    /// The file (the store or its lock file) is a symbolic link: plexus neither follows nor
+    /// replaces one.
+    #[error(
+        "token store {}: it is a symbolic link, which plexus neither follows nor replaces (make it a regular file)",
+        .path.display()
+    )]
+    Symlink {
+        /// The symbolic link.
+        path: PathBuf,
+    },
+    /// The store's lock was not had in time: another process (or task) held it all along.
+    #[error(
+        "token store {}: timed out after {} waiting for the lock (another plexus process or task holds it)",
+        .lock.display(),
+        show_duration(*.waited)
+    )]
+    LockTimeout {
+        /// The lock file.
+        lock: PathBuf,
+        /// How long it was waited for.
+        waited: Duration,
+    },
     /// The blocking worker that does the file I/O failed (it panicked or was cancelled).
     #[error("token store {}: the file worker failed", .path.display())]
     Worker {
@@ -261,12 +294,29 @@ pub enum TokenStoreError {
     },
 }
 
+impl TokenStoreError {
+    /// The error of a failed step on `path`.
+    pub(crate) fn of(path: &Path, failure: FileFailure) -> TokenStoreError {
+        match failure {
+            FileFailure::Symlink => TokenStoreError::Symlink {
+                path: path.to_path_buf(),
+            },
+            FileFailure::Io { what, source } => TokenStoreError::Io {
+                path: path.to_path_buf(),
+                what,
+                source,
+            },
+        }
+    }
+}
+
 /// The OAuth credentials file. Cheap to clone; clones (and other stores of the same path) share
-/// one lock.
+/// one in-process lock, and every store of the same file one lock file.
 #[derive(Clone)]
 pub struct TokenStore {
     path: PathBuf,
-    lock: Arc<Mutex<()>>,
+    lock: PathLock,
+    lock_timeout: Duration,
     warnings: FileWarnings,
 }
 
@@ -274,29 +324,21 @@ impl fmt::Debug for TokenStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TokenStore")
             .field("path", &self.path)
+            .field("lock_timeout", &self.lock_timeout)
             .finish_non_exhaustive()
     }
 }
 
-/// One lock per store path in this process.
-fn lock_for(path: &Path) -> Arc<Mutex<()>> {
-    static LOCKS: OnceLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> = OnceLock::new();
-    let mut locks = LOCKS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
-    locks.entry(path.to_path_buf()).or_default().clone()
-}
-
 impl TokenStore {
     /// The store in the file `path` (usually `<home>/credentials.json`). Nothing is read yet; the
-    /// file and its directory are created on the first write.
+    /// file, its lock file and their directory are created on the first use.
     pub fn new(path: impl Into<PathBuf>) -> Self {
         let path = path.into();
         let key = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
         TokenStore {
-            lock: lock_for(&key),
+            lock: store_lock::path_lock(&key),
             path,
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
             warnings: FileWarnings::new(),
         }
     }
@@ -309,9 +351,22 @@ impl TokenStore {
         self
     }
 
+    /// Waits at most `timeout` for the store's lock ([`DEFAULT_LOCK_TIMEOUT`] by default) before
+    /// an operation fails with [`TokenStoreError::LockTimeout`].
+    #[must_use]
+    pub fn with_lock_timeout(mut self, timeout: Duration) -> Self {
+        self.lock_timeout = timeout;
+        self
+    }
+
     /// The file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The lock file beside it (`credentials.json.lock`).
+    pub fn lock_path(&self) -> PathBuf {
+        store_lock::lock_file_path(&self.path)
     }
 
     /// The warnings about the file (set aside, made private) since the last call (see
@@ -320,6 +375,60 @@ impl TokenStore {
         self.warnings.take()
     }
 
+    /// Takes the store's lock, in this process and across processes (see the [module
+    /// docs](self)), waiting at most the lock timeout. Until the returned [`LockedStore`] is
+    /// dropped, no other task or process reads or changes the store: read, decide (refresh a
+    /// token), write, then drop it. The other methods of `TokenStore` take the lock themselves:
+    /// calling them while holding it waits for it (and times out).
+    pub async fn lock(&self) -> Result<LockedStore, TokenStoreError> {
+        let held = store_lock::acquire(self.lock.clone(), self.lock_path(), self.lock_timeout).await?;
+        Ok(LockedStore {
+            store: self.clone(),
+            _held: held,
+        })
+    }
+
+    /// Every issuer's entry of `server` (empty when there is none).
+    pub async fn server(&self, server: &str) -> Result<ServerCredentials, TokenStoreError> {
+        self.lock().await?.server(server).await
+    }
+
+    /// The entry of `server` at `issuer`.
+    pub async fn get(&self, server: &str, issuer: &str) -> Result<Option<StoredCredential>, TokenStoreError> {
+        self.lock().await?.get(server, issuer).await
+    }
+
+    /// The names of the servers with an entry.
+    pub async fn servers(&self) -> Result<Vec<String>, TokenStoreError> {
+        self.lock().await?.servers().await
+    }
+
+    /// Stores the entry of `server` at `issuer` (replacing any), stamped with the time.
+    pub async fn put(&self, server: &str, issuer: &str, credential: StoredCredential) -> Result<(), TokenStoreError> {
+        self.lock().await?.put(server, issuer, credential).await
+    }
+
+    /// Removes the entry of `server` at `issuer`; true when there was one.
+    pub async fn remove(&self, server: &str, issuer: &str) -> Result<bool, TokenStoreError> {
+        self.lock().await?.remove(server, issuer).await
+    }
+
+    /// Removes every entry of `server` (`plexus logout`); true when there was one.
+    pub async fn remove_server(&self, server: &str) -> Result<bool, TokenStoreError> {
+        self.lock().await?.remove_server(server).await
+    }
+}
+
+/// The token store with its lock held ([`TokenStore::lock`]): its reads see the file as no one
+/// else changes it, and its writes replace it before anyone else reads it. Dropping it releases
+/// the lock.
+#[derive(Debug)]
+pub struct LockedStore {
+    store: TokenStore,
+    _held: Held,
+}
+
+impl LockedStore {
     /// Every issuer's entry of `server` (empty when there is none).
     pub async fn server(&self, server: &str) -> Result<ServerCredentials, TokenStoreError> {
         let server = server.to_owned();
@@ -374,17 +483,16 @@ impl TokenStore {
             .await
     }
 
-    /// Runs `change` on the file's contents under the lock, on a blocking thread, and writes the
-    /// result back when `write` is set.
+    /// Runs `change` on the file's contents on a blocking thread, and writes the result back
+    /// when `write` is set.
     async fn with_file<T: Send + 'static>(
         &self,
         write: bool,
         change: impl FnOnce(&mut StoreFile) -> T + Send + 'static,
     ) -> Result<T, TokenStoreError> {
-        let (path, lock, warnings) = (self.path.clone(), self.lock.clone(), self.warnings.clone());
+        let (path, warnings) = (self.store.path.clone(), self.store.warnings.clone());
         let worker_path = path.clone();
         let outcome = tokio::task::spawn_blocking(move || {
-            let _guard = lock.lock().unwrap_or_else(PoisonError::into_inner);
             let mut file = read_file(&worker_path, &warnings)?;
             let result = change(&mut file);
             if write {
@@ -399,17 +507,16 @@ impl TokenStore {
 
 /// Reads the store, making a file open to others private and setting an unreadable one aside.
 fn read_file(path: &Path, warnings: &FileWarnings) -> Result<StoreFile, TokenStoreError> {
-    let io_error = |what, source| TokenStoreError::Io {
-        path: path.to_path_buf(),
-        what,
-        source,
-    };
     let Some(handle) =
-        private_file::open(path, PrivateFile::Credentials, warnings).map_err(|e| io_error("cannot open", e))?
+        private_file::open(path, PrivateFile::Credentials, warnings).map_err(|f| TokenStoreError::of(path, f))?
     else {
         return Ok(empty());
     };
-    let bytes = private_file::read_bounded(handle, MAX_STORE_BYTES).map_err(|e| io_error("cannot read", e))?;
+    let bytes = private_file::read_bounded(handle, MAX_STORE_BYTES).map_err(|source| TokenStoreError::Io {
+        path: path.to_path_buf(),
+        what: "cannot read",
+        source,
+    })?;
     let reason = match bytes {
         None => format!("it is larger than {MAX_STORE_BYTES} bytes"),
         Some(bytes) => match serde_json::from_slice::<StoreFile>(&bytes) {
@@ -439,11 +546,7 @@ fn write_file(path: &Path, file: &StoreFile) -> Result<(), TokenStoreError> {
         source,
     })?;
     bytes.push(b'\n');
-    private_file::write_atomically(path, &bytes, ".credentials-").map_err(|failure| TokenStoreError::Io {
-        path: path.to_path_buf(),
-        what: failure.what,
-        source: failure.source,
-    })
+    private_file::write_atomically(path, &bytes, ".credentials-").map_err(|f| TokenStoreError::of(path, f))
 }
 
 /// Seconds since the Unix epoch.

@@ -1,4 +1,5 @@
-//! Text that comes from elsewhere (a server's error, a failed connect's reason), kept bounded.
+//! Text that comes from elsewhere (a server's error, a failed connect's reason), kept bounded;
+//! durations as errors show them.
 
 /// `text` with at most `max_chars` characters: a longer one is cut on a character boundary and
 /// ends with `…` (which counts as one of them). The text is otherwise kept as it is: escaping for
@@ -12,6 +13,15 @@ pub(crate) fn cut(text: &str, max_chars: usize) -> String {
         .nth(max_chars.saturating_sub(1))
         .map_or(0, |(index, _)| index);
     format!("{}…", &text[..end])
+}
+
+/// `5 s`, `1500 ms`.
+pub(crate) fn show_duration(duration: std::time::Duration) -> String {
+    if duration.subsec_nanos() == 0 {
+        format!("{} s", duration.as_secs())
+    } else {
+        format!("{} ms", duration.as_millis())
+    }
 }
 
 #[cfg(test)]

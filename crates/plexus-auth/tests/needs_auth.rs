@@ -1,6 +1,6 @@
 //! The needs-auth cache file in temporary homes, with an injected clock: freshness and expiry,
-//! keys, atomic writes and file mode, corrupt and oversized files, pruning and the cap, and a
-//! property test of the file round trip.
+//! keys, atomic writes and file mode, corrupt and oversized files, a symbolic link refused, pruning
+//! and the cap, and a property test of the file round trip.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -437,4 +437,50 @@ proptest! {
             prop_assert_eq!(found.as_ref(), Some(entry));
         }
     }
+}
+
+#[test]
+fn a_cache_that_is_a_symbolic_link_is_neither_followed_nor_replaced() {
+    let home = tempfile::tempdir().unwrap();
+    let elsewhere = home.path().join("elsewhere.json");
+    let target = json!({"docs": {URL: {"timestamp": 1, "reason": "planted"}}}).to_string();
+    std::fs::write(&elsewhere, &target).unwrap();
+    let path = home.path().join(NEEDS_AUTH_CACHE_FILE);
+    std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+    let warnings = FileWarnings::new();
+    let cache = NeedsAuthCache::new(home.path()).with_warnings(warnings.clone());
+
+    assert!(cache.check("docs", URL).is_none(), "not read through the link");
+    assert!(cache.entries().is_empty());
+    let err = cache.record("docs", URL, Some("HTTP 401")).unwrap_err();
+    assert_eq!(
+        plexus_transport::error_chain(&err),
+        format!(
+            "cannot write the needs-auth cache {}: it is a symbolic link, which plexus neither follows nor replaces",
+            path.display()
+        )
+    );
+    assert!(cache.clear("docs", URL).is_err());
+    assert!(cache.clear_server("docs").is_err());
+    assert!(
+        std::fs::symlink_metadata(&path).unwrap().file_type().is_symlink(),
+        "not replaced"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&elsewhere).unwrap(),
+        target,
+        "its target is untouched"
+    );
+
+    let taken = warnings.take();
+    assert_eq!(taken.len(), 1, "reported once: {taken:?}");
+    assert_eq!(taken[0].problem, FileProblem::Symlink);
+    assert_eq!(
+        taken[0].to_string(),
+        format!(
+            "the needs-auth cache {} is a symbolic link, which plexus neither follows nor replaces; servers are not \
+             remembered as needing a login until it is a regular file",
+            path.display()
+        )
+    );
 }

@@ -213,19 +213,76 @@ async fn without_a_user_agent_a_refused_token_is_refreshed_once_then_a_login_is_
             ]
         );
 
-        // Everything revoked: the refresh is refused, and no login can run here.
+        // Everything revoked: the refresh is refused, and no login can run here. The reason
+        // says which authorization server rejected the refresh token, and what it answered.
         f.oauth.revoke_tokens();
         let err = caller.initialize().await.unwrap_err();
         assert!(matches!(err, TransportError::NeedsAuth { .. }), "{err:?}");
-        assert!(
-            plexus_transport::error_chain(&err).ends_with("log in with `plexus login docs`"),
-            "{err}"
+        let issuer = f.oauth.issuer();
+        assert_eq!(
+            plexus_transport::error_chain(&err),
+            format!(
+                "the server needs authentication: server \"docs\": the refresh token was rejected by the authorization \
+                 server {issuer}; log in again with `plexus login docs`: the token endpoint {issuer}/token answered \
+                 HTTP 400: invalid_grant (the refresh token is unknown, revoked or already rotated)"
+            )
         );
-        assert_eq!(f.requests_to(Endpoint::Token).last().unwrap().status, 400);
+        let token_requests = f.requests_to(Endpoint::Token);
+        assert_eq!(token_requests.last().unwrap().status, 400);
         assert_eq!(f.requests_to(Endpoint::Authorize).len(), 1, "only the explicit login");
-        let stored = f.store.get("docs", &f.oauth.issuer()).await.unwrap().unwrap();
+        let stored = f.store.get("docs", &issuer).await.unwrap().unwrap();
         assert!(stored.tokens.is_none(), "refused tokens are forgotten");
         assert!(stored.client.is_some(), "the registration is kept for the next login");
+
+        // The dead refresh token is never sent again: the next request needs a login for the
+        // same reason, without a token request.
+        let err = caller.initialize().await.unwrap_err();
+        assert!(matches!(err, TransportError::NeedsAuth { .. }), "{err:?}");
+        assert!(
+            plexus_transport::error_chain(&err).contains("the refresh token was rejected by the authorization server"),
+            "{err}"
+        );
+        assert_eq!(f.requests_to(Endpoint::Token).len(), token_requests.len());
+        f.server.shutdown().await;
+    })
+    .await;
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_store_that_is_a_symbolic_link_fails_requests_and_logins_naming_it() {
+    guarded(async {
+        let f = start(&[]).await;
+        f.provider(settings()).login().await.unwrap();
+        // Someone replaced the store by a link to another file: plexus reads no token through
+        // it, and says why instead of asking for a login.
+        let path = f.store.path().to_owned();
+        let moved = f.home.path().join("moved.json");
+        std::fs::rename(&path, &moved).unwrap();
+        std::os::unix::fs::symlink(&moved, &path).unwrap();
+        let refused = format!(
+            "token store {}: it is a symbolic link, which plexus neither follows nor replaces (make it a regular file)",
+            path.display()
+        );
+        let err = f
+            .caller(f.headless_provider(settings()))
+            .initialize()
+            .await
+            .unwrap_err();
+        assert!(matches!(err, TransportError::AuthFailed { .. }), "{err:?}");
+        assert!(
+            plexus_transport::error_chain(&err).ends_with(&format!("server \"docs\": {refused}")),
+            "{err}"
+        );
+        let authorizations = f.requests_to(Endpoint::Authorize).len();
+        let err = f.provider(settings()).login().await.unwrap_err();
+        assert_eq!(plexus_transport::error_chain(&err), refused);
+        assert_eq!(
+            f.requests_to(Endpoint::Authorize).len(),
+            authorizations,
+            "refused before any browser"
+        );
+        assert!(std::fs::symlink_metadata(&path).unwrap().file_type().is_symlink());
         f.server.shutdown().await;
     })
     .await;

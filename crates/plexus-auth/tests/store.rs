@@ -1,6 +1,6 @@
 //! The token store on a real file system: private mode (and a file open to others made private),
 //! atomic replacement, serialized writers, unreadable files set aside, warnings shared with the
-//! host.
+//! host, symbolic links refused, the lock file bounding every wait.
 
 use std::fs;
 use std::path::Path;
@@ -137,7 +137,7 @@ async fn every_write_replaces_the_file_atomically_and_leaves_no_temporary_file()
         0o600,
         "a file that was readable by others is replaced by a private one"
     );
-    assert_eq!(names_in(home.path()), ["credentials.json"]);
+    assert_eq!(names_in(home.path()), ["credentials.json", "credentials.json.lock"]);
 }
 
 #[tokio::test]
@@ -174,7 +174,7 @@ async fn concurrent_writers_in_one_process_lose_no_update() {
             format!("at-{n}")
         );
     }
-    assert_eq!(names_in(home.path()), ["credentials.json"]);
+    assert_eq!(names_in(home.path()), ["credentials.json", "credentials.json.lock"]);
 }
 
 #[tokio::test]
@@ -263,7 +263,7 @@ async fn a_store_that_cannot_be_written_says_where_and_why() {
     assert_eq!(
         plexus_transport::error_chain(&err),
         format!(
-            "token store {}: cannot open: Not a directory (os error 20)",
+            "token store {}.lock: cannot create the directory: File exists (os error 17)",
             path.display()
         )
     );
@@ -330,4 +330,76 @@ async fn a_store_open_to_others_is_made_private_at_its_first_read_and_reported()
         store.take_warnings().is_empty(),
         "reported once: the file is private now"
     );
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_store_or_lock_file_that_is_a_symbolic_link_is_refused_never_followed_or_replaced() {
+    use std::os::unix::fs::symlink;
+
+    let home = tempfile::tempdir().unwrap();
+    let elsewhere = home.path().join("elsewhere.json");
+    let original = br#"{"version": 1, "servers": {}}"#;
+    write_private(&elsewhere, original);
+    let path = home.path().join("credentials.json");
+    symlink(&elsewhere, &path).unwrap();
+    let store = TokenStore::new(&path);
+    let refused = format!(
+        "token store {}: it is a symbolic link, which plexus neither follows nor replaces (make it a regular file)",
+        path.display()
+    );
+    let err = store.server("docs").await.unwrap_err();
+    assert!(
+        matches!(&err, TokenStoreError::Symlink { path: link } if *link == path),
+        "{err:?}"
+    );
+    assert_eq!(err.to_string(), refused);
+    let err = store.put("docs", "http://as", credential("at-1")).await.unwrap_err();
+    assert_eq!(err.to_string(), refused);
+    assert!(
+        fs::symlink_metadata(&path).unwrap().file_type().is_symlink(),
+        "not replaced"
+    );
+    assert_eq!(fs::read(&elsewhere).unwrap(), original, "its target is untouched");
+    assert!(store.take_warnings().is_empty(), "not set aside either");
+
+    // A lock file that is a symbolic link is refused too: no lock is taken through it.
+    fs::remove_file(&path).unwrap();
+    let lock = home.path().join("credentials.json.lock");
+    fs::remove_file(&lock).unwrap();
+    symlink(&elsewhere, &lock).unwrap();
+    let err = store.put("docs", "http://as", credential("at-1")).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "token store {}: it is a symbolic link, which plexus neither follows nor replaces (make it a regular file)",
+            lock.display()
+        )
+    );
+    assert!(!path.exists(), "nothing was written");
+    assert_eq!(fs::read(&elsewhere).unwrap(), original);
+}
+
+#[tokio::test]
+async fn a_lock_held_elsewhere_bounds_the_wait_and_names_the_lock_file() {
+    use std::time::Duration;
+
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join("credentials.json");
+    let store = TokenStore::new(&path).with_lock_timeout(Duration::from_millis(300));
+    let held = store.lock().await.unwrap();
+    // The holder reads and writes through its guard.
+    held.put("docs", "http://as", credential("at-1")).await.unwrap();
+    let err = store.get("docs", "http://as").await.unwrap_err();
+    assert!(matches!(err, TokenStoreError::LockTimeout { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "token store {}: timed out after 300 ms waiting for the lock (another plexus process or task holds it)",
+            store.lock_path().display()
+        )
+    );
+    drop(held);
+    let stored = store.get("docs", "http://as").await.unwrap().unwrap();
+    assert_eq!(stored.tokens.unwrap().access_token.expose(), "at-1");
 }

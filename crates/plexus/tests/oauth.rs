@@ -84,10 +84,27 @@ async fn a_login_is_what_turns_needs_auth_into_a_session_and_refreshes_keep_it()
     );
     client.close().await.unwrap();
 
-    // Revoked tokens cannot be refreshed: needs-auth again.
+    // Revoked tokens cannot be refreshed: needs-auth again, saying which authorization server
+    // rejected the refresh token; the cache remembers why, and the dead refresh token is not
+    // tried again.
     assert!(oauth.revoke_tokens() > 0);
     let error = connect(&connector, &config).await.unwrap_err();
     assert!(error.needs_auth(), "{error}");
+    let rejected = format!(
+        "the refresh token was rejected by the authorization server {}; log in again with `plexus login docs`",
+        oauth.issuer()
+    );
+    assert!(plexus::transport::error_chain(&error).contains(&rejected), "{error}");
+    let token_requests = oauth.requests_to(Endpoint::Token).len();
+    let remembered = connect(&connector, &config).await.unwrap_err();
+    let ConnectError::NeedsAuth {
+        reason: Some(reason), ..
+    } = &remembered
+    else {
+        panic!("remembered with its reason: {remembered:?}");
+    };
+    assert!(reason.contains(&rejected), "{reason}");
+    assert_eq!(oauth.requests_to(Endpoint::Token).len(), token_requests);
 
     // Logout forgets the tokens.
     assert!(connector.logout("docs", &config).await.unwrap());

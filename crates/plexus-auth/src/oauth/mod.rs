@@ -29,7 +29,12 @@
 //!    the real one until [`OAuthSettings::login_timeout`] (whose error says how many were
 //!    refused). An error response that passes them ends the login with the server's error.
 //! 5. **Tokens** are kept in the [`TokenStore`](crate::store::TokenStore) by server and issuer,
-//!    refreshed 30 s before they expire, and refreshed once on a 401 before a new login.
+//!    refreshed 30 s before they expire, and refreshed once on a 401 before a new login. A refresh
+//!    holds the store's lock across processes (read again under the lock: tokens another process
+//!    refreshed meanwhile are used as they are, else the newest refresh token is spent), so that
+//!    processes sharing a home never spend one rotating refresh token twice. A refresh token the
+//!    authorization server rejects is removed and never sent again
+//!    ([`OAuthError::RefreshRejected`]: the server needs a login).
 //!
 //! A 403 with `error="insufficient_scope"` asks for the union of the scopes held and challenged
 //! (at most [`MAX_AUTHORIZATION_ATTEMPTS`] authorizations per scope set). A provider without a
@@ -78,6 +83,7 @@ pub use settings::{
 pub use user_agent::{AuthorizationPrompt, RedirectFollower, UserAgent, UserAgentError, UserAgentProblem};
 
 use crate::store::TokenStoreError;
+use crate::text::show_duration;
 
 /// Why an OAuth step failed. Messages name the server, URL or field concerned and never contain a
 /// token or a secret.
@@ -224,6 +230,21 @@ pub enum OAuthError {
         /// The server, as the user names it.
         server: String,
     },
+    /// The authorization server rejected the refresh token (`invalid_grant`, or another 400 or
+    /// 401 of its token endpoint). The tokens were removed from the store, and the refresh token
+    /// is not tried again: a login is needed.
+    #[error(
+        "the refresh token was rejected by the authorization server {issuer}; log in again with `plexus login {server}`"
+    )]
+    RefreshRejected {
+        /// The authorization server's issuer.
+        issuer: String,
+        /// The server, as the user names it.
+        server: String,
+        /// The token endpoint's answer.
+        #[source]
+        source: std::sync::Arc<OAuthError>,
+    },
     /// Too many authorizations for the same scopes.
     #[error(
         "gave up after {attempts} authorizations for the same scopes ({scopes}): the server keeps refusing the tokens they gave"
@@ -262,15 +283,6 @@ pub const MAX_SERVER_TEXT_CHARS: usize = 1024;
 
 fn describe(description: Option<&str>) -> String {
     description.map(|d| format!(" ({d})")).unwrap_or_default()
-}
-
-/// `5 s`, `1500 ms`.
-fn show_duration(duration: Duration) -> String {
-    if duration.subsec_nanos() == 0 {
-        format!("{} s", duration.as_secs())
-    } else {
-        format!("{} ms", duration.as_millis())
-    }
 }
 
 /// What a timed-out login says about the callbacks it refused.

@@ -14,7 +14,7 @@ use url::Url;
 
 use super::discovery::{Discovery, discover};
 use super::dpop::{self, DpopState};
-use super::grant::{DpopBinding, Grant, TokenRequest, TokenResponse, request_token};
+use super::grant::DpopBinding;
 use super::http::OAuthHttp;
 use super::jwt::SigningKey;
 use super::login::{LoginRequest, login};
@@ -23,7 +23,11 @@ use super::registration::credentials;
 use super::resource::resource_matches;
 use super::scopes::{OFFLINE_ACCESS, ScopeSources, parse, select, union};
 use super::{OAuthError, OAuthSettings, SettingsProblem, UserAgent};
-use crate::store::{ClientSource, Secret, StoredClient, StoredCredential, StoredTokens, TokenStore, unix_now};
+use crate::store::{
+    ClientSource, Secret, StoredClient, StoredCredential, StoredTokens, TokenStore, TokenStoreError, unix_now,
+};
+
+mod refresh;
 
 /// Access tokens are refreshed this many seconds before they expire.
 pub const REFRESH_MARGIN: u64 = 30;
@@ -55,7 +59,11 @@ pub const MAX_AUTHORIZATION_ATTEMPTS: u32 = 3;
 ///
 /// One login or refresh runs at a time; concurrent requests wait for it. Tokens are saved in the
 /// [`TokenStore`] after every change; a store that cannot be read or written is logged and the
-/// tokens are kept in memory.
+/// tokens are kept in memory, but one that is a symbolic link (or whose lock file is) fails every
+/// request with [`TokenStoreError::Symlink`]. A refresh holds the store's lock across processes
+/// and uses tokens that another process refreshed meanwhile; a refresh token that the
+/// authorization server rejects is removed from the store and never sent again: without a user
+/// agent the server then needs a login, for the reason [`OAuthError::RefreshRejected`].
 pub struct OAuthProvider {
     server: String,
     server_url: Url,
@@ -94,6 +102,9 @@ struct State {
     resource_asked_dpop: bool,
     /// The last discovery (a grant without a user renews its tokens with it before they expire).
     discovery: Option<Discovery>,
+    /// Why the last refresh token was rejected, until new tokens come: what a provider without
+    /// a user agent answers instead of trying anything again.
+    refresh_rejected: Option<(String, Arc<OAuthError>)>,
 }
 
 /// The first `Bearer` or `DPoP` challenge: the OAuth one.
@@ -174,7 +185,7 @@ impl OAuthProvider {
     /// configured scopes (else the challenge's, else the resource's). Needs a user agent.
     pub async fn login(&self) -> Result<LoggedIn, OAuthError> {
         let mut state = self.state.lock().await;
-        self.ensure_loaded(&mut state).await;
+        self.ensure_loaded(&mut state).await?;
         let challenges = self.http.probe_challenges(self.server_url.as_str()).await;
         let challenge = AuthChallenge {
             status: 401,
@@ -214,7 +225,9 @@ impl OAuthProvider {
     /// grant without a user, with that grant.
     async fn current_headers(&self, method: &str, url: &str) -> Result<AuthHeaders, AuthFailure> {
         let mut state = self.state.lock().await;
-        self.ensure_loaded(&mut state).await;
+        self.ensure_loaded(&mut state)
+            .await
+            .map_err(|e| AuthFailure::Failed { cause: self.cause(e) })?;
         let Some(tokens) = state.current.as_ref().and_then(|(_, c)| c.tokens.clone()) else {
             return Ok(Vec::new());
         };
@@ -232,8 +245,16 @@ impl OAuthProvider {
             } else {
                 Ok(())
             };
-            if let Err(e) = renewed {
-                tracing::warn!(server = %self.server, error = %error_chain(&e), "renewing the OAuth access token failed");
+            match renewed {
+                Ok(()) => {}
+                // Nothing else to try without a user: say so now, without a request that can only
+                // be refused.
+                Err(e @ OAuthError::RefreshRejected { .. }) if self.cannot_log_in() => {
+                    return Err(AuthFailure::NeedsAuth { cause: self.cause(e) });
+                }
+                Err(e) => {
+                    tracing::warn!(server = %self.server, error = %error_chain(&e), "renewing the OAuth access token failed");
+                }
             }
         }
         let Some(tokens) = state
@@ -280,7 +301,9 @@ impl OAuthProvider {
     /// What to do about a 401 or 403.
     async fn decide(&self, challenge: &AuthChallenge) -> AuthDecision {
         let mut state = self.state.lock().await;
-        self.ensure_loaded(&mut state).await;
+        if let Err(e) = self.ensure_loaded(&mut state).await {
+            return AuthDecision::Fail { cause: self.cause(e) };
+        }
         Self::note_dpop_challenge(&mut state, challenge);
         let bearer = oauth_challenge(challenge);
         let error = bearer.and_then(|b| b.param("error"));
@@ -303,6 +326,7 @@ impl OAuthProvider {
                 let login_fixes = matches!(
                     e,
                     OAuthError::LoginRequired { .. }
+                        | OAuthError::RefreshRejected { .. }
                         | OAuthError::LoginTimedOut { .. }
                         | OAuthError::AuthorizationDenied { .. }
                         | OAuthError::UserAgent(_)
@@ -332,6 +356,9 @@ impl OAuthProvider {
                 state.refreshed_after_401 = Some(access_token);
                 match self.refresh(state).await {
                     Ok(()) => return Ok(()),
+                    // Rejected: the store no longer has the tokens, and without a user agent
+                    // there is nothing else to try.
+                    Err(e @ OAuthError::RefreshRejected { .. }) if self.cannot_log_in() => return Err(e),
                     Err(e) => {
                         tracing::info!(server = %self.server, error = %error_chain(&e), "refresh after a 401 failed; logging in again");
                     }
@@ -384,10 +411,10 @@ impl OAuthProvider {
         counted: bool,
     ) -> Result<(), OAuthError> {
         let user_agent = if self.settings.grant.is_interactive() {
-            Some(self.user_agent.as_ref().ok_or_else(|| OAuthError::LoginRequired {
-                issuer: discovery.issuer.clone(),
-                server: self.server.clone(),
-            })?)
+            match self.user_agent.as_ref() {
+                Some(user_agent) => Some(user_agent),
+                None => return Err(self.login_needed(state, &discovery.issuer)),
+            }
         } else {
             None
         };
@@ -428,6 +455,24 @@ impl OAuthProvider {
         let tokens = Self::bound(outcome.tokens, binding);
         self.keep(state, discovery, Some(outcome.client), tokens, scopes).await;
         Ok(())
+    }
+
+    /// Whether a login is what the server needs and this provider cannot run one (a grant with a
+    /// user, no user agent).
+    fn cannot_log_in(&self) -> bool {
+        self.settings.grant.is_interactive() && self.user_agent.is_none()
+    }
+
+    /// The error of a login this provider cannot run: the rejection of the last refresh token
+    /// when that is why, else that a login at `issuer` is needed.
+    fn login_needed(&self, state: &State, issuer: &str) -> OAuthError {
+        match &state.refresh_rejected {
+            Some((rejected_by, source)) if rejected_by == issuer => self.refresh_rejected(issuer, source.clone()),
+            _ => OAuthError::LoginRequired {
+                issuer: issuer.to_owned(),
+                server: self.server.clone(),
+            },
+        }
     }
 
     /// Obtains tokens with the grant that needs no user, and stores them.
@@ -499,59 +544,8 @@ impl OAuthProvider {
         state.current = Some((discovery.issuer.clone(), credential));
         state.discovery = Some(discovery.clone());
         state.refreshed_after_401 = None;
+        state.refresh_rejected = None;
         self.save(state).await;
-    }
-
-    /// Refreshes the current credential's access token; a refused refresh token is dropped.
-    async fn refresh(&self, state: &mut State) -> Result<(), OAuthError> {
-        let Some((issuer, credential)) = &state.current else {
-            return Ok(());
-        };
-        let Some(tokens) = credential.tokens.as_ref() else {
-            return Ok(());
-        };
-        let Some(refresh_token) = tokens.refresh_token.clone() else {
-            return Ok(());
-        };
-        // Bound tokens are refreshed with a proof of the same key.
-        let binding = match &tokens.dpop_key {
-            Some(encoded) => Some((encoded.clone(), self.dpop.key_of(encoded)?)),
-            None => None,
-        };
-        let client = self.client_credentials(credential);
-        let result: Result<TokenResponse, OAuthError> = request_token(
-            &self.http,
-            TokenRequest {
-                endpoint: &credential.token_endpoint,
-                client: &client,
-                grant: Grant::RefreshToken {
-                    refresh_token: &refresh_token,
-                },
-                resource: Some(&credential.resource),
-                scope: None,
-                issuer,
-                dpop: binding.as_ref().map(|(_, key)| self.binding(key)),
-            },
-        )
-        .await;
-        match result {
-            Ok(response) => {
-                if let Some((_, credential)) = &mut state.current {
-                    let tokens = Self::bound(response.into_tokens(Some(refresh_token)), binding);
-                    credential.tokens = Some(tokens);
-                }
-                self.save(state).await;
-                Ok(())
-            }
-            Err(e) => {
-                // The refresh token was refused (invalid_grant and the like); a server error or
-                // a network failure keeps it for the next try.
-                if matches!(e, OAuthError::TokenRefused { status: 400 | 401, .. }) {
-                    self.drop_tokens(state).await;
-                }
-                Err(e)
-            }
-        }
     }
 
     /// The client credentials of a stored credential (a pre-registered client when none is
@@ -602,12 +596,14 @@ impl OAuthProvider {
             .unwrap_or_default()
     }
 
-    /// Reads the store once: the most recent credential of this server that is for its URL.
-    async fn ensure_loaded(&self, state: &mut State) {
+    /// Reads the store once: the most recent credential of this server that is for its URL. A
+    /// store (or lock file) that is a symbolic link, or whose lock is held too long, is an error
+    /// (and is read again next time); any other failure is logged and the provider goes on
+    /// without stored tokens.
+    async fn ensure_loaded(&self, state: &mut State) -> Result<(), OAuthError> {
         if state.loaded {
-            return;
+            return Ok(());
         }
-        state.loaded = true;
         match self.store.server(&self.server).await {
             Ok(entries) => {
                 state.current = entries
@@ -615,10 +611,13 @@ impl OAuthProvider {
                     .filter(|(_, c)| c.tokens.is_some() && resource_matches(&c.resource, &self.server_url))
                     .max_by_key(|(_, c)| c.updated_at);
             }
+            Err(e @ (TokenStoreError::Symlink { .. } | TokenStoreError::LockTimeout { .. })) => return Err(e.into()),
             Err(e) => {
                 tracing::warn!(server = %self.server, error = %error_chain(&e), "the OAuth token store could not be read");
             }
         }
+        state.loaded = true;
+        Ok(())
     }
 
     /// Makes `discovery`'s issuer the current one: a credential of another issuer is never used
@@ -662,12 +661,39 @@ impl OAuthProvider {
             .and_then(|c| c.client)
     }
 
-    /// Forgets the current tokens (keeping the client registration).
+    /// Forgets the current tokens (keeping the client registration), in memory and in the store;
+    /// in the store only while it still holds these tokens (another process may have stored new
+    /// ones meanwhile, which stay).
     async fn drop_tokens(&self, state: &mut State) {
-        if let Some((_, credential)) = &mut state.current
-            && credential.tokens.take().is_some()
-        {
-            self.save(state).await;
+        let Some((issuer, credential)) = &mut state.current else {
+            return;
+        };
+        let Some(dropped) = credential.tokens.take() else {
+            return;
+        };
+        let (issuer, credential) = (issuer.clone(), credential.clone());
+        let locked = match self.lock_store().await {
+            Ok(Some(locked)) => locked,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(server = %self.server, error = %error_chain(&e), "the OAuth tokens could not be removed from the store");
+                return;
+            }
+        };
+        let outcome = match locked.get(&self.server, &issuer).await {
+            Ok(Some(stored))
+                if stored
+                    .tokens
+                    .as_ref()
+                    .is_some_and(|t| t.access_token == dropped.access_token) =>
+            {
+                locked.put(&self.server, &issuer, credential).await
+            }
+            Ok(_) => Ok(()),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = outcome {
+            tracing::warn!(server = %self.server, error = %error_chain(&e), "the OAuth tokens could not be removed from the store");
         }
     }
 

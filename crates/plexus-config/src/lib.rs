@@ -118,6 +118,7 @@ mod kind;
 mod merge;
 mod name;
 mod new_entry;
+mod nofollow;
 mod pipe;
 mod policy;
 mod scope;
@@ -147,6 +148,7 @@ pub use merge::{
 };
 pub use name::{InvalidServerName, ServerName};
 pub use new_entry::{EntryError, NewEntry, check_entry, checked_entry, entry_from_json};
+pub use nofollow::{SymlinkRefused, open_no_follow, refuse_symlink};
 pub use pipe::PIPE_TIMEOUT;
 pub use policy::{ALLOWED_KEY, DENIED_KEY, PolicyBlock, PolicyMatcher};
 pub use scope::{Scope, UnknownScope};

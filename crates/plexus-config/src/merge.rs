@@ -334,10 +334,11 @@ impl Loader<'_> {
         keys: &[&str],
         required: bool,
     ) -> Result<Option<BTreeMap<String, Value>>, String> {
-        let loaded = if scope == Scope::Explicit {
-            RawFile::load_explicit(path, keys)
-        } else {
-            RawFile::load(path, keys)
+        let loaded = match scope {
+            Scope::Explicit => RawFile::load_explicit(path, keys),
+            // The local settings hold the approvals: never read through a link.
+            Scope::Local => RawFile::load_own(path, keys),
+            _ => RawFile::load(path, keys),
         };
         let (outcome, result) = match loaded {
             Ok(raw) => {

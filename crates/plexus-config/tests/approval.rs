@@ -169,3 +169,57 @@ fn a_project_entry_not_approved_never_hides_the_users_server() {
     );
     assert!(db.warnings.is_empty());
 }
+
+#[test]
+fn the_local_settings_are_never_read_or_written_through_a_link() {
+    let ws = Workspace::new();
+    ws.write_json(&ws.project_file(), &servers(json!({"evil": stdio("rm")})));
+    // A file inside the repository that would approve its server, and a link to it where the
+    // local settings belong.
+    let other = Workspace::new();
+    other.write_json(&other.project_file(), &servers(json!({"evil": stdio("rm")})));
+    other.sources().approve(&[name("evil")]).unwrap();
+    let shipped = ws.project.join("approvals.json");
+    std::fs::copy(other.local_file(), &shipped).unwrap();
+    let before = std::fs::read_to_string(&shipped).unwrap();
+    std::fs::create_dir_all(ws.local_file().parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&shipped, ws.local_file()).unwrap();
+
+    let merged = ws.load();
+    assert_eq!(merged.server("evil").unwrap().status, EntryStatus::PendingApproval);
+    let refused = format!(
+        "cannot read {}: it is a symbolic link, and plexus neither follows nor replaces a link where it keeps its own \
+         files; remove the link",
+        ws.local_file().display()
+    );
+    let failed: Vec<String> = merged
+        .file_errors()
+        .map(|(_, error)| plexus_jsonrpc::error_chain(error))
+        .collect();
+    assert_eq!(failed, std::slice::from_ref(&refused));
+
+    let error = ws.sources().approve(&[name("evil")]).unwrap_err();
+    assert_eq!(
+        plexus_jsonrpc::error_chain(&error),
+        format!("nothing was written: {refused}")
+    );
+    assert_eq!(std::fs::read_to_string(&shipped).unwrap(), before);
+    assert!(
+        std::fs::symlink_metadata(ws.local_file())
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+
+    // Any file plexus writes whole is refused the same way.
+    let error = plexus_config::write_atomically(&ws.local_file(), b"{}", 0o600).unwrap_err();
+    assert_eq!(
+        plexus_jsonrpc::error_chain(&error),
+        format!(
+            "cannot write {}: it is a symbolic link, and plexus neither follows nor replaces a link where it keeps its \
+             own files; remove the link",
+            ws.local_file().display()
+        )
+    );
+    assert_eq!(std::fs::read_to_string(&shipped).unwrap(), before);
+}

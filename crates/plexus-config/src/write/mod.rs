@@ -143,11 +143,29 @@ pub struct SettingsEdit {
 }
 
 impl SettingsEdit {
-    /// Opens `path` for editing; a file created by the edit gets mode `0600`.
+    /// Opens `path` for editing; a file created by the edit gets mode `0600`. A symbolic link is
+    /// followed, and kept: the file it points to is edited (dotfiles kept in a repository).
     pub fn open(path: impl Into<PathBuf>) -> Result<SettingsEdit, WriteError> {
-        let path = path.into();
-        // Writing through a symbolic link (dotfiles kept in a repository) keeps the link.
+        SettingsEdit::open_with(path.into(), true)
+    }
+
+    /// Opens `path`, a file plexus keeps in its home (the local settings, which hold the
+    /// approvals), for editing: a symbolic link there is refused
+    /// ([`SymlinkRefused`](crate::SymlinkRefused)), never followed nor replaced.
+    pub fn open_own(path: impl Into<PathBuf>) -> Result<SettingsEdit, WriteError> {
+        SettingsEdit::open_with(path.into(), false)
+    }
+
+    fn open_with(path: PathBuf, follow: bool) -> Result<SettingsEdit, WriteError> {
         let target = match fs::symlink_metadata(&path) {
+            Ok(metadata) if metadata.file_type().is_symlink() && !follow => {
+                return Err(WriteError::Unreadable {
+                    source: ConfigError::Read {
+                        path,
+                        source: crate::SymlinkRefused::error(),
+                    },
+                });
+            }
             Ok(metadata) if metadata.file_type().is_symlink() => {
                 fs::canonicalize(&path).map_err(|source| WriteError::Unreadable {
                     source: ConfigError::Read {
@@ -431,12 +449,15 @@ fn read_text(path: &Path) -> Result<String, ConfigError> {
 /// Replaces `path` with `bytes` atomically: temporary file in the same directory, `fsync`, rename,
 /// `fsync` of the directory; a new file gets `new_file_mode` (Unix permission bits), an existing
 /// one keeps its own. Config files are written this way, and so are the plexus home's plain
-/// (not secret) caches.
+/// (not secret) caches. A symbolic link at `path` is refused
+/// ([`SymlinkRefused`](crate::SymlinkRefused)): the rename would replace the link, not the file
+/// it points to, so the caller resolves a link it means to follow.
 pub fn write_atomically(path: &Path, bytes: &[u8], new_file_mode: u32) -> Result<(), WriteError> {
     let write_error = |source| WriteError::Write {
         path: path.to_owned(),
         source,
     };
+    crate::refuse_symlink(path).map_err(write_error)?;
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
@@ -485,11 +506,11 @@ impl ConfigSources {
             Scope::Explicit | Scope::Managed => None,
         }
         .ok_or(WriteError::NotWritable { scope })?;
-        let edit = SettingsEdit::open(path)?;
-        Ok(if scope == Scope::Project {
-            edit.with_new_file_mode(0o644)
-        } else {
-            edit
+        Ok(match scope {
+            Scope::Project => SettingsEdit::open(path)?.with_new_file_mode(0o644),
+            // The local settings hold the approvals, in the plexus home: never through a link.
+            Scope::Local => SettingsEdit::open_own(path)?,
+            _ => SettingsEdit::open(path)?,
         })
     }
 

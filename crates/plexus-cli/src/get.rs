@@ -27,6 +27,9 @@ struct ServerDetails {
     warnings: Vec<String>,
     errors: Vec<String>,
     overridden: Vec<Overridden>,
+    /// How the project's entry differs from the one approved, one line per field, when it
+    /// changed since it was approved.
+    changes: Vec<String>,
 }
 
 /// A lower scope's entry of the same name, not used.
@@ -56,6 +59,7 @@ impl ServerDetails {
                     source: origin.file.display().to_string(),
                 })
                 .collect(),
+            changes: server.changes(),
         }
     }
 }
@@ -96,12 +100,15 @@ fn describe(details: &ServerDetails) -> String {
     for overridden in &details.overridden {
         lines.push(("overrides", format!("{} ({})", overridden.source, overridden.scope)));
     }
+    lines.extend(details.changes.iter().map(|change| ("changed", change.clone())));
     lines.extend(details.warnings.iter().map(|warning| ("warning", warning.clone())));
     lines.extend(details.errors.iter().map(|error| ("error", error.clone())));
     let width = lines.iter().map(|(key, _)| key.len()).max().unwrap_or(0) + 1;
     let mut out = String::new();
     for (key, value) in &lines {
-        let _ = writeln!(out, "{:<width$} {value}", format!("{key}:"));
+        // Names, paths and messages may come from a repository's config: nothing in them may
+        // drive the terminal.
+        let _ = writeln!(out, "{:<width$} {}", format!("{key}:"), crate::terminal::line(value));
     }
     if let Some(config) = &details.config {
         let text = serde_json::to_string_pretty(config).unwrap_or_default();

@@ -37,6 +37,9 @@ pub(crate) struct ServerRow {
     error: Option<String>,
     warnings: Vec<String>,
     errors: Vec<String>,
+    /// How the project's entry differs from the one approved, one line per field, when it
+    /// changed since it was approved.
+    changes: Vec<String>,
 }
 
 impl ServerRow {
@@ -60,6 +63,7 @@ impl ServerRow {
             error: server.error_summary(),
             warnings: server.warnings.iter().map(ToString::to_string).collect(),
             errors: server.errors.iter().map(ToString::to_string).collect(),
+            changes: server.changes(),
         };
         // An invalid entry is not in the pool: it stays `failed` with its errors.
         let Some(state) = pool.state(&server.name) else {
@@ -168,6 +172,11 @@ pub(crate) fn print_servers(rows: &[ServerRow], json: bool) {
         .collect();
     let mut extra = Vec::new();
     for row in rows {
+        extra.extend(
+            row.changes
+                .iter()
+                .map(|c| format!("changed: server {:?}: {c}", row.name)),
+        );
         extra.extend(row.warnings.iter().map(|w| format!("warning: {w}")));
         extra.extend(row.errors.iter().map(|e| format!("error: {e}")));
     }

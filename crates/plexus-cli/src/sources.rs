@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use plexus::config::{
-    ConfigSources, Diagnostic, DiscoveryOptions, EntryOrigin, EntryStatus, FileOutcome, InvalidServer, MergedConfig,
-    MergedServer, Scope, ServerConfig, ServerKind, ServerName, ServerOptions, StdioEntry,
+    ConfigSources, Diagnostic, DiscoveryOptions, EntryChange, EntryOrigin, EntryStatus, FileOutcome, InvalidServer,
+    MergedConfig, MergedServer, PendingReason, Scope, ServerConfig, ServerKind, ServerName, ServerOptions, StdioEntry,
 };
 
 use crate::new_entry::entry_from_args;
@@ -60,6 +60,8 @@ pub(crate) struct Server {
     pub(crate) errors: Vec<Diagnostic>,
     /// Lower scopes defining the same name.
     pub(crate) overridden: Vec<EntryOrigin>,
+    /// Why the project's entry of this name waits for approval, if it does.
+    pub(crate) pending: Option<PendingReason>,
 }
 
 impl Server {
@@ -73,6 +75,7 @@ impl Server {
             warnings: server.warnings.clone(),
             errors: Vec::new(),
             overridden: server.overridden.clone(),
+            pending: server.pending.clone(),
         }
     }
 
@@ -86,6 +89,7 @@ impl Server {
             warnings: server.warnings.clone(),
             errors: server.errors.clone(),
             overridden: server.overridden.clone(),
+            pending: None,
         }
     }
 
@@ -116,12 +120,32 @@ impl Server {
     /// Why a valid server does not run (pending or disabled), with what to do about it.
     pub(crate) fn reason(&self) -> Option<String> {
         let status = self.status.as_ref()?;
-        match status {
-            EntryStatus::Active => None,
-            EntryStatus::PendingApproval | EntryStatus::RejectedByUser => {
-                Some(format!("{status}; approve it with: plexus approve {}", self.name))
+        let approve = format!("approve it with: plexus approve {}", self.name);
+        match (status, &self.pending) {
+            (EntryStatus::Active, _) => None,
+            (EntryStatus::PendingApproval, Some(reason @ PendingReason::Changed(changes))) if !changes.is_empty() => {
+                Some(format!(
+                    "pending approval: its entry changed since it was approved ({}); see the changes with: plexus get \
+                     {}; {approve}",
+                    reason.changed_fields().join(", "),
+                    self.name
+                ))
             }
-            EntryStatus::DisabledByConfig | EntryStatus::DeniedByPolicy(_) => Some(status.to_string()),
+            (
+                EntryStatus::PendingApproval,
+                Some(reason @ (PendingReason::ApprovedByNameOnly | PendingReason::Changed(_))),
+            ) => Some(format!("pending approval: {reason}; {approve}")),
+            (EntryStatus::PendingApproval | EntryStatus::RejectedByUser, _) => Some(format!("{status}; {approve}")),
+            (EntryStatus::DisabledByConfig | EntryStatus::DeniedByPolicy(_), _) => Some(status.to_string()),
+        }
+    }
+
+    /// How the project's entry differs from the one approved, one line per field, when it
+    /// changed since it was approved.
+    pub(crate) fn changes(&self) -> Vec<String> {
+        match &self.pending {
+            Some(PendingReason::Changed(changes)) => changes.iter().map(EntryChange::to_string).collect(),
+            _ => Vec::new(),
         }
     }
 
@@ -296,6 +320,7 @@ pub(crate) fn ad_hoc_server(args: &AdHoc) -> Result<Option<Server>, String> {
         warnings: new.warnings.into_iter().chain(diagnostics).collect(),
         errors: Vec::new(),
         overridden: Vec::new(),
+        pending: None,
     }))
 }
 
@@ -324,5 +349,6 @@ fn demo_server() -> Result<Server, Outcome> {
         warnings: Vec::new(),
         errors: Vec::new(),
         overridden: Vec::new(),
+        pending: None,
     })
 }

@@ -14,6 +14,17 @@ fn project_with(names: &[&str]) -> Workspace {
     ws
 }
 
+/// `approvedMcpjsonServers` approving each of `names`, each bound to the demo entry.
+fn approved(names: &[&str]) -> Value {
+    let entry = demo(&[]);
+    let digest = plexus::config::sha256_hex(plexus::config::canonical_json(&entry).as_bytes());
+    let records: serde_json::Map<String, Value> = names
+        .iter()
+        .map(|name| ((*name).to_owned(), json!({"sha256": digest, "entry": entry})))
+        .collect();
+    Value::Object(records)
+}
+
 /// `name`'s row of `plexus servers --json`, reduced to status, reason and error.
 fn status(ws: &Workspace, name: &str) -> Value {
     let out = ws.run(&["--json", "servers"]);
@@ -60,7 +71,7 @@ fn a_project_server_is_pending_until_approved() {
     );
     assert_eq!(
         ws.read_json(ws.local_file()),
-        json!({"enabledMcpjsonServers": ["shared"]})
+        json!({"approvedMcpjsonServers": approved(&["shared"])})
     );
     assert_eq!(
         status(&ws, "shared"),
@@ -82,7 +93,7 @@ fn reject_keeps_a_project_server_from_running_until_approved_again() {
     );
     assert_eq!(
         ws.read_json(ws.local_file()),
-        json!({"enabledMcpjsonServers": [], "disabledMcpjsonServers": ["shared"]})
+        json!({"approvedMcpjsonServers": {}, "disabledMcpjsonServers": ["shared"]})
     );
     let reason = "rejected (disabledMcpjsonServers); approve it with: plexus approve shared";
     assert_eq!(
@@ -97,7 +108,7 @@ fn reject_keeps_a_project_server_from_running_until_approved_again() {
     ws.run(&["approve", "shared"]).ok();
     assert_eq!(
         ws.read_json(ws.local_file()),
-        json!({"enabledMcpjsonServers": ["shared"], "disabledMcpjsonServers": []})
+        json!({"approvedMcpjsonServers": approved(&["shared"]), "disabledMcpjsonServers": []})
     );
     assert_eq!(status(&ws, "shared")["status"], "connected");
 }
@@ -116,7 +127,7 @@ fn approve_all_approves_every_pending_server_but_not_the_rejected_ones() {
     );
     assert_eq!(
         ws.read_json(ws.local_file()),
-        json!({"disabledMcpjsonServers": ["c"], "enabledMcpjsonServers": ["a", "b"]})
+        json!({"disabledMcpjsonServers": ["c"], "approvedMcpjsonServers": approved(&["a", "b"])})
     );
     assert_eq!(
         ws.run(&["approve", "--all"]).ok(),
@@ -194,9 +205,13 @@ fn approvals_are_kept_with_the_rest_of_the_local_settings() {
     let original = "{\n  \"mcpServers\": {\"mine\": {\"command\": \"x\"}},\n  \"editor\": {\"tabs\": 2}\n}\n";
     ws.write(ws.local_file(), original);
     ws.run(&["approve", "shared"]).ok();
+    let digest = approved(&["shared"])["shared"]["sha256"].as_str().unwrap().to_owned();
     assert_eq!(
         ws.read(ws.local_file()),
-        "{\n  \"mcpServers\": {\"mine\": {\"command\": \"x\"}},\n  \"editor\": {\"tabs\": 2},\n  \"enabledMcpjsonServers\": [\n    \"shared\"\n  ]\n}\n"
+        format!(
+            "{{\n  \"mcpServers\": {{\"mine\": {{\"command\": \"x\"}}}},\n  \"editor\": {{\"tabs\": 2}},\n  \"approvedMcpjsonServers\": {{\n    \"shared\": {{\n      \"sha256\": \"{digest}\",\n      \"entry\": {{\n        \"command\": {},\n        \"args\": [\n          \"demo-server\"\n        ]\n      }}\n    }}\n  }}\n}}\n",
+            json!(support::PLEXUS)
+        )
     );
 }
 
@@ -229,4 +244,130 @@ fn a_repository_that_ships_its_own_approval_never_gets_its_commands_run() {
     }
     assert!(!ran.exists(), "a command of the repository ran without approval");
     assert_eq!(status(&ws, "evil")["status"], "pending");
+}
+
+#[test]
+fn a_changed_project_entry_waits_again_and_says_what_changed() {
+    let ws = Workspace::new();
+    let mut entry = demo(&[]);
+    entry["env"] = json!({"TOKEN": "${DEMO_TOKEN}"});
+    ws.write_servers(".mcp.json", &json!({"shared": entry}));
+    ws.run(&["approve", "shared"]).ok();
+    // The variable's value is not what was approved: the file is.
+    let out = ws.run_with_env(&["--json", "servers"], &[("DEMO_TOKEN", "other")]);
+    assert_eq!(out.json()[0]["status"], "connected");
+
+    // The repository changes the entry: an argument, the token, and a field whose name and value
+    // try to drive the terminal.
+    let mut changed = demo(&["\u{1b}[2Jwiped"]);
+    changed["env"] = json!({"TOKEN": "literal-secret"});
+    changed["note\u{7}"] = json!(1);
+    ws.write_servers(".mcp.json", &json!({"shared": changed}));
+    let project = ws.shown(".mcp.json");
+    let reason = "pending approval: its entry changed since it was approved (args, env.TOKEN, note\u{7}); see the \
+                  changes with: plexus get shared; approve it with: plexus approve shared";
+    let changes = [
+        r#"field "args": was ["demo-server"], now ["demo-server","\u001b[2Jwiped"]"#,
+        r#"field "env.TOKEN": changed (the value is not shown)"#,
+        r#"field "note\u0007": added, 1"#,
+    ];
+    let rows = ws.run(&["--json", "servers"]);
+    let row = &rows.json()[0];
+    assert_eq!(
+        (&row["status"], &row["reason"], &row["changes"]),
+        (&json!("pending"), &json!(reason), &json!(changes))
+    );
+
+    let out = ws.run(&["servers"]);
+    let table = out.expect(
+        2,
+        "plexus: no server could be used: of 1 configured server, none may run (invalid, disabled, rejected or \
+         waiting for approval)\n",
+    );
+    let escaped_reason = reason.replace('\u{7}', "\\x07");
+    assert!(!table.contains('\u{1b}') && !table.contains('\u{7}'), "{table:?}");
+    assert!(table.contains(&escaped_reason), "{table}");
+    let unknown = format!(
+        r#"warning: {project}: server "shared": field "note\u0007": unknown field for a "stdio" server; kept as written but not used"#
+    );
+    assert!(
+        table.ends_with(&format!(
+            "\n\nchanged: server \"shared\": {}\nchanged: server \"shared\": {}\nchanged: server \"shared\": {}\n{unknown}\n",
+            changes[0], changes[1], changes[2]
+        )),
+        "{table}"
+    );
+    assert!(!table.contains("literal-secret"));
+
+    let out = ws.run(&["get", "shared"]);
+    let described = out.ok();
+    assert_eq!(
+        described.split("config:\n").next().unwrap(),
+        format!(
+            "name:    shared\nscope:   project\nsource:  {project}\nkind:    stdio\nstatus:  pending\nreason:  {escaped_reason}\n\
+             changed: {}\nchanged: {}\nchanged: {}\n{unknown}\n",
+            changes[0], changes[1], changes[2]
+        )
+    );
+    assert!(
+        !described.contains('\u{1b}') && !described.contains('\u{7}'),
+        "{described:?}"
+    );
+
+    // Approved again: bound to the new entry.
+    ws.run(&["approve", "shared"]).ok();
+    let rows = ws.run(&["--json", "servers"]);
+    assert_eq!(rows.json()[0]["changes"], json!([]));
+}
+
+#[test]
+fn a_project_entry_not_approved_does_not_hide_the_users_server() {
+    let ws = Workspace::new();
+    ws.write_servers("home/settings.json", &json!({"shared": demo(&[])}));
+    ws.write_servers(
+        ".mcp.json",
+        &json!({"shared": {"command": "sh", "args": ["-c", "echo theirs"]}}),
+    );
+    let project = ws.shown(".mcp.json");
+    let user = ws.shown("home/settings.json");
+    let warning = |why: &str| {
+        format!(
+            "{project}: server \"shared\": this project server is {why}, so it does not replace the user server of \
+             the same name: the user entry ({user}) is the one that runs"
+        )
+    };
+    let pending = warning("pending approval (a project server runs only once approved)");
+    let out = ws.run(&["--json", "servers"]);
+    let row = &out.json()[0];
+    assert_eq!(
+        (&row["scope"], &row["status"], &row["warnings"]),
+        (&json!("user"), &json!("connected"), &json!([pending]))
+    );
+    let described = |ws: &Workspace| {
+        let out = ws.run(&["get", "shared"]);
+        out.ok().split("config:\n").next().unwrap().to_owned()
+    };
+    assert_eq!(
+        described(&ws),
+        format!(
+            "name:    shared\nscope:   user\nsource:  {user}\nkind:    stdio\nstatus:  active\nwarning: {pending}\n"
+        )
+    );
+    // A rejection leaves the user's server running too.
+    ws.run(&["reject", "shared"]).ok();
+    assert_eq!(
+        described(&ws),
+        format!(
+            "name:    shared\nscope:   user\nsource:  {user}\nkind:    stdio\nstatus:  active\nwarning: {}\n",
+            warning("rejected (disabledMcpjsonServers)")
+        )
+    );
+    // Approved, the project's entry takes the name, as the precedence says.
+    ws.run(&["approve", "shared"]).ok();
+    assert_eq!(
+        described(&ws),
+        format!(
+            "name:      shared\nscope:     project\nsource:    {project}\nkind:      stdio\nstatus:    active\noverrides: {user} (user)\n"
+        )
+    );
 }

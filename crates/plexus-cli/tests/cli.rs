@@ -134,7 +134,7 @@ fn servers_json_reports_each_status() {
             "name": name, "scope": "explicit", "source": path, "kind": kind, "status": status, "state": status,
             "reason": null, "protocolVersion": null, "era": null, "eraSource": null, "serverInfo": null,
             "toolCount": null, "connectMs": null,
-            "required": false, "error": null, "warnings": [], "errors": []
+            "required": false, "error": null, "warnings": [], "errors": [], "changes": []
         });
         for (key, value) in details.as_object().unwrap() {
             row[key] = value.clone();

@@ -14,7 +14,7 @@ fn row(name: &str, scope: &str, source: &str, kind: Option<&str>, status: &str, 
         "name": name, "scope": scope, "source": source, "kind": kind, "status": status, "state": status,
         "reason": null, "protocolVersion": null, "era": null, "eraSource": null, "serverInfo": null,
         "toolCount": null, "connectMs": null,
-        "required": false, "error": null, "warnings": [], "errors": []
+        "required": false, "error": null, "warnings": [], "errors": [], "changes": []
     });
     for (key, value) in details.as_object().unwrap() {
         row[key] = value.clone();
@@ -148,7 +148,8 @@ fn the_highest_scope_wins_whole_and_get_shows_what_it_overrides() {
             "overridden": [
                 {"scope": "project", "source": ws.shown(".mcp.json")},
                 {"scope": "user", "source": ws.shown("home/settings.json")}
-            ]
+            ],
+            "changes": []
         })
     );
     let out = ws.run(&["get", "s"]);
@@ -233,11 +234,9 @@ fn strict_config_reads_only_the_explicit_files() {
 fn project_is_found_upwards_from_the_working_directory_or_from_project_dir() {
     let ws = Workspace::new();
     ws.write_servers("app/.mcp.json", &json!({"app-server": demo(&[])}));
-    ws.write_json(
-        ws.local_file_of("app"),
-        &json!({"enabledMcpjsonServers": ["app-server"]}),
-    );
     std::fs::create_dir_all(ws.join("app/src/deep")).unwrap();
+    ws.run_in(&ws.join("app/src/deep"), &["approve", "app-server"]).ok();
+    assert!(ws.local_file_of("app").is_file());
     let source = |out: support::Run| out.json()["source"].as_str().map(str::to_owned);
     let found = source(ws.run_in(&ws.join("app/src/deep"), &["--json", "get", "app-server"]));
     assert_eq!(found, Some(ws.shown("app/.mcp.json")));

@@ -52,6 +52,18 @@ fn write_string(text: &str, out: &mut String) {
     out.push_str(&serde_json::to_string(text).unwrap_or_default());
 }
 
+/// The SHA-256 of `bytes`, as 64 lowercase hexadecimal digits.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    use std::fmt::Write as _;
+    Sha256::digest(bytes)
+        .iter()
+        .fold(String::with_capacity(64), |mut hex, byte| {
+            let _ = write!(hex, "{byte:02x}");
+            hex
+        })
+}
+
 /// The key under which a connection to server `name` with the (expanded) entry `config` is
 /// memoized: `name`, a `:`, then the canonical JSON of [`ServerConfig::to_json`].
 ///

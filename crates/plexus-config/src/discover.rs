@@ -215,14 +215,9 @@ fn find_project_dir(start: &Path) -> PathBuf {
 
 /// The directory name of a project's local settings (see [`ConfigPaths::local_file_for`]).
 fn project_key(project_dir: &Path) -> String {
-    use sha2::{Digest, Sha256};
-    use std::fmt::Write as _;
     let canonical = std::fs::canonicalize(project_dir).unwrap_or_else(|_| absolute(project_dir));
-    let digest = Sha256::digest(canonical.as_os_str().as_encoded_bytes());
-    let hash = digest.iter().take(8).fold(String::with_capacity(16), |mut hex, byte| {
-        let _ = write!(hex, "{byte:02x}");
-        hex
-    });
+    let mut hash = crate::sha256_hex(canonical.as_os_str().as_encoded_bytes());
+    hash.truncate(16);
     let name: String = canonical
         .file_name()
         .map_or_else(|| "root".to_owned(), |name| name.to_string_lossy().into_owned())

@@ -118,6 +118,16 @@ impl RawFile {
         RawFile::parse_bytes(&bytes, path, keep)
     }
 
+    /// Like [`load`](Self::load), for a file plexus keeps in its home (the local settings): a
+    /// symbolic link there is refused ([`SymlinkRefused`](crate::SymlinkRefused)), never followed.
+    pub(crate) fn load_own(path: &Path, keep: &[&str]) -> Result<RawFile, ConfigError> {
+        crate::refuse_symlink(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        RawFile::load(path, keep)
+    }
+
     /// Like [`load`](Self::load), for a file named on the command line: it may also be a pipe
     /// (see [`crate::pipe`]).
     pub(crate) fn load_explicit(path: &Path, keep: &[&str]) -> Result<RawFile, ConfigError> {

@@ -76,9 +76,20 @@
 //!   one none. A managed file that defines `mcpServers` replaces every other scope. A managed file
 //!   that exists but cannot be read, or holds a malformed rule, blocks every server until fixed: a
 //!   dropped deny rule must not let a server through. Policy applies with `--strict-config` too.
-//! - **Approval.** Project servers run once approved by name (`enabledMcpjsonServers`) or by
-//!   `enableAllProjectMcpServers`, in the user or local settings; a rejection
-//!   (`disabledMcpjsonServers`) wins over both.
+//! - **Approval.** Project servers run once approved ([`ConfigSources::approve`], `plexus approve`),
+//!   recorded in the local settings in the plexus home (`approvedMcpjsonServers`, never in the
+//!   repository), or by `enableAllProjectMcpServers` in the user or local settings. An approval is
+//!   bound to the entry as written in the project file, before `${VAR}` expansion: any change of
+//!   the entry (command, args, env, URL, headers, any field) makes it wait again, and
+//!   [`MergedServer::pending`] says what changed ([`PendingReason::Changed`]) without showing a
+//!   value of `env` or `headers`; a changed environment changes nothing, and neither does key order
+//!   or spacing. A rejection (`disabledMcpjsonServers`) is by name and wins over every approval. A
+//!   name in `enabledMcpjsonServers` (how earlier versions recorded a yes) no longer approves: such a
+//!   server waits ([`PendingReason::ApprovedByNameOnly`]) until approved again, since binding it to
+//!   whatever the file holds today could bless an entry the user never saw.
+//! - **Set aside, said out loud.** A project entry that is pending or rejected never hides a
+//!   lower scope's entry of the same name: the user's server runs ([`MergedServer::set_aside`]),
+//!   and a warning on it says so.
 //! - **Expansion** (see [`expand_vars`]) runs on the raw entry before it is checked, in `command`,
 //!   `args`, `env` values, `cwd`, `url`, `headers` values and `headersHelper`.
 //!   `${VAR:-default}` takes the default when `VAR` is unset or empty, as in the shell.
@@ -107,6 +118,7 @@ mod kind;
 mod merge;
 mod name;
 mod new_entry;
+mod nofollow;
 mod pipe;
 mod policy;
 mod scope;
@@ -116,8 +128,8 @@ mod write;
 
 use std::time::Duration;
 
-pub use approval::{DISABLED_KEY, ENABLE_ALL_KEY, ENABLED_KEY};
-pub use cache_key::{cache_key, canonical_json};
+pub use approval::{APPROVED_KEY, DISABLED_KEY, ENABLE_ALL_KEY, ENABLED_KEY, EntryChange, FieldValue, PendingReason};
+pub use cache_key::{cache_key, canonical_json, sha256_hex};
 pub use diagnostic::{Diagnostic, Severity};
 pub use discover::{
     ConfigPaths, DEFAULT_MANAGED_FILE, DiscoveryError, DiscoveryOptions, IGNORED_LOCAL_SETTINGS_FILE,
@@ -136,6 +148,7 @@ pub use merge::{
 };
 pub use name::{InvalidServerName, ServerName};
 pub use new_entry::{EntryError, NewEntry, check_entry, checked_entry, entry_from_json};
+pub use nofollow::{SymlinkRefused, open_no_follow, refuse_symlink};
 pub use pipe::PIPE_TIMEOUT;
 pub use policy::{ALLOWED_KEY, DENIED_KEY, PolicyBlock, PolicyMatcher};
 pub use scope::{Scope, UnknownScope};

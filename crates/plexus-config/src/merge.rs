@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::approval::{Approvals, Decision, SETTINGS_KEYS};
+use crate::approval::{Approvals, Decision, PendingReason, SETTINGS_KEYS};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::expand::expand_entry;
 use crate::file::{RawFile, read_definition};
@@ -27,7 +27,8 @@ pub struct ConfigSources {
 pub enum EntryStatus {
     /// It may be connected.
     Active,
-    /// A project server nobody has approved yet (`plexus approve NAME`).
+    /// A project server nobody has approved yet, or whose entry changed since it was approved
+    /// (`plexus approve NAME`); [`MergedServer::pending`] says which.
     PendingApproval,
     /// Its entry says `"disabled": true`.
     DisabledByConfig,
@@ -89,6 +90,14 @@ pub struct MergedServer {
     pub warnings: Vec<Diagnostic>,
     /// Lower scopes that define the same name; their entries are not used.
     pub overridden: Vec<EntryOrigin>,
+    /// Why the project's entry of this name waits for approval, if it does: either this is that
+    /// entry ([`EntryStatus::PendingApproval`]), or it was set aside ([`MergedServer::set_aside`])
+    /// and a lower scope's entry is this one.
+    pub pending: Option<PendingReason>,
+    /// The project entry of the same name that was set aside because it is pending approval or
+    /// rejected: an entry the user has not approved never hides the user's own server of the same
+    /// name. A warning among [`MergedServer::warnings`] says so.
+    pub set_aside: Option<EntryOrigin>,
     cache_key: String,
 }
 
@@ -120,6 +129,9 @@ pub struct InvalidServer {
     pub warnings: Vec<Diagnostic>,
     /// Lower scopes that define the same name.
     pub overridden: Vec<EntryOrigin>,
+    /// The project entry of the same name set aside because it is pending approval or rejected
+    /// (see [`MergedServer::set_aside`]).
+    pub set_aside: Option<EntryOrigin>,
 }
 
 /// What happened to one file that was looked at.
@@ -181,11 +193,13 @@ impl MergedConfig {
         self.servers.iter().filter(|server| server.is_active())
     }
 
-    /// The project servers waiting for approval.
+    /// The servers whose project entry waits for approval: the entry used
+    /// ([`EntryStatus::PendingApproval`]), or one set aside for a lower scope's entry of the same
+    /// name.
     pub fn pending_approval(&self) -> impl Iterator<Item = &MergedServer> {
-        self.servers
-            .iter()
-            .filter(|server| server.status == EntryStatus::PendingApproval)
+        self.servers.iter().filter(|server| {
+            server.status == EntryStatus::PendingApproval || (server.set_aside.is_some() && server.pending.is_some())
+        })
     }
 
     /// The files that could not be read or parsed, with why.
@@ -297,6 +311,8 @@ impl ConfigSources {
 struct Read {
     name: String,
     origin: EntryOrigin,
+    /// The entry as written (before expansion): what an approval is bound to.
+    raw: Value,
     server: Option<(ServerName, ServerConfig)>,
     diagnostics: Vec<Diagnostic>,
 }
@@ -318,10 +334,11 @@ impl Loader<'_> {
         keys: &[&str],
         required: bool,
     ) -> Result<Option<BTreeMap<String, Value>>, String> {
-        let loaded = if scope == Scope::Explicit {
-            RawFile::load_explicit(path, keys)
-        } else {
-            RawFile::load(path, keys)
+        let loaded = match scope {
+            Scope::Explicit => RawFile::load_explicit(path, keys),
+            // The local settings hold the approvals: never read through a link.
+            Scope::Local => RawFile::load_own(path, keys),
+            _ => RawFile::load(path, keys),
         };
         let (outcome, result) = match loaded {
             Ok(raw) => {
@@ -370,16 +387,15 @@ impl Loader<'_> {
         entries: &BTreeMap<String, Value>,
         mut diagnostics: Vec<Diagnostic>,
     ) {
-        let (server, found) = expand_and_read(path, name, value, entries, self.env);
+        let (name, server, found) = read_entry(path, name, value, entries, self.env);
         diagnostics.extend(found);
-        // A renamed entry merges under its new name (the name its tools and approvals use).
-        let name = server.as_ref().map_or(name, |(server_name, _)| server_name.as_str());
         self.definitions.push(Read {
-            name: name.to_owned(),
+            name,
             origin: EntryOrigin {
                 scope,
                 file: path.to_owned(),
             },
+            raw: value.clone(),
             server,
             diagnostics,
         });
@@ -391,22 +407,54 @@ impl Loader<'_> {
         for (order, read) in self.definitions.into_iter().enumerate() {
             by_name.entry(read.name.clone()).or_default().push((order, read));
         }
-        for (_, mut reads) in by_name {
+        for (name, mut reads) in by_name {
             reads.sort_by(|(a_order, a), (b_order, b)| (b.origin.scope, b_order).cmp(&(a.origin.scope, a_order)));
-            let mut reads = reads.into_iter().map(|(_, read)| read);
+            let mut reads: Vec<Read> = reads.into_iter().map(|(_, read)| read).collect();
+            let Some(first) = reads.first() else { continue };
+            let decision = (first.origin.scope == Scope::Project).then(|| approvals.decision(&name, &first.raw));
+            let pending = match &decision {
+                Some(Decision::Pending(reason)) => Some(reason.clone()),
+                _ => None,
+            };
+            // A project entry the user has not approved never hides a lower scope's entry of the
+            // same name: the repository cannot turn off the user's own server by shipping one.
+            let mut set_aside = None;
+            let mut said = Vec::new();
+            if reads.len() > 1
+                && decision
+                    .as_ref()
+                    .is_some_and(|decision| *decision != Decision::Approved)
+            {
+                let project = reads.remove(0);
+                said.push(set_aside_warning(
+                    &name,
+                    &project.origin,
+                    &reads[0].origin,
+                    decision.as_ref(),
+                ));
+                self.merged.diagnostics.extend(project.diagnostics);
+                set_aside = Some(project.origin);
+            }
+            let mut reads = reads.into_iter();
             let Some(winner) = reads.next() else { continue };
             let mut overridden = Vec::new();
             for shadowed in reads {
                 overridden.push(shadowed.origin);
                 self.merged.diagnostics.extend(shadowed.diagnostics);
             }
-            let (warnings, errors): (Vec<_>, Vec<_>) = winner
+            let (mut warnings, errors): (Vec<_>, Vec<_>) = winner
                 .diagnostics
                 .into_iter()
                 .partition(|diagnostic| diagnostic.severity == Severity::Warning);
+            warnings.extend(said);
             match winner.server {
                 Some((name, config)) => {
-                    let status = status(&name, &config, winner.origin.scope, policy, approvals);
+                    let decision = if winner.origin.scope == Scope::Project {
+                        decision.unwrap_or(Decision::Approved)
+                    } else {
+                        Decision::Approved
+                    };
+                    let status = status(&name, &config, winner.origin.scope, policy, &decision);
                     self.merged.servers.push(MergedServer {
                         cache_key: cache_key(name.as_ref(), &config),
                         name,
@@ -416,6 +464,8 @@ impl Loader<'_> {
                         status,
                         warnings,
                         overridden,
+                        pending,
+                        set_aside,
                     });
                 }
                 None => self.merged.invalid.push(InvalidServer {
@@ -425,6 +475,7 @@ impl Loader<'_> {
                     errors,
                     warnings,
                     overridden,
+                    set_aside,
                 }),
             }
         }
@@ -432,28 +483,76 @@ impl Loader<'_> {
     }
 }
 
+/// The warning that the project entry of `name` (from `project`) was set aside, not approved,
+/// and the entry from `used` runs in its place.
+fn set_aside_warning(name: &str, project: &EntryOrigin, used: &EntryOrigin, decision: Option<&Decision>) -> Diagnostic {
+    let why = match decision {
+        Some(Decision::Rejected) => format!("rejected ({})", crate::DISABLED_KEY),
+        Some(Decision::Pending(reason)) => format!("pending approval ({reason})"),
+        Some(Decision::Approved) | None => "not approved".to_owned(),
+    };
+    Diagnostic {
+        severity: Severity::Warning,
+        file: Some(project.file.clone()),
+        server: Some(name.to_owned()),
+        field: None,
+        message: format!(
+            "this project server is {why}, so it does not replace the {} server of the same name: the {} entry ({}) \
+             is the one that runs",
+            used.scope,
+            used.scope,
+            used.file.display()
+        ),
+    }
+}
+
 /// The status of a valid server: policy first, then the user's rejection, the entry's own
-/// `disabled`, and approval.
-fn status(
-    name: &ServerName,
-    config: &ServerConfig,
-    scope: Scope,
-    policy: &Policy,
-    approvals: &Approvals,
-) -> EntryStatus {
+/// `disabled`, and approval (`decision`, [`Decision::Approved`] for every scope but the project).
+fn status(name: &ServerName, config: &ServerConfig, scope: Scope, policy: &Policy, decision: &Decision) -> EntryStatus {
     if let Some(block) = policy.check(name, config, scope == Scope::Managed) {
         return EntryStatus::DeniedByPolicy(block);
     }
-    let decision = if scope == Scope::Project {
-        approvals.decision(name.as_str())
-    } else {
-        Decision::Approved
-    };
     match decision {
         Decision::Rejected => EntryStatus::RejectedByUser,
         _ if config.options().disabled => EntryStatus::DisabledByConfig,
-        Decision::Undecided => EntryStatus::PendingApproval,
+        Decision::Pending(_) => EntryStatus::PendingApproval,
         Decision::Approved => EntryStatus::Active,
+    }
+}
+
+/// Expands and checks the entry `value` called `name` in the file at `path` (whose entries are
+/// `entries`), with the name it merges under: a renamed entry merges under its new name (the name
+/// its tools and approvals use).
+fn read_entry(
+    path: &Path,
+    name: &str,
+    value: &Value,
+    entries: &BTreeMap<String, Value>,
+    env: &Environment,
+) -> (String, Option<(ServerName, ServerConfig)>, Vec<Diagnostic>) {
+    let (server, diagnostics) = expand_and_read(path, name, value, entries, env);
+    let merged_name = server
+        .as_ref()
+        .map_or(name, |(server_name, _)| server_name.as_str())
+        .to_owned();
+    (merged_name, server, diagnostics)
+}
+
+impl ConfigSources {
+    /// The entries of the project file as written (before expansion), by the name each merges
+    /// under: what an approval is bound to. A missing project file has none.
+    pub(crate) fn project_entries(&self) -> Result<BTreeMap<String, Value>, ConfigError> {
+        let path = &self.paths().project_file;
+        let raw = match RawFile::load(path, &[]) {
+            Ok(raw) => raw,
+            Err(error) if error.is_not_found() => return Ok(BTreeMap::new()),
+            Err(error) => return Err(error),
+        };
+        Ok(raw
+            .entries
+            .iter()
+            .map(|(name, value)| (read_entry(path, name, value, &raw.entries, &self.env).0, value.clone()))
+            .collect())
     }
 }
 

@@ -88,6 +88,7 @@ proptest! {
     #[test]
     fn the_highest_scope_wins_whole(
         present in vec(any::<bool>(), 5),
+        approved in any::<bool>(),
         user in stdio_entry("user"),
         project in stdio_entry("project"),
         local in stdio_entry("local"),
@@ -113,7 +114,20 @@ proptest! {
             }
         }
         let options = ws.options().with_explicit_files(vec![first_file, second_file], false);
-        let merged = ConfigSources::discover(&options).load();
+        let sources = ConfigSources::discover(&options);
+        if approved && present[1] {
+            sources.approve(&[plexus_config::ServerName::new("s").unwrap()]).unwrap();
+        }
+        // A project entry not approved never hides the user's entry of the same name.
+        let set_aside = match defined.last() {
+            Some((Scope::Project, _, _)) if !approved && defined.len() > 1 => {
+                let (scope, file, _) = defined.pop().unwrap();
+                Some(EntryOrigin { scope, file })
+            }
+            _ => None,
+        };
+        let merged = sources.load();
+        prop_assert_eq!(&merged.server("s").map(|server| server.set_aside.clone()), &defined.last().map(|_| set_aside));
         match defined.last() {
             None => prop_assert!(merged.server("s").is_none()),
             Some((scope, path, entry)) => {
@@ -263,5 +277,102 @@ proptest! {
         } else {
             prop_assert_eq!(restored, original);
         }
+    }
+}
+
+/// A remote entry with some random content: `url` and `headers`.
+fn http_entry() -> impl Strategy<Value = Value> {
+    (
+        "[a-z]{1,8}",
+        btree_map("X-[A-Z][a-z]{0,5}", "[a-zA-Z0-9${}_]{0,8}", 0..3),
+    )
+        .prop_map(|(host, headers)| {
+            let mut entry = json!({"type": "http", "url": format!("https://{host}.example/mcp")});
+            if !headers.is_empty() {
+                entry["headers"] = json!(headers);
+            }
+            entry
+        })
+}
+
+/// `entry` with one bound field changed (`field` picks which): the changed field's path.
+fn change_bound_field(entry: &mut Value, field: usize) -> String {
+    let stdio = entry.get("command").is_some();
+    match (stdio, field % 3) {
+        (true, 0) => {
+            entry["command"] = json!("changed-server");
+            "command".to_owned()
+        }
+        (true, 1) => {
+            let mut args: Vec<Value> = entry.get("args").and_then(Value::as_array).cloned().unwrap_or_default();
+            args.push(json!("--more"));
+            entry["args"] = Value::Array(args);
+            "args".to_owned()
+        }
+        (true, _) => {
+            let old = entry["env"]["ZZ"].as_str().unwrap_or("").to_owned();
+            entry["env"]["ZZ"] = json!(format!("{old}changed"));
+            "env.ZZ".to_owned()
+        }
+        (false, 0 | 1) => {
+            entry["url"] = json!(format!("{}/changed", entry["url"].as_str().unwrap()));
+            "url".to_owned()
+        }
+        (false, _) => {
+            let old = entry["headers"]["X-Zz"].as_str().unwrap_or("").to_owned();
+            entry["headers"]["X-Zz"] = json!(format!("{old}changed"));
+            "headers.X-Zz".to_owned()
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// An approval is bound to the entry as written: rewriting it with other key order and
+    /// spacing keeps it approved; changing any bound field makes it wait again, with that field
+    /// named in the diff, and no secret value of `env` or `headers` is ever written to the
+    /// approvals.
+    #[test]
+    fn an_approval_is_bound_to_the_entry_as_written(
+        entry in prop_oneof![stdio_entry("p"), http_entry()],
+        seeds in vec(any::<usize>(), 64),
+        space in prop_oneof![Just(""), Just(" "), Just("\n  "), Just("\t")],
+        field in 0usize..6,
+    ) {
+        let ws = Workspace::new();
+        let name = ServerName::new("p").unwrap();
+        ws.write_json(&ws.project_file(), &servers(json!({ "p": entry })));
+        let sources = ws.sources();
+        prop_assert_eq!(sources.load().server("p").unwrap().status.label(), "pending-approval");
+        sources.approve(std::slice::from_ref(&name)).unwrap();
+        prop_assert!(sources.load().server("p").unwrap().is_active());
+        let approvals = std::fs::read_to_string(ws.local_file()).unwrap();
+        for secrets in ["env", "headers"] {
+            for value in entry.get(secrets).and_then(Value::as_object).into_iter().flat_map(|map| map.values()) {
+                let value = value.as_str().unwrap();
+                prop_assume!(value.len() > 2);
+                prop_assert!(!approvals.contains(&serde_json::to_string(value).unwrap()), "{approvals}");
+            }
+        }
+
+        let rewritten = write_shuffled(&servers(json!({ "p": entry })), &mut seeds.into_iter(), space);
+        ws.write(&ws.project_file(), &rewritten);
+        prop_assert!(sources.load().server("p").unwrap().is_active(), "{rewritten}");
+
+        let mut changed = entry.clone();
+        let path = change_bound_field(&mut changed, field);
+        ws.write_json(&ws.project_file(), &servers(json!({ "p": changed })));
+        let merged = sources.load();
+        let server = merged.server("p").unwrap();
+        prop_assert_eq!(server.status.label(), "pending-approval");
+        let pending = server.pending.clone().unwrap();
+        prop_assert_eq!(pending.changed_fields(), vec![path.as_str()]);
+
+        // Approving again binds to the new entry; going back to the old one waits again.
+        sources.approve(std::slice::from_ref(&name)).unwrap();
+        prop_assert!(sources.load().server("p").unwrap().is_active());
+        ws.write_json(&ws.project_file(), &servers(json!({ "p": entry })));
+        prop_assert_eq!(sources.load().server("p").unwrap().status.label(), "pending-approval");
     }
 }

@@ -373,10 +373,17 @@ fn project_servers_wait_for_approval_and_a_rejection_wins() {
             "off": {"command": "o", "disabled": true}
         })),
     );
-    ws.write_json(
-        &ws.local_file(),
-        &json!({"enabledMcpjsonServers": ["approved", "rejected"], "disabledMcpjsonServers": ["rejected"]}),
-    );
+    let sources = ws.sources();
+    sources
+        .approve(&[
+            ServerName::new("approved").unwrap(),
+            ServerName::new("rejected").unwrap(),
+        ])
+        .unwrap();
+    let mut settings: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(ws.local_file()).unwrap()).unwrap();
+    settings["disabledMcpjsonServers"] = json!(["rejected"]);
+    ws.write_json(&ws.local_file(), &settings);
     let merged = ws.load();
     let statuses: Vec<(&str, String)> = merged
         .servers
@@ -421,7 +428,8 @@ fn approval_settings_of_the_wrong_type_are_reported_and_ignored() {
         &json!({"enableAllProjectMcpServers": "yes", "enabledMcpjsonServers": ["p", 7], "disabledMcpjsonServers": {}}),
     );
     let merged = ws.load();
-    assert_eq!(merged.server("p").unwrap().status, EntryStatus::Active);
+    // A name alone no longer approves (see `approvals_by_name_only_wait_to_be_bound`).
+    assert_eq!(merged.server("p").unwrap().status, EntryStatus::PendingApproval);
     let local = ws.local_file().display().to_string();
     assert_eq!(
         messages(&merged.diagnostics),
@@ -442,16 +450,17 @@ fn approve_and_reject_are_recorded_in_the_local_settings() {
     let sources = ws.sources();
     let pending: Vec<ServerName> = sources.load().pending_approval().map(|s| s.name.clone()).collect();
     assert_eq!(sources.approve(&pending).unwrap(), ws.local_file());
+    let record = |command: &str| json!({"sha256": plexus_config::sha256_hex(format!(r#"{{"command":"{command}"}}"#).as_bytes()), "entry": {"command": command}});
     assert_eq!(
-        std::fs::read_to_string(ws.local_file()).unwrap(),
-        "{\n  \"enabledMcpjsonServers\": [\n    \"a\",\n    \"b\"\n  ]\n}\n"
+        ws.read_json(&ws.local_file()),
+        json!({"approvedMcpjsonServers": {"a": record("a"), "b": record("b")}})
     );
     assert_eq!(sources.load().active().count(), 2);
 
     sources.reject(&[ServerName::new("a").unwrap()]).unwrap();
     assert_eq!(
-        std::fs::read_to_string(ws.local_file()).unwrap(),
-        "{\n  \"enabledMcpjsonServers\": [\n    \"b\"\n  ],\n  \"disabledMcpjsonServers\": [\n    \"a\"\n  ]\n}\n"
+        ws.read_json(&ws.local_file()),
+        json!({"approvedMcpjsonServers": {"b": record("b")}, "disabledMcpjsonServers": ["a"]})
     );
     let merged = sources.load();
     assert_eq!(merged.server("a").unwrap().status, EntryStatus::RejectedByUser);

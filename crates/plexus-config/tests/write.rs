@@ -262,20 +262,27 @@ fn permissions_and_symbolic_links_are_kept() {
 fn an_edit_without_changes_writes_nothing() {
     let ws = Workspace::new();
     let mut edit = SettingsEdit::open(ws.user_file()).unwrap();
-    edit.approve(&[]).unwrap();
+    edit.reject(&[]).unwrap();
     assert!(!edit.is_changed());
     assert!(!edit.commit().unwrap());
     assert!(!ws.user_file().exists());
 
-    ws.write(&ws.local_file(), r#"{"enabledMcpjsonServers": ["a"]}"#);
+    // Approving again what is approved, rejecting again what is rejected.
+    ws.write_json(&ws.project_file(), &servers(json!({"a": stdio("a")})));
+    ws.sources().approve(&[name("a")]).unwrap();
     let mut edit = SettingsEdit::open(ws.local_file()).unwrap();
-    edit.approve(&[name("a")]).unwrap();
+    edit.approve(&name("a"), &stdio("a")).unwrap();
+    assert!(!edit.commit().unwrap());
+    ws.write(&ws.local_file(), r#"{"disabledMcpjsonServers": ["a"]}"#);
+    let mut edit = SettingsEdit::open(ws.local_file()).unwrap();
+    edit.reject(&[name("a")]).unwrap();
     assert!(!edit.commit().unwrap());
 }
 
 #[test]
 fn approval_lists_of_the_wrong_type_are_not_touched() {
     let ws = Workspace::new();
+    ws.write_json(&ws.project_file(), &servers(json!({"b": {"command": "b"}})));
     ws.write(&ws.local_file(), r#"{"enabledMcpjsonServers": "a", "other": 1}"#);
     assert_eq!(
         ws.sources().approve(&[name("b")]).unwrap_err().to_string(),
@@ -284,11 +291,27 @@ fn approval_lists_of_the_wrong_type_are_not_touched() {
             ws.local_file().display()
         )
     );
+    ws.write(&ws.local_file(), r#"{"approvedMcpjsonServers": [], "other": 1}"#);
+    assert_eq!(
+        ws.sources().approve(&[name("b")]).unwrap_err().to_string(),
+        format!(
+            r#"{}: field "approvedMcpjsonServers": expected an object of approvals, found an array; fix it by hand, nothing was written"#,
+            ws.local_file().display()
+        )
+    );
     ws.write(&ws.local_file(), r#"{"disabledMcpjsonServers": ["b", 4], "other": 1}"#);
     ws.sources().approve(&[name("b")]).unwrap();
+    let digest = plexus_config::sha256_hex(br#"{"command":"b"}"#);
     assert_eq!(
         read(&ws.local_file()),
-        r#"{"disabledMcpjsonServers": [4], "other": 1, "enabledMcpjsonServers": ["b"]}"#
+        format!(
+            r#"{{"disabledMcpjsonServers": [4], "other": 1, "approvedMcpjsonServers": {{"b":{{"sha256":"{digest}","entry":{{"command":"b"}}}}}}}}"#
+        )
+    );
+    // A server the project file does not define cannot be approved.
+    assert_eq!(
+        ws.sources().approve(&[name("c")]).unwrap_err().to_string(),
+        format!(r#"{}: there is no server "c""#, ws.project_file().display())
     );
 }
 

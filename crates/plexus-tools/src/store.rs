@@ -1,5 +1,8 @@
 //! Where persisted tool output goes: `<home>/tool-results/<session>/`, the directory 0700 and
-//! every file 0600 with a name of its own, and old sessions cleaned up with bounded work.
+//! every file 0600 with a name of its own, and old sessions cleaned up with bounded work. A
+//! symbolic link where the store keeps its directories or files is refused
+//! ([`SymlinkRefused`]), never followed: output is never written, nor a session removed, through
+//! one.
 
 use std::fs::{self, DirBuilder, OpenOptions};
 use std::io::{self, Write};
@@ -7,6 +10,8 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
+
+use plexus_config::{SymlinkRefused, open_no_follow, refuse_symlink};
 
 use crate::naming::normalize_name;
 
@@ -110,16 +115,21 @@ impl ResultStore {
             let path = path.to_owned();
             move |source| ResultStoreError { path, source }
         };
-        DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)
-            .map_err(failed(&self.dir))?;
+        // `tool-results` and the session's directory are the store's own (the home may be a link:
+        // where it lives is the user's choice).
+        for dir in self.dir.parent().into_iter().chain([self.dir.as_path()]) {
+            refuse_symlink(dir).map_err(failed(dir))?;
+            DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(failed(dir))?;
+        }
         let stem: String = normalize_name(stem).chars().take(40).collect();
         loop {
             let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
             let path = self.dir.join(format!("{stem}-{n}.{extension}"));
-            match OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path) {
+            match open_no_follow(OpenOptions::new().write(true).create_new(true).mode(0o600), &path) {
                 Ok(mut file) => {
                     if let Err(e) = file.write_all(bytes) {
                         drop(file);
@@ -128,8 +138,11 @@ impl ResultStore {
                     }
                     return Ok(path);
                 }
-                // Left by an earlier store of the same session name: take the next number.
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                // Left by an earlier store of the same session name: take the next number; but a
+                // link where a file of the store belongs is said, not stepped around.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    refuse_symlink(&path).map_err(failed(&path))?;
+                }
                 Err(e) => return Err(failed(&path)(e)),
             }
         }
@@ -137,9 +150,18 @@ impl ResultStore {
 
     /// Removes the sessions in `<home>/tool-results/` last changed more than `age` ago,
     /// looking at no more than [`MAX_CLEANUP_ENTRIES`] entries; returns how many it removed.
-    /// Failures are skipped (another process may be cleaning up too).
+    /// Failures are skipped (another process may be cleaning up too). Nothing is removed through a
+    /// symbolic link: when `tool-results` is one, nothing is looked at (with a warning), and a
+    /// link among the sessions is removed itself, never what it points to.
     pub fn remove_old_sessions(home: &Path, age: Duration) -> usize {
-        let Ok(entries) = fs::read_dir(home.join(RESULTS_DIR)) else {
+        let results = home.join(RESULTS_DIR);
+        if let Err(error) = refuse_symlink(&results) {
+            if SymlinkRefused::is(&error) {
+                tracing::warn!(dir = %results.display(), "old tool output is not cleaned up: {error}");
+            }
+            return 0;
+        }
+        let Ok(entries) = fs::read_dir(&results) else {
             return 0;
         };
         let now = SystemTime::now();
@@ -201,6 +223,45 @@ mod tests {
         let c = again.save("out", "txt", b"three").unwrap();
         assert!(c != a && c != b);
         assert_eq!(fs::read(&a).unwrap(), b"one");
+    }
+
+    #[test]
+    fn links_where_the_store_keeps_its_files_are_refused() {
+        let home = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let refused = |error: ResultStoreError, path: &Path| {
+            assert_eq!(error.path, path);
+            assert!(SymlinkRefused::is(&error.source), "{}", error.source);
+        };
+        // The session's directory is a link: nothing is written where it points.
+        let store = ResultStore::new(home.path(), "s");
+        fs::create_dir_all(home.path().join(RESULTS_DIR)).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), store.dir()).unwrap();
+        refused(store.save("a", "bin", b"x").unwrap_err(), store.dir());
+        // So is `tool-results` itself.
+        let home2 = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), home2.path().join(RESULTS_DIR)).unwrap();
+        let store2 = ResultStore::new(home2.path(), "s");
+        refused(
+            store2.save("a", "bin", b"x").unwrap_err(),
+            &home2.path().join(RESULTS_DIR),
+        );
+        assert_eq!(fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+        // A link where the next file goes is said, not followed nor stepped around.
+        let home3 = tempfile::tempdir().unwrap();
+        let store3 = ResultStore::new(home3.path(), "s");
+        store3.save("out", "txt", b"one").unwrap();
+        let target = elsewhere.path().join("target");
+        std::os::unix::fs::symlink(&target, store3.dir().join("out-2.txt")).unwrap();
+        refused(
+            store3.save("out", "txt", b"two").unwrap_err(),
+            &store3.dir().join("out-2.txt"),
+        );
+        assert!(!target.exists());
+        // Clean-up never goes through `tool-results` when it is a link.
+        fs::create_dir(elsewhere.path().join("old-session")).unwrap();
+        assert_eq!(ResultStore::remove_old_sessions(home2.path(), Duration::ZERO), 0);
+        assert!(elsewhere.path().join("old-session").exists());
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! no header or environment value of an entry reaches the file. The file holds at most
 //! [`MAX_VERDICTS`] verdicts (the oldest go first) and is read up to [`MAX_FILE_SIZE`] bytes; a
 //! file that cannot be read or parsed counts as empty (with a warning) and is replaced on the next
-//! write, which is atomic.
+//! write, which is atomic. A symbolic link in the file's place is neither read nor replaced
+//! ([`plexus_config::SymlinkRefused`]): it counts as empty, with a warning, and recording fails.
 //!
 //! ```
 //! use plexus::EraVerdicts;
@@ -24,7 +25,6 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -33,7 +33,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use plexus_config::ServerConfig;
 use plexus_protocol::ProtocolVersion;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 /// The file's name in the plexus home.
 pub const ERA_VERDICTS_FILE: &str = "mcp-era-verdicts.json";
@@ -137,7 +136,8 @@ impl EraVerdicts {
     /// The file's verdicts; none when it is missing, too large, or not what this module writes.
     fn load(&self) -> VerdictFile {
         let mut text = Vec::new();
-        let read = std::fs::File::open(&self.path).and_then(|file| file.take(MAX_FILE_SIZE + 1).read_to_end(&mut text));
+        let read = plexus_config::open_no_follow(std::fs::OpenOptions::new().read(true), &self.path)
+            .and_then(|file| file.take(MAX_FILE_SIZE + 1).read_to_end(&mut text));
         match read {
             Ok(_) if text.len() as u64 > MAX_FILE_SIZE => {
                 tracing::warn!(file = %self.path.display(), "the era verdicts file is over {MAX_FILE_SIZE} bytes; it is ignored and will be replaced");
@@ -158,12 +158,7 @@ impl EraVerdicts {
 
 /// The hashed key of server `name` configured as `config`.
 fn key(name: &str, config: &ServerConfig) -> String {
-    let digest = Sha256::digest(plexus_config::cache_key(name, config).as_bytes());
-    let mut hex = String::with_capacity(digest.len() * 2);
-    for byte in digest {
-        let _ = write!(hex, "{byte:02x}");
-    }
-    hex
+    plexus_config::sha256_hex(plexus_config::cache_key(name, config).as_bytes())
 }
 
 #[cfg(test)]
@@ -191,6 +186,36 @@ mod tests {
         assert_eq!(verdicts.get("b", &config("one")), None);
         let text = std::fs::read_to_string(verdicts.path()).unwrap();
         assert!(!text.contains("secret-value") && !text.contains("one"), "{text}");
+    }
+
+    #[test]
+    fn a_link_in_the_files_place_is_neither_read_nor_replaced() {
+        let home = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let other = EraVerdicts::new(elsewhere.path());
+        other.record("a", &config("one"), ProtocolVersion::V2025_06_18).unwrap();
+        let before = std::fs::read_to_string(other.path()).unwrap();
+        let verdicts = EraVerdicts::new(home.path());
+        std::os::unix::fs::symlink(other.path(), verdicts.path()).unwrap();
+        assert_eq!(verdicts.get("a", &config("one")), None);
+        let error = verdicts
+            .record("a", &config("one"), ProtocolVersion::V2025_11_25)
+            .unwrap_err();
+        assert_eq!(
+            plexus_transport::error_chain(&error),
+            format!(
+                "cannot write the era verdicts: cannot write {}: it is a symbolic link, and plexus neither follows nor \
+                 replaces a link where it keeps its own files; remove the link",
+                verdicts.path().display()
+            )
+        );
+        assert_eq!(std::fs::read_to_string(other.path()).unwrap(), before);
+        assert!(
+            std::fs::symlink_metadata(verdicts.path())
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
     }
 
     #[test]

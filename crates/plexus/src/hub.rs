@@ -15,7 +15,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use plexus_client::ClientHandler;
-use plexus_config::{ConfigSources, DiscoveryOptions, EntryStatus, Environment, MergedConfig, ServerConfig};
+use plexus_config::{
+    ConfigSources, DiscoveryOptions, EntryStatus, Environment, MergedConfig, PendingReason, ServerConfig,
+};
 use plexus_pool::{Admission, Pool, PoolError, PoolEvent, PoolSettings, Readiness, ServerSpec};
 use plexus_protocol::Tool;
 use plexus_tools::{
@@ -268,8 +270,16 @@ pub fn server_specs(config: &MergedConfig) -> Vec<ServerSpec> {
         .servers
         .iter()
         .map(|server| {
-            ServerSpec::new(server.name.to_string(), server.config.clone(), Some(server.scope))
-                .with_admission(admission(&server.status, || server.status.to_string()))
+            ServerSpec::new(server.name.to_string(), server.config.clone(), Some(server.scope)).with_admission(
+                admission(&server.status, || match (&server.status, &server.pending) {
+                    // Why it waits, when it is more than "never approved": approved by name only,
+                    // or changed since it was approved (and how).
+                    (EntryStatus::PendingApproval, Some(pending)) if *pending != PendingReason::NotApproved => {
+                        format!("pending approval: {pending}")
+                    }
+                    _ => server.status.to_string(),
+                }),
+            )
         })
         .collect()
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::approval::{DISABLED_KEY, ENABLED_KEY, SETTINGS_KEYS};
+use crate::approval::{APPROVED_KEY, DISABLED_KEY, ENABLED_KEY, SETTINGS_KEYS, approval_record};
 use crate::file::{RawFile, read_bounded};
 use crate::json::{describe, quote};
 use crate::{ConfigError, ConfigSources, JsonProblem, SERVERS_KEY, Scope, ServerName};
@@ -71,9 +71,10 @@ pub enum WriteError {
         /// Each scope defining it, with its file.
         scopes: Vec<(Scope, PathBuf)>,
     },
-    /// A settings key that an edit must change holds something other than a list of names.
+    /// A settings key that an edit must change holds something other than a list of names (or
+    /// an object of approvals).
     #[error(
-        "{}: field {}: expected an array of server names, found {found}; fix it by hand, nothing was written",
+        "{}: field {}: expected {expected}, found {found}; fix it by hand, nothing was written",
         path.display(),
         quote(key)
     )]
@@ -82,6 +83,8 @@ pub enum WriteError {
         path: PathBuf,
         /// The key.
         key: &'static str,
+        /// What it should hold: `an array of server names`, `an object of approvals`.
+        expected: &'static str,
         /// What it holds: `3`, `an object`, …
         found: String,
     },
@@ -140,11 +143,29 @@ pub struct SettingsEdit {
 }
 
 impl SettingsEdit {
-    /// Opens `path` for editing; a file created by the edit gets mode `0600`.
+    /// Opens `path` for editing; a file created by the edit gets mode `0600`. A symbolic link is
+    /// followed, and kept: the file it points to is edited (dotfiles kept in a repository).
     pub fn open(path: impl Into<PathBuf>) -> Result<SettingsEdit, WriteError> {
-        let path = path.into();
-        // Writing through a symbolic link (dotfiles kept in a repository) keeps the link.
+        SettingsEdit::open_with(path.into(), true)
+    }
+
+    /// Opens `path`, a file plexus keeps in its home (the local settings, which hold the
+    /// approvals), for editing: a symbolic link there is refused
+    /// ([`SymlinkRefused`](crate::SymlinkRefused)), never followed nor replaced.
+    pub fn open_own(path: impl Into<PathBuf>) -> Result<SettingsEdit, WriteError> {
+        SettingsEdit::open_with(path.into(), false)
+    }
+
+    fn open_with(path: PathBuf, follow: bool) -> Result<SettingsEdit, WriteError> {
         let target = match fs::symlink_metadata(&path) {
+            Ok(metadata) if metadata.file_type().is_symlink() && !follow => {
+                return Err(WriteError::Unreadable {
+                    source: ConfigError::Read {
+                        path,
+                        source: crate::SymlinkRefused::error(),
+                    },
+                });
+            }
             Ok(metadata) if metadata.file_type().is_symlink() => {
                 fs::canonicalize(&path).map_err(|source| WriteError::Unreadable {
                     source: ConfigError::Read {
@@ -267,61 +288,107 @@ impl SettingsEdit {
         Ok(previous)
     }
 
-    /// Records approval of the project servers `names`: adds them to `enabledMcpjsonServers` and
-    /// takes them out of `disabledMcpjsonServers`.
-    pub fn approve(&mut self, names: &[ServerName]) -> Result<(), WriteError> {
-        self.decide(names, ENABLED_KEY, DISABLED_KEY)
-    }
-
-    /// Records rejection of the project servers `names`: adds them to `disabledMcpjsonServers` and
-    /// takes them out of `enabledMcpjsonServers`.
-    pub fn reject(&mut self, names: &[ServerName]) -> Result<(), WriteError> {
-        self.decide(names, DISABLED_KEY, ENABLED_KEY)
-    }
-
-    fn decide(
-        &mut self,
-        names: &[ServerName],
-        add_to: &'static str,
-        remove_from: &'static str,
-    ) -> Result<(), WriteError> {
-        for (key, add) in [(add_to, true), (remove_from, false)] {
-            let before = self.parsed()?;
-            let current = before.settings.get(key);
-            let mut list = match current {
-                None => Vec::new(),
-                Some(Value::Array(items)) => items.clone(),
-                Some(other) => {
-                    return Err(WriteError::NotAList {
-                        path: self.path.clone(),
-                        key,
-                        found: describe(other),
-                    });
-                }
-            };
-            let listed =
-                |list: &[Value], name: &ServerName| list.iter().any(|item| item.as_str() == Some(name.as_str()));
-            let length = list.len();
-            if add {
-                for name in names {
-                    if !listed(&list, name) {
-                        list.push(Value::from(name.as_str()));
-                    }
-                }
-            } else {
-                list.retain(|item| !names.iter().any(|name| item.as_str() == Some(name.as_str())));
+    /// Records approval of the project server `name` bound to `entry`, its entry as written in
+    /// the project file: sets its record in `approvedMcpjsonServers` (see
+    /// [`APPROVED_KEY`](crate::APPROVED_KEY)), and takes the name out of `disabledMcpjsonServers`
+    /// and of the by-name approvals of `enabledMcpjsonServers`, which the record replaces.
+    pub fn approve(&mut self, name: &ServerName, entry: &Value) -> Result<(), WriteError> {
+        let record = approval_record(entry);
+        let before = self.parsed()?;
+        let mut text = self.text.clone();
+        let done = match before.settings.get(APPROVED_KEY) {
+            Some(Value::Object(_)) => span::set_member(&mut text, Target::Member(APPROVED_KEY), name.as_str(), &record),
+            None => {
+                let records = Value::Object([(name.to_string(), record.clone())].into_iter().collect());
+                span::set_member(&mut text, Target::TopLevel, APPROVED_KEY, &records)
             }
-            if list.len() == length {
-                continue;
-            }
-            let value = Value::Array(list);
-            let mut text = self.text.clone();
-            let done = span::set_member(&mut text, Target::TopLevel, key, &value);
+            Some(other) => return Err(self.not_a(APPROVED_KEY, other, "an object of approvals")),
+        };
+        if before
+            .settings
+            .get(APPROVED_KEY)
+            .and_then(|records| records.get(name.as_str()))
+            != Some(&record)
+        {
             self.apply(text, done, |after| {
-                after.settings.get(key) == Some(&value) && after.entries == before.entries
+                after
+                    .settings
+                    .get(APPROVED_KEY)
+                    .and_then(|records| records.get(name.as_str()))
+                    == Some(&record)
+                    && after.entries == before.entries
+            })?;
+        }
+        self.unlist(std::slice::from_ref(name), &[ENABLED_KEY, DISABLED_KEY])
+    }
+
+    /// Records rejection of the project servers `names`: adds them to `disabledMcpjsonServers`,
+    /// and takes out their approvals.
+    pub fn reject(&mut self, names: &[ServerName]) -> Result<(), WriteError> {
+        self.edit_list(DISABLED_KEY, |list| {
+            for name in names {
+                if !list.iter().any(|item| item.as_str() == Some(name.as_str())) {
+                    list.push(Value::from(name.as_str()));
+                }
+            }
+        })?;
+        self.unlist(names, &[ENABLED_KEY])?;
+        let before = self.parsed()?;
+        if let Some(records) = before.settings.get(APPROVED_KEY).and_then(Value::as_object) {
+            for name in names.iter().filter(|name| records.contains_key(name.as_str())) {
+                let mut text = self.text.clone();
+                let done = span::remove_member(&mut text, Target::Member(APPROVED_KEY), name.as_str());
+                self.apply(text, done, |after| {
+                    after
+                        .settings
+                        .get(APPROVED_KEY)
+                        .is_some_and(|records| records.get(name.as_str()).is_none())
+                        && after.entries == before.entries
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes `names` out of each list of `keys`.
+    fn unlist(&mut self, names: &[ServerName], keys: &[&'static str]) -> Result<(), WriteError> {
+        for key in keys {
+            self.edit_list(key, |list| {
+                list.retain(|item| !names.iter().any(|name| item.as_str() == Some(name.as_str())));
             })?;
         }
         Ok(())
+    }
+
+    /// Changes the list of names under the top-level `key` with `change` (a missing list is
+    /// empty); writes nothing when its length stays the same.
+    fn edit_list(&mut self, key: &'static str, change: impl FnOnce(&mut Vec<Value>)) -> Result<(), WriteError> {
+        let before = self.parsed()?;
+        let mut list = match before.settings.get(key) {
+            None => Vec::new(),
+            Some(Value::Array(items)) => items.clone(),
+            Some(other) => return Err(self.not_a(key, other, "an array of server names")),
+        };
+        let length = list.len();
+        change(&mut list);
+        if list.len() == length {
+            return Ok(());
+        }
+        let value = Value::Array(list);
+        let mut text = self.text.clone();
+        let done = span::set_member(&mut text, Target::TopLevel, key, &value);
+        self.apply(text, done, |after| {
+            after.settings.get(key) == Some(&value) && after.entries == before.entries
+        })
+    }
+
+    fn not_a(&self, key: &'static str, found: &Value, expected: &'static str) -> WriteError {
+        WriteError::NotAList {
+            path: self.path.clone(),
+            key,
+            expected,
+            found: describe(found),
+        }
     }
 
     /// Takes `text` as the new content if the edit was `done` and the result, parsed again, passes
@@ -382,12 +449,15 @@ fn read_text(path: &Path) -> Result<String, ConfigError> {
 /// Replaces `path` with `bytes` atomically: temporary file in the same directory, `fsync`, rename,
 /// `fsync` of the directory; a new file gets `new_file_mode` (Unix permission bits), an existing
 /// one keeps its own. Config files are written this way, and so are the plexus home's plain
-/// (not secret) caches.
+/// (not secret) caches. A symbolic link at `path` is refused
+/// ([`SymlinkRefused`](crate::SymlinkRefused)): the rename would replace the link, not the file
+/// it points to, so the caller resolves a link it means to follow.
 pub fn write_atomically(path: &Path, bytes: &[u8], new_file_mode: u32) -> Result<(), WriteError> {
     let write_error = |source| WriteError::Write {
         path: path.to_owned(),
         source,
     };
+    crate::refuse_symlink(path).map_err(write_error)?;
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
@@ -436,11 +506,11 @@ impl ConfigSources {
             Scope::Explicit | Scope::Managed => None,
         }
         .ok_or(WriteError::NotWritable { scope })?;
-        let edit = SettingsEdit::open(path)?;
-        Ok(if scope == Scope::Project {
-            edit.with_new_file_mode(0o644)
-        } else {
-            edit
+        Ok(match scope {
+            Scope::Project => SettingsEdit::open(path)?.with_new_file_mode(0o644),
+            // The local settings hold the approvals, in the plexus home: never through a link.
+            Scope::Local => SettingsEdit::open_own(path)?,
+            _ => SettingsEdit::open(path)?,
         })
     }
 
@@ -494,10 +564,22 @@ impl ConfigSources {
         Ok((scope, path))
     }
 
-    /// Records approval of the project servers `names` in the local settings. Returns the file.
+    /// Records approval of the project servers `names` in the local settings, each bound to its
+    /// entry as the project file holds it now (before `${VAR}` expansion): if that entry changes,
+    /// the server waits for approval again. Fails if the project file does not define one of them.
+    /// Returns the file.
     pub fn approve(&self, names: &[ServerName]) -> Result<PathBuf, WriteError> {
+        let entries = self
+            .project_entries()
+            .map_err(|source| WriteError::Unreadable { source })?;
         let mut edit = self.edit(Scope::Local)?;
-        edit.approve(names)?;
+        for name in names {
+            let entry = entries.get(name.as_str()).ok_or_else(|| WriteError::NoSuchServer {
+                name: name.to_string(),
+                path: self.paths().project_file.clone(),
+            })?;
+            edit.approve(name, entry)?;
+        }
         let path = edit.path().to_owned();
         edit.commit()?;
         Ok(path)

@@ -137,6 +137,16 @@ impl Workspace {
         self.write(path, serde_json::to_string_pretty(value).unwrap());
     }
 
+    /// The JSON in `path`.
+    pub fn read_json(&self, path: &std::path::Path) -> Value {
+        assert!(
+            path.starts_with(self.root.path()),
+            "{} is outside the workspace",
+            path.display()
+        );
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
     /// Options starting in the project, with the workspace's managed file and no variables.
     pub fn options(&self) -> plexus_config::DiscoveryOptions {
         plexus_config::DiscoveryOptions::new(&self.home, &self.project)

@@ -1,7 +1,7 @@
 //! The soak: many calls through the Hub (`plexus::Hub`) against the test server, pipelined, with
 //! random timeouts and cancellations mixed in, judged call by call and for memory.
 //!
-//! Phases (the full run; `--short` runs each with fewer calls, for CI):
+//! Phases (the full run; `--short` runs each with 1/20 of the calls, for CI):
 //!
 //! | phase | server | calls | in flight |
 //! |---|---|--:|--:|
@@ -41,6 +41,10 @@ mod report;
 #[path = "../support/mod.rs"]
 mod support;
 
+/// How many times fewer calls `--short` makes (CI: about half a minute in the debug test
+/// profile).
+const SHORT_DIVISOR: u64 = 20;
+
 /// The per-call timeout of the timed-out phase.
 const TIMED_OUT_AFTER: Duration = Duration::from_millis(20);
 
@@ -77,15 +81,15 @@ impl Args {
     }
 }
 
-/// The phases, in order; `short` divides every count by 50 (the timed-out phase by 20).
+/// The phases, in order; `short` divides every count by [`SHORT_DIVISOR`].
 fn phases(short: bool) -> Vec<Spec> {
-    let scale = |full: u64, by: u64| if short { full / by } else { full };
+    let scale = |full: u64| if short { full / SHORT_DIVISOR } else { full };
     vec![
         Spec {
             name: "stdio, initialize era",
             wire: Wire::Stdio,
             era: Era::Initialize,
-            calls: scale(1_000_000, 50),
+            calls: scale(1_000_000),
             in_flight: 128,
             work: Work::Echo,
         },
@@ -93,7 +97,7 @@ fn phases(short: bool) -> Vec<Spec> {
             name: "HTTP, initialize era",
             wire: Wire::Http,
             era: Era::Initialize,
-            calls: scale(200_000, 50),
+            calls: scale(200_000),
             in_flight: 64,
             work: Work::Echo,
         },
@@ -101,7 +105,7 @@ fn phases(short: bool) -> Vec<Spec> {
             name: "HTTP, stateless era",
             wire: Wire::Http,
             era: Era::Stateless,
-            calls: scale(200_000, 50),
+            calls: scale(200_000),
             in_flight: 64,
             work: Work::Echo,
         },
@@ -109,7 +113,7 @@ fn phases(short: bool) -> Vec<Spec> {
             name: "timed out (stdio, stateless era)",
             wire: Wire::Stdio,
             era: Era::Stateless,
-            calls: scale(100_000, 20),
+            calls: scale(100_000),
             in_flight: 256,
             work: Work::TimedOut {
                 timeout: TIMED_OUT_AFTER,

@@ -70,7 +70,7 @@ pub(crate) struct Target {
     pub(crate) hub: Arc<Hub>,
     server_pid: Option<u32>,
     /// The HTTP server (a child of the soak), killed on drop.
-    _http: Option<HttpServer>,
+    http: Option<HttpServer>,
     _home: tempfile::TempDir,
 }
 
@@ -122,7 +122,7 @@ impl Target {
         Ok(Target {
             hub: Arc::new(hub),
             server_pid,
-            _http: http,
+            http,
             _home: home,
         })
     }
@@ -137,7 +137,7 @@ impl Target {
 
     /// Whether the server process the phase started with still serves it (not restarted).
     pub(crate) fn same_server(&self, server: &Path) -> bool {
-        match (self._http.as_ref(), self.server_pid) {
+        match (self.http.as_ref(), self.server_pid) {
             (Some(_), Some(pid)) => rss_kib_of(Some(pid)).is_some(),
             (None, Some(pid)) => single(&children_running(server)) == Some(pid),
             _ => false,

@@ -1,7 +1,7 @@
 //! `cargo xtask bench`: builds the test server in release mode and runs the benchmarks, which
 //! measure plexus against a raw floor in the same run and print the ratios.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::cmd::{self, CommandError, cargo};
 
@@ -10,15 +10,7 @@ use crate::cmd::{self, CommandError, cargo};
 /// judged by) and unpinned; the connect cost of negotiating the era likewise; then the pool
 /// benchmark (many servers), unpinned, the gateway's overhead, and the tool pool's assembly.
 pub(crate) fn run() -> Result<(), CommandError> {
-    cmd::run_streaming(&mut cargo([
-        "build",
-        "--release",
-        "--package",
-        "plexus-testserver",
-        "--bin",
-        "plexus-testserver",
-    ]))?;
-    let server = cmd::workspace_root().join("target/release/plexus-testserver");
+    let server = release_testserver()?;
     for name in ["stdio", "http", "eras"] {
         bench(&server, "plexus", name, &[Some("0"), None])?;
     }
@@ -49,4 +41,18 @@ fn bench(server: &Path, package: &str, name: &str, pinnings: &[Option<&str>]) ->
         cmd::run_streaming(&mut bench)?;
     }
     Ok(())
+}
+
+/// Builds the test server in release mode (what the benchmarks and the full soak run against);
+/// its path.
+pub(crate) fn release_testserver() -> Result<PathBuf, CommandError> {
+    cmd::run_streaming(&mut cargo([
+        "build",
+        "--release",
+        "--package",
+        "plexus-testserver",
+        "--bin",
+        "plexus-testserver",
+    ]))?;
+    Ok(crate::peers::target_dir().join("release/plexus-testserver"))
 }

@@ -11,6 +11,7 @@ use crate::cmd;
 use crate::conformance::{self, ConformanceArgs};
 use crate::fuzz::{self, FuzzError};
 use crate::peers;
+use crate::soak::{self, SoakArgs};
 
 /// How long the fuzz smoke run fuzzes each target when `--fuzz-seconds` is not given.
 const DEFAULT_FUZZ_SECONDS: u64 = 10;
@@ -138,6 +139,13 @@ pub(crate) fn run(args: &CiArgs) -> bool {
         println!("\ncargo-nextest is not installed: running the tests with cargo test");
         ci.cargo_step("tests (cargo test)", &["test", "--workspace", "--no-fail-fast"], &[]);
     }
+    // Right after the tests, whose build it reuses (see `soak`).
+    ci.step("soak (short)", |_| {
+        Outcome::from_result(soak::run(&SoakArgs {
+            short: true,
+            seed: None,
+        }))
+    });
     // Real third-party peers and the official conformance suite (npm registry and PyPI needed).
     ci.step("peers", |_| Outcome::from_result(peers::run()));
     ci.step("conformance", |_| {

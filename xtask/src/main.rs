@@ -3,6 +3,8 @@
 //! - `cargo xtask ci` runs every check CI runs and ends with `N passed, N failed`.
 //! - `cargo xtask fuzz [TARGET] [SECONDS]` builds and runs the cargo-fuzz targets in `fuzz/`.
 //! - `cargo xtask bench` measures plexus against a raw floor in the same run.
+//! - `cargo xtask soak [--short] [--seed N]` runs many calls through the Hub with timeouts and
+//!   cancellations, and fails on a lost or mismatched reply or memory growth.
 //! - `cargo xtask peers` installs pinned third-party MCP servers and runs plexus against them.
 //! - `cargo xtask conformance [SCENARIO]...` runs the official MCP conformance suite against
 //!   plexus's conformance client.
@@ -20,6 +22,7 @@ mod fuzz;
 mod haproxy;
 mod peers;
 mod requirements;
+mod soak;
 
 use std::process::ExitCode;
 
@@ -58,6 +61,11 @@ enum Task {
     Fuzz(fuzz::FuzzArgs),
     /// Measure plexus against a raw floor (stdio round trips), in one run, and print the ratios.
     Bench,
+    /// Soak the Hub: 1 000 000 stdio and 2 × 200 000 Streamable HTTP calls (both eras) and
+    /// 100 000 timed-out calls, with random timeouts and cancellations; fails on a lost or
+    /// mismatched reply, RSS growth over 10 % or a call left running on the server (`--short`:
+    /// fewer calls, in the debug test profile, as CI runs it).
+    Soak(soak::SoakArgs),
     /// Install the pinned third-party MCP peers under target/peers/ (the everything server, the
     /// Python SDK servers) and run the peer tests against them.
     Peers,
@@ -86,6 +94,7 @@ fn main() -> ExitCode {
         Task::Ci(args) => ci::run(args),
         Task::Fuzz(args) => report(fuzz::run(args)),
         Task::Bench => report(bench::run()),
+        Task::Soak(args) => report(soak::run(args)),
         Task::Peers => report(peers::run()),
         Task::Conformance(args) => report(conformance::run(args)),
         Task::Faults(args) => report(faults::run(args)),

@@ -1,7 +1,7 @@
 //! Streamable HTTP round trips: a raw floor against plexus, in one run, against the same test
 //! server process (`plexus-testserver http --json-response`), on a multi-thread and on a
-//! current-thread runtime, and the memory of 100 000 requests with their per-request timers
-//! armed.
+//! current-thread runtime. (Memory over many requests, with their timers armed and timing out,
+//! is the soak's to judge: `benches/soak`.)
 //!
 //! Run through `cargo xtask bench`, which builds the test server and passes its path in
 //! `PLEXUS_TESTSERVER_BIN`; `PLEXUS_BENCH_CPU=N` pins the run as in the stdio bench. The floor is a minimal keep-alive HTTP/1.1 client on raw sockets
@@ -12,14 +12,13 @@
 #![allow(clippy::cast_precision_loss, clippy::cast_sign_loss)]
 
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use plexus::Client;
 use plexus::http::{HttpConfig, HttpTransport};
+use support::http_server::HttpServer;
 use support::{cpu_per_call, era_cpu_verdict, median, percentile, pin_from_env, process_cpu, server_path, verdict};
 
 mod support;
@@ -32,44 +31,10 @@ const SEQUENTIAL_CALLS: usize = 5_000;
 const WARMUP_CALLS: usize = 500;
 const IN_FLIGHT: usize = 64;
 const THROUGHPUT_CALLS: usize = 32_000;
-const MEMORY_CALLS: usize = 100_000;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 const ECHO: &str = r#"{"name":"echo","arguments":{"text":"hello"}}"#;
-
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Server {
-    fn start() -> Server {
-        let mut child = Command::new(server_path())
-            .args(["http", "--json-response"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn the test server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("listening on ")
-            .expect("the URL line")
-            .to_owned();
-        Server { child, url }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// What the floor's requests carry: the session of the `initialize` era, or the envelope and the
 /// headers of the stateless era.
@@ -290,16 +255,6 @@ async fn plexus_round(client: &Client) -> Round {
     }
 }
 
-/// The resident set size of this process, in KiB (Linux).
-fn rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|value| value.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
-
 async fn connect(url: &str, stateless: bool) -> Client {
     let transport = HttpTransport::new(HttpConfig::new(url).name("bench")).expect("the transport");
     Client::connect(Box::new(transport), support::pinned_options(stateless))
@@ -309,7 +264,7 @@ async fn connect(url: &str, stateless: bool) -> Client {
 
 fn main() {
     let pinning = pin_from_env();
-    let server = Server::start();
+    let server = HttpServer::start(&server_path(), &["--json-response"]);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -322,19 +277,6 @@ fn main() {
         let (stateless, modern) = compare(&server.url, "multi-thread", 2.0, true).await;
         era_verdict("multi-thread", legacy, modern);
         stateless.close().await.unwrap();
-
-        // Memory: 100 000 requests, each with its timer armed (the default per-request timeout).
-        let arguments = echo_arguments();
-        let before = rss_kib();
-        let mut samples = Vec::new();
-        for i in 0..MEMORY_CALLS {
-            client.call_tool("echo", Some(arguments.clone())).await.unwrap();
-            if (i + 1) % 25_000 == 0 {
-                samples.push(rss_kib());
-            }
-        }
-        let samples: Vec<String> = samples.iter().map(|kib| format!("{kib} KiB")).collect();
-        println!("memory over {MEMORY_CALLS} requests with timers armed: RSS {before} KiB before, then every 25 000: {}", samples.join(", "));
         client.close().await.unwrap();
     });
     drop(runtime);

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use plexus::config::ServerConfig;
 use plexus::pool::{Pool, PoolSettings, ServerSpec};
 use plexus::{ClientOptions, DefaultConnector};
-use support::{median, pin_from_env, server_path, verdict};
+use support::{median, memory, pin_from_env, server_path, verdict};
 
 mod support;
 
@@ -97,17 +97,6 @@ async fn window_round(server: &str) -> Duration {
     took
 }
 
-/// Resident memory of this process, in bytes (Linux `/proc/self/statm`).
-fn resident_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0);
-    pages * 4096
-}
-
 fn main() {
     let pinning = pin_from_env();
     let server = server_path();
@@ -151,7 +140,7 @@ fn main() {
         list_cache_servers: CACHE_SERVERS,
         ..PoolSettings::default()
     });
-    let before = resident_bytes();
+    let before = memory::rss_kib() * 1024;
     let specs: Vec<ServerSpec> = (0..CACHE_SERVERS)
         .map(|n| spec(&server, &format!("c{n}"), &["--tools", TOOLS_PER_SERVER]))
         .collect();
@@ -161,7 +150,7 @@ fn main() {
         pool.settle(Duration::from_secs(300)).await
     });
     assert_eq!(ready.connected.len(), CACHE_SERVERS, "{ready:?}");
-    let idle = resident_bytes().saturating_sub(before);
+    let idle = (memory::rss_kib() * 1024).saturating_sub(before);
     let per_connection = idle / CACHE_SERVERS as u64;
     let tools = runtime.block_on(async {
         let mut total = 0;

@@ -1,5 +1,6 @@
-//! What the benchmarks share: pinning, medians, verdicts, the test server's path, and the stdio
-//! floor ([`raw`]).
+//! What the benchmarks and the soak share: pinning, medians, verdicts, the test server's path and
+//! its HTTP mode as a child ([`http_server`]), resident memory ([`memory`]), and the stdio floor
+//! ([`raw`]).
 // Statistics over counts far below 2^52, and an index computed from a fraction in [0, 1].
 #![allow(clippy::cast_precision_loss, clippy::cast_sign_loss)]
 // Each bench uses a part.
@@ -7,6 +8,8 @@
 
 use std::time::Duration;
 
+pub(crate) mod http_server;
+pub(crate) mod memory;
 pub(crate) mod raw;
 
 /// The test server binary, from `PLEXUS_TESTSERVER_BIN` (set by `cargo xtask bench`).

@@ -8,6 +8,7 @@
 //! - `cargo xtask peers` installs pinned third-party MCP servers and runs plexus against them.
 //! - `cargo xtask conformance [SCENARIO]...` runs the official MCP conformance suite against
 //!   plexus's conformance client.
+//! - `cargo xtask faults [FILTER]` runs the fault matrix and prints it as Markdown.
 //!
 //! Each command lives in its own module; `cmd` holds the helpers for running child processes.
 #![forbid(unsafe_code)]
@@ -54,8 +55,9 @@ struct Cli {
 /// The tasks.
 #[derive(Debug, Subcommand)]
 enum Task {
-    /// Run every CI check in order (fmt, clippy, tests, peers, conformance, doctests, rustdoc, layer
-    /// check, cargo deny, fuzz smoke), continue past failures, and end with `N passed, N failed`.
+    /// Run every CI check in order (fmt, clippy, tests with the fault matrix, the short soak,
+    /// peers, conformance, doctests, rustdoc, layer check, cargo deny, fuzz smoke), continue past
+    /// failures, and end with `N passed, N failed`.
     Ci(ci::CiArgs),
     /// Build and run the cargo-fuzz targets on the stable toolchain; fails if a crash is found.
     Fuzz(fuzz::FuzzArgs),

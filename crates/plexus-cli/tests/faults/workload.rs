@@ -184,13 +184,38 @@ impl Names {
         Names { via, by_origin }
     }
 
+    /// The names once the servers' `echo` tools are listed (the faulty one's only when it can
+    /// start): through the gateway, a backend that connects after the gateway answered a list
+    /// joins it later, which `list_changed` tells the Hub. At most [`READY_BOUND`].
+    async fn settled(hub: &Hub, cell: &Cell) -> Names {
+        let deadline = Instant::now() + READY_BOUND;
+        loop {
+            let names = Names::of(hub, cell.via).await;
+            let listed = |server: &str| names.lists(server, "echo");
+            let faulty_starts = cell.fault != crate::cells::Fault::ExitAtStart;
+            if (listed("healthy") && (listed("faulty") || !faulty_starts)) || Instant::now() >= deadline {
+                return names;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Whether the pool lists `server`'s `tool`.
+    fn lists(&self, server: &str, tool: &str) -> bool {
+        self.by_origin.contains_key(&self.key(server, tool))
+    }
+
+    fn key(&self, server: &str, tool: &str) -> (String, String) {
+        match self.via {
+            Via::Hub => (server.to_owned(), tool.to_owned()),
+            Via::Gateway => ("gw".to_owned(), format!("mcp__{server}__{tool}")),
+        }
+    }
+
     /// The qualified name of `server`'s `tool`, or the name it would have when the pool does
     /// not list it (a call of it is then an unknown tool).
     fn of_tool(&self, server: &str, tool: &str) -> String {
-        let key = match self.via {
-            Via::Hub => (server.to_owned(), tool.to_owned()),
-            Via::Gateway => ("gw".to_owned(), format!("mcp__{server}__{tool}")),
-        };
+        let key = self.key(server, tool);
         self.by_origin
             .get(&key)
             .cloned()
@@ -216,7 +241,7 @@ async fn workload(cell: &Cell, setup: &Setup) -> Observed {
         }
     };
     let hub = Arc::new(start_hub(setup, &servers).await);
-    let names = Names::of(&hub, cell.via).await;
+    let names = Names::settled(&hub, cell).await;
 
     let peak_rss = Arc::new(AtomicU64::new(baseline_rss));
     let stop = Arc::new(AtomicBool::new(false));

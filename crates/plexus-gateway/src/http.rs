@@ -366,7 +366,15 @@ async fn accept(listener: tokio::net::TcpListener, state: Arc<Http>, connections
     while let Ok(permit) = Arc::clone(&connections).acquire_owned().await {
         let stream = loop {
             match listener.accept().await {
-                Ok((stream, _)) => break stream,
+                Ok((stream, _)) => {
+                    // A response goes out in several writes (its head, then each event of a
+                    // stream): with Nagle's algorithm the second waits for the client's delayed
+                    // ACK, 40 ms a call.
+                    if let Err(e) = stream.set_nodelay(true) {
+                        tracing::debug!("TCP_NODELAY on a gateway connection: {e}");
+                    }
+                    break stream;
+                }
                 Err(e) => {
                     tracing::warn!("accepting a connection: {e}");
                     tokio::time::sleep(Duration::from_millis(50)).await;

@@ -455,7 +455,7 @@ async fn exchange<P: Serialize + ?Sized>(
         Poll::Ready(sent) => sent,
         Poll::Pending => match tokio::time::timeout_at(deadline, send).await {
             Ok(sent) => sent,
-            Err(_) => return Err(give_up(&mut guard).await),
+            Err(_) => return Err(give_up(&mut guard)),
         },
     };
     let in_hand = match sent {
@@ -493,7 +493,7 @@ async fn exchange<P: Serialize + ?Sized>(
             .map(|r| r.map_err(|_| Dropped)),
     };
     let Some(reply) = outcome else {
-        return Err(give_up(&mut guard).await);
+        return Err(give_up(&mut guard));
     };
     guard.done = true;
     match reply {
@@ -520,7 +520,7 @@ fn reply_limit(options: &RequestOptions, timeout: Duration) -> Option<Duration> 
 /// The request timed out: it is forgotten, the server is told in the background (unless it is
 /// `initialize`, which is never cancelled), and the error says what else the server sent
 /// meanwhile that was dropped.
-async fn gave_up(
+fn gave_up(
     shared: &Arc<Shared>,
     id: i64,
     method: &str,

@@ -359,7 +359,7 @@ impl Cell {
     }
 
     /// The test's name: `hub::stdio::crash_mid_call`.
-    pub fn name(&self) -> String {
+    pub fn name(self) -> String {
         let via = match self.via {
             Via::Hub => "hub",
             Via::Gateway => "gateway",

@@ -50,9 +50,12 @@ const fn expect(
 }
 
 /// The specified outcome of `cell`.
-pub fn expected(cell: &Cell) -> Expected {
-    use Fault::*;
-    use Transport::*;
+pub fn expected(cell: Cell) -> Expected {
+    use Fault::{
+        CloseAfterRequest, ConnectionReset, CrashMidCall, ExitAtStart, Hang, NestedSchema, Oversize, ServerError,
+        SlowHeaders, SseDropLost, SseDropResumed, Unauthorized, WsCloseNoHandshake,
+    };
+    use Transport::{Stateless, Stdio, Ws};
     let gateway = cell.via == Via::Gateway;
     let survived = expect(OK, OK, CONNECTED, false);
     // A call the fault fails; the next one works again.
@@ -65,7 +68,7 @@ pub fn expected(cell: &Cell) -> Expected {
     };
     match (cell.fault, cell.transport) {
         (CrashMidCall, Stdio) if gateway => expect(TOOL_ERROR, OK, CONNECTED, true),
-        (CrashMidCall, _) if gateway => expect(TOOL_ERROR, GONE_OR_ERROR, CONNECTED, true),
+        (CrashMidCall | Unauthorized, _) if gateway => expect(TOOL_ERROR, GONE_OR_ERROR, CONNECTED, true),
         // A stdio server is started again for the next call.
         (CrashMidCall, Stdio) => expect(&["closed"], OK, CONNECTED, true),
         (CrashMidCall, Ws) => expect(&["closed"], &["unavailable"], &["failed"], true),
@@ -82,13 +85,13 @@ pub fn expected(cell: &Cell) -> Expected {
         // A WebSocket message over the limit ends the socket (close 1009); the next call reconnects.
         (Oversize, Ws) => failed_once(&["closed"]),
         (ServerError, _) => failed_once(&["http 503"]),
-        (ConnectionReset | CloseAfterRequest | WsCloseNoHandshake, _) => failed_once(&["io-error"]),
         // The stateless revision resumes no stream.
-        (SseDropResumed | SseDropLost, Stateless) => failed_once(&["io-error"]),
+        (ConnectionReset | CloseAfterRequest | WsCloseNoHandshake, _) | (SseDropResumed | SseDropLost, Stateless) => {
+            failed_once(&["io-error"])
+        }
         // Without resumption every later call's stream is lost too.
         (SseDropLost, _) if gateway => expect(TOOL_ERROR, TOOL_ERROR, CONNECTED, true),
         (SseDropLost, _) => expect(&["io-error"], &["io-error"], CONNECTED, true),
-        (Unauthorized, _) if gateway => expect(TOOL_ERROR, GONE_OR_ERROR, CONNECTED, true),
         (Unauthorized, _) => expect(&["needs-auth"], &["needs-auth"], &["needs-auth"], true),
         // The tool whose schema is too deep to decode is left out; the others are listed.
         (NestedSchema, _) => expect(&["unknown-tool"], OK, CONNECTED, true),
@@ -97,7 +100,7 @@ pub fn expected(cell: &Cell) -> Expected {
 }
 
 /// Everything wrong with what `cell` observed.
-pub fn check(cell: &Cell, observed: &Observed) -> Vec<String> {
+pub fn check(cell: Cell, observed: &Observed) -> Vec<String> {
     let mut problems = Vec::new();
     if let Some(warm_up) = &observed.warm_up {
         if warm_up.kind != "ok" {

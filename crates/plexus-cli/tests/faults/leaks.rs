@@ -120,7 +120,7 @@ fn fd_targets() -> Vec<String> {
 }
 
 fn count_entries(dir: &str) -> usize {
-    std::fs::read_dir(dir).map_or(0, |entries| entries.count())
+    std::fs::read_dir(dir).map_or(0, Iterator::count)
 }
 
 /// The children of this process: (pid, state, command line).

@@ -39,12 +39,12 @@ fn main() {
     leaks::prime_process_globals();
     let trials = Cell::all()
         .into_iter()
-        .map(|cell| Trial::test(cell.name(), move || run_cell(&cell)))
+        .map(|cell| Trial::test(cell.name(), move || run_cell(cell)))
         .collect();
     libtest_mimic::run(&arguments, trials).exit();
 }
 
-fn run_cell(cell: &Cell) -> Result<(), Failed> {
+fn run_cell(cell: Cell) -> Result<(), Failed> {
     let baseline = leaks::Snapshot::take();
     let (observed, grandchild) = workload::run(cell);
     let mut problems = expect::check(cell, &observed);
@@ -64,7 +64,7 @@ fn run_cell(cell: &Cell) -> Result<(), Failed> {
 }
 
 /// Appends the cell's row to the report file, when one is asked for.
-fn report(cell: &Cell, observed: &workload::Observed, problems: &[String]) {
+fn report(cell: Cell, observed: &workload::Observed, problems: &[String]) {
     let Some(path) = std::env::var_os(REPORT_VAR) else {
         return;
     };

@@ -93,7 +93,7 @@ pub fn grandchild_of(pidfile: &Path) -> Option<i32> {
 
 /// Runs `cell` on a runtime of its own; the runtime is gone when this returns. Gives what was
 /// observed and the grandchild's pid, if any.
-pub fn run(cell: &Cell) -> (Observed, Option<i32>) {
+pub fn run(cell: Cell) -> (Observed, Option<i32>) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -111,7 +111,7 @@ struct Faulty {
     remote: Option<plexus_testserver::RemoteServer>,
 }
 
-async fn start_faulty(cell: &Cell, setup: &Setup) -> Faulty {
+async fn start_faulty(cell: Cell, setup: &Setup) -> Faulty {
     let pidfile = setup.pidfile.to_str().unwrap();
     let log = setup.faulty_log.to_str().unwrap();
     let (mode, era) = cell.transport.server_mode();
@@ -187,7 +187,7 @@ impl Names {
     /// The names once the servers' `echo` tools are listed (the faulty one's only when it can
     /// start): through the gateway, a backend that connects after the gateway answered a list
     /// joins it later, which `list_changed` tells the Hub. At most [`READY_BOUND`].
-    async fn settled(hub: &Hub, cell: &Cell) -> Names {
+    async fn settled(hub: &Hub, cell: Cell) -> Names {
         let deadline = Instant::now() + READY_BOUND;
         loop {
             let names = Names::of(hub, cell.via).await;
@@ -223,7 +223,7 @@ impl Names {
     }
 }
 
-async fn workload(cell: &Cell, setup: &Setup) -> Observed {
+async fn workload(cell: Cell, setup: &Setup) -> Observed {
     let baseline_rss = leaks::rss_bytes();
     let mut faulty = start_faulty(cell, setup).await;
     let mut gateway: Option<(HttpGateway, Workspace)> = None;

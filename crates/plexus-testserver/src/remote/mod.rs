@@ -72,6 +72,7 @@ pub(crate) enum Listener {
 }
 
 /// The mode-specific part of the server.
+#[allow(clippy::large_enum_variant)] // one per server.
 enum Kind {
     Http {
         streamable: Streamable,

@@ -186,19 +186,7 @@ impl Streamable {
                     other => other,
                 }
             }
-            (_, Some(headers)) => {
-                if let Message::Request(request) = &message
-                    && request.method == "tools/call"
-                    && let Some(wait) = self.close_hits(app, &request.id)
-                {
-                    // The call runs; its answer is dropped, and the connection closes.
-                    let answer = self.stateless.post(app, &headers, message).await;
-                    tokio::time::sleep(wait).await;
-                    drop(answer);
-                    match connection.close().await {}
-                }
-                return self.stateless.post(app, &headers, message).await;
-            }
+            (_, Some(headers)) => return self.post_stateless(app, connection, &headers, message).await,
             (EraSupport::Modern, None) => return refuse_legacy(app, &message, version.as_deref()),
             (_, None) => message,
         };
@@ -510,6 +498,27 @@ impl Streamable {
         app.events()
             .record(&json!({"event": "session-start", "session": session.id, "transport": "http"}));
         Ok(session)
+    }
+
+    /// A POST of the stateless era; a `tools/call` that `--close-after-request-ms` hits runs, and
+    /// then the connection closes without its answer.
+    async fn post_stateless(
+        &self,
+        app: &Arc<App>,
+        connection: &Connection,
+        headers: &hyper::HeaderMap,
+        message: Message,
+    ) -> Response<Body> {
+        if let Message::Request(request) = &message
+            && request.method == "tools/call"
+            && let Some(wait) = self.close_hits(app, &request.id)
+        {
+            let answer = self.stateless.post(app, headers, message).await;
+            tokio::time::sleep(wait).await;
+            drop(answer);
+            match connection.close().await {}
+        }
+        self.stateless.post(app, headers, message).await
     }
 
     /// Counts a tools/call against `--close-after-request-ms`: the wait before the close when it

@@ -310,10 +310,10 @@ mod tests {
             }
             !crc
         }
-        fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
+        fn chunk(out: &mut Vec<u8>, kind: [u8; 4], data: &[u8]) {
             out.extend_from_slice(&u32::try_from(data.len()).unwrap().to_be_bytes());
             let start = out.len();
-            out.extend_from_slice(kind);
+            out.extend_from_slice(&kind);
             out.extend_from_slice(data);
             let crc = crc32(&out[start..]);
             out.extend_from_slice(&crc.to_be_bytes());
@@ -323,9 +323,9 @@ mod tests {
         ihdr.extend_from_slice(&width.to_be_bytes());
         ihdr.extend_from_slice(&height.to_be_bytes());
         ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
-        chunk(&mut out, b"IHDR", &ihdr);
-        chunk(&mut out, b"IDAT", &[]);
-        chunk(&mut out, b"IEND", &[]);
+        chunk(&mut out, *b"IHDR", &ihdr);
+        chunk(&mut out, *b"IDAT", &[]);
+        chunk(&mut out, *b"IEND", &[]);
         out
     }
 

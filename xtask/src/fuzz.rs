@@ -16,6 +16,12 @@ pub(crate) const DEFAULT_SECONDS: u64 = 30;
 /// few KiB and decoding them takes microseconds, so this only catches real hangs.
 const INPUT_TIMEOUT_SECONDS: u64 = 20;
 
+/// The most memory (resident set) a target may use, in MiB, and the largest single allocation
+/// (libFuzzer's `-malloc_limit_mb` defaults to this): inputs are at most a few KiB and every
+/// parser is bounded, so an input that needs more (a decompression bomb, say) is a bug,
+/// reported as a crash with its input saved. libFuzzer's own default, made explicit.
+const RSS_LIMIT_MB: u64 = 2048;
+
 /// The TARGET that means every target, so that a duration can be given for all of them.
 const ALL_TARGETS: &str = "all";
 
@@ -186,6 +192,7 @@ pub(crate) fn run_target(root: &Path, target: &str, seconds: u64) -> Result<(), 
     let corpus_arg = corpus.to_string_lossy().into_owned();
     let max_total_time = format!("-max_total_time={seconds}");
     let timeout = format!("-timeout={INPUT_TIMEOUT_SECONDS}");
+    let rss_limit = format!("-rss_limit_mb={RSS_LIMIT_MB}");
     let run_args = [
         "run",
         target,
@@ -193,6 +200,7 @@ pub(crate) fn run_target(root: &Path, target: &str, seconds: u64) -> Result<(), 
         "--",
         max_total_time.as_str(),
         timeout.as_str(),
+        rss_limit.as_str(),
     ];
 
     // A second of slack: file times come from a coarser clock than `SystemTime::now`.

@@ -32,8 +32,9 @@ pub(crate) enum Route {
 pub(crate) struct Stateless {
     /// The capabilities the client declared in the envelope.
     pub(crate) capabilities: ClientCapabilities,
-    /// What the request names: `params.name` (`tools/call`, `prompts/get`) or `params.uri`
-    /// (`resources/read`), as `Mcp-Name` must carry it over HTTP and a retry must repeat it.
+    /// What the request names: `params.name` (`tools/call`, `prompts/get`), `params.uri`
+    /// (`resources/read`) or `params.taskId` (the tasks extension's requests on one task), as
+    /// `Mcp-Name` must carry it over HTTP and a retry must repeat it.
     pub(crate) named: Option<String>,
     /// A retry's `requestState` (see [`crate::rounds`]).
     pub(crate) request_state: Option<String>,
@@ -44,7 +45,8 @@ pub(crate) struct Stateless {
 }
 
 /// What the gateway reads of a request's params before answering it: `_meta` (the envelope),
-/// the member `Mcp-Name` must equal over HTTP (`name` or `uri`) and a retry's input. Other
+/// the member `Mcp-Name` must equal over HTTP (`name`, `uri` or `taskId`: see
+/// [`name_param`](plexus::protocol::http_headers::name_param)) and a retry's input. Other
 /// members (a call's arguments) are skipped.
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
@@ -55,6 +57,8 @@ pub(crate) struct Peek {
     name: Option<Value>,
     /// `params.uri` (`resources/read`).
     uri: Option<Value>,
+    /// `params.taskId` (`tasks/get`, `tasks/update`, `tasks/cancel`).
+    task_id: Option<Value>,
     request_state: Option<String>,
     input_responses: Option<JsonObject>,
 }
@@ -107,6 +111,7 @@ impl Peek {
         let named = match plexus::protocol::http_headers::name_param(method) {
             Some("name") => self.name,
             Some("uri") => self.uri,
+            Some("taskId") => self.task_id,
             _ => None,
         };
         Ok(Box::new(Stateless {

@@ -17,7 +17,7 @@
 //! A POST of the stateless era (its `MCP-Protocol-Version` names no version of the `initialize`
 //! era) stands alone, without a session: see [`stateless`].
 
-mod stateless;
+pub(crate) mod stateless;
 
 use std::collections::HashMap;
 use std::convert::Infallible;

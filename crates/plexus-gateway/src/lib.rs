@@ -68,6 +68,9 @@ mod content;
 mod era;
 mod follow;
 mod forward;
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing;
 mod gateway;
 mod health;
 mod http;

@@ -141,12 +141,12 @@ pub fn fit_image(bytes: &[u8], mime: &str, limits: &ImageLimits) -> Result<Optio
         "image/webp" => ImageFormat::WebP,
         _ => return Err(ImageError::Unsupported { mime: mime.to_owned() }),
     };
-    let (width, height) = ImageReader::with_format(Cursor::new(bytes), format)
-        .into_dimensions()
-        .map_err(|source| ImageError::Unreadable {
-            mime: mime.to_owned(),
-            source,
-        })?;
+    let mut header = ImageReader::with_format(Cursor::new(bytes), format);
+    header.limits(decoder_limits(limits, None));
+    let (width, height) = header.into_dimensions().map_err(|source| ImageError::Unreadable {
+        mime: mime.to_owned(),
+        source,
+    })?;
     if width.max(height) <= limits.max_side && bytes.len() <= limits.max_bytes {
         return Ok(None);
     }
@@ -159,9 +159,7 @@ pub fn fit_image(bytes: &[u8], mime: &str, limits: &ImageLimits) -> Result<Optio
     }
     let _turn = Turn::wait();
     let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
-    let mut decoder_limits = image::Limits::default();
-    decoder_limits.max_alloc = Some(limits.max_decode_bytes);
-    reader.limits(decoder_limits);
+    reader.limits(decoder_limits(limits, Some((width, height))));
     let image = reader.decode().map_err(|source| ImageError::Undecodable {
         mime: mime.to_owned(),
         source,
@@ -189,6 +187,20 @@ pub fn fit_image(bytes: &[u8], mime: &str, limits: &ImageLimits) -> Result<Optio
         }
         side = (side * 3 / 4).max(MIN_SIDE);
     }
+}
+
+/// The decoder's own limits, set on every reader of an image: at most
+/// [`ImageLimits::max_decode_bytes`] allocated, and, once the header was read, no side larger
+/// than it declared (`size`). A decompression bomb is refused by these, before its memory is
+/// allocated.
+fn decoder_limits(limits: &ImageLimits, size: Option<(u32, u32)>) -> image::Limits {
+    let mut decoder = image::Limits::default();
+    decoder.max_alloc = Some(limits.max_decode_bytes);
+    if let Some((width, height)) = size {
+        decoder.max_image_width = Some(width);
+        decoder.max_image_height = Some(height);
+    }
+    decoder
 }
 
 /// JPEG stays JPEG (quality 85); the others become PNG.
@@ -283,6 +295,66 @@ mod tests {
             ),
             "the 16 MiB decode is refused"
         );
+    }
+
+    /// A PNG of nothing but its signature, an `IHDR` declaring `width` × `height` (8-bit RGB),
+    /// an empty `IDAT` and `IEND`: a few dozen bytes.
+    fn png_header(width: u32, height: u32) -> Vec<u8> {
+        fn crc32(bytes: &[u8]) -> u32 {
+            let mut crc = !0u32;
+            for &byte in bytes {
+                crc ^= u32::from(byte);
+                for _ in 0..8 {
+                    crc = (crc >> 1) ^ (0xEDB8_8320 & (crc & 1).wrapping_neg());
+                }
+            }
+            !crc
+        }
+        fn chunk(out: &mut Vec<u8>, kind: [u8; 4], data: &[u8]) {
+            out.extend_from_slice(&u32::try_from(data.len()).unwrap().to_be_bytes());
+            let start = out.len();
+            out.extend_from_slice(&kind);
+            out.extend_from_slice(data);
+            let crc = crc32(&out[start..]);
+            out.extend_from_slice(&crc.to_be_bytes());
+        }
+        let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+        let mut ihdr = Vec::new();
+        ihdr.extend_from_slice(&width.to_be_bytes());
+        ihdr.extend_from_slice(&height.to_be_bytes());
+        ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+        chunk(&mut out, *b"IHDR", &ihdr);
+        chunk(&mut out, *b"IDAT", &[]);
+        chunk(&mut out, *b"IEND", &[]);
+        out
+    }
+
+    #[test]
+    fn a_decompression_bomb_is_refused_by_the_limits_not_by_running_out_of_memory() {
+        // 100 000 × 100 000 RGB: 30 GB once decoded, declared in 57 bytes.
+        let bomb = png_header(100_000, 100_000);
+        assert!(bomb.len() < 64, "{}", bomb.len());
+        assert!(matches!(
+            fit_image(&bomb, "image/png", &ImageLimits::default()),
+            Err(ImageError::TooManyPixels {
+                width: 100_000,
+                height: 100_000,
+                ..
+            })
+        ));
+        // Past the pixel check (a host that raised it), the decoder's allocation limit refuses
+        // it before anything is allocated.
+        let no_pixel_limit = ImageLimits {
+            max_pixels: u64::MAX,
+            ..ImageLimits::default()
+        };
+        match fit_image(&bomb, "image/png", &no_pixel_limit) {
+            Err(ImageError::Undecodable {
+                source: image::ImageError::Limits(_),
+                ..
+            }) => {}
+            other => panic!("the decoder's limits must refuse it: {other:?}"),
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@ use plexus_net::redact::redact_url;
 use serde::Deserialize;
 use url::Url;
 
-use super::http::OAuthHttp;
+use super::http::{OAuthHttp, parse_json};
 use super::resource::{canonical_resource, resource_matches};
 use super::{HttpProblem, OAuthError};
 
@@ -206,24 +206,103 @@ async fn fetch_resource_metadata(
             tracing::debug!(url = %redact_url(&url), status = reply.status, "no protected resource metadata here");
             continue;
         }
-        let metadata: ResourceMetadata = reply.json(WHAT, &url)?;
-        if !resource_matches(&metadata.resource, server) {
-            return Err(OAuthError::ResourceMismatch {
-                metadata_url: redact_url(&url),
-                resource: metadata.resource,
-                server_url: redact_url(server.as_str()),
-            });
-        }
-        if metadata.authorization_servers.is_empty() {
-            return Err(OAuthError::Http {
-                what: WHAT,
-                url: redact_url(&url),
-                problem: Box::new(HttpProblem::NoAuthorizationServer),
-            });
-        }
+        let metadata = read_resource_metadata(&reply.body, &url, server)?;
         return Ok(Some((url, metadata)));
     }
     Ok(None)
+}
+
+/// The protected resource metadata document `body`, fetched from `url` for the server at
+/// `server`, checked to name that server and at least one authorization server (what discovery
+/// does with each document it fetches).
+///
+/// ```
+/// use plexus_auth::oauth::discovery::read_resource_metadata;
+/// use url::Url;
+///
+/// let server = Url::parse("https://mcp.example.com/mcp").unwrap();
+/// let url = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp";
+/// let body = br#"{"resource":"https://mcp.example.com/mcp","authorization_servers":["https://as.example"]}"#;
+/// assert_eq!(read_resource_metadata(body, url, &server).unwrap().authorization_servers, ["https://as.example"]);
+/// let elsewhere = br#"{"resource":"https://evil.example/mcp","authorization_servers":["https://as.example"]}"#;
+/// assert!(read_resource_metadata(elsewhere, url, &server).is_err());
+/// ```
+pub fn read_resource_metadata(body: &[u8], url: &str, server: &Url) -> Result<ResourceMetadata, OAuthError> {
+    const WHAT: &str = "the protected resource metadata";
+    let metadata: ResourceMetadata = parse_json(body, WHAT, url)?;
+    if !resource_matches(&metadata.resource, server) {
+        return Err(OAuthError::ResourceMismatch {
+            metadata_url: redact_url(url),
+            resource: metadata.resource,
+            server_url: redact_url(server.as_str()),
+        });
+    }
+    if metadata.authorization_servers.is_empty() {
+        return Err(OAuthError::Http {
+            what: WHAT,
+            url: redact_url(url),
+            problem: Box::new(HttpProblem::NoAuthorizationServer),
+        });
+    }
+    Ok(metadata)
+}
+
+/// Which issuer an authorization server metadata document must name.
+#[derive(Debug, Clone, Copy)]
+pub enum ExpectedIssuer<'a> {
+    /// Exactly this one: the issuer it was fetched for.
+    Exact(&'a str),
+    /// One on this issuer's origin (a 2025-03-26 server, whose issuer is a guess).
+    SameOrigin(&'a str),
+    /// Any valid issuer identifier (a configured document, with nothing to compare it with).
+    Any,
+}
+
+/// The authorization server metadata document `body`, fetched from `url` (as `what`, which
+/// errors name), checked to name the `expected` issuer (what discovery does with each document
+/// it fetches).
+///
+/// ```
+/// use plexus_auth::oauth::discovery::{ExpectedIssuer, read_auth_server_metadata};
+///
+/// let url = "https://as.example/.well-known/oauth-authorization-server";
+/// let body = br#"{"issuer":"https://as.example","token_endpoint":"https://as.example/token"}"#;
+/// let read = |expected| read_auth_server_metadata(body, "the metadata", url, expected);
+/// assert_eq!(read(ExpectedIssuer::Exact("https://as.example")).unwrap().token_endpoint, "https://as.example/token");
+/// assert!(read(ExpectedIssuer::Exact("https://as.example/")).is_err());
+/// assert!(read(ExpectedIssuer::SameOrigin("https://as.example/")).is_ok());
+/// ```
+pub fn read_auth_server_metadata(
+    body: &[u8],
+    what: &'static str,
+    url: &str,
+    expected: ExpectedIssuer<'_>,
+) -> Result<AuthServerMetadata, OAuthError> {
+    let metadata: AuthServerMetadata = parse_json(body, what, url)?;
+    let (accepted, expected) = match expected {
+        ExpectedIssuer::Exact(issuer) => (metadata.issuer == issuer, issuer),
+        // The 2025-03-26 revision names no issuer: the document's must be on the origin it
+        // came from.
+        ExpectedIssuer::SameOrigin(issuer) => {
+            let origin = |text: &str| Url::parse(text).map(|url| url.origin());
+            (
+                matches!((origin(&metadata.issuer), origin(issuer)), (Ok(found), Ok(guessed)) if found == guessed),
+                issuer,
+            )
+        }
+        ExpectedIssuer::Any => {
+            parse_issuer(&metadata.issuer)?;
+            return Ok(metadata);
+        }
+    };
+    if !accepted {
+        return Err(OAuthError::IssuerMismatch {
+            metadata_url: redact_url(url),
+            expected: expected.to_owned(),
+            found: metadata.issuer,
+        });
+    }
+    Ok(metadata)
 }
 
 /// The metadata of `issuer` at its well-known locations, checked to name that issuer (for a
@@ -242,21 +321,12 @@ pub(crate) async fn find_metadata(
             tracing::debug!(url = %redact_url(&url), status = reply.status, "no authorization server metadata here");
             continue;
         }
-        let metadata: AuthServerMetadata = reply.json(WHAT, &url)?;
-        let accepted = if legacy {
-            // The 2025-03-26 revision names no issuer: the document's must be on the origin it
-            // came from.
-            Url::parse(&metadata.issuer).is_ok_and(|found| found.origin() == parsed.origin())
+        let expected = if legacy {
+            ExpectedIssuer::SameOrigin(issuer)
         } else {
-            metadata.issuer == issuer
+            ExpectedIssuer::Exact(issuer)
         };
-        if !accepted {
-            return Err(OAuthError::IssuerMismatch {
-                metadata_url: redact_url(&url),
-                expected: issuer.to_owned(),
-                found: metadata.issuer,
-            });
-        }
+        let metadata = read_auth_server_metadata(&reply.body, WHAT, &url, expected)?;
         return Ok(Some((url, metadata)));
     }
     Ok(None)
@@ -276,9 +346,7 @@ async fn fetch_metadata_document(http: &OAuthHttp, url: &str) -> Result<AuthServ
             }),
         });
     }
-    let metadata: AuthServerMetadata = reply.json(WHAT, url)?;
-    parse_issuer(&metadata.issuer)?;
-    Ok(metadata)
+    read_auth_server_metadata(&reply.body, WHAT, url, ExpectedIssuer::Any)
 }
 
 /// The 2025-03-26 default endpoints at the issuer's origin.

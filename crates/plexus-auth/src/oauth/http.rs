@@ -36,15 +36,21 @@ impl Reply {
 
     /// The body as `T`, or an error naming the URL and quoting the body.
     pub(crate) fn json<T: DeserializeOwned>(&self, what: &'static str, url: &str) -> Result<T, OAuthError> {
-        serde_json::from_slice(&self.body).map_err(|source| OAuthError::Http {
-            what,
-            url: redact_url(url),
-            problem: Box::new(HttpProblem::NotJson {
-                excerpt: body_excerpt(&self.body),
-                source,
-            }),
-        })
+        parse_json(&self.body, what, url)
     }
+}
+
+/// `body` (what came from `url`, fetched as `what`) as `T`, or an error naming the URL and
+/// quoting the body.
+pub(crate) fn parse_json<T: DeserializeOwned>(body: &[u8], what: &'static str, url: &str) -> Result<T, OAuthError> {
+    serde_json::from_slice(body).map_err(|source| OAuthError::Http {
+        what,
+        url: redact_url(url),
+        problem: Box::new(HttpProblem::NotJson {
+            excerpt: body_excerpt(body),
+            source,
+        }),
+    })
 }
 
 /// The client of the OAuth endpoints.

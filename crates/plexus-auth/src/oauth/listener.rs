@@ -59,6 +59,12 @@ impl CallbackParams {
         }
     }
 
+    /// Every parameter, decoded, in the order given.
+    #[cfg(fuzzing)]
+    pub(crate) fn pairs(&self) -> &[(String, String)] {
+        &self.pairs
+    }
+
     /// The parameter `name`; a parameter given twice is refused (RFC 6749 §3.1), with the reason.
     pub(crate) fn get(&self, name: &str) -> Result<Option<&str>, ResponseRefusal> {
         let mut values = self.pairs.iter().filter(|(key, _)| key == name);
@@ -262,17 +268,23 @@ async fn serve(stream: TcpStream, spoke: Arc<AtomicBool>, check: Arc<Check>) -> 
         .unwrap_or(Served::Other)
 }
 
+/// The query parameters of a request with `method` to `target` when it is a `GET` of the
+/// callback path (whatever its query); `None` for any other request.
+pub(crate) fn callback_params(method: &hyper::Method, target: &hyper::Uri) -> Option<CallbackParams> {
+    (method == hyper::Method::GET && target.path() == CALLBACK_PATH)
+        .then(|| CallbackParams::from_query(target.query().unwrap_or_default()))
+}
+
 /// The answer to one request, and what it was.
 fn answer(request: &hyper::Request<hyper::body::Incoming>, check: &Check) -> (hyper::Response<Full<Bytes>>, Served) {
-    if request.method() != hyper::Method::GET || request.uri().path() != CALLBACK_PATH {
+    let Some(params) = callback_params(request.method(), request.uri()) else {
         let page = page(
             hyper::StatusCode::NOT_FOUND,
             "Not found",
             "This is plexus's OAuth redirect listener.",
         );
         return (page, Served::Other);
-    }
-    let params = CallbackParams::from_query(request.uri().query().unwrap_or_default());
+    };
     let verdict = check(&params);
     let page = match &verdict {
         Verdict::Accept => page(

@@ -188,12 +188,13 @@ fn authorization_url(
 }
 
 /// What the authorization response must carry.
-struct ExpectedResponse {
+pub(crate) struct ExpectedResponse {
     /// The issuer the request went to (remembered with the PKCE verifier).
-    issuer: String,
+    pub(crate) issuer: String,
     /// Whether the server advertised `authorization_response_iss_parameter_supported`.
-    iss_required: bool,
-    state: String,
+    pub(crate) iss_required: bool,
+    /// The `state` the authorization request carried.
+    pub(crate) state: String,
 }
 
 impl ExpectedResponse {
@@ -202,7 +203,7 @@ impl ExpectedResponse {
     /// login, and is refused (the listener keeps waiting); the error fields of a refused callback
     /// are never read. A response that passes both is the server's: its `error` ends the login;
     /// else it must carry a code (without one it is refused too).
-    fn check(&self, params: &CallbackParams) -> Verdict {
+    pub(crate) fn check(&self, params: &CallbackParams) -> Verdict {
         match self.examine(params) {
             Ok(None) => Verdict::Accept,
             Ok(Some(denied)) => Verdict::End(denied),

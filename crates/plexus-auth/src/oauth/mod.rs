@@ -57,6 +57,9 @@
 
 pub mod discovery;
 mod dpop;
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing;
 mod grant;
 mod http;
 pub mod jwt;

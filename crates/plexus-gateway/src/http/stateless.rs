@@ -116,7 +116,7 @@ struct Arguments {
 /// Checks the `Mcp-Param-{Name}` headers of a `tools/call` with `params` of a tool whose
 /// annotated parameters are `annotated` (see the module docs). The arguments are read only when
 /// there is something to check.
-fn check_param_headers(
+pub(crate) fn check_param_headers(
     headers: &HeaderMap,
     annotated: &ParamHeaders,
     params: Option<&RawValue>,
@@ -192,25 +192,59 @@ impl Drop for CloseOnDrop {
     }
 }
 
+/// Why a stateless POST's message is answered at once, before any backend work.
+pub(crate) enum Rejected {
+    /// A notification: 202, nothing else.
+    Notification,
+    /// This error answers it (to this id).
+    Error(Option<RequestId>, ErrorObject),
+}
+
+impl Rejected {
+    fn answer(self) -> Response<Body> {
+        match self {
+            Rejected::Notification => full(StatusCode::ACCEPTED, None, Bytes::new()),
+            Rejected::Error(id, error) => error_answer(id, error),
+        }
+    }
+}
+
+/// A stateless POST's `message` with its `headers`, before any backend work: the request and
+/// what it says of itself, checked against the headers (but for a `tools/call`'s
+/// `Mcp-Param-*` headers, which need its tool: [`check_param_headers`]), or why it is answered
+/// at once.
+pub(crate) fn admit(
+    headers: &HeaderMap,
+    message: Message,
+) -> Result<(plexus::jsonrpc::Request, Box<Stateless>), Rejected> {
+    let request = match message {
+        Message::Request(request) => request,
+        Message::Notification(_) => return Err(Rejected::Notification),
+        Message::Response(response) => {
+            let error = ErrorObject::new(
+                ErrorCode::INVALID_REQUEST,
+                "a client of the stateless era answers nothing: the gateway sends it no request",
+            );
+            return Err(Rejected::Error(response.id, error));
+        }
+    };
+    match check(headers, &request) {
+        Ok(stateless) => Ok((request, stateless)),
+        Err(error) => Err(Rejected::Error(Some(request.id), error)),
+    }
+}
+
 impl Http {
     /// A POST of the stateless era (see the module docs).
     pub(super) async fn post_stateless<B: RequestBody>(&self, request: Request<B>) -> Response<Body> {
         let (parts, body) = request.into_parts();
-        let request = match read_message(body).await {
-            Ok(Message::Request(request)) => request,
-            Ok(Message::Notification(_)) => return full(StatusCode::ACCEPTED, None, Bytes::new()),
-            Ok(Message::Response(response)) => {
-                let error = ErrorObject::new(
-                    ErrorCode::INVALID_REQUEST,
-                    "a client of the stateless era answers nothing: the gateway sends it no request",
-                );
-                return error_answer(response.id, error);
-            }
+        let message = match read_message(body).await {
+            Ok(message) => message,
             Err(refusal) => return *refusal,
         };
-        let mut stateless = match check(&parts.headers, &request) {
-            Ok(stateless) => stateless,
-            Err(error) => return error_answer(Some(request.id), error),
+        let (request, mut stateless) = match admit(&parts.headers, message) {
+            Ok(admitted) => admitted,
+            Err(rejected) => return rejected.answer(),
         };
         if request.method == methods::TOOLS_CALL {
             let tool = stateless.named.take().unwrap_or_default();
@@ -304,6 +338,35 @@ mod tests {
         assert_eq!(
             refused(&newer, call("x", "2027-01-01")).code,
             UNSUPPORTED_PROTOCOL_VERSION
+        );
+    }
+
+    /// Found by the `gateway` fuzz target: a task's request names its task in `Mcp-Name`, as
+    /// the client sends it, and the gateway read only `name` and `uri`, so it refused the
+    /// client's right header as a mismatch with an empty `params.taskId`.
+    #[test]
+    fn a_tasks_request_is_named_by_its_task_id() {
+        let get = |task_id: &str| {
+            let params = serde_json::json!({"taskId": task_id, "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}});
+            plexus::jsonrpc::Request {
+                id: RequestId::Number(1),
+                method: "tasks/get".into(),
+                params: Some(serde_json::value::to_raw_value(&params).unwrap()),
+            }
+        };
+        let sent = [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tasks/get"),
+            ("mcp-name", "t-1"),
+        ];
+        let stateless = check(&headers(&sent), &get("t-1")).unwrap();
+        assert_eq!(stateless.named.as_deref(), Some("t-1"));
+        let error = check(&headers(&sent), &get("t-2")).err().unwrap();
+        assert_eq!(
+            error.message,
+            "Header mismatch: Mcp-Name is \"t-1\" but params.taskId is \"t-2\""
         );
     }
 

@@ -89,8 +89,8 @@
 //! nothing, it is given up. A POST's SSE stream that ends before the response is resumed the
 //! same way (`GET` with `Last-Event-ID`); when it cannot be (no event id, 405, too many
 //! fruitless attempts, a server that refuses connections), that request fails with
-//! [`TransportError::ResponseLost`](plexus_transport::TransportError::ResponseLost), which says
-//! why, so that its caller does not wait for its timeout.
+//! [`TransportError::ResponseLost`], which says why, so that its caller does not wait for its
+//! timeout.
 //!
 //! # Failures, timeouts and limits
 //!

@@ -267,3 +267,58 @@ impl Client {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    /// A tool whose input schema nests `depth` objects.
+    fn deep_tool(depth: usize) -> String {
+        let schema = format!(
+            "{}{}",
+            r#"{"type":"object","properties":{"a":"#.repeat(depth),
+            "{}".to_owned() + &"}}".repeat(depth)
+        );
+        format!(r#"{{"name":"deep","inputSchema":{schema}}}"#)
+    }
+
+    #[test]
+    fn a_page_of_good_tools_decodes_whole() {
+        let page = raw(r#"{"tools":[{"name":"a","inputSchema":{"type":"object"}}],"nextCursor":"c"}"#);
+        let (page, left_out) = decode_page::<ListToolsResult>(&page).unwrap();
+        assert_eq!(page.tools.len(), 1);
+        assert_eq!(page.next_cursor.as_deref(), Some("c"));
+        assert!(left_out.is_empty());
+    }
+
+    #[test]
+    fn a_bad_tool_is_left_out_and_the_rest_of_the_page_kept() {
+        let text = format!(
+            r#"{{"tools":[{{"name":"a","inputSchema":{{"type":"object"}}}},{},{{"inputSchema":{{}}}},{{"name":"b","inputSchema":{{"type":"object"}}}}],"nextCursor":"c"}}"#,
+            deep_tool(200)
+        );
+        let (page, left_out) = decode_page::<ListToolsResult>(&raw(&text)).unwrap();
+        let names: Vec<&str> = page.tools.iter().map(|tool| tool.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(page.next_cursor.as_deref(), Some("c"));
+        let left: Vec<&str> = left_out.iter().map(|item| item.name.as_str()).collect();
+        assert_eq!(left, ["deep", "#2"]);
+        assert!(left_out[0].error.contains("recursion limit"), "{}", left_out[0].error);
+        assert!(
+            left_out[1].error.contains("missing field `name`"),
+            "{}",
+            left_out[1].error
+        );
+    }
+
+    #[test]
+    fn a_page_whose_other_members_are_wrong_is_an_error() {
+        let page = raw(r#"{"tools":[{"name":"a","inputSchema":{"type":"object"}},{}],"nextCursor":7}"#);
+        let error = decode_page::<ListToolsResult>(&page).unwrap_err();
+        assert!(matches!(error, ClientError::InvalidResult { .. }), "{error:?}");
+    }
+}

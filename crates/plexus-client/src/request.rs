@@ -109,11 +109,7 @@ impl Drop for PendingGuard<'_> {
             .cancel
             .and_then(CancelHandle::reason)
             .map_or_else(|| DROPPED.to_owned(), |reason| reason.to_string());
-        self.shared.owe_cancellation(self.id, reason);
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let shared = Arc::clone(self.shared);
-            runtime.spawn(async move { shared.send_owed_cancellations().await });
-        }
+        self.shared.cancel_in_background(self.id, reason);
     }
 }
 
@@ -534,9 +530,7 @@ fn gave_up(
         // The caller hears of the timeout at once, not after the server took the notification
         // (a slow server would add its own delay): the notification is owed, sent now in the
         // background, and before the session's next request in any case.
-        shared.owe_cancellation(id, reason);
-        let owed = Arc::clone(shared);
-        tokio::spawn(async move { owed.send_owed_cancellations().await });
+        shared.cancel_in_background(id, reason);
     }
     ClientError::Timeout {
         method: method.to_owned(),

@@ -351,6 +351,16 @@ impl Shared {
         self.owed_count.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// Owes the server a `notifications/cancelled` for request `id` and sends it on a task of
+    /// its own (when there is a runtime); the session's next request sends it first in any case.
+    pub(crate) fn cancel_in_background(self: &Arc<Self>, id: i64, reason: String) {
+        self.owe_cancellation(id, reason);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let shared = Arc::clone(self);
+            runtime.spawn(async move { shared.send_owed_cancellations().await });
+        }
+    }
+
     /// Whether a cancellation is owed to the server (or being sent).
     pub(crate) fn owes_cancellations(&self) -> bool {
         self.owed_count.load(Ordering::Acquire) > 0

@@ -168,7 +168,7 @@ pub(crate) fn run(args: &CiArgs) -> bool {
 
 /// The `plexus` facade's features, each alone and none at all: a host that depends on only the
 /// layers it needs builds, without warnings (clippy, which reuses the clippy step's build).
-const FACADE_FEATURES: [&str; 7] = ["", "stdio", "http", "sse", "ws", "auth", "tools"];
+const FACADE_FEATURES: [&str; 8] = ["", "stdio", "http", "sse", "ws", "auth", "tools", "watch"];
 
 fn facade_features(root: &Path) -> Outcome {
     let mut failed = Vec::new();

@@ -87,24 +87,8 @@ pub(crate) fn run(cli: Cli) -> Outcome {
         Command::Ping { server, ad_hoc } => configured(&ad_hoc, &mut |c| {
             block_on(content::ping_command(c, server.as_deref(), json))
         }),
-        Command::Serve {
-            http,
-            token_file,
-            session_idle,
-            ready_grace,
-            crash_pause,
-            ad_hoc,
-        } => match crate::serve::token(token_file.as_deref()) {
-            Ok(token) => {
-                let options = crate::serve::ServeOptions {
-                    http,
-                    token,
-                    session_idle: std::time::Duration::from_secs(session_idle),
-                    ready_grace: std::time::Duration::from_secs(ready_grace),
-                    crash_pause: std::time::Duration::from_secs(crash_pause),
-                };
-                configured(&ad_hoc, &mut |c| crate::serve::run(c, options.clone()))
-            }
+        Command::Serve(args) => match crate::serve::ServeOptions::of(&args) {
+            Ok(options) => configured(&args.ad_hoc, &mut |c| crate::serve::run(c, options.clone())),
             Err(e) => crate::fail(e),
         },
         Command::Get { name } => configured(&none, &mut |c| get::get_command(&c, &name, json)),

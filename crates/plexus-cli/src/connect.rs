@@ -59,9 +59,13 @@ pub(crate) async fn launch(
     handler: Arc<dyn ClientHandler>,
     urls: Option<Arc<dyn UrlElicitationHandler>>,
 ) -> Result<Hub, crate::Outcome> {
-    let mut options = HubOptions::new(configured.discovery.clone())
-        .only(servers.iter().map(|server| server.name.clone()))
-        .handler(handler);
+    let mut options = HubOptions::new(configured.discovery.clone()).handler(handler);
+    // Every configured server: no choice to keep, so that one added by a later edit of the
+    // config joins when the Hub reads it again (`plexus serve` follows the files).
+    let every = servers.len() == configured.servers.len() && servers.iter().all(|server| server.scope.is_some());
+    if !every {
+        options = options.only(servers.iter().map(|server| server.name.clone()));
+    }
     if let Some(urls) = urls {
         options = options.url_elicitation(urls);
     }

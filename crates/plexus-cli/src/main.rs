@@ -213,33 +213,7 @@ pub(crate) enum Command {
     },
     /// Serve the tools, prompts and resources of every configured server as one MCP server
     /// (gateway mode): over stdio, or Streamable HTTP with --http.
-    Serve {
-        /// Serve Streamable HTTP at http://HOST:PORT/mcp (e.g. localhost:8931 or 127.0.0.1:8931)
-        /// instead of stdio.
-        #[arg(long, value_name = "HOST:PORT")]
-        http: Option<crate::serve::ListenAddress>,
-        /// A file whose first line is the bearer token HTTP clients must send (needed off
-        /// loopback); PLEXUS_GATEWAY_TOKEN gives it too.
-        #[arg(long, value_name = "FILE", requires = "http")]
-        token_file: Option<PathBuf>,
-        /// End an HTTP session after this many seconds without a request, an open event
-        /// stream or a call running (its client then initializes again).
-        #[arg(long, value_name = "SECS", default_value_t = 1800, requires = "http",
-              value_parser = clap::value_parser!(u64).range(1..=86_400))]
-        session_idle: u64,
-        /// Answer `initialize` and the first lists after at most this many seconds with the
-        /// servers that are up by then; the later ones join with a list_changed notification.
-        #[arg(long, value_name = "SECS", default_value_t = 2,
-              value_parser = clap::value_parser!(u64).range(0..=300))]
-        ready_grace: u64,
-        /// A server that crashed 3 times within a minute is started again after this many
-        /// seconds (twice as long each time it does so again, up to 15 minutes).
-        #[arg(long, value_name = "SECS", default_value_t = 60,
-              value_parser = clap::value_parser!(u64).range(1..=3600))]
-        crash_pause: u64,
-        #[command(flatten)]
-        ad_hoc: AdHoc,
-    },
+    Serve(ServeArgs),
     /// Print a shell completion script (e.g. `plexus completions bash > ~/.local/share/bash-completion/completions/plexus`).
     Completions {
         /// The shell.
@@ -306,6 +280,41 @@ pub(crate) enum Command {
     },
     /// Run the built-in demo MCP server over stdio.
     DemoServer(plexus_testserver::StdioOptions),
+}
+
+/// The options of `plexus serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Serve Streamable HTTP at http://HOST:PORT/mcp (e.g. localhost:8931 or 127.0.0.1:8931)
+    /// instead of stdio.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub(crate) http: Option<crate::serve::ListenAddress>,
+    /// A file whose first line is the bearer token HTTP clients must send (needed off
+    /// loopback); PLEXUS_GATEWAY_TOKEN gives it too.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub(crate) token_file: Option<PathBuf>,
+    /// End an HTTP session after this many seconds without a request, an open event
+    /// stream or a call running (its client then initializes again).
+    #[arg(long, value_name = "SECS", default_value_t = 1800, requires = "http",
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub(crate) session_idle: u64,
+    /// Answer `initialize` and the first lists after at most this many seconds with the
+    /// servers that are up by then; the later ones join with a list_changed notification.
+    #[arg(long, value_name = "SECS", default_value_t = 2,
+          value_parser = clap::value_parser!(u64).range(0..=300))]
+    pub(crate) ready_grace: u64,
+    /// A server that crashed 3 times within a minute is started again after this many
+    /// seconds (twice as long each time it does so again, up to 15 minutes).
+    #[arg(long, value_name = "SECS", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub(crate) crash_pause: u64,
+    /// Do not follow the config files. By default an edit to them takes effect at once: an
+    /// added server joins, a removed one is closed, a changed one is restarted alone, and the
+    /// clients get list_changed; an edit that does not load is reported and changes nothing.
+    #[arg(long)]
+    pub(crate) no_watch: bool,
+    #[command(flatten)]
+    pub(crate) ad_hoc: AdHoc,
 }
 
 /// `plexus add`.

@@ -26,10 +26,27 @@ pub(crate) struct ServeOptions {
     /// `--crash-pause`: how long a server the pool stopped for crashing too often stays off
     /// before the gateway starts it again (doubled each time, up to 15 minutes).
     pub(crate) crash_pause: Duration,
+    /// Follow the config files (not `--no-watch`): edits take effect without a restart.
+    pub(crate) watch: bool,
+}
+
+impl ServeOptions {
+    /// The options `args` give (the token read from its file or the environment); the error is
+    /// the message to print.
+    pub(crate) fn of(args: &crate::ServeArgs) -> Result<ServeOptions, String> {
+        Ok(ServeOptions {
+            http: args.http.clone(),
+            token: token(args.token_file.as_deref())?,
+            session_idle: Duration::from_secs(args.session_idle),
+            ready_grace: Duration::from_secs(args.ready_grace),
+            crash_pause: Duration::from_secs(args.crash_pause),
+            watch: !args.no_watch,
+        })
+    }
 }
 
 /// The HTTP clients' bearer token: the first line of `file`, else `PLEXUS_GATEWAY_TOKEN`.
-pub(crate) fn token(file: Option<&std::path::Path>) -> Result<Option<String>, String> {
+fn token(file: Option<&std::path::Path>) -> Result<Option<String>, String> {
     let token = match file {
         Some(file) => {
             let text = std::fs::read_to_string(file).map_err(|e| format!("--token-file {}: {e}", file.display()))?;
@@ -98,6 +115,12 @@ async fn serve_command(configured: Configured, options: ServeOptions) -> Outcome
     gateway_options.session_idle = options.session_idle;
     gateway_options.token = options.token;
     let gateway = Gateway::new(Arc::clone(&hub), backends, gateway_options);
+    // After the gateway: it follows the pool's changes that a reload makes.
+    let watching = if options.watch {
+        follow_config(&hub, &servers)
+    } else {
+        None
+    };
     // The servers' daemons orphaned while the gateway runs are reaped as they exit.
     let orphans = tokio::spawn(plexus::stdio::orphans::watch_orphans());
     let outcome = match listeners {
@@ -114,9 +137,81 @@ async fn serve_command(configured: Configured, options: ServeOptions) -> Outcome
         }
     };
     orphans.abort();
+    drop(watching);
     drop(gateway);
     close(&hub).await;
     outcome
+}
+
+/// Follows the config files (see [`plexus::ConfigWatcher`]), saying on stderr what each edit
+/// changed; `None` when the servers are not the config's (`--stdio`, `--url`, the demo) or the
+/// files cannot be followed (said why).
+fn follow_config(
+    hub: &Arc<plexus::Hub>,
+    servers: &[&Server],
+) -> Option<(plexus::ConfigWatcher, tokio::task::JoinHandle<()>)> {
+    if servers.iter().any(|server| server.scope.is_none()) {
+        return None;
+    }
+    let watcher = match plexus::ConfigWatcher::start(hub) {
+        Ok(watcher) => watcher,
+        Err(e) => {
+            crate::terminal::say(format_args!(
+                "{}; config edits need a restart",
+                crate::terminal::chain(&e)
+            ));
+            return None;
+        }
+    };
+    let mut events = watcher.subscribe();
+    let saying = tokio::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(event) => say_config_event(&event),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    });
+    Some((watcher, saying))
+}
+
+/// One `plexus: ...` line for what a config edit did.
+fn say_config_event(event: &plexus::ConfigEvent) {
+    match event {
+        plexus::ConfigEvent::Applied(change) => {
+            let mut parts = Vec::new();
+            for (what, names) in [
+                ("added", &change.added),
+                ("removed", &change.removed),
+                ("restarted", &change.restarted),
+            ] {
+                if !names.is_empty() {
+                    parts.push(format!("{what} {}", names.join(", ")));
+                }
+            }
+            if parts.is_empty() {
+                parts.push("no server changed".to_owned());
+            }
+            crate::terminal::say(format_args!("the config changed: {}", parts.join("; ")));
+            for invalid in &change.report.invalid_servers {
+                let kept = if change.kept_last_good.contains(&invalid.name) {
+                    "; it keeps running on its last good entry"
+                } else {
+                    ""
+                };
+                for error in &invalid.errors {
+                    crate::terminal::say(format_args!("{error}{kept}"));
+                }
+            }
+        }
+        // The error names the file (and where in it).
+        plexus::ConfigEvent::Rejected { error, .. } => crate::terminal::say(format_args!(
+            "{}; nothing changed, the last good config stays",
+            crate::terminal::chain(&**error)
+        )),
+        _ => {}
+    }
 }
 
 /// Listens where `--http` says, saying where (and where it could not); off loopback only with

@@ -84,20 +84,25 @@ impl Shared {
     }
 
     pub(crate) fn slot(&self, server: &str) -> Result<Arc<Slot>, PoolError> {
+        self.find_slot(server).ok_or_else(|| PoolError::UnknownServer {
+            server: server.to_owned(),
+            known: lock(&self.order).clone(),
+        })
+    }
+
+    /// The slot of `server`, if it has one. Takes no lock of `order`, so that a caller holding
+    /// it may look servers up (`set_servers` removes a slot before it updates `order`).
+    fn find_slot(&self, server: &str) -> Option<Arc<Slot>> {
         // Two maps, never locked the other way round: no deadlock, and no key copied.
         self.names
             .get(server)
             .and_then(|key| self.connections.get(key.value()).map(|slot| Arc::clone(slot.value())))
-            .ok_or_else(|| PoolError::UnknownServer {
-                server: server.to_owned(),
-                known: lock(&self.order).clone(),
-            })
     }
 
     fn slots(&self) -> Vec<Arc<Slot>> {
         lock(&self.order)
             .iter()
-            .filter_map(|name| self.slot(name).ok())
+            .filter_map(|name| self.find_slot(name))
             .collect()
     }
 }
@@ -457,5 +462,58 @@ impl Pool {
     /// How many servers' lists of `list` the cache holds.
     pub fn cached_lists(&self, list: ListKind) -> usize {
         self.shared.caches.len(list)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::connector::{Admission, Connection};
+
+    /// Never asked: every server of these tests is disabled.
+    struct NoConnector;
+
+    #[async_trait::async_trait]
+    impl Connector for NoConnector {
+        async fn connect(
+            &self,
+            server: &ServerSpec,
+            _options: plexus_client::ClientOptions,
+        ) -> Result<Connection, ConnectFailure> {
+            Err(ConnectFailure::failed(std::io::Error::other(format!(
+                "{} is disabled",
+                server.name
+            ))))
+        }
+    }
+
+    /// `set_servers` removes a server's slot before it updates the order: a walk over the
+    /// slots meanwhile (the gateway lists the states on every pool event) must skip the name,
+    /// not lock the order a second time (which deadlocked both).
+    #[test]
+    fn a_name_in_the_order_without_a_slot_is_skipped_not_a_deadlock() {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let pool = Pool::new(Arc::new(NoConnector), PoolSettings::default());
+        let config = plexus_config::ServerConfig::from_json(&serde_json::json!({"command": "true"}))
+            .unwrap()
+            .0;
+        let disabled = Admission::Disabled {
+            reason: "off".to_owned(),
+        };
+        runtime.block_on(pool.set_servers([ServerSpec::new("kept", config, None).with_admission(disabled)]));
+        lock(&pool.shared.order).push("removed".to_owned());
+        let (done, finished) = std::sync::mpsc::channel();
+        let walker = {
+            let pool = pool.clone();
+            std::thread::spawn(move || {
+                let names: Vec<String> = pool.states().into_iter().map(|(name, _)| name).collect();
+                let _ = done.send(names);
+            })
+        };
+        let names = finished
+            .recv_timeout(Duration::from_secs(10))
+            .expect("walking the slots deadlocked");
+        assert_eq!(names, ["kept"]);
+        walker.join().unwrap();
     }
 }

@@ -374,11 +374,15 @@ impl Hub {
     }
 
     /// Replaces the config with `config` and makes the pool's servers those it allows (a server
-    /// whose entry and admission did not change keeps its connection).
-    pub(crate) async fn apply(&self, config: MergedConfig) {
+    /// whose entry and admission did not change keeps its connection; one whose new entry is
+    /// invalid keeps its last good entry); what changed.
+    pub(crate) async fn apply(&self, mut config: MergedConfig) -> crate::ConfigChange {
+        let kept = crate::hub_config::keep_last_good(&mut config, &self.config());
         let (current, specs) = Current::of(config, self.only.as_deref(), &self.ad_hoc);
+        let change = crate::hub_config::ConfigChange::between(&self.pool, &specs, kept);
         *lock(&self.current) = Arc::new(current);
         self.pool.set_servers(specs).await;
+        change
     }
 
     /// Where the Hub reads its config files, and its environment.

@@ -1,5 +1,5 @@
 //! The Hub's config after start: what it could not use (its start-up report), reading the
-//! files again, and approving or rejecting project servers.
+//! files again (and what that changed), and approving or rejecting project servers.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -7,6 +7,7 @@ use std::sync::Arc;
 use plexus_config::{
     ConfigError, ConfigSources, Diagnostic, InvalidServer, MergedConfig, Scope, ServerName, WriteError,
 };
+use plexus_pool::{Pool, ServerSpec};
 
 use crate::hub::{Hub, blocking};
 use crate::hub_error::HubError;
@@ -77,6 +78,82 @@ impl StartupReport {
     }
 }
 
+/// What reading the config again changed in the Hub's servers (see [`Hub::reload`]), each
+/// list in name order.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ConfigChange {
+    /// Servers that are new: started (or waiting for approval, or disabled, as their entry says).
+    pub added: Vec<String>,
+    /// Servers no longer in the config (or no longer chosen by the host): closed.
+    pub removed: Vec<String>,
+    /// Servers whose entry (its cache key: the canonical JSON of the expanded entry) or
+    /// admission changed: closed and started again with the new entry.
+    pub restarted: Vec<String>,
+    /// Servers whose new entry is invalid: they keep running on their last good entry (the
+    /// report's `invalid_servers` says what is wrong).
+    pub kept_last_good: Vec<String>,
+    /// What the new config could not use.
+    pub report: StartupReport,
+}
+
+impl ConfigChange {
+    /// Whether no server was added, removed or restarted.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.restarted.is_empty()
+    }
+
+    /// What giving `pool` the servers `specs` does, with `kept_last_good` as given.
+    pub(crate) fn between(pool: &Pool, specs: &[ServerSpec], kept_last_good: Vec<String>) -> ConfigChange {
+        let before: Vec<ServerSpec> = pool.names().iter().filter_map(|name| pool.spec(name)).collect();
+        let same =
+            |old: &ServerSpec, new: &ServerSpec| old.admission == new.admission && old.cache_key() == new.cache_key();
+        let mut change = ConfigChange {
+            kept_last_good,
+            ..ConfigChange::default()
+        };
+        for spec in specs {
+            match before.iter().find(|old| old.name == spec.name) {
+                None => change.added.push(spec.name.clone()),
+                Some(old) if !same(old, spec) => change.restarted.push(spec.name.clone()),
+                Some(_) => {}
+            }
+        }
+        change.removed = before
+            .iter()
+            .filter(|old| !specs.iter().any(|spec| spec.name == old.name))
+            .map(|old| old.name.clone())
+            .collect();
+        for list in [&mut change.added, &mut change.removed, &mut change.restarted] {
+            list.sort();
+        }
+        change
+    }
+}
+
+/// Gives every server whose entry in `config` is invalid but was valid in `previous` its
+/// previous entry back, so that a bad edit does not stop a running server; their names.
+pub(crate) fn keep_last_good(config: &mut MergedConfig, previous: &MergedConfig) -> Vec<String> {
+    let mut kept = Vec::new();
+    for invalid in &config.invalid {
+        if config.server(&invalid.name).is_some() {
+            continue;
+        }
+        if let Some(good) = previous.server(&invalid.name) {
+            kept.push(good.clone());
+        }
+    }
+    let names = kept.iter().map(|server| server.name.to_string()).collect();
+    for server in kept {
+        let at = config
+            .servers
+            .binary_search_by(|other| other.name.as_str().cmp(server.name.as_str()))
+            .unwrap_or_else(|at| at);
+        config.servers.insert(at, server);
+    }
+    names
+}
+
 impl Hub {
     /// What the Hub could not use of the config it read last (see [`StartupReport`]).
     pub fn startup_report(&self) -> StartupReport {
@@ -84,10 +161,14 @@ impl Hub {
     }
 
     /// Reads every config file again and makes the pool's servers those it now allows: a
-    /// server whose entry and admission did not change keeps its connection, a changed one is
-    /// restarted, a removed one closed. A file that no longer loads (of any scope but the
-    /// managed one) changes nothing and is the error; otherwise, the new report.
-    pub async fn reload(&self) -> Result<StartupReport, HubError> {
+    /// server whose entry and admission did not change keeps its connection (and its calls in
+    /// flight), a changed one is restarted, a removed one closed, an added one started. A file
+    /// that no longer loads (of any scope but the managed one) changes nothing and is the
+    /// error; a server whose entry became invalid keeps running on its last good entry (the
+    /// report names its errors). Otherwise, what changed and the new report.
+    ///
+    /// [`ConfigWatcher`](crate::ConfigWatcher) calls this whenever a config file changes.
+    pub async fn reload(&self) -> Result<ConfigChange, HubError> {
         let discovery = self.discovery().clone();
         let config = blocking(move || ConfigSources::discover(&discovery).load()).await;
         let report = StartupReport::of(&config);
@@ -97,8 +178,9 @@ impl Hub {
                 source: Arc::clone(&file.error),
             });
         }
-        self.apply(config).await;
-        Ok(report)
+        let mut change = self.apply(config).await;
+        change.report = report;
+        Ok(change)
     }
 
     /// Approves the project servers `names` (recorded in the local settings, as `plexus

@@ -148,6 +148,8 @@ mod hub_error;
 mod hub_messages;
 #[cfg(feature = "tools")]
 mod hub_skills;
+#[cfg(feature = "watch")]
+mod hub_watch;
 pub mod in_process;
 #[cfg(feature = "auth")]
 mod login;
@@ -161,7 +163,7 @@ pub use era_verdicts::{ERA_VERDICTS_FILE, EraVerdictError, EraVerdicts};
 #[cfg(feature = "tools")]
 pub use hub::{Hub, HubOptions};
 #[cfg(feature = "tools")]
-pub use hub_config::{BrokenFile, StartupReport};
+pub use hub_config::{BrokenFile, ConfigChange, StartupReport};
 #[cfg(feature = "tools")]
 pub use hub_content::{Listed, PromptEntry, ResourceEntry, TemplateEntry, parse_reference};
 #[cfg(feature = "tools")]
@@ -170,6 +172,8 @@ pub use hub_error::{HubError, ServerFailure};
 pub use hub_messages::{SERVER_MESSAGES_CAPACITY, ServerMessage};
 #[cfg(feature = "tools")]
 pub use hub_skills::SkillEntry;
+#[cfg(feature = "watch")]
+pub use hub_watch::{CONFIG_EVENTS_CAPACITY, ConfigEvent, ConfigWatcher, DEFAULT_SETTLE, WatchError};
 pub use in_process::InProcessServer;
 #[cfg(feature = "auth")]
 pub use login::LoginError;

@@ -66,13 +66,18 @@ impl RawGateway {
 
     /// `plexus serve` of `ws` with the `extra` arguments.
     pub fn start_with(ws: &Workspace, extra: &[&str]) -> RawGateway {
+        RawGateway::start_logging(ws, extra, std::process::Stdio::null())
+    }
+
+    /// `plexus serve` of `ws` with the `extra` arguments, its stderr going to `stderr`.
+    pub fn start_logging(ws: &Workspace, extra: &[&str], stderr: std::process::Stdio) -> RawGateway {
         let mut arguments = vec!["serve"];
         arguments.extend_from_slice(extra);
         let mut child = ws
             .command(ws.path(), &arguments)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
+            .stderr(stderr)
             .spawn()
             .unwrap();
         let stdout = std::io::BufReader::new(child.stdout.take().unwrap());

@@ -221,6 +221,8 @@ impl Client {
     /// server's version, and sends `notifications/initialized`. On any failure the transport is
     /// closed before the error is returned.
     pub async fn connect(transport: Box<dyn Transport>, options: ClientOptions) -> Result<Client, ClientError> {
+        #[cfg(feature = "otel")]
+        let peer = transport.peer();
         let (sender, receiver) = transport.split();
         let shared = Shared::new(
             options.name.clone(),
@@ -228,8 +230,15 @@ impl Client {
             Arc::clone(&options.handler),
             options.observer.clone(),
         );
+        #[cfg(feature = "otel")]
+        shared.telemetry.set_peer(peer);
         shared.start_reader(receiver);
-        match crate::era::start(&shared, &options).await {
+        let started = crate::era::start(&shared, &options).await;
+        #[cfg(feature = "otel")]
+        if let Ok(details) = &started {
+            shared.telemetry.set_version(details.protocol_version.as_str());
+        }
+        match started {
             Ok(details) => Ok(Client {
                 _background: Arc::new(Background::start(&shared, &details)),
                 shared,

@@ -45,6 +45,8 @@ mod rounds;
 mod session;
 mod skills;
 mod tasks;
+#[cfg(feature = "otel")]
+pub mod telemetry;
 mod trace;
 mod wire;
 

@@ -121,61 +121,144 @@ pub(crate) async fn send_cancelled(shared: &Shared, id: i64, reason: &str) -> Re
     shared.notify_raw(methods::CANCELLED, &params).await
 }
 
-/// Encodes the request line, adding `_meta.progressToken` when progress is wanted and the
-/// stateless era's envelope (`envelope`: its `_meta` entries as JSON text) when the session has
-/// one. The params are serialized once, straight into the line, and the `_meta` entries are
-/// spliced in at the start of their object: no parse, no second copy of the params (unless the
-/// caller's params have a `_meta` of their own, which is merged as values).
+/// The `_meta` entries a request line gets: the stateless era's envelope (`envelope`: its
+/// `_meta` entries as JSON text), a progress token (the request's id) when `progress`, and the
+/// W3C trace context of the request's span (`trace`, JSON text too).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct MetaEntries<'a> {
+    pub(crate) progress: bool,
+    pub(crate) envelope: Option<&'a str>,
+    pub(crate) trace: Option<&'a str>,
+}
+
+impl MetaEntries<'_> {
+    fn is_empty(&self) -> bool {
+        !self.progress && self.envelope.is_none() && self.trace.is_none()
+    }
+}
+
+/// The pieces of the `_meta` entries, commas between them, without a buffer of their own.
+struct Pieces<'a> {
+    items: [&'a [u8]; 7],
+    len: usize,
+}
+
+impl<'a> Pieces<'a> {
+    fn of(entries: &MetaEntries<'a>, token: Option<&'a str>) -> Pieces<'a> {
+        let mut pieces = Pieces {
+            items: [&[]; 7],
+            len: 0,
+        };
+        if let Some(envelope) = entries.envelope {
+            pieces.entry(&[envelope.as_bytes()]);
+        }
+        if let Some(token) = token {
+            pieces.entry(&[b"\"progressToken\":", token.as_bytes()]);
+        }
+        if let Some(trace) = entries.trace {
+            pieces.entry(&[trace.as_bytes()]);
+        }
+        pieces
+    }
+
+    fn entry(&mut self, parts: &[&'a [u8]]) {
+        if self.len > 0 {
+            self.items[self.len] = b",";
+            self.len += 1;
+        }
+        for part in parts {
+            self.items[self.len] = part;
+            self.len += 1;
+        }
+    }
+
+    fn as_slice(&self) -> &[&'a [u8]] {
+        &self.items[..self.len]
+    }
+}
+
+/// Encodes the request line with its `_meta` entries ([`MetaEntries`]). The params are
+/// serialized once, straight into the line, and the `_meta` entries are spliced in at the
+/// start of their object: no parse, no second copy of the params (unless the caller's params
+/// have a `_meta` of their own, which is merged as values).
 ///
 /// With the line comes the string value of the params' member `name_key` when the params open
 /// with it (what a request's own params types write first: a tool's or prompt's `name`, a
 /// resource's `uri`), read before the envelope goes in, so that the `Mcp-Name` header costs no
 /// second parse of the line; `None` when it is not there (the caller reads the line then) or
-/// when the line carries no envelope.
+/// when the line carries no `_meta` entries.
 fn encode<P: Serialize + ?Sized>(
     id: i64,
     method: &str,
     params: Option<&P>,
-    progress: bool,
-    envelope: Option<&str>,
+    entries: MetaEntries<'_>,
     name_key: Option<&str>,
 ) -> Result<(Vec<u8>, Option<String>), ClientError> {
+    let line = encode_line(id, method, params, !entries.is_empty())?;
+    if entries.is_empty() {
+        return Ok((line, None));
+    }
+    add_meta(line, id, method, entries, name_key)
+}
+
+/// The request line with `params` as they are (an empty object when there are none and
+/// `object`: a `_meta` needs an object to go in).
+fn encode_line<P: Serialize + ?Sized>(
+    id: i64,
+    method: &str,
+    params: Option<&P>,
+    object: bool,
+) -> Result<Vec<u8>, ClientError> {
     /// The params of a request that has none, when `_meta` needs an object to go in.
     #[derive(Serialize)]
     struct NoParams {}
 
+    let mut line = Vec::with_capacity(128);
+    let request_id = RequestId::Number(id);
+    match (params, object) {
+        (Some(params), _) => plexus_jsonrpc::encode_request(&mut line, &request_id, method, Some(params)),
+        (None, true) => plexus_jsonrpc::encode_request(&mut line, &request_id, method, Some(&NoParams {})),
+        (None, false) => plexus_jsonrpc::encode_request::<()>(&mut line, &request_id, method, None),
+    }
+    .map_err(|e| ClientError::InvalidParams {
+        method: method.to_owned(),
+        source: e.into(),
+    })?;
+    Ok(line)
+}
+
+/// Where the params object of an encoded request `line` opens, if it has one.
+fn params_open(line: &[u8]) -> Option<usize> {
+    // The line is `{"jsonrpc":"2.0","id":ID,"method":"METHOD","params":{…}}\n`: the first
+    // `,"params":` follows the id and the method (a protocol method name), so it is the key's.
+    let at = PARAMS_KEY.find(line).map(|at| at + PARAMS_KEY.needle().len());
+    at.filter(|&at| line.get(at) == Some(&b'{'))
+}
+
+/// The params of an encoded request `line` as JSON text, when they are an object.
+#[cfg(feature = "otel")]
+fn params_text(line: &[u8]) -> Option<&str> {
+    let open = params_open(line)?;
+    // The params object, without the line's `}\n`.
+    std::str::from_utf8(line.get(open..line.len().checked_sub(2)?)?).ok()
+}
+
+/// `line` (a request whose params are an object) with the `_meta` `entries` added; see
+/// [`encode`].
+fn add_meta(
+    mut line: Vec<u8>,
+    id: i64,
+    method: &str,
+    entries: MetaEntries<'_>,
+    name_key: Option<&str>,
+) -> Result<(Vec<u8>, Option<String>), ClientError> {
     let invalid = |e: serde_json::Error| ClientError::InvalidParams {
         method: method.to_owned(),
         source: e.into(),
     };
-    let mut line = Vec::with_capacity(128 + envelope.map_or(0, str::len));
-    let request_id = RequestId::Number(id);
-    if !progress && envelope.is_none() {
-        plexus_jsonrpc::encode_request(&mut line, &request_id, method, params).map_err(invalid)?;
-        return Ok((line, None));
-    }
-    match params {
-        Some(params) => plexus_jsonrpc::encode_request(&mut line, &request_id, method, Some(params)),
-        None => plexus_jsonrpc::encode_request(&mut line, &request_id, method, Some(&NoParams {})),
-    }
-    .map_err(invalid)?;
-    // The `_meta` entries: the envelope, then the progress token (the request's id).
-    let token = progress.then(|| id.to_string());
-    let separator: &[u8] = if envelope.is_some() && token.is_some() {
-        b","
-    } else {
-        b""
-    };
-    let pieces: [&[u8]; 4] = [
-        envelope.map_or(&[][..], str::as_bytes),
-        separator,
-        if token.is_some() { b"\"progressToken\":" } else { b"" },
-        token.as_deref().map_or(&[][..], str::as_bytes),
-    ];
-    // The line is `{"jsonrpc":"2.0","id":ID,"method":"METHOD","params":{…}}\n`: the first
-    // `,"params":` follows the id and the method (a protocol method name), so it is the key's.
-    let at = PARAMS_KEY.find(&line).map(|at| at + PARAMS_KEY.needle().len());
-    let Some(open) = at.filter(|&at| line.get(at) == Some(&b'{')) else {
+    let token = entries.progress.then(|| id.to_string());
+    let pieces = Pieces::of(&entries, token.as_deref());
+    let Some(open) = params_open(&line) else {
         return Err(ClientError::InvalidParams {
             method: method.to_owned(),
             source: ParamsProblem::NotAnObject,
@@ -185,7 +268,7 @@ fn encode<P: Serialize + ?Sized>(
     let name = name_key.and_then(|key| leading_string(body, key));
     if META_KEY.find(body).is_some() {
         // The caller's params have a `_meta` of their own (or text that looks like one).
-        let meta: Vec<u8> = pieces.concat();
+        let meta: Vec<u8> = pieces.as_slice().concat();
         let meta = std::str::from_utf8(&meta).unwrap_or_default();
         let end = line.len() - 2; // the params object, without the line's `}\n`
         let merged = merge_meta(&line[open..end], meta).map_err(invalid)?;
@@ -199,13 +282,16 @@ fn encode<P: Serialize + ?Sized>(
     let empty = body.get(1) == Some(&b'}');
     let head: &[u8] = b"\"_meta\":{";
     let tail: &[u8] = if empty { b"}" } else { b"}," };
-    let inserted = head.len() + pieces.iter().map(|piece| piece.len()).sum::<usize>() + tail.len();
+    let inserted = head.len() + pieces.as_slice().iter().map(|piece| piece.len()).sum::<usize>() + tail.len();
     let inside = open + 1;
     let old_len = line.len();
     line.resize(old_len + inserted, 0);
     line.copy_within(inside..old_len, inside + inserted);
     let mut at = inside;
-    for piece in std::iter::once(head).chain(pieces).chain(std::iter::once(tail)) {
+    for piece in std::iter::once(head)
+        .chain(pieces.as_slice().iter().copied())
+        .chain(std::iter::once(tail))
+    {
         line[at..at + piece.len()].copy_from_slice(piece);
         at += piece.len();
     }
@@ -259,6 +345,7 @@ async fn cancellable_exchange<P: Serialize + ?Sized>(
     call: &Call<'_>,
     params: Option<&P>,
     cancel: &CancelHandle,
+    operation: &mut OperationSlot,
 ) -> Result<Box<RawValue>, ClientError> {
     let cancelled = |reason: &str| ClientError::Cancelled {
         reason: reason.to_owned(),
@@ -270,7 +357,7 @@ async fn cancellable_exchange<P: Serialize + ?Sized>(
     // notifications/cancelled the server is owed, with the handle's reason.
     let outcome = tokio::select! {
         biased;
-        result = exchange(shared, call, params) => Ok(result),
+        result = exchange(shared, call, params, operation) => Ok(result),
         reason = cancel.cancelled() => Err(reason),
     };
     match outcome {
@@ -336,10 +423,16 @@ pub(crate) async fn send_call<P: Serialize + ?Sized>(
     call: &Call<'_>,
     params: Option<&P>,
 ) -> Result<Box<RawValue>, ClientError> {
+    #[allow(clippy::let_unit_value)]
+    let mut operation = OperationSlot::default();
     let result = match &call.options.cancel {
-        None => exchange(shared, call, params).await,
-        Some(cancel) => cancellable_exchange(shared, call, params, cancel).await,
+        None => exchange(shared, call, params, &mut operation).await,
+        Some(cancel) => cancellable_exchange(shared, call, params, cancel, &mut operation).await,
     };
+    #[cfg(feature = "otel")]
+    if let Some(operation) = operation {
+        crate::telemetry::finish_client(operation, &result);
+    }
     if let Some(observer) = &shared.observer {
         observer.request_ended(&shared.name, call.method, result.as_ref().map(drop));
     }
@@ -363,25 +456,48 @@ pub(crate) struct Call<'a> {
 /// Request `id` of `call` as it goes to the transport: encoded (with the envelope in the
 /// stateless era, and a progress token when `wants_progress`), with its headers over HTTP in the
 /// stateless era, and its reply timeout when the sender has one.
+#[cfg_attr(not(feature = "otel"), allow(unused_variables, clippy::trivially_copy_pass_by_ref))]
 fn outbound<P: Serialize + ?Sized>(
+    shared: &Shared,
     id: i64,
     call: &Call<'_>,
     params: Option<&P>,
     wants_progress: bool,
     timeout: Duration,
+    operation: &mut OperationSlot,
 ) -> Result<OutboundMessage, ClientError> {
     let name_key = call
         .wire
         .filter(|wire| wire.carries_headers())
         .and_then(|_| plexus_protocol::http_headers::name_param(call.method));
-    let (line, name) = encode(
-        id,
-        call.method,
-        params,
-        wants_progress,
-        call.wire.map(StatelessWire::fragment),
-        name_key,
-    )?;
+    #[allow(unused_mut)]
+    let mut entries = MetaEntries {
+        progress: wants_progress,
+        envelope: call.wire.map(StatelessWire::fragment),
+        trace: None,
+    };
+    #[cfg(not(feature = "otel"))]
+    let (line, name) = encode(id, call.method, params, entries, name_key)?;
+    #[cfg(feature = "otel")]
+    let (line, name) = {
+        // The params as they are, read for the span's target before any `_meta` goes in.
+        let plain = encode_line(id, call.method, params, false)?;
+        *operation = crate::telemetry::Operation::client(
+            call.method,
+            &RequestId::Number(id),
+            || params_text(&plain),
+            || shared.telemetry.connection(shared),
+        );
+        let trace = operation.as_ref().and_then(crate::telemetry::Operation::trace_meta);
+        entries.trace = trace.as_deref();
+        if entries.is_empty() {
+            (plain, None)
+        } else if params.is_some() {
+            add_meta(plain, id, call.method, entries, name_key)?
+        } else {
+            encode(id, call.method, params, entries, name_key)?
+        }
+    };
     let headers = call
         .wire
         .map(|wire| wire.request_headers(call.method, name, &line))
@@ -397,10 +513,18 @@ fn outbound<P: Serialize + ?Sized>(
     Ok(message)
 }
 
+/// Where a request's telemetry lives while it is in flight (nothing without the `otel` feature).
+#[cfg(feature = "otel")]
+type OperationSlot = Option<crate::telemetry::Operation>;
+/// Where a request's telemetry lives while it is in flight (nothing without the `otel` feature).
+#[cfg(not(feature = "otel"))]
+type OperationSlot = ();
+
 async fn exchange<P: Serialize + ?Sized>(
     shared: &Arc<Shared>,
     call: &Call<'_>,
     params: Option<&P>,
+    operation: &mut OperationSlot,
 ) -> Result<Box<RawValue>, ClientError> {
     let Call {
         method,
@@ -412,7 +536,7 @@ async fn exchange<P: Serialize + ?Sized>(
     let id = call.id.unwrap_or_else(|| shared.next_id());
     let wants_progress = options.on_progress.is_some() || options.reset_timeout_on_progress;
     let timeout = options.timeout.unwrap_or(default_timeout);
-    let message = outbound(id, call, params, wants_progress, timeout)?;
+    let message = outbound(shared, id, call, params, wants_progress, timeout, operation)?;
     let progress = wants_progress.then(|| Arc::new(ProgressState::new(options.on_progress.clone())));
     let (reply_tx, mut reply_rx) = oneshot::channel();
     shared.register(
@@ -570,10 +694,18 @@ async fn wait_resetting(
 mod tests {
     use serde_json::{Value, json};
 
-    use super::{encode, leading_string};
+    use super::{MetaEntries, encode, leading_string};
 
     const ENVELOPE: &str =
         r#""io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}"#;
+
+    fn entries<'a>(progress: bool, envelope: Option<&'a str>, trace: Option<&'a str>) -> MetaEntries<'a> {
+        MetaEntries {
+            progress,
+            envelope,
+            trace,
+        }
+    }
 
     fn params_of(line: &[u8]) -> Value {
         let message: Value = serde_json::from_slice(line).unwrap();
@@ -587,8 +719,7 @@ mod tests {
             7,
             "tools/call",
             Some(&json!({"name": "add"})),
-            true,
-            Some(ENVELOPE),
+            entries(true, Some(ENVELOPE), None),
             None,
         )
         .unwrap()
@@ -597,14 +728,14 @@ mod tests {
         meta["progressToken"] = json!(7);
         assert_eq!(params_of(&line), json!({"_meta": meta, "name": "add"}));
 
-        let line = encode::<Value>(8, "tools/list", None, false, Some(ENVELOPE), None)
+        let line = encode::<Value>(8, "tools/list", None, entries(false, Some(ENVELOPE), None), None)
             .unwrap()
             .0;
         assert_eq!(params_of(&line), json!({"_meta": envelope}));
 
         // The caller's own `_meta` keeps its entries.
         let own = json!({"name": "add", "_meta": {"trace": "t1"}});
-        let line = encode(9, "tools/call", Some(&own), false, Some(ENVELOPE), None)
+        let line = encode(9, "tools/call", Some(&own), entries(false, Some(ENVELOPE), None), None)
             .unwrap()
             .0;
         let mut meta = envelope.clone();
@@ -612,19 +743,69 @@ mod tests {
         assert_eq!(params_of(&line), json!({"_meta": meta, "name": "add"}));
 
         // Without either, the params go as they are.
-        let line = encode(10, "tools/call", Some(&json!({"name": "add"})), false, None, None)
+        let line = encode(
+            10,
+            "tools/call",
+            Some(&json!({"name": "add"})),
+            MetaEntries::default(),
+            None,
+        )
+        .unwrap()
+        .0;
+        assert_eq!(params_of(&line), json!({"name": "add"}));
+        assert!(encode(11, "x", Some(&json!([1])), entries(false, Some(ENVELOPE), None), None).is_err());
+    }
+
+    #[test]
+    fn the_trace_context_goes_into_meta_with_the_other_entries() {
+        const TRACE: &str = r#""traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01""#;
+        let traceparent = json!("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+        // Alone, in params that had none.
+        let line = encode::<Value>(1, "ping", None, entries(false, None, Some(TRACE)), None)
             .unwrap()
             .0;
-        assert_eq!(params_of(&line), json!({"name": "add"}));
-        assert!(encode(11, "x", Some(&json!([1])), false, Some(ENVELOPE), None).is_err());
+        assert_eq!(params_of(&line), json!({"_meta": {"traceparent": traceparent}}));
+        // With the envelope and a progress token, in params that have members.
+        let line = encode(
+            2,
+            "tools/call",
+            Some(&json!({"name": "add", "arguments": {"a": 1}})),
+            entries(true, Some(ENVELOPE), Some(TRACE)),
+            None,
+        )
+        .unwrap()
+        .0;
+        let params = params_of(&line);
+        assert_eq!(params["_meta"]["traceparent"], traceparent);
+        assert_eq!(params["_meta"]["progressToken"], json!(2));
+        assert_eq!(
+            params["_meta"]["io.modelcontextprotocol/protocolVersion"],
+            json!("2026-07-28")
+        );
+        assert_eq!(params["arguments"], json!({"a": 1}));
+        // Merged into the caller's own `_meta`, whose entries stay.
+        let own = json!({"name": "add", "_meta": {"user": "u1"}});
+        let line = encode(3, "tools/call", Some(&own), entries(false, None, Some(TRACE)), None)
+            .unwrap()
+            .0;
+        assert_eq!(
+            params_of(&line),
+            json!({"name": "add", "_meta": {"user": "u1", "traceparent": traceparent}})
+        );
     }
 
     #[test]
     fn the_leading_name_is_read_before_the_envelope_goes_in() {
         let named = |params: Value| {
-            encode(1, "tools/call", Some(&params), false, Some(ENVELOPE), Some("name"))
-                .unwrap()
-                .1
+            encode(
+                1,
+                "tools/call",
+                Some(&params),
+                entries(false, Some(ENVELOPE), None),
+                Some("name"),
+            )
+            .unwrap()
+            .1
         };
         assert_eq!(named(json!({"name": "add", "arguments": {}})).as_deref(), Some("add"));
         assert_eq!(

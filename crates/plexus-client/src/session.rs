@@ -95,6 +95,9 @@ pub(crate) struct Shared {
     /// The tasks whose calls are waiting for them (see `crate::tasks`): cancelled on the server
     /// by [`Client::cancel_all`](crate::Client::cancel_all) along with the pending requests.
     pub(crate) followed_tasks: Mutex<HashMap<String, crate::CancelHandle>>,
+    /// Its peer, protocol version and clock, for telemetry.
+    #[cfg(feature = "otel")]
+    pub(crate) telemetry: crate::telemetry::SessionTelemetry,
 }
 
 /// Keeps a task's progress token routed to its caller until dropped.
@@ -160,6 +163,8 @@ impl Shared {
             sending_owed: tokio::sync::Mutex::new(()),
             task_progress: Mutex::default(),
             followed_tasks: Mutex::default(),
+            #[cfg(feature = "otel")]
+            telemetry: crate::telemetry::SessionTelemetry::new(),
         })
     }
 
@@ -338,6 +343,8 @@ impl Shared {
         for (_, (_, task)) in lock(&self.server_requests).drain() {
             task.abort();
         }
+        #[cfg(feature = "otel")]
+        self.telemetry.ended(self, reason);
         let callbacks = std::mem::take(&mut *lock(&self.close_callbacks));
         for callback in callbacks {
             callback(reason);

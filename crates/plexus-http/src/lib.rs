@@ -237,6 +237,11 @@ impl Transport for HttpTransport {
         self.info.inner.description.clone()
     }
 
+    /// The endpoint's host and port over TCP, speaking `http`.
+    fn peer(&self) -> plexus_transport::Peer {
+        plexus_net::peer_of(&self.info.inner.description, "http")
+    }
+
     fn split(self: Box<Self>) -> (Box<dyn TransportSender>, Box<dyn TransportReceiver>) {
         let (sender, receiver) = self.into_parts();
         (Box::new(sender), Box::new(receiver))

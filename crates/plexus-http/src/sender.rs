@@ -75,6 +75,11 @@ impl TransportSender for HttpSender {
     fn carries_headers(&self) -> bool {
         true
     }
+
+    /// The `Mcp-Session-Id` the server gave (the `initialize` era's), while there is one.
+    fn session_id(&self) -> Option<String> {
+        self.inner.session_id()
+    }
 }
 
 impl Inner {

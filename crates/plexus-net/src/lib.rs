@@ -48,4 +48,4 @@ mod tls_roots;
 
 pub use credentials::{Credentials, StaticHeaders, rejection_of};
 pub use remote::{DEFAULT_CONNECT_TIMEOUT, RemoteConfig, RemoteEndpoint};
-pub use target::{ConnectProblem, connect_error, require_scheme};
+pub use target::{ConnectProblem, connect_error, peer_of, require_scheme};

@@ -57,3 +57,40 @@ pub fn require_scheme(url: &str, scheme: &str, allowed: &[&str], transport: &str
     };
     Err(connect_error(url, problem))
 }
+
+/// The [`Peer`](plexus_transport::Peer) a remote transport reports for its URL `url` (for
+/// telemetry): its host and port (the scheme's default when none is given) over TCP, speaking
+/// `protocol`; [`Unknown`](plexus_transport::Peer::Unknown) when the URL has no host.
+pub fn peer_of(url: &str, protocol: &'static str) -> plexus_transport::Peer {
+    let Ok(url) = url::Url::parse(url) else {
+        return plexus_transport::Peer::Unknown;
+    };
+    match (url.host_str(), url.port_or_known_default()) {
+        (Some(host), Some(port)) => plexus_transport::Peer::tcp(protocol, host, port),
+        _ => plexus_transport::Peer::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use plexus_transport::Peer;
+
+    use super::peer_of;
+
+    #[test]
+    fn a_urls_peer_is_its_host_and_port_with_the_schemes_default() {
+        assert_eq!(
+            peer_of("https://mcp.example.com/mcp?…", "http"),
+            Peer::tcp("http", "mcp.example.com", 443)
+        );
+        assert_eq!(
+            peer_of("http://127.0.0.1:8080/sse", "http"),
+            Peer::tcp("http", "127.0.0.1", 8080)
+        );
+        assert_eq!(
+            peer_of("ws://[::1]:9/mcp", "websocket"),
+            Peer::tcp("websocket", "::1", 9)
+        );
+        assert_eq!(peer_of("not a url", "http"), Peer::Unknown);
+    }
+}

@@ -137,6 +137,11 @@ impl Transport for SseTransport {
         self.target.clone()
     }
 
+    /// The event stream's host and port over TCP, speaking `http`.
+    fn peer(&self) -> plexus_transport::Peer {
+        plexus_net::peer_of(&self.target, "http")
+    }
+
     fn split(self: Box<Self>) -> (Box<dyn TransportSender>, Box<dyn TransportReceiver>) {
         let (sender, receiver) = self.into_parts();
         (Box::new(sender), Box::new(receiver))

@@ -178,6 +178,11 @@ impl Transport for StdioTransport {
         self.command_line.clone()
     }
 
+    /// The child's pipes.
+    fn peer(&self) -> plexus_transport::Peer {
+        plexus_transport::Peer::Pipe
+    }
+
     fn split(self: Box<Self>) -> (Box<dyn TransportSender>, Box<dyn TransportReceiver>) {
         let (sender, receiver) = self.into_parts();
         (Box::new(sender), Box::new(receiver))

@@ -29,6 +29,7 @@ mod auth;
 mod close;
 mod error;
 mod outbound;
+mod peer;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -43,6 +44,7 @@ pub use error::{
     error_causes, error_chain, is_terminal_io,
 };
 pub use outbound::{MessageHeader, OutboundKind, OutboundMessage, PROTOCOL_VERSION_HEADER, REPLY_TIMEOUT_GRACE};
+pub use peer::Peer;
 pub use plexus_jsonrpc::{Message, RequestId, Response};
 
 /// A boxed, sendable future (what the object-safe methods of this crate return).
@@ -52,6 +54,12 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub trait Transport: Send + 'static {
     /// A short description of the peer for logs and errors (a command line or a URL).
     fn describe(&self) -> String;
+
+    /// How it reaches its peer, for telemetry (OpenTelemetry's `network.transport`,
+    /// `server.address` and `server.port`). The default: [`Peer::Unknown`].
+    fn peer(&self) -> Peer {
+        Peer::Unknown
+    }
 
     /// Splits the transport into its sending and receiving halves. The session keeps the sender
     /// (shared by every caller) and moves the receiver into its reader.
@@ -89,6 +97,12 @@ pub trait TransportSender: Send + Sync + 'static {
     /// transport that does. The default: no.
     fn carries_headers(&self) -> bool {
         false
+    }
+
+    /// The session id the server gave this transport, for telemetry (`mcp.session.id`):
+    /// Streamable HTTP's `Mcp-Session-Id` in the `initialize` era. The default: none.
+    fn session_id(&self) -> Option<String> {
+        None
     }
 }
 

@@ -147,6 +147,11 @@ impl Transport for WsTransport {
         self.target.clone()
     }
 
+    /// The URL's host and port over TCP, speaking `websocket`.
+    fn peer(&self) -> plexus_transport::Peer {
+        plexus_net::peer_of(&self.target, "websocket")
+    }
+
     fn split(self: Box<Self>) -> (Box<dyn TransportSender>, Box<dyn TransportReceiver>) {
         let (sender, receiver) = self.into_parts();
         (Box::new(sender), Box::new(receiver))

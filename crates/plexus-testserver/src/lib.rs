@@ -40,7 +40,10 @@
 //! - requests are handled concurrently: a tool that waits (`slow`, `elicit`, …) runs on its own
 //!   task while quick requests are answered inline, so replies may come out of order;
 //! - protocol faults ([`ServerOptions`]), process faults and test aids ([`ProcessOptions`]), and an
-//!   event log (`--event-log`) through which tests observe what the server saw.
+//!   event log (`--event-log`) through which tests observe what the server saw; a request whose
+//!   `params._meta` carries a W3C `traceparent` is logged as
+//!   `{"event":"trace-context","id":3,"method":"tools/call","traceparent":"00-…","tracestate":null}`
+//!   before its `request` event.
 //!
 //! The MCP logic (the session that handles one decoded message and produces outputs) knows nothing
 //! of framing; each transport drives it.

@@ -440,7 +440,13 @@ impl Session {
 
     fn handle_request(self: &Arc<Self>, request: Request, out: &mut Vec<Output>) {
         if self.server.events.enabled() {
-            self.record(json!({"event": "request", "id": request.id, "method": request.method, "params": raw_to_value(request.params.as_deref())}));
+            let params = raw_to_value(request.params.as_deref());
+            // The W3C trace context a client carries in `_meta`, for the tests of propagation.
+            if let Some(traceparent) = params.pointer("/_meta/traceparent") {
+                let tracestate = params.pointer("/_meta/tracestate").cloned().unwrap_or(Value::Null);
+                self.record(json!({"event": "trace-context", "id": request.id, "method": request.method, "traceparent": traceparent, "tracestate": tracestate}));
+            }
+            self.record(json!({"event": "request", "id": request.id, "method": request.method, "params": params}));
         }
         let params = request.params.as_deref().map_or("{}", RawValue::get);
         let method = &*request.method;

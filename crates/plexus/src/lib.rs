@@ -129,7 +129,11 @@
 //! when `sse` is on too), `sse` (legacy HTTP+SSE), `ws` (WebSocket), `auth` (OAuth 2.1 and its
 //! token store, headers helpers, IDE and session ingress tokens, the needs-auth cache; the
 //! `sse-ide`, `ws-ide` and `claudeai-proxy` kinds need it) and `tools` (the tool adapter and
-//! the Hub).
+//! the Hub). Off by default: `otel` (a span and histograms in OpenTelemetry's MCP semantic
+//! conventions for every request, and the W3C trace context in each request's `_meta`:
+//! [`client::telemetry`]) and `otlp` (`otel` exported over OTLP/HTTP: [`telemetry`]; its
+//! dependencies are the OpenTelemetry SDK, its OTLP exporter on reqwest with rustls, and
+//! `tracing-opentelemetry`).
 #![forbid(unsafe_code)]
 
 mod connect;
@@ -154,6 +158,8 @@ pub mod in_process;
 #[cfg(feature = "auth")]
 mod login;
 mod pooled;
+#[cfg(feature = "otlp")]
+pub mod telemetry;
 
 pub use connect::{ConnectError, Connected, connect, connect_detailed};
 #[cfg(feature = "auth")]

@@ -389,7 +389,8 @@ fn main() -> ExitCode {
     }
     // First, while this is the only thread.
     secrets::take();
-    init_tracing(cli.globals.verbose);
+    // Flushed and shut down when dropped, as `main` returns (after Ctrl-C too).
+    let _telemetry = init_tracing(cli.globals.verbose);
     // A server's daemon that left its process group becomes ours when the server exits, and is
     // ended with the servers (Linux; elsewhere it outlives us, as before).
     if let Err(e) = plexus::stdio::orphans::adopt_orphans() {
@@ -469,11 +470,20 @@ fn run_on(mut builder: tokio::runtime::Builder, job: impl Future<Output = Outcom
     outcome
 }
 
+/// What keeps the OpenTelemetry export alive (nothing without the `otlp` feature).
+#[cfg(feature = "otlp")]
+type Telemetry = Option<plexus::telemetry::Otlp>;
+/// What keeps the OpenTelemetry export alive (nothing without the `otlp` feature).
+#[cfg(not(feature = "otlp"))]
+type Telemetry = ();
+
 /// Tracing on stderr: `-v` shows each server's stderr lines and log notifications (at their
 /// level, tagged with the server's name), `-vv` also each JSON-RPC message sent and received
 /// (method, id, size), `-vvv` their bodies too (secrets redacted); `RUST_LOG` overrides. Colours
-/// only when stderr is a terminal and `NO_COLOR` is not set.
-fn init_tracing(verbose: u8) {
+/// only when stderr is a terminal and `NO_COLOR` is not set. With the `otlp` feature and an OTLP
+/// endpoint in the environment, the MCP spans and histograms are exported too (see
+/// [`plexus::telemetry`]); a bad `OTEL_*` value is reported and the command goes on without.
+fn init_tracing(verbose: u8) -> Telemetry {
     use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
     let filter = match std::env::var("RUST_LOG") {
@@ -486,12 +496,43 @@ fn init_tracing(verbose: u8) {
         }),
     };
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(colour)
-        .with_target(false)
-        .try_init();
+    #[cfg(not(feature = "otlp"))]
+    {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(colour)
+            .with_target(false)
+            .try_init();
+    }
+    #[cfg(feature = "otlp")]
+    {
+        use tracing_subscriber::Layer as _;
+        use tracing_subscriber::layer::SubscriberExt as _;
+        use tracing_subscriber::util::SubscriberInitExt as _;
+        let otlp = match plexus::telemetry::OtlpSettings::from_env("plexus")
+            .and_then(|settings| settings.as_ref().map(plexus::telemetry::Otlp::install).transpose())
+        {
+            Ok(otlp) => otlp,
+            Err(e) => {
+                crate::terminal::say(format_args!(
+                    "OpenTelemetry is off: {}",
+                    plexus::transport::error_chain(&e)
+                ));
+                None
+            }
+        };
+        let fmt = tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(colour)
+            .with_target(false)
+            .with_filter(filter);
+        let _ = tracing_subscriber::registry()
+            .with(fmt)
+            .with(otlp.as_ref().and_then(plexus::telemetry::Otlp::layer))
+            .try_init();
+        otlp
+    }
 }
 
 #[cfg(test)]

@@ -151,6 +151,9 @@ pub enum Outcome<'a> {
         /// Its message (the span's status description).
         message: &'a str,
     },
+    /// With this JSON-RPC response (a whole message, as a server writes it): its result or its
+    /// error, read as [`Result`](Self::Result) or [`RpcError`](Self::RpcError).
+    Response(&'a [u8]),
     /// Without a response: `kind` is the `error.type` (see [`error_type`]).
     Failed {
         /// The `error.type`.
@@ -343,6 +346,9 @@ impl Operation {
     }
 
     fn end(&mut self, outcome: Outcome<'_>) {
+        if let Outcome::Response(line) = outcome {
+            return self.end_with_response(line);
+        }
         self.finished = true;
         let elapsed = self.started.elapsed().as_secs_f64();
         let (error, code, message): (Option<Cow<'_, str>>, Option<String>, Option<&str>) = match outcome {
@@ -355,6 +361,7 @@ impl Operation {
                 (Some(Cow::Owned(code.clone())), Some(code), Some(message))
             }
             Outcome::Failed { kind, message } => (Some(Cow::Borrowed(kind)), None, Some(message)),
+            Outcome::Response(_) => (None, None, None),
         };
         if let Some(error) = &error {
             self.span.record(attr::ERROR_TYPE, error.as_ref());
@@ -389,6 +396,33 @@ impl Operation {
             Side::Server => &instruments.server_operation,
         };
         histogram.record(elapsed, &attributes);
+    }
+}
+
+impl Operation {
+    /// [`end`](Self::end) with a whole response message.
+    fn end_with_response(&mut self, line: &[u8]) {
+        #[derive(serde::Deserialize)]
+        struct ErrorFacts<'a> {
+            code: i64,
+            #[serde(borrow)]
+            message: Cow<'a, str>,
+        }
+        #[derive(serde::Deserialize)]
+        struct ResponseFacts<'a> {
+            #[serde(borrow, default)]
+            result: Option<&'a serde_json::value::RawValue>,
+            #[serde(borrow, default)]
+            error: Option<ErrorFacts<'a>>,
+        }
+        match serde_json::from_slice::<ResponseFacts<'_>>(line) {
+            Ok(ResponseFacts { error: Some(error), .. }) => self.end(Outcome::RpcError {
+                code: error.code,
+                message: &error.message,
+            }),
+            Ok(ResponseFacts { result: Some(result), .. }) => self.end(Outcome::Result(result.get())),
+            _ => self.end(Outcome::Result("{}")),
+        }
     }
 }
 

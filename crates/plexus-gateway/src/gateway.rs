@@ -205,9 +205,15 @@ impl Gateway {
             return;
         }
         let (gateway, session_ref) = (Arc::clone(self), Arc::clone(session));
+        #[cfg(feature = "otel")]
+        let operation = crate::telemetry::serve(session, &request, &route);
+        #[cfg(feature = "otel")]
+        let span = operation
+            .as_ref()
+            .map_or_else(tracing::Span::none, |operation| operation.span().clone());
         // Boxed: the answer's future (some KB) is written once, into its box; unboxed,
         // tokio moves it by value about ten times on its way into the task and out.
-        let task = tokio::spawn(Box::pin(async move {
+        let answer = async move {
             let outcome = match route {
                 Ok(Route::Initialize) => gateway.answer(&session_ref, &request, &sink).await,
                 // Boxed apart: the `initialize` era's answer stays as small as it was.
@@ -217,9 +223,25 @@ impl Gateway {
                 Err(error) => Err(error),
             };
             lock(&session_ref.in_flight).remove(&request.id);
+            #[cfg(feature = "otel")]
+            if let Some(operation) = operation {
+                use plexus::client::telemetry::Outcome;
+                match &outcome {
+                    Ok(line) => operation.finish(Outcome::Response(line)),
+                    Err(error) => operation.finish(Outcome::RpcError {
+                        code: error.code.into(),
+                        message: &error.message,
+                    }),
+                }
+            }
             let line = outcome.unwrap_or_else(|error| error_response(request.id.clone(), error));
             let _ = sink.send(line).await;
-        }));
+        };
+        // The work runs in the request's server span: the backend requests it sends are its
+        // children.
+        #[cfg(feature = "otel")]
+        let answer = tracing::Instrument::instrument(answer, span);
+        let task = tokio::spawn(Box::pin(answer));
         in_flight.insert(id, task.abort_handle());
     }
 
@@ -376,6 +398,8 @@ impl Gateway {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let version = plexus::protocol::ProtocolVersion::answer(requested).as_str();
+        #[cfg(feature = "otel")]
+        session.telemetry.set_version(version);
         let capabilities: ClientCapabilities = params
             .get("capabilities")
             .map(|c| serde_json::from_value(c.clone()))

@@ -624,6 +624,8 @@ impl Http {
             ));
         };
         let session = Session::initialize_era(None);
+        #[cfg(feature = "otel")]
+        session.telemetry.over_http(Some(&id));
         self.gateway.add_session(&session);
         sessions.insert(
             id.clone(),

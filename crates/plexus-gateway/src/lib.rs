@@ -82,6 +82,8 @@ mod session;
 mod stateless;
 mod stdio;
 mod subscriptions;
+#[cfg(feature = "otel")]
+mod telemetry;
 mod tools;
 mod uri;
 

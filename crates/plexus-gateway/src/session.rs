@@ -67,6 +67,16 @@ pub(crate) struct Session {
     /// The ids of its requests that are listens: never answered unless the gateway ends them,
     /// they end when its input does.
     listens: Mutex<Vec<RequestId>>,
+    /// Its transport, id, version and clock, for telemetry.
+    #[cfg(feature = "otel")]
+    pub(crate) telemetry: crate::telemetry::SessionTelemetry,
+}
+
+#[cfg(feature = "otel")]
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.telemetry.ended(self.era());
+    }
 }
 
 /// [`Session::era`] not decided yet.
@@ -130,6 +140,8 @@ impl Session {
             asker: None,
             listen: None,
             listens: Mutex::new(Vec::new()),
+            #[cfg(feature = "otel")]
+            telemetry: crate::telemetry::SessionTelemetry::new(),
         })
     }
 

@@ -43,6 +43,8 @@ pub(crate) async fn serve(
         }
     });
     let session = Session::new(Some(sink.clone()));
+    #[cfg(feature = "otel")]
+    session.telemetry.over_pipe();
     gateway.add_session(&session);
     let mut codec = LineCodec::new();
     let mut buffer = BytesMut::with_capacity(64 * 1024);

@@ -255,6 +255,8 @@ impl Http {
             stateless.named = Some(tool);
         }
         let session = Session::stateless_request();
+        #[cfg(feature = "otel")]
+        session.telemetry.over_http(None);
         let id = request.id.clone();
         let streamed = matches!(
             request.method.as_ref(),

@@ -420,7 +420,9 @@ impl Operation {
                 code: error.code,
                 message: &error.message,
             }),
-            Ok(ResponseFacts { result: Some(result), .. }) => self.end(Outcome::Result(result.get())),
+            Ok(ResponseFacts {
+                result: Some(result), ..
+            }) => self.end(Outcome::Result(result.get())),
             _ => self.end(Outcome::Result("{}")),
         }
     }

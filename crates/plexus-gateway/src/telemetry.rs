@@ -73,10 +73,7 @@ impl SessionTelemetry {
     /// The session ended: its duration is recorded, once, for a session of the `initialize` era.
     pub(crate) fn ended(&self, era: Option<Era>) {
         if era == Some(Era::Initialize) {
-            self.clock.end(
-                || self.connection(&Ok(Route::Initialize)),
-                None,
-            );
+            self.clock.end(|| self.connection(&Ok(Route::Initialize)), None);
         }
     }
 }

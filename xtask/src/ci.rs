@@ -129,10 +129,45 @@ pub(crate) fn run(args: &CiArgs) -> bool {
         &[],
     );
     ci.step("facade features", facade_features);
+    // The OpenTelemetry features (off by default), linted with their tests: the client's and the
+    // gateway's `otel`, the facade's and the CLI's `otlp`.
+    ci.cargo_step(
+        "clippy (OpenTelemetry features)",
+        &[
+            "clippy",
+            "-p",
+            "plexus-client",
+            "-p",
+            "plexus-gateway",
+            "-p",
+            "plexus",
+            "-p",
+            "plexus-cli",
+            "--all-targets",
+            "--features",
+            OTEL_FEATURES,
+            "--",
+            "-D",
+            "warnings",
+        ],
+        &[],
+    );
     if cmd::has_cargo_subcommand("nextest") {
         ci.cargo_step(
             "tests (nextest)",
             &["nextest", "run", "--workspace", "--no-fail-fast"],
+            &[],
+        );
+        // After the workspace's tests, whose test server binary they use: only the tests of the
+        // OpenTelemetry features (the client's unit tests, the facade's in-memory exporter
+        // tests, the CLI's OTLP receiver tests), built with them.
+        ci.cargo_step(
+            "tests (OpenTelemetry features)",
+            &[
+                "nextest", "run", "--no-fail-fast", "-p", "plexus-client", "-p", "plexus", "-p", "plexus-cli",
+                "--features", OTEL_FEATURES, "-E",
+                "(package(plexus-client) & kind(lib)) | (package(plexus) & (kind(lib) | binary(otel))) | (package(plexus-cli) & binary(otlp))",
+            ],
             &[],
         );
     } else {
@@ -166,9 +201,12 @@ pub(crate) fn run(args: &CiArgs) -> bool {
     print_summary(&ci.reports)
 }
 
+/// The OpenTelemetry features of every crate that has one.
+const OTEL_FEATURES: &str = "plexus-client/otel,plexus-gateway/otel,plexus/otlp,plexus-cli/otlp";
+
 /// The `plexus` facade's features, each alone and none at all: a host that depends on only the
 /// layers it needs builds, without warnings (clippy, which reuses the clippy step's build).
-const FACADE_FEATURES: [&str; 8] = ["", "stdio", "http", "sse", "ws", "auth", "tools", "watch"];
+const FACADE_FEATURES: [&str; 10] = ["", "stdio", "http", "sse", "ws", "auth", "tools", "watch", "otel", "otlp"];
 
 fn facade_features(root: &Path) -> Outcome {
     let mut failed = Vec::new();

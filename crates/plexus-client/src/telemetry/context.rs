@@ -50,7 +50,7 @@ fn parse_hex<const N: usize>(hex: &str) -> Option<[u8; N]> {
     Some(bytes)
 }
 
-/// A W3C `traceparent` (and its `tracestate`, kept when it is valid) as a remote span
+/// A W3C `traceparent` (and its `tracestate`, kept when OpenTelemetry reads it) as a remote span
 /// context; `None` when it is not one (version `ff`, ids all zero, not lowercase hex, wrong
 /// lengths). A version above `00` is read as `00` where its first four fields are.
 pub fn parse_traceparent(traceparent: &str, tracestate: Option<&str>) -> Option<SpanContext> {
@@ -147,5 +147,101 @@ impl<'a> ParamsFacts<'a> {
     pub(crate) fn parent(&self) -> Option<SpanContext> {
         let meta = self.meta.as_ref()?;
         parse_traceparent(meta.traceparent.as_deref()?, meta.tracestate.as_deref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState};
+    use proptest::prelude::*;
+
+    use super::{ParamsFacts, format_traceparent, meta_entries, parse_traceparent};
+
+    #[test]
+    fn the_w3c_examples_read_and_bad_ones_do_not() {
+        let context = parse_traceparent(
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            Some("rojo=00f067aa0ba902b7,congo=t61rcWkgMzE"),
+        )
+        .unwrap();
+        assert_eq!(
+            context.trace_id(),
+            TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap()
+        );
+        assert_eq!(context.span_id(), SpanId::from_hex("00f067aa0ba902b7").unwrap());
+        assert!(context.is_sampled() && context.is_remote());
+        assert_eq!(
+            context.trace_state().header(),
+            "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE"
+        );
+        for bad in [
+            "",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+            "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
+        ] {
+            assert!(parse_traceparent(bad, None).is_none(), "{bad:?}");
+        }
+        // A later version may have more fields.
+        assert!(parse_traceparent("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x", None).is_some());
+        // Not sampled, and without a tracestate.
+        let context = parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", None).unwrap();
+        assert!(!context.is_sampled());
+        assert_eq!(context.trace_state().header(), "");
+    }
+
+    #[test]
+    fn the_meta_entries_carry_the_state_only_when_there_is_one() {
+        let state: TraceState = "k=v".parse().unwrap();
+        let context = SpanContext::new(
+            TraceId::from(1u128),
+            SpanId::from(2u64),
+            TraceFlags::SAMPLED,
+            false,
+            state,
+        );
+        assert_eq!(
+            meta_entries(&context).unwrap(),
+            r#""traceparent":"00-00000000000000000000000000000001-0000000000000002-01","tracestate":"k=v""#
+        );
+        assert_eq!(meta_entries(&SpanContext::empty_context()), None);
+    }
+
+    #[test]
+    fn the_params_facts_read_what_they_can_and_skip_the_rest() {
+        let facts = ParamsFacts::read(Some(
+            r#"{"arguments":{"name":"inner","_meta":1},"name":"echo","_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","progressToken":3}}"#,
+        ));
+        assert_eq!(facts.name.as_deref(), Some("echo"));
+        assert!(facts.parent().is_some());
+        let facts = ParamsFacts::read(Some(r#"{"name":3,"uri":"file:///a","_meta":"x"}"#));
+        assert_eq!(
+            (facts.name, facts.uri.as_deref(), facts.meta.is_none()),
+            (None, Some("file:///a"), true)
+        );
+        assert!(ParamsFacts::read(Some("[1]")).name.is_none());
+        assert!(ParamsFacts::read(None).parent().is_none());
+    }
+
+    proptest! {
+        #[test]
+        fn a_formatted_traceparent_reads_back(trace in 1u128.., span in 1u64.., sampled in any::<bool>()) {
+            let flags = if sampled { TraceFlags::SAMPLED } else { TraceFlags::default() };
+            let context = SpanContext::new(TraceId::from(trace), SpanId::from(span), flags, false, TraceState::default());
+            let text = format_traceparent(&context);
+            prop_assert_eq!(text.len(), 55);
+            let read = parse_traceparent(&text, None).unwrap();
+            prop_assert_eq!((read.trace_id(), read.span_id(), read.is_sampled()), (context.trace_id(), context.span_id(), sampled));
+        }
+
+        #[test]
+        fn any_text_reads_or_is_refused_without_panicking(text in "\\PC{0,80}", state in proptest::option::of("\\PC{0,40}")) {
+            let _ = parse_traceparent(&text, state.as_deref());
+            let _ = ParamsFacts::read(Some(&text));
+        }
     }
 }

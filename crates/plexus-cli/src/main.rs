@@ -390,6 +390,7 @@ fn main() -> ExitCode {
     // First, while this is the only thread.
     secrets::take();
     // Flushed and shut down when dropped, as `main` returns (after Ctrl-C too).
+    #[allow(clippy::let_unit_value)] // `()` without the `otlp` feature.
     let _telemetry = init_tracing(cli.globals.verbose);
     // A server's daemon that left its process group becomes ours when the server exits, and is
     // ended with the servers (Linux; elsewhere it outlives us, as before).

@@ -271,9 +271,11 @@ impl Operation {
         }
         let facts = ParamsFacts::read(params());
         let connection = connection();
-        let tool = (method == methods::TOOLS_CALL).then(|| facts.name.as_deref()).flatten();
+        let tool = (method == methods::TOOLS_CALL)
+            .then_some(facts.name.as_deref())
+            .flatten();
         let prompt = (method == methods::PROMPTS_GET)
-            .then(|| facts.name.as_deref())
+            .then_some(facts.name.as_deref())
             .flatten();
         let name = match tool.or(prompt) {
             Some(target) => format!("{method} {target}"),
@@ -355,13 +357,13 @@ impl Operation {
             Outcome::Result(result) if self.method == methods::TOOLS_CALL && is_tool_error(result) => {
                 (Some(Cow::Borrowed(TOOL_ERROR)), None, None)
             }
-            Outcome::Result(_) => (None, None, None),
+            // A whole response was read as one of the others (`end_with_response`).
+            Outcome::Result(_) | Outcome::Response(_) => (None, None, None),
             Outcome::RpcError { code, message } => {
                 let code = code.to_string();
                 (Some(Cow::Owned(code.clone())), Some(code), Some(message))
             }
             Outcome::Failed { kind, message } => (Some(Cow::Borrowed(kind)), None, Some(message)),
-            Outcome::Response(_) => (None, None, None),
         };
         if let Some(error) = &error {
             self.span.record(attr::ERROR_TYPE, error.as_ref());

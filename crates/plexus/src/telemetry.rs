@@ -73,7 +73,7 @@ impl std::fmt::Debug for Otlp {
         f.debug_struct("Otlp")
             .field("traces", &self.tracer_provider.is_some())
             .field("metrics", &self.meter_provider.is_some())
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 

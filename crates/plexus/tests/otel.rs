@@ -109,8 +109,11 @@ async fn stdio_client(log: &EventLogFile, era: EraChoice) -> Client {
     Client::connect(Box::new(transport), options).await.unwrap()
 }
 
+/// A histogram's unit, bucket bounds and data points (attributes, count).
+type Histogram = (String, Vec<f64>, Vec<(BTreeMap<String, String>, u64)>);
+
 /// The histogram `name`'s data points: (attributes, count), and its unit and bounds.
-fn histogram(metrics: &InMemoryMetricExporter, name: &str) -> (String, Vec<f64>, Vec<(BTreeMap<String, String>, u64)>) {
+fn histogram(metrics: &InMemoryMetricExporter, name: &str) -> Histogram {
     let exported = metrics.get_finished_metrics().unwrap();
     let last = exported.last().expect("metrics were exported");
     for scope in last.scope_metrics() {
@@ -207,7 +210,7 @@ async fn every_request_of_a_stdio_session_has_its_span_and_its_duration_in_the_c
     let seen = log.matching(&json!({"event": "trace-context", "method": "tools/call"}));
     let echo_seen = seen
         .iter()
-        .find(|event| event["id"].to_string() == echo_id)
+        .find(|event| event["id"].as_i64().map(|id| id.to_string()).as_deref() == Some(echo_id.as_str()))
         .expect("the echo call carried its trace context");
     assert_eq!(
         echo_seen["traceparent"],
@@ -219,6 +222,11 @@ async fn every_request_of_a_stdio_session_has_its_span_and_its_duration_in_the_c
     );
     assert_eq!(echo_seen["tracestate"], Value::Null);
 
+    check_stdio_histograms(&recorded, version);
+}
+
+/// The histograms of the stdio session of the test above.
+fn check_stdio_histograms(recorded: &Recorded, version: &str) {
     recorded.meter_provider.force_flush().unwrap();
     let (unit, bounds, points) = histogram(&recorded.metrics, "mcp.client.operation.duration");
     assert_eq!(unit, "s");

@@ -40,7 +40,11 @@ fn expected(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut text, b| {
+        let _ = write!(text, "{b:02x}");
+        text
+    })
 }
 
 /// Every span received, with its resource's `service.name`.
@@ -68,9 +72,12 @@ fn spans(received: &Received) -> Vec<(String, Span)> {
     all
 }
 
+/// A histogram's unit, bucket bounds and data points (attributes, count).
+type Histogram = (String, Vec<f64>, Vec<(BTreeMap<String, String>, u64)>);
+
 /// The data points (attributes, count) of histogram `name`, with its unit and bounds.
-fn histogram(received: &Received, name: &str) -> Option<(String, Vec<f64>, Vec<(BTreeMap<String, String>, u64)>)> {
-    let mut found: Option<(String, Vec<f64>, Vec<(BTreeMap<String, String>, u64)>)> = None;
+fn histogram(received: &Received, name: &str) -> Option<Histogram> {
+    let mut found: Option<Histogram> = None;
     for export in &received.metrics {
         for resource in &export.resource_metrics {
             for scope in &resource.scope_metrics {
@@ -259,7 +266,7 @@ async fn plexus_serve_continues_its_clients_trace_over_otlp_json() {
     assert_eq!(hex(&served.trace_id), trace_id);
     assert_eq!(hex(&served.parent_span_id), parent_id);
     let mut got = attributes(&served.attributes);
-    assert_eq!(got.remove("jsonrpc.request.id").is_some(), true);
+    assert!(got.remove("jsonrpc.request.id").is_some());
     let session_id = got.remove("mcp.session.id").expect("the HTTP session's id");
     assert_eq!(session_id.len(), 32, "{session_id}");
     assert_eq!(

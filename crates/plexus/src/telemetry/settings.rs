@@ -113,7 +113,10 @@ impl OtlpSettings {
         };
         let base = set("OTEL_EXPORTER_OTLP_ENDPOINT");
         let general_headers = parse_headers_var("OTEL_EXPORTER_OTLP_HEADERS", set("OTEL_EXPORTER_OTLP_HEADERS"))?;
-        let general_protocol = parse_protocol("OTEL_EXPORTER_OTLP_PROTOCOL", set("OTEL_EXPORTER_OTLP_PROTOCOL"))?;
+        let general_protocol = parse_protocol(
+            "OTEL_EXPORTER_OTLP_PROTOCOL",
+            set("OTEL_EXPORTER_OTLP_PROTOCOL").as_deref(),
+        )?;
         let signal = |kind: &'static str, path: &str| -> Result<Option<SignalSettings>, TelemetryError> {
             let endpoint = match (set(&format!("OTEL_EXPORTER_OTLP_{kind}_ENDPOINT")), &base) {
                 (Some(endpoint), _) => endpoint,
@@ -133,7 +136,7 @@ impl OtlpSettings {
                 headers.retain(|(known, _)| !known.eq_ignore_ascii_case(&name));
                 headers.push((name, value));
             }
-            let protocol = parse_protocol(protocol_var, set(protocol_var))?.or(general_protocol);
+            let protocol = parse_protocol(protocol_var, set(protocol_var).as_deref())?.or(general_protocol);
             Ok(Some(SignalSettings {
                 endpoint,
                 headers,
@@ -154,8 +157,8 @@ impl OtlpSettings {
     }
 }
 
-fn parse_protocol(variable: &'static str, value: Option<String>) -> Result<Option<OtlpProtocol>, TelemetryError> {
-    match value.as_deref() {
+fn parse_protocol(variable: &'static str, value: Option<&str>) -> Result<Option<OtlpProtocol>, TelemetryError> {
+    match value {
         None => Ok(None),
         Some("http/protobuf") => Ok(Some(OtlpProtocol::HttpProtobuf)),
         Some("http/json") => Ok(Some(OtlpProtocol::HttpJson)),
@@ -192,7 +195,7 @@ pub(crate) fn parse_headers(text: &str) -> Result<Vec<(String, String)>, String>
         let Some(value) = percent_decode(value.trim()) else {
             return Err(format!("the value of header {name} is not valid percent-encoded UTF-8"));
         };
-        if value.chars().any(|c| c.is_control()) {
+        if value.chars().any(char::is_control) {
             return Err(format!("the value of header {name} holds control characters"));
         }
         headers.push((name.to_owned(), value));

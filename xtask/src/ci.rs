@@ -206,7 +206,9 @@ const OTEL_FEATURES: &str = "plexus-client/otel,plexus-gateway/otel,plexus/otlp,
 
 /// The `plexus` facade's features, each alone and none at all: a host that depends on only the
 /// layers it needs builds, without warnings (clippy, which reuses the clippy step's build).
-const FACADE_FEATURES: [&str; 10] = ["", "stdio", "http", "sse", "ws", "auth", "tools", "watch", "otel", "otlp"];
+const FACADE_FEATURES: [&str; 10] = [
+    "", "stdio", "http", "sse", "ws", "auth", "tools", "watch", "otel", "otlp",
+];
 
 fn facade_features(root: &Path) -> Outcome {
     let mut failed = Vec::new();

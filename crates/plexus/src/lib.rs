@@ -131,7 +131,7 @@
 //! `sse-ide`, `ws-ide` and `claudeai-proxy` kinds need it) and `tools` (the tool adapter and
 //! the Hub). Off by default: `otel` (a span and histograms in OpenTelemetry's MCP semantic
 //! conventions for every request, and the W3C trace context in each request's `_meta`:
-//! [`client::telemetry`]) and `otlp` (`otel` exported over OTLP/HTTP: [`telemetry`]; its
+//! `client::telemetry`) and `otlp` (`otel` exported over OTLP/HTTP: the `telemetry` module; its
 //! dependencies are the OpenTelemetry SDK, its OTLP exporter on reqwest with rustls, and
 //! `tracing-opentelemetry`).
 #![forbid(unsafe_code)]

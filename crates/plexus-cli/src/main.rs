@@ -511,7 +511,9 @@ fn init_tracing(verbose: u8) -> Telemetry {
         use tracing_subscriber::Layer as _;
         use tracing_subscriber::layer::SubscriberExt as _;
         use tracing_subscriber::util::SubscriberInitExt as _;
-        let otlp = match plexus::telemetry::OtlpSettings::from_env("plexus")
+        // The headers are secrets the command took out of its environment (see `secrets`).
+        let lookup = |name: &str| crate::secrets::get(name).or_else(|| std::env::var(name).ok());
+        let otlp = match plexus::telemetry::OtlpSettings::from_lookup("plexus", lookup)
             .and_then(|settings| settings.as_ref().map(plexus::telemetry::Otlp::install).transpose())
         {
             Ok(otlp) => otlp,

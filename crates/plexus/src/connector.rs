@@ -517,12 +517,16 @@ async fn within_budget(
 const CONNECT_GRACE: Duration = Duration::from_millis(500);
 
 /// plexus's own secret environment variables (the session ingress token and its file, the
-/// gateway's token): a stdio server does not inherit them unless its entry's `env` names them,
-/// and a `headersHelper` command never does.
-pub const SECRET_VARIABLES: [&str; 3] = [
+/// gateway's token, the OTLP exporter's headers, which carry its collector's credentials): a
+/// stdio server does not inherit them unless its entry's `env` names them, and a
+/// `headersHelper` command never does.
+pub const SECRET_VARIABLES: [&str; 6] = [
     "PLEXUS_SESSION_INGRESS_TOKEN",
     "PLEXUS_SESSION_INGRESS_TOKEN_FILE",
     "PLEXUS_GATEWAY_TOKEN",
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
 ];
 
 /// The token store's file name in the plexus home.

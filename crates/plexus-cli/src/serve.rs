@@ -26,6 +26,8 @@ pub(crate) struct ServeOptions {
     /// `--crash-pause`: how long a server the pool stopped for crashing too often stays off
     /// before the gateway starts it again (doubled each time, up to 15 minutes).
     pub(crate) crash_pause: Duration,
+    /// `--deferred`: the meta-tools instead of every tool (see [`GatewayOptions::deferred`]).
+    pub(crate) deferred: bool,
 }
 
 /// The HTTP clients' bearer token: the first line of `file`, else `PLEXUS_GATEWAY_TOKEN`.
@@ -97,6 +99,7 @@ async fn serve_command(configured: Configured, options: ServeOptions) -> Outcome
     gateway_options.crash_pause = options.crash_pause;
     gateway_options.session_idle = options.session_idle;
     gateway_options.token = options.token;
+    gateway_options.deferred = options.deferred;
     let gateway = Gateway::new(Arc::clone(&hub), backends, gateway_options);
     // The servers' daemons orphaned while the gateway runs are reaped as they exit.
     let orphans = tokio::spawn(plexus::stdio::orphans::watch_orphans());

@@ -147,6 +147,8 @@ mod hub_error;
 #[cfg(feature = "tools")]
 mod hub_messages;
 #[cfg(feature = "tools")]
+mod hub_search;
+#[cfg(feature = "tools")]
 mod hub_skills;
 pub mod in_process;
 #[cfg(feature = "auth")]

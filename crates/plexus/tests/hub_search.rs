@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use plexus::config::{DiscoveryOptions, Environment};
-use plexus::tools::{Match, SearchError, Segment};
+use plexus::tools::search::Segment;
+use plexus::tools::{Match, SearchError};
 use plexus::{Hub, HubOptions};
 use plexus_testserver::RemoteServer;
 use serde_json::{Map, json};

@@ -30,7 +30,8 @@
 //! - Then text: BM25 (k1 = 1.2, b = 0.75) over the words (see [`tokenize`]) of the tool's own
 //!   name (each occurrence counting 3), its server's name (1), its title (2), its description
 //!   (1) and its argument names (2: the input schema's `properties`, and theirs down to three
-//!   levels). Document frequencies and the average length are those of the whole pool.
+//!   levels). Document frequencies and the average length are those of the whole pool. A
+//!   query's words such as "of", "the" and "a" are left out of the text match when it has others.
 //! - Ties go to the name that sorts first: the same pool and query always give the same list.
 //!
 //! Kept current cheaply: the index is made of one [`Segment`] per server, built once per list

@@ -10,6 +10,13 @@ const K1: f32 = 1.2;
 /// BM25's length normalization.
 const B: f32 = 0.75;
 
+/// The English words a query's text match leaves out (when it has others): they are in most
+/// descriptions and tell none of them apart. Names are still matched whole.
+const STOP_WORDS: [&str; 24] = [
+    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "into", "is", "it", "its", "of", "on", "or",
+    "that", "the", "this", "to", "with", "me",
+];
+
 /// A checked query: its words and its name key, and how many hits it asks for.
 #[derive(Debug, Clone)]
 pub struct SearchQuery {
@@ -39,9 +46,12 @@ impl SearchQuery {
         if all.is_empty() {
             return Err(SearchError::NoWords { query: text.to_owned() });
         }
+        // Words such as "of" and "the" say nothing of a tool, unless they are all there is.
+        let telling = all.iter().any(|word| !STOP_WORDS.contains(&word.as_str()));
         let mut terms: Vec<String> = Vec::new();
         for word in &all {
-            if terms.len() < MAX_QUERY_WORDS && !terms.contains(word) {
+            let wanted = !telling || !STOP_WORDS.contains(&word.as_str());
+            if wanted && terms.len() < MAX_QUERY_WORDS && !terms.contains(word) {
                 terms.push(word.clone());
             }
         }

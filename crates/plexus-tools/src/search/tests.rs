@@ -190,6 +190,12 @@ fn free_text_ranks_by_relevance() {
     assert!(hits[0].score > hits[1].score);
     assert!(names(&hits).contains(&"mcp__weather__get_weather"));
     assert!(weather().search("kubernetes", 5).unwrap().is_empty());
+    // Words such as "of" and "the" count only when they are all there is.
+    assert!(weather().search("kubernetes of the", 5).unwrap().is_empty());
+    assert_eq!(
+        weather().search("the", 1).unwrap()[0].entry.name,
+        "mcp__weather__get_forecast"
+    );
 }
 
 #[test]

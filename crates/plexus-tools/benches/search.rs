@@ -133,7 +133,7 @@ fn main() {
     let queries = [
         ("exact name", "search_invoice_05_v0"),
         ("name with a typo", "serach_invoice_05_v0"),
-        ("qualified name", "mcp__server-050__create_ticket_02_v0"),
+        ("qualified name", "mcp__server-050__create_order_02_v0"),
         ("free text", "list the open tickets of a project"),
         ("one common word", "repository"),
     ];

@@ -24,7 +24,8 @@ pub(super) struct Rows {
 }
 
 impl Rows {
-    /// The distance between `a` and `b` if it is at most `limit`.
+    /// The distance between `a` and `b` if it is at most `limit`. Only the cells within
+    /// `limit` of the diagonal are computed (any other is more than `limit` already).
     pub(super) fn within(&mut self, a: &[char], b: &str, limit: usize) -> Option<usize> {
         self.other.clear();
         self.other.extend(b.chars());
@@ -33,17 +34,24 @@ impl Rows {
         if n.abs_diff(m) > limit {
             return None;
         }
+        // Beyond the limit: what every cell outside the band counts as.
+        let far = limit + 1;
         for row in [&mut self.before, &mut self.previous, &mut self.current] {
             row.clear();
-            row.resize(m + 1, 0);
+            row.resize(m + 1, far);
         }
-        for (j, cell) in self.previous.iter_mut().enumerate() {
+        for (j, cell) in self.previous.iter_mut().enumerate().take(limit + 1) {
             *cell = j;
         }
         for i in 1..=n {
-            self.current[0] = i;
-            let mut row_min = i;
-            for j in 1..=m {
+            let (low, high) = (i.saturating_sub(limit).max(1), (i + limit).min(m));
+            self.current[0] = if i <= limit { i } else { far };
+            // The cell left of the band may hold a value of an earlier row.
+            if low > 1 {
+                self.current[low - 1] = far;
+            }
+            let mut row_min = self.current[0];
+            for j in low..=high {
                 let cost = usize::from(a[i - 1] != b[j - 1]);
                 let mut value = (self.previous[j] + 1)
                     .min(self.current[j - 1] + 1)
@@ -51,8 +59,13 @@ impl Rows {
                 if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
                     value = value.min(self.before[j - 2] + 1);
                 }
+                let value = value.min(far);
                 self.current[j] = value;
                 row_min = row_min.min(value);
+            }
+            // The cell right of the band, which the next row reads above its last cell.
+            if high < m {
+                self.current[high + 1] = far;
             }
             // No later row can come back under the limit (a swap reaches two rows back, but
             // only from a cell whose neighbour on this row would be within the limit too).
@@ -124,7 +137,7 @@ mod tests {
     proptest! {
         #[test]
         fn the_bounded_distance_is_the_distance_when_within_the_limit(
-            a in "[abc]{0,9}", b in "[abc]{0,9}", limit in 0usize..4,
+            a in "[abc]{0,12}", b in "[abc]{0,12}", limit in 0usize..4,
         ) {
             let full = reference(&a, &b);
             prop_assert_eq!(distance(&a, &b, limit), Some(full).filter(|d| *d <= limit));

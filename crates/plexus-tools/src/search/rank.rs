@@ -1,7 +1,7 @@
 //! Running a query over an index: the name matches, the BM25 scores, the best `k` in order.
 
 use crate::search::distance::{Rows, allowed_typos};
-use crate::search::segment::{Doc, MAX_KEY_CHARS, Posting};
+use crate::search::segment::{Doc, KeyFilter, MAX_KEY_CHARS, Posting};
 use crate::search::tokenize::{char_set, for_each_word, name_key};
 use crate::search::{MAX_HITS, MAX_QUERY_BYTES, MAX_QUERY_WORDS, Match, SearchError, SearchHit, SearchIndex};
 
@@ -83,12 +83,12 @@ impl SearchQuery {
         self.k
     }
 
-    /// How the tool `doc`'s name matches, if it does.
-    fn name_match(&self, doc: &Doc, rows: &mut Rows) -> Option<Match> {
-        let exact = doc
-            .keys
-            .iter()
-            .any(|key| key.set == self.key_set && key.chars == self.key.len() && *key.text == *self.key_text);
+    /// How the tool `doc` (whose key filter is `filter`) matches by name, if it does.
+    fn name_match(&self, doc: &Doc, filter: &KeyFilter, rows: &mut Rows) -> Option<Match> {
+        let length = self.key.len() as u32;
+        let exact = (0..3).any(|at| {
+            filter.sets[at] == self.key_set && filter.chars[at] == length && *doc.keys[at].text == *self.key_text
+        });
         if exact {
             return Some(Match::ExactName);
         }
@@ -96,16 +96,28 @@ impl SearchQuery {
             return Some(Match::ReorderedName);
         }
         let mut least: Option<usize> = None;
-        for key in doc.keys.iter().filter(|key| !key.text.is_empty()) {
-            let limit = allowed_typos(key.chars.min(self.key.len()));
+        for at in 0..3 {
+            let chars = filter.chars[at];
+            let limit = allowed_typos(chars.min(length) as usize) as u32;
             let possible = limit > 0
-                && key.chars.abs_diff(self.key.len()) <= limit
-                && (key.set ^ self.key_set).count_ones() as usize <= 2 * limit;
-            if possible && let Some(typos) = rows.within(&self.key, &key.text, limit) {
+                && chars.abs_diff(length) <= limit
+                && (filter.sets[at] ^ self.key_set).count_ones() <= 2 * limit;
+            if possible && let Some(typos) = rows.within(&self.key, &doc.keys[at].text, limit as usize) {
                 least = Some(least.map_or(typos, |least| least.min(typos)));
             }
         }
         least.map(|typos| Match::NearName { typos: typos as u8 })
+    }
+
+    /// Whether a tool whose key filter is `filter` may match by name at all (its keys' lengths
+    /// and character sets allow it): the cheap test before [`name_match`](Self::name_match).
+    fn may_name(&self, filter: &KeyFilter) -> bool {
+        let length = self.key.len() as u32;
+        (0..3).any(|at| {
+            let chars = filter.chars[at];
+            let limit = allowed_typos(chars.min(length) as usize) as u32;
+            chars.abs_diff(length) <= limit && (filter.sets[at] ^ self.key_set).count_ones() <= 2 * limit
+        }) || (!self.sorted_words.is_empty() && self.sorted_words.len() as u32 == filter.words)
     }
 }
 
@@ -127,10 +139,11 @@ pub(super) fn run(index: &SearchIndex, query: &SearchQuery) -> Vec<SearchHit> {
     if !query.key.is_empty() {
         let mut rows = Rows::default();
         for (part_at, part) in index.parts.iter().enumerate() {
-            for (at, tool) in part.segment.docs.iter().enumerate() {
+            for (at, filter) in part.segment.filters.iter().enumerate() {
                 let at = at as u32;
-                if part.has(at)
-                    && let Some(matched) = query.name_match(tool, &mut rows)
+                if query.may_name(filter)
+                    && part.has(at)
+                    && let Some(matched) = query.name_match(&part.segment.docs[at as usize], filter, &mut rows)
                 {
                     named.push((matched, Slot { part: part_at, doc: at }));
                 }
@@ -171,7 +184,7 @@ pub(super) fn run(index: &SearchIndex, query: &SearchQuery) -> Vec<SearchHit> {
             let part = &index.parts[part_at];
             for posting in postings.iter().filter(|posting| part.has(posting.doc)) {
                 let count = posting.count as f32;
-                let len = part.segment.docs[posting.doc as usize].len as f32;
+                let len = posting.len as f32;
                 let score = idf * count * (K1 + 1.0) / (count + K1 * (1.0 - B + B * len / average));
                 let slot = part.offset + posting.doc as usize;
                 if scores[slot] == 0.0 {
@@ -185,12 +198,14 @@ pub(super) fn run(index: &SearchIndex, query: &SearchQuery) -> Vec<SearchHit> {
         }
     }
     // The order: names first (by how they match), then by score, then by name.
+    let by_name = |a: &Slot, b: &Slot| {
+        let (x, y) = (&doc(*a).entry, &doc(*b).entry);
+        x.name.cmp(&y.name).then_with(|| x.server.cmp(&y.server))
+    };
     let by_score = |a: &Slot, b: &Slot| {
-        let (x, y) = (doc(*a), doc(*b));
         scores[slot_of(*b)]
             .total_cmp(&scores[slot_of(*a)])
-            .then_with(|| x.entry.name.cmp(&y.entry.name))
-            .then_with(|| x.entry.server.cmp(&y.entry.server))
+            .then_with(|| by_name(a, b))
     };
     named.sort_by(|(a_match, a), (b_match, b)| a_match.cmp(b_match).then_with(|| by_score(a, b)));
     named.truncate(query.k);
@@ -200,14 +215,12 @@ pub(super) fn run(index: &SearchIndex, query: &SearchQuery) -> Vec<SearchHit> {
         // A name match has its score too: it is left out of the text matches.
         let mut taken: Vec<usize> = named.iter().map(|(_, slot)| slot_of(*slot)).collect();
         taken.sort_unstable();
-        text = touched
+        let mut scored: Vec<(f32, Slot)> = touched
             .into_iter()
             .filter(|slot| taken.binary_search(&slot_of(*slot)).is_err())
+            .map(|slot| (scores[slot_of(slot)], slot))
             .collect();
-        if text.len() > wanted {
-            text.select_nth_unstable_by(wanted - 1, by_score);
-            text.truncate(wanted);
-        }
+        text = best(&mut scored, wanted, &by_name);
         text.sort_unstable_by(by_score);
     }
     let hit = |slot: Slot, matched: Match| SearchHit {
@@ -218,4 +231,30 @@ pub(super) fn run(index: &SearchIndex, query: &SearchQuery) -> Vec<SearchHit> {
     let mut hits: Vec<SearchHit> = named.into_iter().map(|(matched, slot)| hit(slot, matched)).collect();
     hits.extend(text.into_iter().map(|slot| hit(slot, Match::Text)));
     hits
+}
+
+/// The `wanted` best of `scored` (by score, then by name), in no order. Chosen by score alone
+/// (a comparison of two numbers), names compared only among the tools tied at the last place.
+fn best(scored: &mut [(f32, Slot)], wanted: usize, by_name: &dyn Fn(&Slot, &Slot) -> std::cmp::Ordering) -> Vec<Slot> {
+    if scored.len() <= wanted {
+        return scored.iter().map(|(_, slot)| *slot).collect();
+    }
+    scored.select_nth_unstable_by(wanted - 1, |a, b| b.0.total_cmp(&a.0));
+    let last = scored[wanted - 1].0;
+    let mut chosen: Vec<Slot> = Vec::with_capacity(wanted);
+    let mut tied: Vec<Slot> = Vec::new();
+    for (score, slot) in scored.iter() {
+        match score.total_cmp(&last) {
+            std::cmp::Ordering::Greater => chosen.push(*slot),
+            std::cmp::Ordering::Equal => tied.push(*slot),
+            std::cmp::Ordering::Less => {}
+        }
+    }
+    let room = wanted - chosen.len();
+    if tied.len() > room {
+        tied.select_nth_unstable_by(room - 1, by_name);
+        tied.truncate(room);
+    }
+    chosen.extend(tied);
+    chosen
 }

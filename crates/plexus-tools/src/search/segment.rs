@@ -68,12 +68,24 @@ pub(crate) struct Doc {
     pub(crate) sorted_words: Box<str>,
 }
 
-/// A tool that has a word, and the word's weighted count in it.
+/// A tool that has a word, the word's weighted count in it, and the tool's length (here, so
+/// that scoring a posting reads nothing else).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Posting {
     /// The tool's place in its segment.
     pub(crate) doc: u32,
     pub(crate) count: u32,
+    pub(crate) len: u32,
+}
+
+/// The lengths and character sets of a tool's three name keys, side by side for the scan that
+/// rules out most names before any key is read.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct KeyFilter {
+    pub(crate) sets: [u64; 3],
+    pub(crate) chars: [u32; 3],
+    /// The length in bytes of the name's sorted words.
+    pub(crate) words: u32,
 }
 
 /// The tools of one server, indexed once per list the server sends, for a
@@ -82,6 +94,8 @@ pub(crate) struct Posting {
 pub struct Segment {
     server: String,
     pub(crate) docs: Vec<Doc>,
+    /// Each tool's key filter, in the order of the tools.
+    pub(crate) filters: Vec<KeyFilter>,
     /// Each word's postings: a range of [`postings`](Self::postings).
     terms: HashMap<Box<str>, (u32, u32)>,
     postings: Vec<Posting>,
@@ -117,10 +131,9 @@ impl Segment {
                 add(argument, ARGUMENT_WEIGHT, MAX_FIELD_WORDS);
             }
             let doc = u32::try_from(docs.len()).expect("fewer than 2^32 tools in one server's list");
-            let mut len = 0u32;
+            let len = counts.values().fold(0u32, |len, count| len.saturating_add(*count));
             for (term, count) in counts.drain() {
-                len = len.saturating_add(count);
-                by_term.entry(term).or_default().push(Posting { doc, count });
+                by_term.entry(term).or_default().push(Posting { doc, count, len });
             }
             let mut sorted = words(&entry.tool);
             sorted.sort_unstable();
@@ -135,6 +148,14 @@ impl Segment {
                 entry: Arc::clone(entry),
             });
         }
+        let filters = docs
+            .iter()
+            .map(|doc| KeyFilter {
+                sets: doc.keys.each_ref().map(|key| key.set),
+                chars: doc.keys.each_ref().map(|key| key.chars as u32),
+                words: doc.sorted_words.len() as u32,
+            })
+            .collect();
         let mut postings = Vec::with_capacity(by_term.values().map(Vec::len).sum());
         let terms = by_term
             .into_iter()
@@ -147,6 +168,7 @@ impl Segment {
         Segment {
             server: server.to_owned(),
             docs,
+            filters,
             terms,
             postings,
         }

@@ -8,7 +8,8 @@ use crate::cmd::{self, CommandError, cargo};
 /// Runs the stdio and Streamable HTTP benchmarks (`crates/plexus/benches/`, each in both protocol
 /// eras) twice each: pinned to CPU 0 (the method of the reference figures, which the targets are
 /// judged by) and unpinned; the connect cost of negotiating the era likewise; then the pool
-/// benchmark (many servers), unpinned, the gateway's overhead, and the tool pool's assembly.
+/// benchmark (many servers), unpinned, the gateway's overhead, the tool pool's assembly and the
+/// tool search.
 pub(crate) fn run() -> Result<(), CommandError> {
     let server = release_testserver()?;
     for name in ["stdio", "http", "eras"] {
@@ -18,14 +19,12 @@ pub(crate) fn run() -> Result<(), CommandError> {
     bench(&server, "plexus", "pool", &[None])?;
     // Gateway overhead: a stdio call through the gateway against the same call direct.
     bench(&server, "plexus-gateway", "gateway", &[Some("0"), None])?;
-    // Assembling a pool of 10 000 tools and one name lookup (no server involved).
-    cmd::run_streaming(&mut cargo([
-        "bench",
-        "--package",
-        "plexus-tools",
-        "--bench",
-        "assembly",
-    ]))
+    // Assembling a pool of 10 000 tools and one name lookup, then searching it and keeping its
+    // index current (no server involved).
+    for name in ["assembly", "search"] {
+        cmd::run_streaming(&mut cargo(["bench", "--package", "plexus-tools", "--bench", name]))?;
+    }
+    Ok(())
 }
 
 /// Runs bench `name` of `package` against the test server `server` once per pinning (`Some(cpu)`

@@ -39,13 +39,9 @@ pub(crate) fn run(cli: Cli) -> Outcome {
     let none = AdHoc::default();
     match cli.command {
         Command::Servers { ad_hoc } => configured(&ad_hoc, &mut |c| block_on(servers_command(c, json))),
-        Command::Tools { server, ad_hoc } => configured(&ad_hoc, &mut |c| match server.as_deref() {
-            // A tool's qualified name rather than a server's: that tool in full.
-            Some(name) if c.server(name).is_none() && name.starts_with(PREFIX) => {
-                block_on(crate::describe::describe_command(c, name, json))
-            }
-            only => block_on(tools_command(c, only, json)),
-        }),
+        Command::Tools { server, search, ad_hoc } => {
+            configured(&ad_hoc, &mut |c| tools(c, server.as_deref(), &search, json))
+        }
         Command::Describe { name, ad_hoc } => configured(&ad_hoc, &mut |c| {
             block_on(crate::describe::describe_command(c, &name, json))
         }),
@@ -110,6 +106,19 @@ pub(crate) fn run(cli: Cli) -> Outcome {
 
 /// Runs a job on the configured servers (or says why they could not be loaded).
 type WithConfig<'a> = dyn Fn(&mut dyn FnMut(Configured) -> Outcome) -> Outcome + 'a;
+
+/// `plexus tools`: the tools of every server or one (`server`); a tool in full when `server`
+/// is a tool's qualified name; the best matches of `--search`.
+fn tools(c: Configured, server: Option<&str>, search: &crate::search::SearchArgs, json: bool) -> Outcome {
+    match (server, &search.search) {
+        (only, Some(query)) => block_on(crate::search::search_command(c, only, query, search.limit.into(), json)),
+        // A tool's qualified name rather than a server's: that tool in full.
+        (Some(name), None) if c.server(name).is_none() && name.starts_with(PREFIX) => {
+            block_on(crate::describe::describe_command(c, name, json))
+        }
+        (only, None) => block_on(tools_command(c, only, json)),
+    }
+}
 
 /// `plexus call`: bad arguments are reported before anything is read or started (the `--arg`
 /// values are typed by the tool's schema once its server has listed it); then `configured` runs
@@ -280,14 +289,26 @@ pub(crate) fn partial_outcome(configured: usize, pool: &Pool, listing_failed: bo
 }
 
 async fn tools_command(configured: Configured, only: Option<&str>, json: bool) -> Outcome {
-    let selected = match select(&configured, only) {
-        Ok(selected) => selected,
-        Err(outcome) => return outcome,
-    };
-    let hub = match start(&configured, &selected, View::Spinner).await {
-        Ok(hub) => hub,
-        Err(outcome) => return outcome,
-    };
+    match with_tool_pool(configured, only, |_, pool| pool.entries.clone()).await {
+        Ok((entries, outcome)) => {
+            print_tools(&entries, json);
+            outcome
+        }
+        Err(outcome) => outcome,
+    }
+}
+
+/// The tool pool of the `only` server (else of every server) as `plexus tools` gets it: the
+/// servers started, what could not be listed, collisions and rejected tools said; `pick`
+/// takes what the command prints from the Hub and its pool before the servers are closed.
+/// With the command's outcome; the outcome alone when no server could be started.
+pub(crate) async fn with_tool_pool<T>(
+    configured: Configured,
+    only: Option<&str>,
+    pick: impl FnOnce(&Hub, &ToolPool) -> T,
+) -> Result<(T, Outcome), Outcome> {
+    let selected = select(&configured, only)?;
+    let hub = start(&configured, &selected, View::Spinner).await?;
     report_unusable(&hub);
     let (pool, failures) = hub.tool_pool_report().await;
     for failure in &failures {
@@ -318,9 +339,9 @@ async fn tools_command(configured: Configured, only: Option<&str>, json: bool) -
         }
     }
     let outcome = partial_outcome(selected.len(), hub.pool(), !failures.is_empty());
+    let picked = pick(&hub, &pool);
     close(&hub).await;
-    print_tools(&pool.entries, json);
-    outcome
+    Ok((picked, outcome))
 }
 
 /// Reads at most [`MAX_STDIN`] bytes of text from stdin.

@@ -19,6 +19,7 @@ mod login;
 mod new_entry;
 mod output;
 mod progress;
+mod search;
 mod secrets;
 mod serve;
 mod skills;
@@ -115,11 +116,14 @@ pub(crate) enum Command {
         #[command(flatten)]
         ad_hoc: AdHoc,
     },
-    /// Every tool of every server, or of one server; or one tool in full (`tools mcp__s__t`).
+    /// Every tool of every server, or of one server; or one tool in full (`tools mcp__s__t`);
+    /// or the tools that best match a query (`tools --search QUERY`).
     Tools {
         /// Only this server's tools; or a tool's qualified name: that tool, as `describe` shows it.
         #[arg(value_name = "SERVER | TOOL")]
         server: Option<String>,
+        #[command(flatten)]
+        search: crate::search::SearchArgs,
         #[command(flatten)]
         ad_hoc: AdHoc,
     },
@@ -308,6 +312,10 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "SECS", default_value_t = 60,
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub(crate) crash_pause: u64,
+    /// List three meta-tools instead of every tool: search_tools, describe_tools and
+    /// call_tool, which find tools, give their full definitions and call them.
+    #[arg(long)]
+    pub(crate) deferred: bool,
     /// Do not follow the config files. By default an edit to them takes effect at once: an
     /// added server joins, a removed one is closed, a changed one is restarted alone, and the
     /// clients get list_changed; an edit that does not load is reported and changes nothing.

@@ -121,7 +121,8 @@ const SERVER_COLUMNS: [Column; 9] = [
     flexible("ERROR"),
 ];
 
-const fn fixed(header: &'static str) -> Column {
+/// A column that keeps its cells whole.
+pub(crate) const fn fixed(header: &'static str) -> Column {
     Column {
         header,
         flexible: false,
@@ -194,25 +195,41 @@ const TOOL_COLUMNS: [Column; 4] = [
 /// The tools as a table that fits the terminal, each description's first line, then whatever the
 /// table cut (`--json` has the descriptions whole).
 pub(crate) fn print_tools(entries: &[std::sync::Arc<ToolEntry>], json: bool) {
+    print_tools_after(entries, json, &[], &|_| Vec::new(), "no tools");
+}
+
+/// [`print_tools`] with the `before` columns first, the cells of the `n`th tool's from
+/// `lead(n)`; `empty` is said when there is no tool. `--json` has the tools only.
+pub(crate) fn print_tools_after(
+    entries: &[std::sync::Arc<ToolEntry>],
+    json: bool,
+    before: &[Column],
+    lead: &dyn Fn(usize) -> Vec<String>,
+    empty: &str,
+) {
     if json {
         let plain: Vec<&ToolEntry> = entries.iter().map(|entry| &**entry).collect();
         return print_json(&plain);
     }
     if entries.is_empty() {
-        outln!("no tools");
+        outln!("{empty}");
         return;
     }
     let table: Vec<Vec<String>> = entries
         .iter()
-        .map(|e| {
+        .enumerate()
+        .map(|(n, e)| {
             let flags = crate::describe::flags(e);
             // The first line only: the rest is `plexus describe`'s (a cut first line is printed
             // whole below the table).
             let summary = e.description.trim().lines().next().unwrap_or_default();
-            vec![e.name.clone(), e.title.clone(), flags.join(","), summary.to_owned()]
+            let mut row = lead(n);
+            row.extend([e.name.clone(), e.title.clone(), flags.join(","), summary.to_owned()]);
+            row
         })
         .collect();
-    table::print_fitted(&TOOL_COLUMNS, &table, Vec::new());
+    let columns: Vec<Column> = before.iter().chain(&TOOL_COLUMNS).copied().collect();
+    table::print_fitted(&columns, &table, Vec::new());
 }
 
 /// A call's result: its text, and, for a person, each image saved to a file of `store` whose path

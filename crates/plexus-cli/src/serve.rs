@@ -26,6 +26,8 @@ pub(crate) struct ServeOptions {
     /// `--crash-pause`: how long a server the pool stopped for crashing too often stays off
     /// before the gateway starts it again (doubled each time, up to 15 minutes).
     pub(crate) crash_pause: Duration,
+    /// `--deferred`: the meta-tools instead of every tool (see [`GatewayOptions::deferred`]).
+    pub(crate) deferred: bool,
     /// Follow the config files (not `--no-watch`): edits take effect without a restart.
     pub(crate) watch: bool,
 }
@@ -40,6 +42,7 @@ impl ServeOptions {
             session_idle: Duration::from_secs(args.session_idle),
             ready_grace: Duration::from_secs(args.ready_grace),
             crash_pause: Duration::from_secs(args.crash_pause),
+            deferred: args.deferred,
             watch: !args.no_watch,
         })
     }
@@ -114,6 +117,7 @@ async fn serve_command(configured: Configured, options: ServeOptions) -> Outcome
     gateway_options.crash_pause = options.crash_pause;
     gateway_options.session_idle = options.session_idle;
     gateway_options.token = options.token;
+    gateway_options.deferred = options.deferred;
     let gateway = Gateway::new(Arc::clone(&hub), backends, gateway_options);
     // After the gateway: it follows the pool's changes that a reload makes.
     let watching = if options.watch {

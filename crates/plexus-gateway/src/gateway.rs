@@ -57,6 +57,8 @@ pub(crate) struct Gateway {
     pub(super) progress_sends: Arc<tokio::sync::Semaphore>,
     /// The calls of stateless clients held while their clients answer a backend's questions.
     pub(super) holds: Holds,
+    /// Whether tools are deferred: listed as the meta-tools of [`deferred`](crate::deferred).
+    pub(super) deferred: bool,
 }
 
 /// What the gateway tells its clients of itself (`initialize`, `server/discover`).
@@ -91,8 +93,9 @@ pub(super) fn params_of(request: &Request) -> Result<Map<String, Value>, ErrorOb
 }
 
 impl Gateway {
-    /// A gateway over `hub`; the lists wait for `ready` (the end of the grace period).
-    pub(crate) fn new(hub: Arc<Hub>, ready: watch::Receiver<bool>) -> Arc<Gateway> {
+    /// A gateway over `hub`; the lists wait for `ready` (the end of the grace period); with
+    /// `deferred`, its tools are the meta-tools of [`deferred`](crate::deferred).
+    pub(crate) fn new(hub: Arc<Hub>, ready: watch::Receiver<bool>, deferred: bool) -> Arc<Gateway> {
         Arc::new(Gateway {
             hub,
             sessions: Mutex::new(Vec::new()),
@@ -104,6 +107,7 @@ impl Gateway {
             subscriptions: Subscriptions::default(),
             progress_sends: Arc::new(tokio::sync::Semaphore::new(MAX_PROGRESS_SENDS)),
             holds: Holds::default(),
+            deferred,
         })
     }
 
@@ -249,6 +253,7 @@ impl Gateway {
     /// completion); -32601 for a method the gateway does not serve.
     pub(super) async fn served(&self, method: &str, params: &Map<String, Value>) -> Result<Value, ErrorObject> {
         Ok(match method {
+            methods::TOOLS_LIST if self.deferred => crate::deferred::tools_list(params)?,
             methods::TOOLS_LIST => {
                 self.wait_ready().await;
                 // Boxed, as are the other lists: a `tools/call`'s task stays small.

@@ -65,6 +65,7 @@
 #![forbid(unsafe_code)]
 
 mod content;
+mod deferred;
 mod era;
 mod follow;
 mod forward;
@@ -117,6 +118,10 @@ pub struct GatewayOptions {
     pub session_idle: Duration,
     /// The bearer token HTTP clients must send (required to listen off loopback).
     pub token: Option<String>,
+    /// Deferred tools: `tools/list` shows three meta-tools instead of every tool of the pool,
+    /// `search_tools`, `describe_tools` and `call_tool`, which find tools, answer their full
+    /// definitions, and call them through the same call path as a direct call (off by default).
+    pub deferred: bool,
 }
 
 impl Default for GatewayOptions {
@@ -126,6 +131,7 @@ impl Default for GatewayOptions {
             crash_pause: Duration::from_secs(60),
             session_idle: Duration::from_secs(30 * 60),
             token: None,
+            deferred: false,
         }
     }
 }
@@ -236,7 +242,7 @@ impl Gateway {
         let supervisor = hub
             .pool()
             .supervise(plexus::pool::RestartPolicy::with_crash_pause(options.crash_pause));
-        let core = gateway::Gateway::new(hub, ready);
+        let core = gateway::Gateway::new(hub, ready, options.deferred);
         backends.forwarder.attach(&core);
         let watcher = tokio::spawn(follow::watch_servers(Arc::clone(&core), options.ready_grace, ready_tx));
         let messages = tokio::spawn(follow::pass_on(Arc::downgrade(&core), core.hub().server_messages()));

@@ -58,6 +58,19 @@ pub(super) struct CallResult {
     is_error: bool,
 }
 
+impl CallResult {
+    /// A result of `content`, `structured` content and `is_error` (its era's `resultType` is
+    /// added where it is answered).
+    pub(super) fn new(content: Vec<ContentBlock>, structured: Option<Value>, is_error: bool) -> CallResult {
+        CallResult {
+            result_type: None,
+            content,
+            structured_content: structured,
+            is_error,
+        }
+    }
+}
+
 /// The `tools/call` params the gateway reads, the arguments borrowed from the request; the rest
 /// (`task`, other `_meta` keys) is not passed on.
 #[derive(Deserialize)]
@@ -75,6 +88,24 @@ struct CallParams<'a> {
 #[serde(rename_all = "camelCase")]
 struct CallMeta {
     progress_token: Option<Value>,
+}
+
+/// A call's `arguments` as they came (their text, unparsed: the request's parse checked that
+/// they are JSON, and a raw value starts at its first token), `{}` when absent or `null`; -32602
+/// naming `method` when they are not an object.
+pub(super) fn object_arguments<'a>(arguments: Option<&'a RawValue>, method: &str) -> Result<&'a RawValue, ErrorObject> {
+    match arguments {
+        None => Ok(no_arguments()),
+        Some(object) if object.get().starts_with('{') => Ok(object),
+        Some(other) => {
+            let kind = serde_json::from_str::<Value>(other.get())
+                .map_or("invalid JSON", |value| plexus::jsonrpc::value_kind(&value));
+            Err(invalid_params(
+                method,
+                format!("arguments must be an object, not {kind}"),
+            ))
+        }
+    }
 }
 
 /// `{}`: what a call without arguments passes on (some servers check `arguments` against the
@@ -165,7 +196,8 @@ fn tool_failure(text: String) -> CallResult {
 }
 
 impl Gateway {
-    /// `tools/call` through the Hub's call chain, the client's progress token honoured.
+    /// `tools/call` through the Hub's call chain, the client's progress token honoured; with
+    /// [deferred](crate::GatewayOptions::deferred) tools, a meta-tool's answer.
     pub(super) async fn call(
         self: &Arc<Self>,
         session: &Arc<Session>,
@@ -179,21 +211,28 @@ impl Gateway {
         let name = params
             .name
             .ok_or_else(|| invalid_params(methods::TOOLS_CALL, "no name"))?;
-        // Taken as they came: the arguments go on to the backend as their text, unparsed (the
-        // request's parse checked that they are JSON; a raw value starts at its first token).
-        let arguments = match params.arguments {
-            None => no_arguments(),
-            Some(object) if object.get().starts_with('{') => object,
-            Some(other) => {
-                let kind = serde_json::from_str::<Value>(other.get())
-                    .map_or("invalid JSON", |value| plexus::jsonrpc::value_kind(&value));
-                return Err(invalid_params(
-                    methods::TOOLS_CALL,
-                    format!("arguments must be an object, not {kind}"),
-                ));
-            }
-        };
+        let arguments = object_arguments(params.arguments, methods::TOOLS_CALL)?;
         let token = params.meta.and_then(|meta| meta.progress_token);
+        if self.deferred
+            && let Some(meta) = crate::deferred::MetaTool::named(&name)
+        {
+            return Box::pin(self.meta_call(meta, session, arguments, token, sink)).await;
+        }
+        self.call_tool(session, &name, arguments, token, sink).await
+    }
+
+    /// Calls the pool's tool `name` with `arguments` (an object's text, passed on unparsed),
+    /// progress going to the client under `token`, for `session`'s client whose messages go
+    /// to `sink`: the one way a tool is called through the gateway.
+    pub(super) async fn call_tool(
+        self: &Arc<Self>,
+        session: &Arc<Session>,
+        name: &str,
+        arguments: &RawValue,
+        token: Option<Value>,
+        sink: &Sink,
+    ) -> Result<CallResult, ErrorObject> {
+        let name = name.to_owned();
         let mut options = CallOptions::default();
         if let Some(token) = token.filter(|token| token.is_string() || token.is_i64() || token.is_u64()) {
             let progress_sink = sink.clone();

@@ -18,7 +18,8 @@
 //! downsample images (its PNG, JPEG, GIF and WebP codecs only); `wildmatch` for the
 //! `enabledTools` / `disabledTools` glob patterns; `async-trait` for the object-safe
 //! [`UrlElicitationHandler`] a host implements; `tokio` to wait for a URL elicitation's
-//! completion, its timeout and the handler's answer at once.
+//! completion, its timeout and the handler's answer at once. Tool search ([`search`]) is written
+//! here rather than taken from a crate: its module's documentation says why.
 #![forbid(unsafe_code)]
 
 pub mod assembly;
@@ -29,6 +30,7 @@ pub mod image;
 pub mod naming;
 pub mod permission;
 pub mod result;
+pub mod search;
 pub mod store;
 pub mod text;
 
@@ -40,4 +42,5 @@ pub use naming::{
     Collision, DEFAULT_MAX_NAME_LEN, ToolIndex, ToolOrigin, normalize_name, qualified_name, qualified_name_within,
 };
 pub use result::{ProcessedResult, ResultError, ResultSettings, SavedFile, process, processing_may_block, save_binary};
+pub use search::{Match, SearchError, SearchHit, SearchIndex, SearchQuery, SegmentCache};
 pub use store::ResultStore;

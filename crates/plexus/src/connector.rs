@@ -688,13 +688,16 @@ mod needs_auth {
 #[cfg(all(test, feature = "auth"))]
 mod tests {
     #[test]
-    fn the_secret_variables_are_the_ones_plexus_auth_reads_and_the_gateways() {
+    fn the_secret_variables_are_the_ones_plexus_auth_reads_the_gateways_and_the_otlp_headers() {
         assert_eq!(
             super::SECRET_VARIABLES,
             [
                 plexus_auth::INGRESS_TOKEN_VAR,
                 plexus_auth::INGRESS_TOKEN_FILE_VAR,
-                "PLEXUS_GATEWAY_TOKEN"
+                "PLEXUS_GATEWAY_TOKEN",
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+                "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
             ]
         );
     }

@@ -252,6 +252,8 @@ pub struct Hub {
     url_elicitation: Option<Arc<dyn UrlElicitationHandler>>,
     /// Every server's notifications (see [`server_messages`](Self::server_messages)).
     messages: broadcast::Sender<ServerMessage>,
+    /// Each server's search segment (see [`search_tools`](Self::search_tools)).
+    search: crate::hub_search::SearchSegments,
 }
 
 impl std::fmt::Debug for Hub {
@@ -359,6 +361,7 @@ impl Hub {
             store,
             url_elicitation: options.url_elicitation,
             messages,
+            search: crate::hub_search::SearchSegments::default(),
         })
     }
 
@@ -573,6 +576,11 @@ impl Hub {
             name: name.to_owned(),
             source,
         })
+    }
+
+    /// The kept search segments.
+    pub(crate) fn search_segments(&self) -> &crate::hub_search::SearchSegments {
+        &self.search
     }
 
     /// The index of the prompts' names.

@@ -151,6 +151,8 @@ mod hub_error;
 #[cfg(feature = "tools")]
 mod hub_messages;
 #[cfg(feature = "tools")]
+mod hub_search;
+#[cfg(feature = "tools")]
 mod hub_skills;
 #[cfg(feature = "watch")]
 mod hub_watch;

@@ -75,6 +75,22 @@ pub enum LeftOutBecause {
     Filtered,
     /// A built-in tool of the host has its name.
     BuiltinName,
+    /// A tool-pool lockfile holds it (see [`crate::lock`]).
+    Held(HeldBecause),
+}
+
+/// Why a lockfile holds a tool out of the pool (the whole reason, with the fields that changed,
+/// is a [`HoldReason`](crate::lock::HoldReason)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeldBecause {
+    /// Its definition changed since it was locked.
+    Changed,
+    /// Its server is locked, the tool is new, and new tools are held.
+    New,
+    /// Managed policy requires a lockfile, and no lockfile locks its server.
+    Unlocked,
+    /// A lockfile exists but cannot be read.
+    LockUnreadable,
 }
 
 /// A tool the pool does not have.

@@ -19,7 +19,9 @@
 //! `enabledTools` / `disabledTools` glob patterns; `async-trait` for the object-safe
 //! [`UrlElicitationHandler`] a host implements; `tokio` to wait for a URL elicitation's
 //! completion, its timeout and the handler's answer at once. Tool search ([`search`]) is written
-//! here rather than taken from a crate: its module's documentation says why.
+//! here rather than taken from a crate: its module's documentation says why. The tool-pool
+//! lockfile ([`lock`]) uses `sha2` and `plexus-config`'s canonical JSON for its hashes, and
+//! `plexus-config`'s atomic write and no-follow open for its file.
 #![forbid(unsafe_code)]
 
 pub mod assembly;
@@ -27,6 +29,7 @@ pub mod call;
 pub mod elicitation;
 mod entry;
 pub mod image;
+pub mod lock;
 pub mod naming;
 pub mod permission;
 pub mod result;
@@ -34,7 +37,7 @@ pub mod search;
 pub mod store;
 pub mod text;
 
-pub use assembly::{LeftOut, LeftOutBecause, ServerTools, ToolFilter, ToolPool, assemble, server_entries};
+pub use assembly::{HeldBecause, LeftOut, LeftOutBecause, ServerTools, ToolFilter, ToolPool, assemble, server_entries};
 pub use call::{CallError, CallOptions, call_tool};
 pub use elicitation::{MalformedElicitation, UrlElicitationError, UrlElicitationHandler};
 pub use entry::{MAX_DESCRIPTION_CHARS, TRUNCATION_MARKER, ToolEntry, requires_task, truncate_description};

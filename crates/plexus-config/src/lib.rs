@@ -76,6 +76,9 @@
 //!   one none. A managed file that defines `mcpServers` replaces every other scope. A managed file
 //!   that exists but cannot be read, or holds a malformed rule, blocks every server until fixed: a
 //!   dropped deny rule must not let a server through. Policy applies with `--strict-config` too.
+//!   `"requireToolLock": true` in the managed file ([`MergedConfig::require_tool_lock`]) holds
+//!   every tool of a server that no tool-pool lockfile locks out of the tool pool (a value other
+//!   than `true` or `false` makes the policy unusable, like a malformed rule).
 //! - **Approval.** Project servers run once approved ([`ConfigSources::approve`], `plexus approve`),
 //!   recorded in the local settings in the plexus home (`approvedMcpjsonServers`, never in the
 //!   repository), or by `enableAllProjectMcpServers` in the user or local settings. An approval is
@@ -150,7 +153,7 @@ pub use name::{InvalidServerName, ServerName};
 pub use new_entry::{EntryError, NewEntry, check_entry, checked_entry, entry_from_json};
 pub use nofollow::{SymlinkRefused, open_no_follow, refuse_symlink};
 pub use pipe::PIPE_TIMEOUT;
-pub use policy::{ALLOWED_KEY, DENIED_KEY, PolicyBlock, PolicyMatcher};
+pub use policy::{ALLOWED_KEY, DENIED_KEY, PolicyBlock, PolicyMatcher, REQUIRE_TOOL_LOCK_KEY};
 pub use scope::{Scope, UnknownScope};
 pub use server::{
     ClaudeAiProxyEntry, ClientIdentityConfig, HttpEntry, InProcessEntry, NetworkConfig, OAuthConfig, OAuthGrantType,

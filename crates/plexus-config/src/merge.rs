@@ -11,7 +11,7 @@ use crate::approval::{Approvals, Decision, PendingReason, SETTINGS_KEYS};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::expand::expand_entry;
 use crate::file::{RawFile, read_definition};
-use crate::policy::{ALLOWED_KEY, DENIED_KEY, Policy, PolicyBlock};
+use crate::policy::{ALLOWED_KEY, DENIED_KEY, Policy, PolicyBlock, REQUIRE_TOOL_LOCK_KEY};
 use crate::{ConfigError, ConfigPaths, DiscoveryOptions, Environment, Scope, ServerConfig, ServerName, cache_key};
 
 /// The files of every scope and the environment to expand with: load them with
@@ -172,6 +172,9 @@ pub struct MergedConfig {
     /// Diagnostics not attached to a listed server: file-level warnings, problems in settings and
     /// policy, and the diagnostics of entries overridden by a higher scope.
     pub diagnostics: Vec<Diagnostic>,
+    /// Managed policy's `requireToolLock`: every tool of a server that no tool-pool lockfile
+    /// locks is held out of the tool pool.
+    pub require_tool_lock: bool,
 }
 
 impl MergedConfig {
@@ -252,6 +255,7 @@ impl ConfigSources {
                 invalid: Vec::new(),
                 files: Vec::new(),
                 diagnostics: Vec::new(),
+                require_tool_lock: false,
             },
             definitions: Vec::new(),
             managed_has_servers: false,
@@ -259,12 +263,12 @@ impl ConfigSources {
         let paths = &self.paths;
         let mut policy = Policy::none();
         if let Some(managed) = &paths.managed_file {
-            match loader.read(Scope::Managed, managed, &[ALLOWED_KEY, DENIED_KEY], false) {
+            let keys = [ALLOWED_KEY, DENIED_KEY, REQUIRE_TOOL_LOCK_KEY];
+            match loader.read(Scope::Managed, managed, &keys, false) {
                 Ok(Some(settings)) => {
                     policy = Policy::read(
                         managed,
-                        settings.get(ALLOWED_KEY),
-                        settings.get(DENIED_KEY),
+                        &settings,
                         loader.managed_has_servers,
                         &mut loader.merged.diagnostics,
                     );
@@ -303,7 +307,9 @@ impl ConfigSources {
             // Problems are recorded on the file; explicit files carry no settings.
             let _ = loader.read(Scope::Explicit, path, &[], true);
         }
-        loader.merge(&policy, &approvals)
+        let mut merged = loader.merge(&policy, &approvals);
+        merged.require_tool_lock = policy.requires_tool_lock();
+        merged
     }
 }
 

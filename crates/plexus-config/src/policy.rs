@@ -14,6 +14,9 @@ use crate::{ServerConfig, ServerName};
 pub const ALLOWED_KEY: &str = "allowedMcpServers";
 /// The managed file's key for the deny-list.
 pub const DENIED_KEY: &str = "deniedMcpServers";
+/// The managed file's key that requires a tool-pool lockfile: `true` holds every tool of a
+/// server that no lockfile locks out of the tool pool.
+pub const REQUIRE_TOOL_LOCK_KEY: &str = "requireToolLock";
 
 /// What one allow- or deny-list entry matches.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,6 +126,7 @@ pub(crate) struct Policy {
     allowed: Option<Vec<PolicyMatcher>>,
     denied: Vec<PolicyMatcher>,
     exclusive: bool,
+    require_tool_lock: bool,
     unusable: Option<String>,
 }
 
@@ -141,16 +145,17 @@ impl Policy {
         }
     }
 
-    /// Reads the lists from the managed file's `settings`; a list or an entry that cannot be read
-    /// makes the whole policy unusable (a deny rule that is silently dropped would let a server
-    /// through). Problems are also reported as diagnostics of the file.
+    /// Reads the lists and `requireToolLock` from the managed file's `settings`; a list, an
+    /// entry or a setting that cannot be read makes the whole policy unusable (a deny rule that
+    /// is silently dropped would let a server through). Problems are also reported as
+    /// diagnostics of the file.
     pub(crate) fn read(
         file: &Path,
-        allowed: Option<&Value>,
-        denied: Option<&Value>,
+        settings: &std::collections::BTreeMap<String, Value>,
         exclusive: bool,
         diagnostics: &mut Vec<Diagnostic>,
     ) -> Policy {
+        let (allowed, denied) = (settings.get(ALLOWED_KEY), settings.get(DENIED_KEY));
         let mut policy = Policy {
             file: file.to_owned(),
             exclusive,
@@ -162,6 +167,15 @@ impl Policy {
         }
         if let Some(value) = denied {
             policy.denied = read_list(DENIED_KEY, value, &mut problems);
+        }
+        match settings.get(REQUIRE_TOOL_LOCK_KEY) {
+            None => {}
+            Some(Value::Bool(required)) => policy.require_tool_lock = *required,
+            Some(other) => problems.push((
+                Severity::Error,
+                REQUIRE_TOOL_LOCK_KEY.to_owned(),
+                format!("expected true or false, found {}", describe(other)),
+            )),
         }
         for (severity, field, message) in &problems {
             diagnostics.push(Diagnostic {
@@ -176,6 +190,11 @@ impl Policy {
             policy.unusable = Some(format!("field {}: {message}", quote(field)));
         }
         policy
+    }
+
+    /// Whether a tool-pool lockfile is required (`requireToolLock`).
+    pub(crate) fn requires_tool_lock(&self) -> bool {
+        self.require_tool_lock
     }
 
     /// What blocks the server `name` with entry `config`, if anything. `from_managed` says whether

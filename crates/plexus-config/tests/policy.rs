@@ -261,3 +261,37 @@ fn without_a_managed_file_nothing_is_filtered() {
     assert_eq!(merged.active().count(), 3);
     assert!(merged.files.iter().all(|file| file.scope != Scope::Managed));
 }
+
+#[test]
+fn require_tool_lock_is_read_from_the_managed_file_only_and_a_bad_value_blocks_every_server() {
+    let ws = workspace(&json!({"requireToolLock": true}));
+    let merged = ws.load();
+    assert!(merged.require_tool_lock);
+    assert_eq!(merged.active().count(), 3, "the setting holds tools, not servers");
+    assert!(!workspace(&json!({"requireToolLock": false})).load().require_tool_lock);
+    assert!(!workspace(&json!({})).load().require_tool_lock);
+
+    // In the user's own settings it means nothing.
+    let ws = workspace(&json!({}));
+    let mut user: Value = serde_json::from_str(&std::fs::read_to_string(ws.user_file()).unwrap()).unwrap();
+    user["requireToolLock"] = json!(true);
+    ws.write_json(&ws.user_file(), &user);
+    assert!(!ws.load().require_tool_lock);
+
+    let ws = workspace(&json!({"requireToolLock": "yes"}));
+    let merged = ws.load();
+    let managed = ws.managed.display().to_string();
+    assert_eq!(
+        messages(&merged.diagnostics),
+        [format!(
+            r#"{managed}: field "requireToolLock": expected true or false, found a string"#
+        )]
+    );
+    assert_eq!(merged.active().count(), 0);
+    assert_eq!(
+        statuses(&merged)[0].1,
+        format!(
+            r#"disabled by managed policy: the managed policy {managed} cannot be applied (field "requireToolLock": expected true or false, found a string); every server is blocked until it is fixed"#
+        )
+    );
+}

@@ -223,6 +223,13 @@ pub struct ServerOptions {
     /// notifications of the wrong shape (`act`, `count` times) before they are answered.
     #[arg(long)]
     pub misbehave_tool: bool,
+    /// A JSON file read at every tools/list that changes the tools' definitions: an object mapping
+    /// a tool's name to members that replace its own (`null` removes one), e.g. `{"echo":
+    /// {"description": "…"}}`; a name that is no tool of the server adds a tool that returns its
+    /// arguments. Edit it, then call `trigger-list-changed` (or start again), to change a tool
+    /// under a client. A file that cannot be read fails tools/list, naming it.
+    #[arg(long, value_name = "FILE")]
+    pub tool_overrides: Option<PathBuf>,
     /// Add the tool `nested`, whose input schema nests DEPTH objects (at most 2000).
     #[arg(long, value_name = "DEPTH", value_parser = clap::value_parser!(u64).range(1..=crate::misbehave::MAX_NESTED_DEPTH as u64).map(|n| n as usize))]
     pub nested_schema_depth: Option<usize>,
@@ -273,6 +280,7 @@ impl Default for ServerOptions {
             end_listen_after_ms: None,
             cancel_listen_after_ms: None,
             misbehave_tool: false,
+            tool_overrides: None,
             nested_schema_depth: None,
         }
     }

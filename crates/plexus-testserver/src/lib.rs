@@ -31,7 +31,11 @@
 //!   `--tool-named NAME` (repeatable) a tool of any name that returns its arguments (for naming
 //!   tests), `--task-required-tool` a tool `task-required` whose `execution.taskSupport` is
 //!   `required` but which the server never runs as a task (a call of it gets -32601), `--tasks`
-//!   the task-only tool `research` (see "Tasks" below);
+//!   the task-only tool `research` (see "Tasks" below); `--tool-overrides FILE` changes the
+//!   tools' definitions from a JSON file read at every `tools/list` (`{"echo": {"description":
+//!   "…", "title": null}}`: members replaced, `null` removes one, an unknown name adds a tool),
+//!   so a test can change a tool under a running client (with `trigger-list-changed`) or between
+//!   two runs;
 //! - `--delay METHOD=MS` (repeatable) answers every request of METHOD (not `tools/call`) MS
 //!   milliseconds late: a slow `initialize`, `tools/list` or `ping`;
 //! - static resources under `test://static/`, the templates `test://items/{id}` and
@@ -402,6 +406,7 @@ mod misbehave;
 mod mrtr;
 #[cfg(feature = "remote")]
 mod oauth;
+mod overrides;
 mod process;
 #[cfg(feature = "remote")]
 mod proxy;

@@ -62,6 +62,15 @@ impl Session {
         let builtin = &self.server.builtin_tools;
         let generated = self.options().tools;
         let dynamic = lock(&self.dynamic_tools);
+        if let Some(path) = &self.options().tool_overrides {
+            let mut tools: Vec<Value> = builtin.clone();
+            tools.extend((1..=generated).map(|n| catalog::generated_tool(n, generated)));
+            tools.extend(dynamic.iter().cloned());
+            drop(dynamic);
+            crate::overrides::apply(&mut tools, &crate::overrides::read(path)?);
+            let (range, next) = self.page("tools/list", params, tools.len(), self.options().repeat_cursor)?;
+            return list_result("tools", &tools[range], next);
+        }
         let len = builtin.len() + generated + dynamic.len();
         let (range, next) = self.page("tools/list", params, len, self.options().repeat_cursor)?;
         let page: Vec<Cow<'_, Value>> = range

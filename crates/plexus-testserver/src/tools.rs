@@ -363,9 +363,13 @@ impl Session {
 
     /// A generated or added tool: answers with its arguments as JSON; any other name is unknown.
     fn call_listed_tool(&self, name: &str, args: Option<&RawValue>) -> Outcome {
-        let listed = catalog::is_generated_tool(name, self.server.options.tools)
-            || self.server.options.named_tools.iter().any(|named| named == name)
-            || lock(&self.dynamic_tools).iter().any(|tool| tool["name"] == name);
+        let listed =
+            catalog::is_generated_tool(name, self.server.options.tools)
+                || self.server.options.named_tools.iter().any(|named| named == name)
+                || lock(&self.dynamic_tools).iter().any(|tool| tool["name"] == name)
+                || self.server.options.tool_overrides.as_deref().is_some_and(|path| {
+                    crate::overrides::read(path).is_ok_and(|overrides| overrides.contains_key(name))
+                });
         if !listed {
             return Err(ErrorObject::new(
                 ErrorCode::INVALID_PARAMS,

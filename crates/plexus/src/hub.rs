@@ -254,6 +254,8 @@ pub struct Hub {
     messages: broadcast::Sender<ServerMessage>,
     /// Each server's search segment (see [`search_tools`](Self::search_tools)).
     search: crate::hub_search::SearchSegments,
+    /// The tool-pool lockfiles (see [`crate::hub_lock`]).
+    pub(crate) lock: crate::hub_lock::ToolLocks,
 }
 
 impl std::fmt::Debug for Hub {
@@ -345,6 +347,7 @@ impl Hub {
         let home = discovery.home.clone();
         blocking(move || ResultStore::remove_old_sessions(&home, plexus_tools::store::KEEP_FOR)).await;
         let store = Arc::new(ResultStore::new(&discovery.home, &ResultStore::session_name()));
+        let lock = crate::hub_lock::ToolLocks::new(plexus_tools::lock::LockPaths::of(discovery));
         pool.set_servers(specs).await;
         Ok(Hub {
             current: Mutex::new(Arc::new(current)),
@@ -362,6 +365,7 @@ impl Hub {
             url_elicitation: options.url_elicitation,
             messages,
             search: crate::hub_search::SearchSegments::default(),
+            lock,
         })
     }
 
@@ -437,7 +441,7 @@ impl Hub {
     /// [`tool_pool`](Self::tool_pool), with why the tools of a connected server could not be
     /// listed (such a server's tools are not in the pool).
     pub async fn tool_pool_report(&self) -> (ToolPool, Vec<PoolError>) {
-        let mut listed = Vec::new();
+        let mut listed: Vec<(String, Arc<[Tool]>)> = Vec::new();
         let mut failures = Vec::new();
         for (name, state) in self.pool.states() {
             if state.status != plexus_pool::ServerStatus::Connected {
@@ -451,6 +455,7 @@ impl Hub {
                 }
             }
         }
+        let lists = listed.clone();
         let entries: Vec<(String, Arc<[Arc<ToolEntry>]>)> = {
             let mut cache = lock(&self.entries);
             let mut index = lock(&self.index);
@@ -480,7 +485,9 @@ impl Hub {
             })
             .collect();
         let builtins: Vec<&str> = self.builtins.iter().map(String::as_str).collect();
-        (assemble(&builtins, &servers), failures)
+        let mut pool = assemble(&builtins, &servers);
+        self.hold_locked_tools(&mut pool, &lists).await;
+        (pool, failures)
     }
 
     /// The server and the server's own name of the tool `name` of the pool (as named the last
@@ -548,6 +555,12 @@ impl Hub {
             .position(|tool| tool.name == origin.tool)
             .ok_or_else(unknown)?;
         let tool = &tools[at];
+        if let Some(reason) = self.lock_hold(&origin.server, &tools, &origin.tool).await {
+            return Err(HubError::ToolHeld {
+                name: name.to_owned(),
+                reason,
+            });
+        }
         let with_handler;
         let options = match (&options.url_elicitation, &self.url_elicitation) {
             (None, Some(handler)) => {

@@ -22,6 +22,27 @@ pub enum HubError {
     /// The call failed (it names server and tool).
     #[error(transparent)]
     Call(Box<CallError>),
+    /// A tool-pool lockfile holds the tool out of the pool (see [`crate::hub_lock`]): it is
+    /// not called until approved (`plexus lock --update NAME`, [`Hub::relock`](crate::Hub::relock)).
+    #[error("tool {name} is held out of the tool pool: {reason}; approve it with `plexus lock --update {name}`")]
+    ToolHeld {
+        /// The name asked for.
+        name: String,
+        /// Why it is held.
+        reason: plexus_tools::lock::HoldReason,
+    },
+    /// A tool-pool lockfile could not be read or written (an unreadable one is never
+    /// overwritten).
+    #[error(transparent)]
+    ToolLock(std::sync::Arc<plexus_tools::lock::LockError>),
+    /// A name given to lock is neither a connected server nor one of its tools.
+    #[error("cannot lock {name:?}: {why}")]
+    NotLockable {
+        /// The name given.
+        name: String,
+        /// Why.
+        why: String,
+    },
     /// No prompt of the Hub has this name.
     #[error("no prompt is named {name:?} (the Hub has {count} prompts)")]
     UnknownPrompt {

@@ -54,6 +54,13 @@ impl LockPaths {
         }
     }
 
+    /// The lockfiles of the project and home that `discovery` finds (the project directory as
+    /// the config's discovery finds it: where `.mcp.json` is or would be).
+    pub fn of(discovery: &plexus_config::DiscoveryOptions) -> LockPaths {
+        let paths = plexus_config::ConfigPaths::discover(discovery);
+        LockPaths::new(&paths.project_dir, &paths.home)
+    }
+
     /// The file of `scope`.
     pub fn path(&self, scope: LockScope) -> &Path {
         match scope {

@@ -20,6 +20,7 @@ use crate::{AdHoc, Cli, Command, Outcome, block_on, content, edit, get, import, 
 const MAX_STDIN: u64 = 16 * 1024 * 1024;
 
 /// Runs one command and says how it ended.
+#[allow(clippy::too_many_lines)] // the dispatcher: one arm per command.
 pub(crate) fn run(cli: Cli) -> Outcome {
     let globals = &cli.globals;
     if let Command::Completions { shell } = cli.command {
@@ -87,6 +88,8 @@ pub(crate) fn run(cli: Cli) -> Outcome {
             Ok(options) => configured(&args.ad_hoc, &mut |c| crate::serve::run(c, options.clone())),
             Err(e) => crate::fail(e),
         },
+        Command::Lock { update, scope, ad_hoc } => configured(&ad_hoc, &mut |c| crate::lock::lock(c, &update, scope)),
+        Command::Diff { server, ad_hoc } => configured(&ad_hoc, &mut |c| crate::lock::diff(c, server.as_deref(), json)),
         Command::Get { name } => configured(&none, &mut |c| get::get_command(&c, &name, json)),
         Command::Add(args) => edit::add(&sources, &args),
         Command::AddJson { name, entry, scope } => edit::add_json(&sources, &name, &entry, scope),
@@ -338,6 +341,7 @@ pub(crate) async fn with_tool_pool<T>(
             crate::terminal::say(format_args!("server {server:?}: {rejected}"));
         }
     }
+    crate::lock::report_held(&hub, &pool).await;
     let outcome = partial_outcome(selected.len(), hub.pool(), !failures.is_empty());
     let picked = pick(&hub, &pool);
     close(&hub).await;
@@ -481,7 +485,7 @@ async fn call_in(
 ) -> Outcome {
     let pool = hub.tool_pool().await;
     let Some(entry) = pool.entries.iter().find(|entry| entry.name == name) else {
-        return unknown_tool(hub, name, &pool);
+        return crate::lock::refuse_held(hub, &pool, name).unwrap_or_else(|| unknown_tool(hub, name, &pool));
     };
     // Nothing is sent with an argument that does not fit the tool's schema.
     if let Err(e) = crate::arguments::add_typed(&mut arguments, args, &entry.input_schema) {

@@ -15,6 +15,7 @@ mod form;
 mod get;
 mod import;
 mod interact;
+mod lock;
 mod login;
 mod new_entry;
 mod output;
@@ -43,7 +44,7 @@ const MAX_LOGIN_TIMEOUT_SECS: u64 = 24 * 60 * 60;
 pub(crate) enum Outcome {
     /// 0: everything worked.
     Ok = 0,
-    /// 1: the tool returned `isError`.
+    /// 1: the tool returned `isError` (for `diff`: a locked server's tools changed).
     ToolError = 1,
     /// 2: usage or config error (including a config file that could not be written).
     Usage = 2,
@@ -218,6 +219,28 @@ pub(crate) enum Command {
     /// Serve the tools, prompts and resources of every configured server as one MCP server
     /// (gateway mode): over stdio, or Streamable HTTP with --http.
     Serve(ServeArgs),
+    /// Write the tool-pool lockfile from what every connected server lists now (--scope user,
+    /// the default: <home>/mcp.lock.json; project: <project>/.mcp.lock.json); with --update,
+    /// re-lock (approve) only the named tools or servers.
+    Lock {
+        /// Re-lock only these: a tool's qualified name (`mcp__<server>__<tool>`) or a server's
+        /// name (all of its tools); without --scope, in every lockfile that locks the server.
+        #[arg(long, value_name = "NAME", num_args = 1..)]
+        update: Vec<String>,
+        /// Which lockfile: user or project.
+        #[arg(long, short = 's', value_name = "user|project", value_parser = lock::parse_scope)]
+        scope: Option<plexus::tools::lock::LockScope>,
+        #[command(flatten)]
+        ad_hoc: AdHoc,
+    },
+    /// What changed in the locked servers' tools since they were locked, field by field (exit 1
+    /// when something did).
+    Diff {
+        /// Only this server.
+        server: Option<String>,
+        #[command(flatten)]
+        ad_hoc: AdHoc,
+    },
     /// Print a shell completion script (e.g. `plexus completions bash > ~/.local/share/bash-completion/completions/plexus`).
     Completions {
         /// The shell.

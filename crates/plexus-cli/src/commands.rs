@@ -301,6 +301,15 @@ async fn tools_command(configured: Configured, only: Option<&str>, json: bool) -
     }
 }
 
+/// The Hub of the servers `only` selects (every one when `None`; see [`select`]), started, with
+/// the servers that failed or need a login reported; and how many were selected.
+pub(crate) async fn start_selected(configured: &Configured, only: Option<&str>) -> Result<(Hub, usize), Outcome> {
+    let selected = select(configured, only)?;
+    let hub = start(configured, &selected, View::Spinner).await?;
+    report_unusable(&hub);
+    Ok((hub, selected.len()))
+}
+
 /// The tool pool of the `only` server (else of every server) as `plexus tools` gets it: the
 /// servers started, what could not be listed, collisions and rejected tools said; `pick`
 /// takes what the command prints from the Hub and its pool before the servers are closed.
@@ -310,9 +319,7 @@ pub(crate) async fn with_tool_pool<T>(
     only: Option<&str>,
     pick: impl FnOnce(&Hub, &ToolPool) -> T,
 ) -> Result<(T, Outcome), Outcome> {
-    let selected = select(&configured, only)?;
-    let hub = start(&configured, &selected, View::Spinner).await?;
-    report_unusable(&hub);
+    let (hub, selected) = start_selected(&configured, only).await?;
     let (pool, failures) = hub.tool_pool_report().await;
     for failure in &failures {
         crate::terminal::say_error(failure);
@@ -342,7 +349,7 @@ pub(crate) async fn with_tool_pool<T>(
         }
     }
     crate::lock::report_held(&hub, &pool).await;
-    let outcome = partial_outcome(selected.len(), hub.pool(), !failures.is_empty());
+    let outcome = partial_outcome(selected, hub.pool(), !failures.is_empty());
     let picked = pick(&hub, &pool);
     close(&hub).await;
     Ok((picked, outcome))

@@ -11,9 +11,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::Outcome;
-use crate::commands::{report_unusable, select};
-use crate::connect::{close, start};
-use crate::progress::View;
+use crate::commands::start_selected;
+use crate::connect::close;
 use crate::sources::Configured;
 use crate::terminal::{block, line, outln};
 
@@ -40,15 +39,10 @@ pub(crate) fn diff(configured: Configured, only: Option<&str>, json: bool) -> Ou
 
 /// `plexus lock [--scope S]` and `plexus lock --update NAME... [--scope S]`.
 async fn lock_command(configured: Configured, update: &[String], scope: Option<LockScope>) -> Outcome {
-    let selected = match select(&configured, None) {
-        Ok(selected) => selected,
+    let hub = match start_selected(&configured, None).await {
+        Ok((hub, _)) => hub,
         Err(outcome) => return outcome,
     };
-    let hub = match start(&configured, &selected, View::Spinner).await {
-        Ok(hub) => hub,
-        Err(outcome) => return outcome,
-    };
-    report_unusable(&hub);
     let written = if update.is_empty() {
         hub.lock_tools(scope.unwrap_or(LockScope::User)).await
     } else {
@@ -121,15 +115,10 @@ struct NotConnected {
 /// `plexus diff [SERVER]`: exit 0 when nothing changed since the lock, 1 when something did, 2
 /// when a lockfile cannot be read.
 async fn diff_command(configured: Configured, only: Option<&str>, json: bool) -> Outcome {
-    let selected = match select(&configured, only) {
-        Ok(selected) => selected,
+    let hub = match start_selected(&configured, only).await {
+        Ok((hub, _)) => hub,
         Err(outcome) => return outcome,
     };
-    let hub = match start(&configured, &selected, View::Spinner).await {
-        Ok(hub) => hub,
-        Err(outcome) => return outcome,
-    };
-    report_unusable(&hub);
     let pool = hub.tool_pool().await;
     let set = hub.tool_locks().await;
     let mut diffs = Vec::new();

@@ -148,6 +148,7 @@ mod hub_config;
 mod hub_content;
 #[cfg(feature = "tools")]
 mod hub_error;
+#[cfg(feature = "tools")]
 pub mod hub_lock;
 #[cfg(feature = "tools")]
 mod hub_messages;
@@ -177,6 +178,7 @@ pub use hub_config::{BrokenFile, ConfigChange, StartupReport};
 pub use hub_content::{Listed, PromptEntry, ResourceEntry, TemplateEntry, parse_reference};
 #[cfg(feature = "tools")]
 pub use hub_error::{HubError, ServerFailure};
+#[cfg(feature = "tools")]
 pub use hub_lock::{HeldTool, LockWritten, TOOL_LOCK_EVENTS_CAPACITY, ToolLockEvent, WrittenFile};
 #[cfg(feature = "tools")]
 pub use hub_messages::{SERVER_MESSAGES_CAPACITY, ServerMessage};

@@ -4,6 +4,8 @@
 // One `unsafe` block, in `secrets::take`: removing plexus's secret variables from the process
 // environment before any thread starts (see its comment).
 #![deny(unsafe_code)]
+// The arguments' doc comments are the `--help` text, which names paths as `<home>/…`: not HTML.
+#![allow(rustdoc::invalid_html_tags)]
 
 mod arguments;
 mod commands;
@@ -514,7 +516,7 @@ type Telemetry = ();
 /// (method, id, size), `-vvv` their bodies too (secrets redacted); `RUST_LOG` overrides. Colours
 /// only when stderr is a terminal and `NO_COLOR` is not set. With the `otlp` feature and an OTLP
 /// endpoint in the environment, the MCP spans and histograms are exported too (see
-/// [`plexus::telemetry`]); a bad `OTEL_*` value is reported and the command goes on without.
+/// `plexus::telemetry`); a bad `OTEL_*` value is reported and the command goes on without.
 fn init_tracing(verbose: u8) -> Telemetry {
     use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;

@@ -16,7 +16,7 @@ use crate::table::Column;
 #[derive(Debug, clap::Args)]
 pub(crate) struct SearchArgs {
     /// The tools that best match QUERY, best first: an exact or near name (any case or
-    /// separators, the mcp__<server>__ prefix optional, a typo or two) first, then by the
+    /// separators, the mcp__SERVER__ prefix optional, a typo or two) first, then by the
     /// words of their names, titles, descriptions and argument names.
     #[arg(long, value_name = "QUERY")]
     pub(crate) search: Option<String>,

@@ -177,6 +177,11 @@ impl RequestSpec {
     }
 }
 
+/// Headers a request may get beyond its template: the session's two, the message's own (the
+/// stateless revision's `Mcp-Method` and `Mcp-Name`, or a `Last-Event-ID`), and the HTTP
+/// client's `Host`, `User-Agent` and `Accept-Encoding`.
+const ADDED_HEADERS: usize = 8;
+
 /// The headers a request starts with: the configured (or provided) ones and the protocol's
 /// `Accept` and `Content-Type`, for a POST and for a GET.
 #[derive(Debug)]
@@ -221,7 +226,13 @@ impl Inner {
     /// version, and a message of the stateless revision carries its own headers instead.
     /// (`Host`, `User-Agent` and `Accept-Encoding` are the HTTP client's.)
     fn request_headers(&self, spec: &RequestSpec, provided: Option<&RequestTemplates>) -> HeaderMap {
-        let mut headers = provided.unwrap_or(&self.headers).for_spec(spec).clone();
+        let template = provided.unwrap_or(&self.headers).for_spec(spec);
+        // Built with room for what is added to it here and by the HTTP client (a clone of the
+        // template would have none, and grow twice per request).
+        let mut headers = HeaderMap::with_capacity(template.len() + ADDED_HEADERS);
+        for (name, value) in template {
+            headers.append(name.clone(), value.clone());
+        }
         if !spec.initialize && !spec.stateless {
             self.add_session_headers(&mut headers);
         }

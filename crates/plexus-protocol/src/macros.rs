@@ -85,9 +85,10 @@ macro_rules! open_string_enum {
 
 /// An enum over JSON objects whose kind is named by one field (`type` or `mode`).
 ///
-/// Decoding reads the object once, removes the tag, and decodes the one variant the tag names (it never
-/// tries several types in turn, so a malformed known block is an error that names it, not a silent
-/// fallback). An object with a tag this crate does not know becomes `Unknown`, kept verbatim. An
+/// Decoding reads the object once and decodes the one variant the tag names (it never tries several
+/// types in turn, so a malformed known block is an error that names it, not a silent fallback). When
+/// the tag is the object's first field, the variant decodes straight from the rest of the input, and
+/// a second tag field is an error; otherwise the object is read whole and the tag taken out of it. An object with a tag this crate does not know becomes `Unknown`, kept verbatim. An
 /// optional `absent` tag names the variant an object without the tag field belongs to.
 /// Encoding writes the tag first, then the variant's fields.
 macro_rules! tagged_enum {
@@ -122,16 +123,39 @@ macro_rules! tagged_enum {
 
         impl<'de> ::serde::Deserialize<'de> for $name {
             fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                const ABSENT: Option<&str> = tagged_enum!(@absent $($absent)?);
-                let mut object = <$crate::JsonObject as ::serde::Deserialize>::deserialize(deserializer)?;
-                let tag = $crate::tagged::take_tag::<D::Error>(&mut object, $key, $what, ABSENT)?;
-                match tag.as_ref() {
-                    $( $tag => $crate::tagged::decode(object, $what, concat!($key, " `", $tag, "`")).map(Self::$variant), )+
-                    _ => {
-                        object.insert($key.to_owned(), ::serde_json::Value::String(tag.into_owned()));
-                        Ok(Self::Unknown(object))
+                struct TaggedVisitor;
+
+                impl<'de> ::serde::de::Visitor<'de> for TaggedVisitor {
+                    type Value = $name;
+
+                    fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                        f.write_str("a map")
+                    }
+
+                    fn visit_map<A: ::serde::de::MapAccess<'de>>(self, mut map: A) -> Result<$name, A::Error> {
+                        const ABSENT: Option<&str> = tagged_enum!(@absent $($absent)?);
+                        match $crate::tagged::read_tag_first(&mut map, $key, $what)? {
+                            // The common case: the tag first, and the variant decoded from the
+                            // rest of the input (no intermediate object).
+                            $crate::tagged::Start::Tag(tag) => match tag.as_str() {
+                                $( $tag => $crate::tagged::decode_rest(&mut map, $key, $what, concat!($key, " `", $tag, "`")).map($name::$variant), )+
+                                _ => $crate::tagged::unknown_rest(&mut map, $key, $what, tag).map($name::Unknown),
+                            },
+                            $crate::tagged::Start::Object(mut object) => {
+                                let tag = $crate::tagged::take_tag::<A::Error>(&mut object, $key, $what, ABSENT)?;
+                                match tag.as_ref() {
+                                    $( $tag => $crate::tagged::decode(object, $what, concat!($key, " `", $tag, "`")).map($name::$variant), )+
+                                    _ => {
+                                        object.insert($key.to_owned(), ::serde_json::Value::String(tag.into_owned()));
+                                        Ok($name::Unknown(object))
+                                    }
+                                }
+                            }
+                        }
                     }
                 }
+
+                deserializer.deserialize_map(TaggedVisitor)
             }
         }
     };

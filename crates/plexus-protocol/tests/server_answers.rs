@@ -212,15 +212,15 @@ fn malformed_answers_fail_with_errors_that_say_what_is_wrong() {
     let cases = [
         (
             decode_error::<CallToolResult>(r#"{"content":[{"type":"text","txt":"hi"}]}"#),
-            "invalid content block (type `text`): missing field `text` at line 1 column 39",
+            "invalid content block (type `text`): missing field `text` at line 1 column 38",
         ),
         (
             decode_error::<CallToolResult>(r#"{"content":[{"text":"hi"}]}"#),
-            "content block: missing field `type` at line 1 column 26",
+            "content block: missing field `type` at line 1 column 25",
         ),
         (
             decode_error::<ContentBlock>(r#"{"type":7,"text":"hi"}"#),
-            "content block: `type` must be a string, found 7",
+            "content block: `type` must be a string, found 7 at line 1 column 9",
         ),
         (
             decode_error::<ReadResourceResult>(r#"{"contents":[{"uri":"file:///x","mimeType":"text/plain"}]}"#),

@@ -1,10 +1,13 @@
 // The TypeScript SDK row of plexus's peer bench (bench/peers, `cargo xtask bench --peers`).
 //
 // Usage: node client.mjs WORKLOAD_JSON
-//   WORKLOAD_JSON: {"transport":"stdio"|"http","testserver":PATH,"url":URL,"warmup":N,"calls":N,"in_flight":N}
+//   WORKLOAD_JSON: {"transport":"stdio"|"http","testserver":PATH,"url":URL,"warmup":N,"calls":N,
+//                   "in_flight":N,"phase_limit_ms":N,"min_calls":N}
 // The SDK is imported from the directory in PLEXUS_TS_SDK_DIR (its installed package).
 // Connects (spawn or HTTP, initialize, tools/list), makes `warmup` echo calls, `calls`
-// sequential ones (timed one by one), then `calls` more with `in_flight` at once, and prints
+// sequential ones (timed one by one), then `calls` more with `in_flight` at once (each phase
+// stopping early, after at least `min_calls`, once it has run `phase_limit_ms`, as the Rust rows
+// do: bench/peers/src/drive.rs), and prints
 // one JSON line: connect_ms, p50_us, p99_us, cpu_us (this process's CPU per sequential call),
 // calls_per_s, peak_rss_kib (VmHWM). Errors go to stderr with exit status 1.
 
@@ -24,7 +27,7 @@ function parseWorkload(text) {
   } catch (error) {
     fail(`the workload argument is not JSON (${error.message}): ${text}`);
   }
-  for (const key of ["warmup", "calls", "in_flight"]) {
+  for (const key of ["warmup", "calls", "in_flight", "phase_limit_ms", "min_calls"]) {
     if (!Number.isInteger(workload[key]) || workload[key] < (key === "warmup" ? 0 : 1)) {
       fail(`workload.${key} must be a positive integer, not ${JSON.stringify(workload[key])}`);
     }
@@ -89,22 +92,37 @@ async function echo() {
 for (let i = 0; i < workload.warmup; i++) {
   await echo();
 }
-const times = new Float64Array(workload.calls);
+const limitNs = BigInt(workload.phase_limit_ms) * 1_000_000n;
+const all = new Float64Array(workload.calls);
+let timed = 0;
 const cpuBefore = process.cpuUsage();
-for (let i = 0; i < workload.calls; i++) {
+const phaseStarted = process.hrtime.bigint();
+while (timed < workload.calls) {
+  if (timed >= workload.min_calls && process.hrtime.bigint() - phaseStarted >= limitNs) {
+    break;
+  }
   const started = process.hrtime.bigint();
   await echo();
-  times[i] = Number(process.hrtime.bigint() - started) / 1e3;
+  all[timed++] = Number(process.hrtime.bigint() - started) / 1e3;
 }
 const cpu = process.cpuUsage(cpuBefore);
-times.sort();
+const times = all.subarray(0, timed).sort();
 
-const perWorker = Math.floor(workload.calls / workload.in_flight);
+// The throughput phase: each worker takes calls from one counter until `calls` are taken, or
+// the limit has passed once `min_calls` were.
+let taken = 0;
+let made = 0;
 const throughputStarted = process.hrtime.bigint();
 await Promise.all(
   Array.from({ length: workload.in_flight }, async () => {
-    for (let i = 0; i < perWorker; i++) {
+    for (;;) {
+      const number = taken++;
+      const late = process.hrtime.bigint() - throughputStarted >= limitNs;
+      if (number >= workload.calls || (number >= workload.min_calls && late)) {
+        return;
+      }
       await echo();
+      made++;
     }
   }),
 );
@@ -114,8 +132,8 @@ const figures = {
   connect_ms: connectMs,
   p50_us: percentile(times, 0.5),
   p99_us: percentile(times, 0.99),
-  cpu_us: (cpu.user + cpu.system) / workload.calls,
-  calls_per_s: (perWorker * workload.in_flight) / seconds,
+  cpu_us: (cpu.user + cpu.system) / timed,
+  calls_per_s: made / seconds,
   peak_rss_kib: peakRssKib(),
 };
 await client.close();

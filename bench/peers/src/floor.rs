@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use crate::role::{Era, Figures, Programs, Transport};
+use crate::role::{Counts, Era, Figures, Programs, Transport};
 use crate::support::raw::{
     LEGACY_ECHO, LEGACY_INITIALIZED, LEGACY_OPENING, RawClient, RawRound, STATELESS_ECHO, STATELESS_OPENING,
 };
@@ -21,16 +21,14 @@ pub(crate) fn calls(
     programs: &Programs,
     transport: Transport,
     era: Era,
-    warmup: usize,
-    calls: usize,
-    in_flight: usize,
+    counts: Counts,
 ) -> Result<Figures, crate::BenchError> {
     let (connect, round) = match transport {
-        Transport::Stdio => stdio(&programs.testserver, era, warmup, calls, in_flight),
+        Transport::Stdio => stdio(&programs.testserver, era, counts),
         Transport::Http => {
             let url = crate::need_url(programs)?;
             let runtime = crate::runtime(crate::role::Runtime::CurrentThread)?;
-            runtime.block_on(http(url, era, warmup, calls, in_flight))
+            runtime.block_on(http(url, era, counts))
         }
     };
     Ok(crate::call_figures(
@@ -55,12 +53,15 @@ pub(crate) fn open_stdio(server: &str, era: Era) -> (RawClient, f64) {
     (client, started.elapsed().as_secs_f64() * 1e3)
 }
 
-fn stdio(server: &str, era: Era, warmup: usize, calls: usize, in_flight: usize) -> (f64, RawRound) {
+fn stdio(server: &str, era: Era, counts: Counts) -> (f64, RawRound) {
     let (mut client, connect) = open_stdio(server, era);
-    (connect, client.round(warmup, calls, in_flight, calls))
+    (
+        connect,
+        client.round(counts.warmup, counts.calls, counts.in_flight, counts.calls),
+    )
 }
 
-async fn http(url: &str, era: Era, warmup: usize, calls: usize, in_flight: usize) -> (f64, RawRound) {
+async fn http(url: &str, era: Era, counts: Counts) -> (f64, RawRound) {
     let started = Instant::now();
     let wire = match era {
         Era::Initialize => {
@@ -77,7 +78,7 @@ async fn http(url: &str, era: Era, warmup: usize, calls: usize, in_flight: usize
         }
     };
     let connect = started.elapsed().as_secs_f64() * 1e3;
-    let round = raw_http::floor_round(url, &wire, warmup, calls, in_flight, calls).await;
+    let round = raw_http::floor_round(url, &wire, counts.warmup, counts.calls, counts.in_flight, counts.calls).await;
     (connect, round)
 }
 

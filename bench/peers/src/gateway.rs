@@ -6,21 +6,21 @@
 use std::process::Command;
 
 use crate::BenchError;
-use crate::role::{Era, Figures, Programs};
+use crate::role::{Counts, Era, Figures, Programs};
 use crate::support::raw::{LEGACY_INITIALIZED, LEGACY_OPENING, RawClient};
 
 /// The echo call through the gateway, which names the tool `mcp__<server>__<tool>` (its id is
 /// added).
 const GATEWAY_ECHO: &str = r#""method":"tools/call","params":{"name":"mcp__bench__echo","arguments":{"text":"hello"}}"#;
 
-/// The `Gateway` task: `warmup` calls, `calls` sequential (p50), `calls` with `in_flight` at once.
-pub(crate) fn calls(
-    programs: &Programs,
-    through_gateway: bool,
-    warmup: usize,
-    calls: usize,
-    in_flight: usize,
-) -> Result<Figures, BenchError> {
+/// The `Gateway` task: the warm-up calls, the sequential ones (p50), as many with `in_flight` at
+/// once.
+pub(crate) fn calls(programs: &Programs, through_gateway: bool, counts: Counts) -> Result<Figures, BenchError> {
+    let Counts {
+        warmup,
+        calls,
+        in_flight,
+    } = counts;
     let round = if through_gateway {
         let plexus = programs
             .plexus

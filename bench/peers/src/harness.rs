@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::BenchError;
 use crate::args::Args;
-use crate::role::{Era, Figures, Programs, Role, Row, Runtime, Task, Transport};
+use crate::role::{Counts, Era, Figures, Programs, Role, Row, Runtime, Task, Transport};
 use crate::support::http_server::HttpServer;
 
 /// The longest one child may run (a row that hangs is ended and reported).
@@ -157,19 +157,16 @@ impl Runner<'_> {
         let plan = self.plan;
         for transport in [Transport::Stdio, Transport::Http] {
             for row in call_rows() {
-                let task = Task::Calls {
-                    row,
-                    transport,
+                let counts = Counts {
                     warmup: plan.warmup,
                     calls: plan.calls,
                     in_flight: plan.in_flight,
                 };
                 let figures = if row == Row::TsSdk {
                     let Some(node) = &self.args.node else { continue };
-                    let command = node.command(&self.programs, transport, plan.warmup, plan.calls, plan.in_flight);
-                    run_child(command, &row.label())?
+                    run_child(node.command(&self.programs, transport, counts), &row.label())?
                 } else {
-                    self.role(task, &row.label())?
+                    self.role(Task::Calls { row, transport, counts }, &row.label())?
                 };
                 self.record(round, transport.label(), &row.label(), figures);
             }
@@ -193,9 +190,11 @@ impl Runner<'_> {
             for (through_gateway, label) in [(false, DIRECT), (true, THROUGH_GATEWAY)] {
                 let task = Task::Gateway {
                     through_gateway,
-                    warmup: plan.warmup,
-                    calls: plan.calls,
-                    in_flight: plan.gateway_in_flight,
+                    counts: Counts {
+                        warmup: plan.warmup,
+                        calls: plan.calls,
+                        in_flight: plan.gateway_in_flight,
+                    },
                 };
                 let figures = self.role(task, label)?;
                 let figures = figures.into_iter().map(|(k, v)| (format!("gateway_{k}"), v)).collect();
@@ -427,9 +426,11 @@ mod tests {
                     runtime: Runtime::CurrentThread,
                 },
                 transport: Transport::Http,
-                warmup: 1,
-                calls: 2,
-                in_flight: 3,
+                counts: Counts {
+                    warmup: 1,
+                    calls: 2,
+                    in_flight: 3,
+                },
             },
             programs: Programs {
                 testserver: "/t".to_owned(),

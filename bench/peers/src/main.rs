@@ -30,6 +30,7 @@
 #![allow(clippy::cast_precision_loss)]
 
 mod args;
+mod drive;
 mod floor;
 mod gateway;
 mod harness;
@@ -137,19 +138,14 @@ pub(crate) fn pin(cpu: Option<usize>) -> Result<String, BenchError> {
 fn run_role(role: &Role) -> Result<Figures, BenchError> {
     let programs = &role.programs;
     let mut figures = match role.task.clone() {
-        Task::Calls {
-            row,
-            transport,
-            warmup,
-            calls,
-            in_flight,
-        } => match row {
-            Row::Floor { era } => floor::calls(programs, transport, era, warmup, calls, in_flight)?,
+        Task::Calls { row, transport, counts } => match row {
+            Row::Floor { era } => floor::calls(programs, transport, era, counts)?,
             Row::Plexus { era, runtime: kind } => {
-                runtime(kind)?.block_on(plexus_row::calls(programs, transport, era, warmup, calls, in_flight))?
+                runtime(kind)?.block_on(plexus_row::calls(programs, transport, era, counts))?
             }
-            Row::Rmcp { tuned } => runtime(rmcp_runtime(tuned))?
-                .block_on(rmcp_row::calls(programs, transport, tuned, warmup, calls, in_flight))?,
+            Row::Rmcp { tuned } => {
+                runtime(rmcp_runtime(tuned))?.block_on(rmcp_row::calls(programs, transport, tuned, counts))?
+            }
             Row::TsSdk => {
                 return Err(BenchError::Usage(
                     "the ts-sdk row runs in Node, not in a role".to_owned(),
@@ -164,10 +160,8 @@ fn run_role(role: &Role) -> Result<Figures, BenchError> {
         },
         Task::Gateway {
             through_gateway,
-            warmup,
-            calls,
-            in_flight,
-        } => gateway::calls(programs, through_gateway, warmup, calls, in_flight)?,
+            counts,
+        } => gateway::calls(programs, through_gateway, counts)?,
         Task::TimedOut {
             calls,
             in_flight,
@@ -205,7 +199,9 @@ fn harness(args: &args::Args) -> Result<(), BenchError> {
         )));
     }
     let plan = harness::Plan::new(args.rounds, args.quick);
+    let started = std::time::Instant::now();
     let samples = harness::run(args, plan)?;
+    let took = started.elapsed();
     if let Some(path) = &args.json {
         let raw = serde_json::json!({"plan": plan, "samples": samples});
         std::fs::write(path, serde_json::to_string_pretty(&raw).unwrap_or_default()).map_err(|source| {
@@ -216,6 +212,7 @@ fn harness(args: &args::Args) -> Result<(), BenchError> {
         })?;
     }
     print!("{}", table::render(&samples, plan.rounds));
+    println!("\nThe run took {:.0} s.", took.as_secs_f64());
     Ok(())
 }
 

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::role::{Programs, Transport};
+use crate::role::{Counts, Programs, Transport};
 
 /// Where Node, the SDK and the script are.
 #[derive(Debug, Clone)]
@@ -21,21 +21,16 @@ pub(crate) struct NodeRow {
 
 impl NodeRow {
     /// The command that runs the `Calls` workload (see [`crate::role::Task::Calls`]).
-    pub(crate) fn command(
-        &self,
-        programs: &Programs,
-        transport: Transport,
-        warmup: usize,
-        calls: usize,
-        in_flight: usize,
-    ) -> Command {
+    pub(crate) fn command(&self, programs: &Programs, transport: Transport, counts: Counts) -> Command {
         let workload = serde_json::json!({
             "transport": match transport { Transport::Stdio => "stdio", Transport::Http => "http" },
             "testserver": programs.testserver,
             "url": programs.url,
-            "warmup": warmup,
-            "calls": calls,
-            "in_flight": in_flight,
+            "warmup": counts.warmup,
+            "calls": counts.calls,
+            "in_flight": counts.in_flight,
+            "phase_limit_ms": crate::drive::PHASE_LIMIT.as_millis() as u64,
+            "min_calls": crate::drive::MIN_CALLS,
         });
         let mut command = Command::new(&self.node);
         command

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::BenchError;
-use crate::role::{Era, Figures, Programs, Transport};
+use crate::role::{Counts, Era, Figures, Programs, Transport};
 
 /// The echo tool, as the Hub names it (server `bench`).
 pub(crate) const ECHO_TOOL: &str = "mcp__bench__echo";
@@ -82,66 +82,35 @@ pub(crate) async fn calls(
     programs: &Programs,
     transport: Transport,
     era: Era,
-    warmup: usize,
-    calls: usize,
-    in_flight: usize,
+    counts: Counts,
 ) -> Result<Figures, BenchError> {
     let started = Instant::now();
     let bench = start(vec![("bench".to_owned(), entry(programs, transport, era)?)]).await?;
-    let hub = Arc::clone(&bench.hub);
-    let tools = hub.tool_pool().await;
+    let tools = bench.hub.tool_pool().await;
     if tools.entries.iter().all(|tool| tool.name != ECHO_TOOL) {
         return Err(BenchError::Plexus(format!("the Hub's tool pool has no {ECHO_TOOL}")));
     }
     let connect = started.elapsed().as_secs_f64() * 1e3;
-    let arguments = json!({"text": "hello"});
-    let options = CallOptions::default();
-    for _ in 0..warmup {
-        echo(&hub, &arguments, &options).await?;
-    }
-    let mut times = Vec::with_capacity(calls);
-    let cpu_before = crate::support::process_cpu();
-    for _ in 0..calls {
-        let call = Instant::now();
-        echo(&hub, &arguments, &options).await?;
-        times.push(call.elapsed());
-    }
-    let cpu = crate::support::cpu_per_call(cpu_before, calls);
-    times.sort_unstable();
-    let per_worker = calls / in_flight;
-    let throughput_started = Instant::now();
-    let workers: Vec<_> = (0..in_flight)
-        .map(|_| {
-            let hub = Arc::clone(&hub);
-            tokio::spawn(async move {
-                let arguments = json!({"text": "hello"});
-                let options = CallOptions::default();
-                for _ in 0..per_worker {
-                    echo(&hub, &arguments, &options).await?;
-                }
-                Ok::<(), BenchError>(())
-            })
-        })
-        .collect();
-    for worker in workers {
-        worker
-            .await
-            .map_err(|e| BenchError::Plexus(format!("a caller task: {e}")))??;
-    }
-    let throughput = (per_worker * in_flight) as f64 / throughput_started.elapsed().as_secs_f64();
-    hub.shutdown().await;
-    Ok(crate::call_figures(
-        connect,
-        crate::support::percentile(&times, 0.5),
-        crate::support::percentile(&times, 0.99),
-        cpu,
-        throughput,
-    ))
+    let hub = Arc::clone(&bench.hub);
+    let figures = crate::drive::drive(counts, connect, move || {
+        let hub = Arc::clone(&hub);
+        async move { echo(&hub).await }
+    })
+    .await?;
+    bench.hub.shutdown().await;
+    Ok(figures)
 }
 
-async fn echo(hub: &Hub, arguments: &Value, options: &CallOptions) -> Result<(), BenchError> {
+/// The echo call's arguments, `{"text":"hello"}`, serialized straight from this (a host's own
+/// arguments type; `Hub::call_with` takes anything that serializes as an object).
+#[derive(serde::Serialize)]
+struct EchoArguments {
+    text: &'static str,
+}
+
+async fn echo(hub: &Hub) -> Result<(), BenchError> {
     let result = hub
-        .call_with(ECHO_TOOL, arguments, options)
+        .call_with(ECHO_TOOL, &EchoArguments { text: "hello" }, &CallOptions::default())
         .await
         .map_err(|e| BenchError::Plexus(format!("{ECHO_TOOL}: {e}")))?;
     if result.is_error {

@@ -10,9 +10,10 @@
 //!   the calls in flight (the server answers JSON, which rmcp reads without an SSE stream).
 
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Instant;
 
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, JsonObject};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -20,7 +21,7 @@ use rmcp::{Peer, ServiceExt as _};
 use serde_json::json;
 
 use crate::BenchError;
-use crate::role::{Figures, Programs, Transport};
+use crate::role::{Counts, Figures, Programs, Transport};
 
 /// A connected rmcp client with the default (no-op) handler.
 type RmcpClient = RunningService<RoleClient, ()>;
@@ -60,10 +61,11 @@ async fn connect_http(url: &str, tuned: bool, in_flight: usize) -> Result<RmcpCl
         .map_err(|e| rmcp_error("initialize over HTTP")(e.to_string()))
 }
 
-async fn echo(peer: &Peer<RoleClient>) -> Result<(), BenchError> {
-    let arguments = json!({"text": "hello"}).as_object().cloned().unwrap_or_default();
+async fn echo(peer: &Peer<RoleClient>, arguments: &JsonObject) -> Result<(), BenchError> {
+    // rmcp's call takes its arguments by value: a copy per call, as its users make.
+    let params = CallToolRequestParams::new("echo").with_arguments(arguments.clone());
     let result = peer
-        .call_tool(CallToolRequestParams::new("echo").with_arguments(arguments))
+        .call_tool(params)
         .await
         .map_err(|e| rmcp_error("tools/call echo")(e.to_string()))?;
     if result.is_error == Some(true) {
@@ -77,14 +79,12 @@ pub(crate) async fn calls(
     programs: &Programs,
     transport: Transport,
     tuned: bool,
-    warmup: usize,
-    calls: usize,
-    in_flight: usize,
+    counts: Counts,
 ) -> Result<Figures, BenchError> {
     let started = Instant::now();
     let client = match transport {
         Transport::Stdio => connect_stdio(&programs.testserver).await?,
-        Transport::Http => connect_http(crate::need_url(programs)?, tuned, in_flight).await?,
+        Transport::Http => connect_http(crate::need_url(programs)?, tuned, counts.in_flight).await?,
     };
     let tools = client
         .list_tools(None)
@@ -95,49 +95,17 @@ pub(crate) async fn calls(
     }
     let connect = started.elapsed().as_secs_f64() * 1e3;
     let peer = client.peer().clone();
-    for _ in 0..warmup {
-        echo(&peer).await?;
-    }
-    let mut times = Vec::with_capacity(calls);
-    let cpu_before = crate::support::process_cpu();
-    for _ in 0..calls {
-        let call = Instant::now();
-        echo(&peer).await?;
-        times.push(call.elapsed());
-    }
-    let cpu = crate::support::cpu_per_call(cpu_before, calls);
-    times.sort_unstable();
-    let per_worker = calls / in_flight;
-    let throughput_started = Instant::now();
-    let workers: Vec<_> = (0..in_flight)
-        .map(|_| {
-            let peer = peer.clone();
-            tokio::spawn(async move {
-                for _ in 0..per_worker {
-                    echo(&peer).await?;
-                }
-                Ok::<(), BenchError>(())
-            })
-        })
-        .collect();
-    for worker in workers {
-        worker
-            .await
-            .map_err(|e| BenchError::Rmcp(format!("a caller task: {e}")))??;
-    }
-    let throughput = (per_worker * in_flight) as f64 / throughput_started.elapsed().as_secs_f64();
-    drop(peer);
+    let arguments = Arc::new(json!({"text": "hello"}).as_object().cloned().unwrap_or_default());
+    let figures = crate::drive::drive(counts, connect, move || {
+        let (peer, arguments) = (peer.clone(), Arc::clone(&arguments));
+        async move { echo(&peer, &arguments).await }
+    })
+    .await?;
     client
         .cancel()
         .await
         .map_err(|e| rmcp_error("closing the client")(e.to_string()))?;
-    Ok(crate::call_figures(
-        connect,
-        crate::support::percentile(&times, 0.5),
-        crate::support::percentile(&times, 0.99),
-        cpu,
-        throughput,
-    ))
+    Ok(figures)
 }
 
 /// The `Idle` task of rmcp: `connections` stdio clients, initialized and idle.

@@ -105,6 +105,17 @@ impl Row {
     }
 }
 
+/// How many calls a calls workload makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Counts {
+    /// Calls before the timed ones.
+    pub(crate) warmup: usize,
+    /// Timed calls, sequential, then again with `in_flight` at once.
+    pub(crate) calls: usize,
+    /// Calls at once in the throughput phase.
+    pub(crate) in_flight: usize,
+}
+
 /// One job for a child process.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "task")]
@@ -117,12 +128,8 @@ pub(crate) enum Task {
         row: Row,
         /// The wire.
         transport: Transport,
-        /// Calls before the timed ones.
-        warmup: usize,
-        /// Timed calls, sequential, then again with `in_flight` at once.
-        calls: usize,
-        /// Calls at once in the throughput phase.
-        in_flight: usize,
+        /// The calls.
+        counts: Counts,
     },
     /// `connections` stdio connections held idle: figure `idle_kib` (RSS growth per connection).
     Idle {
@@ -147,12 +154,8 @@ pub(crate) enum Task {
     Gateway {
         /// Through the gateway (`true`) or direct.
         through_gateway: bool,
-        /// Calls before the timed ones.
-        warmup: usize,
-        /// Timed calls, sequential, then again with `in_flight` at once.
-        calls: usize,
-        /// Calls at once in the throughput phase.
-        in_flight: usize,
+        /// The calls.
+        counts: Counts,
     },
     /// plexus's Hub with `servers` stdio entries: figure `all_connected_ms`, from the start of
     /// the Hub until every server is connected.

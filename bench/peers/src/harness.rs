@@ -276,7 +276,7 @@ pub(crate) fn run_child(mut command: Command, label: &str) -> Result<Figures, Be
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| failed(format!("could not start {:?}: {e}", command.get_program())))?;
+        .map_err(|e| failed(format!("could not start {}: {e}", command.get_program().display())))?;
     let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
         thread::spawn(move || {
             let mut text = String::new();

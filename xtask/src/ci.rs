@@ -192,6 +192,28 @@ pub(crate) fn run(args: &CiArgs) -> bool {
         &["doc", "--workspace", "--no-deps"],
         &[("RUSTDOCFLAGS", "-D warnings")],
     );
+    // The peer bench (`cargo xtask bench --peers`) is a crate of its own outside the workspace:
+    // built with its unit tests, then a smoke run in debug mode (every row and workload runs;
+    // the figures of a debug build are not judged), so that it keeps working as plexus changes.
+    ci.cargo_step(
+        "rustfmt (peer bench)",
+        &[
+            "fmt",
+            "--manifest-path",
+            crate::bench::PEER_BENCH_MANIFEST,
+            "--",
+            "--check",
+        ],
+        &[],
+    );
+    ci.cargo_step(
+        "peer bench (build, unit tests)",
+        &["test", "--manifest-path", crate::bench::PEER_BENCH_MANIFEST, "--locked"],
+        &[],
+    );
+    ci.step("peer bench (smoke run)", |_| {
+        Outcome::from_result(crate::bench::peer_bench_smoke())
+    });
     ci.step("layer check", check_layers);
     ci.step("cargo deny", |root| {
         deny(root, std::env::var(ADVISORIES_ENV).is_ok_and(|v| v == "1"))

@@ -2,7 +2,8 @@
 //!
 //! - `cargo xtask ci` runs every check CI runs and ends with `N passed, N failed`.
 //! - `cargo xtask fuzz [TARGET] [SECONDS]` builds and runs the cargo-fuzz targets in `fuzz/`.
-//! - `cargo xtask bench` measures plexus against a raw floor in the same run.
+//! - `cargo xtask bench` measures plexus against a raw floor in the same run; `--peers` against
+//!   the floor, rmcp and the TypeScript SDK (`bench/peers`).
 //! - `cargo xtask soak [--short] [--seed N]` runs many calls through the Hub with timeouts and
 //!   cancellations, and fails on a lost or mismatched reply or memory growth.
 //! - `cargo xtask peers` installs pinned third-party MCP servers and runs plexus against them.
@@ -61,8 +62,9 @@ enum Task {
     Ci(ci::CiArgs),
     /// Build and run the cargo-fuzz targets on the stable toolchain; fails if a crash is found.
     Fuzz(fuzz::FuzzArgs),
-    /// Measure plexus against a raw floor (stdio round trips), in one run, and print the ratios.
-    Bench,
+    /// Measure plexus against a raw floor (stdio round trips), in one run, and print the ratios;
+    /// with --peers, against the floor, rmcp and the TypeScript SDK, as one Markdown table.
+    Bench(bench::BenchArgs),
     /// Soak the Hub: 1 000 000 stdio and 2 × 200 000 Streamable HTTP calls (both eras) and
     /// 100 000 timed-out calls, with random timeouts and cancellations; fails on a lost or
     /// mismatched reply, RSS growth over 10 % or a call left running on the server (`--short`:
@@ -95,7 +97,7 @@ fn main() -> ExitCode {
     let ok = match &cli.command {
         Task::Ci(args) => ci::run(args),
         Task::Fuzz(args) => report(fuzz::run(args)),
-        Task::Bench => report(bench::run()),
+        Task::Bench(args) => report(bench::run_command(args)),
         Task::Soak(args) => report(soak::run(args)),
         Task::Peers => report(peers::run()),
         Task::Conformance(args) => report(conformance::run(args)),

@@ -11,157 +11,23 @@
 // Statistics over counts far below 2^52, and an index computed from a fraction in [0, 1].
 #![allow(clippy::cast_precision_loss, clippy::cast_sign_loss)]
 
-use std::fmt::Write as _;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use plexus::Client;
 use plexus::http::{HttpConfig, HttpTransport};
 use support::http_server::HttpServer;
+use support::raw_http::{self, Wire, raw_session};
 use support::{cpu_per_call, era_cpu_verdict, median, percentile, pin_from_env, process_cpu, server_path, verdict};
 
 mod support;
 use plexus::net::RemoteConfig as _;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader as AsyncBufReader};
-use tokio::net::TcpStream;
 
 const ROUNDS: usize = 5;
 const SEQUENTIAL_CALLS: usize = 5_000;
 const WARMUP_CALLS: usize = 500;
 const IN_FLIGHT: usize = 64;
 const THROUGHPUT_CALLS: usize = 32_000;
-
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-const ECHO: &str = r#"{"name":"echo","arguments":{"text":"hello"}}"#;
-
-/// What the floor's requests carry: the session of the `initialize` era, or the envelope and the
-/// headers of the stateless era.
-#[derive(Clone)]
-enum Wire {
-    Session(String),
-    Stateless,
-}
-
-/// The stateless era's envelope, as the floor sends it in every call.
-const ENVELOPE: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"floor","version":"0"}}"#;
-
-/// One keep-alive HTTP/1.1 connection that posts JSON-RPC bodies and reads `Content-Length` replies.
-struct RawConnection {
-    stream: AsyncBufReader<TcpStream>,
-    host: String,
-    path: String,
-    session: Option<String>,
-    stateless: bool,
-    body: Vec<u8>,
-}
-
-impl RawConnection {
-    async fn open_for(url: &str, wire: &Wire) -> RawConnection {
-        match wire {
-            Wire::Session(session) => RawConnection::open(url, Some(session.clone())).await,
-            Wire::Stateless => {
-                let mut connection = RawConnection::open(url, None).await;
-                connection.stateless = true;
-                connection
-            }
-        }
-    }
-
-    async fn open(url: &str, session: Option<String>) -> RawConnection {
-        let rest = url.strip_prefix("http://").unwrap();
-        let (host, path) = rest.split_at(rest.find('/').unwrap());
-        let stream = TcpStream::connect(host).await.unwrap();
-        stream.set_nodelay(true).unwrap();
-        RawConnection {
-            stream: AsyncBufReader::new(stream),
-            host: host.to_owned(),
-            path: path.to_owned(),
-            session,
-            stateless: false,
-            body: Vec::new(),
-        }
-    }
-
-    /// Posts one message and returns the response headers' session id, if any; the body stays in `self.body`.
-    async fn post(&mut self, message: &str) -> Option<String> {
-        let mut request = format!(
-            "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
-            self.path,
-            self.host,
-            message.len()
-        );
-        if let Some(session) = &self.session {
-            let _ = write!(
-                request,
-                "Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n"
-            );
-        }
-        if self.stateless {
-            request.push_str("MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n");
-        }
-        request.push_str("\r\n");
-        request.push_str(message);
-        self.stream.get_mut().write_all(request.as_bytes()).await.unwrap();
-        let mut length = 0;
-        let mut session = None;
-        let mut line = String::new();
-        loop {
-            line.clear();
-            self.stream.read_line(&mut line).await.unwrap();
-            let header = line.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            let lower = header.to_ascii_lowercase();
-            if let Some(value) = lower.strip_prefix("content-length:") {
-                length = value.trim().parse().unwrap();
-            }
-            if lower.starts_with("mcp-session-id:") {
-                session = Some(header[header.find(':').unwrap() + 1..].trim().to_owned());
-            }
-        }
-        self.body.resize(length, 0);
-        self.stream.read_exact(&mut self.body).await.unwrap();
-        session
-    }
-
-    async fn call_echo(&mut self) {
-        // Ids are unique within the session, across every connection (the server refuses a
-        // duplicate id in flight).
-        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let message = if self.stateless {
-            format!(
-                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"_meta":{ENVELOPE},"name":"echo","arguments":{{"text":"hello"}}}}}}"#
-            )
-        } else {
-            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{ECHO}}}"#)
-        };
-        self.post(&message).await;
-        assert!(
-            self.body.starts_with(b"{") && memchr_result(&self.body),
-            "unexpected reply: {}",
-            String::from_utf8_lossy(&self.body)
-        );
-    }
-}
-
-fn memchr_result(body: &[u8]) -> bool {
-    body.windows(8).any(|w| w == b"\"result\"")
-}
-
-/// Initializes a session with the raw client and returns its id.
-async fn raw_session(url: &str) -> String {
-    let mut connection = RawConnection::open(url, None).await;
-    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"0"}}}"#;
-    let session = connection.post(init).await.expect("a session id");
-    connection.session = Some(session.clone());
-    connection
-        .post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
-        .await;
-    session
-}
 
 #[derive(Clone, Copy)]
 struct Round {
@@ -178,40 +44,11 @@ fn p50(mut times: Vec<Duration>) -> f64 {
 }
 
 async fn floor_round(url: &str, wire: &Wire) -> Round {
-    let mut connection = RawConnection::open_for(url, wire).await;
-    for _ in 0..WARMUP_CALLS {
-        connection.call_echo().await;
-    }
-    let mut times = Vec::with_capacity(SEQUENTIAL_CALLS);
-    let before = process_cpu();
-    for _ in 0..SEQUENTIAL_CALLS {
-        let start = Instant::now();
-        connection.call_echo().await;
-        times.push(start.elapsed());
-    }
-    let cpu = cpu_per_call(before, SEQUENTIAL_CALLS);
-    let mut connections = Vec::new();
-    for _ in 0..IN_FLIGHT {
-        connections.push(RawConnection::open_for(url, wire).await);
-    }
-    let start = Instant::now();
-    let workers: Vec<_> = connections
-        .into_iter()
-        .map(|mut connection| {
-            tokio::spawn(async move {
-                for _ in 0..THROUGHPUT_CALLS / IN_FLIGHT {
-                    connection.call_echo().await;
-                }
-            })
-        })
-        .collect();
-    for worker in workers {
-        worker.await.unwrap();
-    }
+    let round = raw_http::floor_round(url, wire, WARMUP_CALLS, SEQUENTIAL_CALLS, IN_FLIGHT, THROUGHPUT_CALLS).await;
     Round {
-        p50: p50(times),
-        throughput: THROUGHPUT_CALLS as f64 / start.elapsed().as_secs_f64(),
-        cpu,
+        p50: round.p50,
+        throughput: round.throughput,
+        cpu: round.cpu,
     }
 }
 

@@ -1,6 +1,7 @@
 //! What the benchmarks and the soak share: pinning, medians, verdicts, the test server's path and
-//! its HTTP mode as a child ([`http_server`]), resident memory ([`memory`]), and the stdio floor
-//! ([`raw`]).
+//! its HTTP mode as a child ([`http_server`]), resident memory ([`memory`]), and the floors: stdio
+//! ([`raw`]) and Streamable HTTP ([`raw_http`]). The peer bench (`bench/peers`) includes this
+//! module too.
 // Statistics over counts far below 2^52, and an index computed from a fraction in [0, 1].
 #![allow(clippy::cast_precision_loss, clippy::cast_sign_loss)]
 // Each bench uses a part.
@@ -11,6 +12,7 @@ use std::time::Duration;
 pub(crate) mod http_server;
 pub(crate) mod memory;
 pub(crate) mod raw;
+pub(crate) mod raw_http;
 
 /// The test server binary, from `PLEXUS_TESTSERVER_BIN` (set by `cargo xtask bench`).
 pub(crate) fn server_path() -> String {

@@ -44,14 +44,19 @@ impl RawClient {
     /// when it is not a whole line, then its reply read; a whole line as it is), then `echo` is
     /// the call each round repeats.
     pub(crate) fn start(server: &str, args: &[&str], opening: &[&str], echo: &'static str) -> RawClient {
-        let mut child = Command::new(server)
-            .arg("stdio")
-            .args(args)
+        let mut command = Command::new(server);
+        command.arg("stdio").args(args);
+        RawClient::spawn(command, opening, echo)
+    }
+
+    /// [`start`](Self::start) with any command that serves MCP on its stdio (a gateway, for one).
+    pub(crate) fn spawn(mut command: Command, opening: &[&str], echo: &'static str) -> RawClient {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .expect("spawn the test server");
+            .expect("spawn the server");
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         let mut raw = RawClient {
@@ -71,6 +76,13 @@ impl RawClient {
             }
         }
         raw
+    }
+
+    /// Sends one request (`body`: its members after the id) and reads its reply, which must be a
+    /// result.
+    pub(crate) fn request(&mut self, body: &str) {
+        self.send(body);
+        self.receive();
     }
 
     fn send(&mut self, body: &str) {

@@ -206,10 +206,13 @@ pub(crate) fn run(args: &CiArgs) -> bool {
         ],
         &[],
     );
+    // In the workspace's target directory (as the smoke run builds it): what the workspace's
+    // steps compiled is reused, not built a second time in the bench's own.
+    let target = crate::peers::target_dir().display().to_string();
     ci.cargo_step(
         "peer bench (build, unit tests)",
         &["test", "--manifest-path", crate::bench::PEER_BENCH_MANIFEST, "--locked"],
-        &[],
+        &[("CARGO_TARGET_DIR", &target)],
     );
     ci.step("peer bench (smoke run)", |_| {
         Outcome::from_result(crate::bench::peer_bench_smoke())

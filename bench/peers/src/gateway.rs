@@ -1,56 +1,72 @@
-//! The gateway rows: the floor's stdio client calling `echo` on the test server directly, and the
-//! same client calling it through `plexus serve` (the release CLI serving one configured server
-//! over stdio, as `mcp__bench__echo`), both in the `initialize` era, alone and with calls in
-//! flight.
+//! The gateway rows: plexus's client (a `Client` over a stdio transport, as a host that embeds
+//! plexus holds one) calling `echo` on the test server directly, and the same client calling it
+//! through `plexus serve` (the release CLI serving one configured server over stdio, as
+//! `mcp__bench__echo`), both in the `initialize` era, alone and with calls in flight. Both sides
+//! use the same client, so the difference is what the gateway adds (a raw client would judge
+//! the gateway's hop against a call that skips a client's own work).
 
-use std::process::Command;
+use std::time::Duration;
+
+use plexus::client::EraChoice;
+use plexus::stdio::{StdioConfig, StdioTransport};
+use plexus::{Client, ClientOptions};
+use serde_json::{Map, Value, json};
 
 use crate::BenchError;
 use crate::role::{Counts, Era, Figures, Programs};
-use crate::support::raw::{LEGACY_INITIALIZED, LEGACY_OPENING, RawClient};
-
-/// The echo call through the gateway, which names the tool `mcp__<server>__<tool>` (its id is
-/// added).
-const GATEWAY_ECHO: &str = r#""method":"tools/call","params":{"name":"mcp__bench__echo","arguments":{"text":"hello"}}"#;
 
 /// The `Gateway` task: the warm-up calls, the sequential ones (p50), as many with `in_flight` at
-/// once.
-pub(crate) fn calls(programs: &Programs, through_gateway: bool, counts: Counts) -> Result<Figures, BenchError> {
-    let Counts {
-        warmup,
-        calls,
-        in_flight,
-    } = counts;
-    let round = if through_gateway {
+/// once, on the runtime this runs on.
+pub(crate) async fn calls(programs: &Programs, through_gateway: bool, counts: Counts) -> Result<Figures, BenchError> {
+    let home = tempfile::tempdir().map_err(|source| BenchError::Io {
+        what: "a temporary plexus home".to_owned(),
+        source,
+    })?;
+    let (config, tool) = if through_gateway {
         let plexus = programs
             .plexus
             .as_deref()
             .ok_or_else(|| BenchError::Usage("the gateway rows need the plexus binary (--plexus PATH)".to_owned()))?;
-        let home = tempfile::tempdir().map_err(|source| BenchError::Io {
-            what: "a temporary plexus home".to_owned(),
+        let file = home.path().join("bench.json");
+        let text = json!({"mcpServers": {"bench": crate::plexus_row::entry(programs, crate::role::Transport::Stdio, Era::Initialize)?}});
+        std::fs::write(&file, text.to_string()).map_err(|source| BenchError::Io {
+            what: format!("writing {}", file.display()),
             source,
         })?;
-        let config = home.path().join("bench.json");
-        let text = serde_json::json!({"mcpServers": {"bench": crate::plexus_row::entry(programs, crate::role::Transport::Stdio, Era::Initialize)?}});
-        std::fs::write(&config, text.to_string()).map_err(|source| BenchError::Io {
-            what: format!("writing {}", config.display()),
-            source,
-        })?;
-        let mut command = Command::new(plexus);
-        command
+        let config = StdioConfig::new(plexus)
             .arg("--config")
-            .arg(&config)
+            .arg(file.display().to_string())
             .args(["--strict-config", "--quiet", "serve", "--no-watch"])
-            .env("HOME", home.path())
-            .env("PLEXUS_HOME", home.path().join(".plexus"));
-        let mut client = RawClient::spawn(command, &[LEGACY_OPENING, LEGACY_INITIALIZED], GATEWAY_ECHO);
-        client.round(warmup, calls, in_flight, calls)
+            .env("HOME", home.path().display().to_string())
+            .env("PLEXUS_HOME", home.path().join(".plexus").display().to_string());
+        (config, "mcp__bench__echo")
     } else {
-        let (mut client, _) = crate::floor::open_stdio(&programs.testserver, Era::Initialize);
-        client.round(warmup, calls, in_flight, calls)
+        (StdioConfig::new(&programs.testserver).arg("stdio"), "echo")
     };
-    Ok(Figures::from([
-        ("p50_us".to_owned(), round.p50),
-        ("calls_per_s".to_owned(), round.throughput),
-    ]))
+    let failed = |e: &dyn std::fmt::Display| BenchError::Plexus(format!("{tool}: {e}"));
+    let transport = StdioTransport::spawn(config).map_err(|e| failed(&e))?;
+    let mut options = ClientOptions::new("bench");
+    options.initialize_timeout = Duration::from_secs(60);
+    options.era = EraChoice::Initialize;
+    let client = Client::connect(Box::new(transport), options)
+        .await
+        .map_err(|e| failed(&e))?;
+    let arguments: Map<String, Value> = json!({"text": "hello"}).as_object().cloned().unwrap_or_default();
+    let caller = client.clone();
+    let figures = crate::drive::drive(counts, 0.0, move || {
+        let (client, arguments) = (caller.clone(), arguments.clone());
+        async move {
+            let result = client
+                .call_tool(tool, Some(arguments))
+                .await
+                .map_err(|e| BenchError::Plexus(format!("{tool}: {e}")))?;
+            if result.is_error() {
+                return Err(BenchError::Plexus(format!("{tool} answered an error: {result:?}")));
+            }
+            Ok(())
+        }
+    })
+    .await;
+    let _ = client.close().await;
+    figures
 }

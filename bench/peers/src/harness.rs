@@ -108,9 +108,9 @@ pub(crate) fn call_rows() -> Vec<Row> {
 }
 
 /// The gateway rows' labels.
-pub(crate) const DIRECT: &str = "floor (direct)";
+pub(crate) const DIRECT: &str = "plexus (direct)";
 /// See [`DIRECT`].
-pub(crate) const THROUGH_GATEWAY: &str = "floor via plexus serve";
+pub(crate) const THROUGH_GATEWAY: &str = "plexus via plexus serve";
 
 /// Runs the whole bench: each pass (pinned, then unpinned), each round, each row.
 pub(crate) fn run(args: &Args, plan: Plan) -> Result<Vec<Sample>, BenchError> {

@@ -161,7 +161,7 @@ fn run_role(role: &Role) -> Result<Figures, BenchError> {
         Task::Gateway {
             through_gateway,
             counts,
-        } => gateway::calls(programs, through_gateway, counts)?,
+        } => runtime(Runtime::MultiThread)?.block_on(gateway::calls(programs, through_gateway, counts))?,
         Task::TimedOut {
             calls,
             in_flight,

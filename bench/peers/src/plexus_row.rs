@@ -121,6 +121,14 @@ async fn echo(hub: &Hub) -> Result<(), BenchError> {
 
 /// The `Idle` task of plexus: `connections` stdio servers in one Hub, connected and idle.
 pub(crate) async fn idle(programs: &Programs, connections: usize) -> Result<Figures, BenchError> {
+    // A Hub with one server first, so that what the first one costs (the Hub's own state, the
+    // statics, the runtime's growth) is not spread over the others: the figure is each further
+    // connection's cost, in a second Hub.
+    let first = start(vec![(
+        "first".to_owned(),
+        entry(programs, Transport::Stdio, Era::Initialize)?,
+    )])
+    .await?;
     let before = crate::support::memory::rss_kib();
     let entries = (0..connections)
         .map(|n| Ok((format!("idle{n}"), entry(programs, Transport::Stdio, Era::Initialize)?)))
@@ -128,6 +136,7 @@ pub(crate) async fn idle(programs: &Programs, connections: usize) -> Result<Figu
     let bench = start(entries).await?;
     let grown = crate::support::memory::rss_kib().saturating_sub(before);
     bench.hub.shutdown().await;
+    first.hub.shutdown().await;
     Ok(Figures::from([(
         "idle_kib".to_owned(),
         grown as f64 / connections as f64,

@@ -110,8 +110,10 @@ pub(crate) async fn calls(
 
 /// The `Idle` task of rmcp: `connections` stdio clients, initialized and idle.
 pub(crate) async fn idle(programs: &Programs, connections: usize) -> Result<Figures, BenchError> {
+    // One connection first, so that what the first one costs (the client's statics, the
+    // runtime's growth) is not spread over the others: the figure is each further one's cost.
+    let mut clients = vec![connect_stdio(&programs.testserver).await?];
     let before = crate::support::memory::rss_kib();
-    let mut clients = Vec::with_capacity(connections);
     for _ in 0..connections {
         clients.push(connect_stdio(&programs.testserver).await?);
     }

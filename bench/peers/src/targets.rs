@@ -252,19 +252,19 @@ mod tests {
     #[test]
     fn the_gateway_is_judged_against_the_direct_call() {
         let get = figures(&[
-            ("gateway_p50_us", "stdio", "floor (direct)", 20.0),
-            ("gateway_p50_us", "stdio", "floor via plexus serve", 45.0),
-            ("gateway_calls_per_s", "stdio", "floor (direct)", 50_000.0),
-            ("gateway_calls_per_s", "stdio", "floor via plexus serve", 40_000.0),
+            ("gateway_p50_us", "stdio", "plexus (direct)", 20.0),
+            ("gateway_p50_us", "stdio", "plexus via plexus serve", 45.0),
+            ("gateway_calls_per_s", "stdio", "plexus (direct)", 50_000.0),
+            ("gateway_calls_per_s", "stdio", "plexus via plexus serve", 40_000.0),
         ]);
         let block = render(&get, "unpinned");
         assert!(
-            block.contains("(p50 through it ≤ 2.0× direct): floor via plexus serve 2.25× — **MISSED**\n"),
+            block.contains("(p50 through it ≤ 2.0× direct): plexus via plexus serve 2.25× — **MISSED**\n"),
             "{block}"
         );
         assert!(
             block.contains(
-                "- gateway, 32 in flight: ≥ 0.8× the direct throughput: floor via plexus serve 0.80× — **met**\n"
+                "- gateway, 32 in flight: ≥ 0.8× the direct throughput: plexus via plexus serve 0.80× — **met**\n"
             ),
             "{block}"
         );

@@ -573,7 +573,7 @@ impl Client {
     }
 
     /// Subscribes to the server's notifications (from now on; a subscriber that falls more than
-    /// 256 behind misses the oldest and is told so by the receiver).
+    /// 128 behind misses the oldest and is told so by the receiver).
     pub fn subscribe(&self) -> broadcast::Receiver<ServerNotification> {
         self.shared.notifications.subscribe()
     }

@@ -15,11 +15,11 @@ pub enum ServerNotification {
     /// `notifications/resources/list_changed`.
     ResourcesListChanged,
     /// `notifications/resources/updated`.
-    ResourceUpdated(ResourceUpdatedNotificationParams),
+    ResourceUpdated(Box<ResourceUpdatedNotificationParams>),
     /// `notifications/message`: a log message.
-    LogMessage(LoggingMessageNotificationParams),
+    LogMessage(Box<LoggingMessageNotificationParams>),
     /// `notifications/elicitation/complete`: a URL-mode elicitation finished (since 2025-11-25).
-    ElicitationComplete(ElicitationCompleteNotificationParams),
+    ElicitationComplete(Box<ElicitationCompleteNotificationParams>),
     /// Any other notification, or a known one whose params did not parse.
     Other {
         /// The method.

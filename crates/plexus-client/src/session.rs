@@ -26,7 +26,7 @@ pub(crate) const MAX_CONCURRENT_SERVER_REQUESTS: usize = 64;
 /// with requests beyond that gets no answer to the excess.
 pub(crate) const MAX_QUEUED_REFUSALS: usize = 64;
 /// How many notifications a slow subscriber may fall behind before it misses some.
-pub(crate) const NOTIFICATION_BUFFER: usize = 256;
+pub(crate) const NOTIFICATION_BUFFER: usize = 128;
 
 /// What a pending request receives.
 pub(crate) enum Reply {

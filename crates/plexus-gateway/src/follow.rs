@@ -161,8 +161,8 @@ pub(super) async fn pass_on(gateway: std::sync::Weak<Gateway>, mut messages: bro
         match message {
             ServerMessage::SessionStarted { server, client } => gateway.resubscribe(&server, &client),
             ServerMessage::Notification { server, notification } => match notification {
-                ServerNotification::LogMessage(params) => gateway.forward_log(&server, params),
-                ServerNotification::ResourceUpdated(params) => gateway.forward_update(&server, params),
+                ServerNotification::LogMessage(params) => gateway.forward_log(&server, *params),
+                ServerNotification::ResourceUpdated(params) => gateway.forward_update(&server, *params),
                 ServerNotification::ElicitationComplete(params) => {
                     if let Ok(params) = serde_json::to_value(&params) {
                         gateway.forward_completion(&server, &params);

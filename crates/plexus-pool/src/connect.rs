@@ -240,7 +240,7 @@ fn failed(shared: &Arc<Shared>, slot: &Arc<Slot>, failure: &ConnectFailure) {
 fn announce(shared: &Shared, slot: &Slot, state: ServerState) {
     shared.emit(PoolEvent::StateChanged {
         server: slot.name().to_owned(),
-        state,
+        state: Box::new(state),
     });
 }
 

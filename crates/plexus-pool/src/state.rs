@@ -126,8 +126,9 @@ pub enum PoolEvent {
     StateChanged {
         /// The server.
         server: String,
-        /// Its new state.
-        state: ServerState,
+        /// Its new state (boxed: events wait in a broadcast buffer whose every slot is as large
+        /// as the largest event).
+        state: Box<ServerState>,
     },
     /// A server connected after a readiness wait gave up on it: its tools are new to the host.
     Joined {

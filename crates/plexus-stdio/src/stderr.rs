@@ -180,10 +180,13 @@ impl<'a> LineLogger<'a> {
 /// Reads the server's stderr until it ends: fast enough that the server never blocks on it,
 /// keeping only what the ring holds and one line being logged.
 pub(crate) async fn capture_stderr(mut stderr: ChildStderr, shared: Arc<Shared>) {
-    let mut chunk = vec![0; READ_CHUNK];
+    // Filled only as far as the server writes: an idle server that says nothing costs no
+    // resident memory here (a zeroed buffer would, for every connection).
+    let mut chunk = Vec::with_capacity(READ_CHUNK);
     let mut logger = LineLogger::new(&shared.name);
     loop {
-        match stderr.read(&mut chunk).await {
+        chunk.clear();
+        match stderr.read_buf(&mut chunk).await {
             Ok(0) => break,
             Ok(n) => {
                 shared.stderr.push(&chunk[..n]);

@@ -116,7 +116,7 @@ pub async fn echo(client: &plexus::Client, text: &str) -> String {
 /// The state of the next change of a server to `status`.
 pub async fn next_state(events: &mut broadcast::Receiver<PoolEvent>, status: ServerStatus) -> ServerState {
     next_event(events, |event| match event {
-        PoolEvent::StateChanged { state, .. } if state.status == status => Some(state.clone()),
+        PoolEvent::StateChanged { state, .. } if state.status == status => Some((**state).clone()),
         _ => None,
     })
     .await

@@ -17,7 +17,7 @@
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Waker};
 use std::thread;
@@ -109,9 +109,26 @@ pub(crate) struct Shared {
     shutdown_claimed: AtomicBool,
     /// Set when the shutdown sequence has ended (normally: the group is empty).
     shutdown_done: watch::Sender<bool>,
+    /// Requests sent whose response has not come (nor their cancellation been sent): while
+    /// any is, a new line goes through the writer task, which coalesces what callers queue into
+    /// one write (see the `writer` module).
+    awaiting: AtomicUsize,
 }
 
 impl Shared {
+    /// Counts a request being sent; how many others await their response.
+    pub(crate) fn request_sent(&self) -> usize {
+        self.awaiting.fetch_add(1, Ordering::AcqRel)
+    }
+
+    /// Counts a request answered (its response read) or given up (its cancellation sent, or its
+    /// line never taken).
+    pub(crate) fn request_settled(&self) {
+        let _ = self
+            .awaiting
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+    }
+
     pub(crate) fn new(name: String, pgid: Pid, timings: ShutdownTimings, stderr: StderrLog) -> Self {
         Shared {
             name,
@@ -126,6 +143,7 @@ impl Shared {
             stdin_closed: watch::Sender::new(false),
             shutdown_claimed: AtomicBool::new(false),
             shutdown_done: watch::Sender::new(false),
+            awaiting: AtomicUsize::new(0),
         }
     }
 

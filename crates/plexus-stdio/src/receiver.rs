@@ -77,7 +77,12 @@ impl TransportReceiver for StdioReceiver {
         }
         if !self.stdout_ended {
             match Pin::new(&mut self.frames).poll_next(cx) {
-                Poll::Ready(Some(Ok(Ok(message)))) => return Poll::Ready(Ok(message)),
+                Poll::Ready(Some(Ok(Ok(message)))) => {
+                    if matches!(message, Message::Response(_)) {
+                        self.shared().request_settled();
+                    }
+                    return Poll::Ready(Ok(message));
+                }
                 Poll::Ready(Some(Ok(Err(bad_line)))) => {
                     return Poll::Ready(Err(TransportError::from(bad_line)));
                 }

@@ -123,9 +123,9 @@ fn main() {
         .build()
         .unwrap();
     current.block_on(async {
-        let (client, legacy) = compare(&server.url, "current-thread", 1.5, false).await;
+        let (client, legacy) = compare(&server.url, "current-thread", 1.8, false).await;
         client.close().await.unwrap();
-        let (client, modern) = compare(&server.url, "current-thread", 1.5, true).await;
+        let (client, modern) = compare(&server.url, "current-thread", 1.8, true).await;
         client.close().await.unwrap();
         era_verdict("current-thread", legacy, modern);
     });

@@ -169,12 +169,15 @@ fn main() {
     let floor = summarize("floor (raw pipes)", &floor, None);
     let current = summarize("plexus (current-thread rt)", &current, Some(&floor));
     let multi = summarize("plexus (multi-thread rt)", &multi, Some(&floor));
-    for (label, summary) in [("current-thread", &current), ("multi-thread", &multi)] {
+    // Issue 31's p50 targets: 1.5× the floor on a current-thread runtime, 1.8× on a multi-thread
+    // one (its threads add a hop the floor does not make). Throughput against rmcp is the peer
+    // bench's to judge (`cargo xtask bench --peers`).
+    for (label, summary, p50_target) in [("current-thread", &current, 1.5), ("multi-thread", &multi, 1.8)] {
         let p50 = summary.p50 / floor.p50;
         let throughput = summary.throughput / floor.throughput;
         println!(
-            "targets, {label} runtime: p50 ≤ 1.5× floor: {p50:.2}× {}; throughput ≥ 0.35× floor: {throughput:.2}× {}",
-            verdict(p50 <= 1.5),
+            "targets, {label} runtime: p50 ≤ {p50_target}× floor: {p50:.2}× {}; throughput ≥ 0.35× floor: {throughput:.2}× {}",
+            verdict(p50 <= p50_target),
             verdict(throughput >= 0.35)
         );
     }

@@ -6,6 +6,9 @@ use plexus_protocol::{
 };
 
 /// A notification from the server (progress and cancellation are handled by the session itself).
+///
+/// The variants with params box them: notifications wait for subscribers in a broadcast buffer
+/// allocated whole with each session, whose every slot is as large as the largest variant.
 #[derive(Debug, Clone)]
 pub enum ServerNotification {
     /// `notifications/tools/list_changed`.

@@ -5,9 +5,13 @@
 //! noise hits both alike; figures are medians of the rounds' p50s. Target (issue 31): the
 //! gateway adds at most 1.0× the direct call's p50.
 //!
+//! It also measures throughput with [`IN_FLIGHT`] calls at once, direct and through the gateway
+//! (target, issue 31: at least 0.8× the direct throughput).
+//!
 //! Run through `cargo xtask bench` (release build; it sets `PLEXUS_TESTSERVER_BIN`).
 //! `PLEXUS_BENCH_CPU=N` pins the run to CPU N.
 #![allow(missing_docs)]
+#![allow(clippy::cast_precision_loss)] // call counts far below 2^52
 
 #[path = "../../plexus/benches/support/mod.rs"]
 mod support;
@@ -24,6 +28,10 @@ use serde_json::{Map, Value, json};
 const ROUNDS: usize = 5;
 const CALLS: usize = 5_000;
 const WARMUP: usize = 500;
+/// Calls kept in flight at once for the throughput figure.
+const IN_FLIGHT: usize = 32;
+/// Calls made per throughput round.
+const THROUGHPUT_CALLS: usize = 20_000;
 /// Set in the environment of the copy of this bench that serves as the gateway.
 const SERVE_VAR: &str = "PLEXUS_GATEWAY_BENCH_SERVE";
 
@@ -53,9 +61,29 @@ async fn p50(client: &Client, tool: &str) -> f64 {
     support::percentile(&times, 0.5)
 }
 
-/// The gateway's role: a Hub whose one server is the test server, served on stdio.
+/// Calls per second with [`IN_FLIGHT`] calls of `tool` at once, over [`THROUGHPUT_CALLS`] calls.
+async fn throughput(client: &Client, tool: &'static str) -> f64 {
+    let arguments: Map<String, Value> = json!({"text": "hello"}).as_object().cloned().unwrap();
+    let started = Instant::now();
+    let mut callers = tokio::task::JoinSet::new();
+    for _ in 0..IN_FLIGHT {
+        let (client, arguments) = (client.clone(), arguments.clone());
+        callers.spawn(async move {
+            for _ in 0..THROUGHPUT_CALLS / IN_FLIGHT {
+                client.call_tool(tool, Some(arguments.clone())).await.unwrap();
+            }
+        });
+    }
+    while let Some(done) = callers.join_next().await {
+        done.unwrap();
+    }
+    (THROUGHPUT_CALLS / IN_FLIGHT * IN_FLIGHT) as f64 / started.elapsed().as_secs_f64()
+}
+
+/// The gateway's role: a Hub whose one server is the test server, served on stdio, on one
+/// thread as `plexus serve` over stdio runs.
 fn serve(server: &str, home: &str) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
@@ -88,17 +116,23 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let (direct, gateway) = runtime.block_on(async {
+    let ((direct, gateway), (direct_rate, gateway_rate)) = runtime.block_on(async {
         let direct = connect(StdioConfig::new(&server).arg("stdio")).await;
         let gateway = connect(StdioConfig::new(&myself).env(SERVE_VAR, home.path())).await;
         let (mut direct_p50s, mut gateway_p50s) = (Vec::new(), Vec::new());
+        let (mut direct_rates, mut gateway_rates) = (Vec::new(), Vec::new());
         for _ in 0..ROUNDS {
             direct_p50s.push(p50(&direct, "echo").await);
             gateway_p50s.push(p50(&gateway, "mcp__demo__echo").await);
+            direct_rates.push(throughput(&direct, "echo").await);
+            gateway_rates.push(throughput(&gateway, "mcp__demo__echo").await);
         }
         let _ = direct.close().await;
         let _ = gateway.close().await;
-        (support::median(direct_p50s), support::median(gateway_p50s))
+        (
+            (support::median(direct_p50s), support::median(gateway_p50s)),
+            (support::median(direct_rates), support::median(gateway_rates)),
+        )
     });
     let added = (gateway - direct) / direct;
     println!("gateway overhead ({pin}, stdio tools/call, {ROUNDS} rounds × {CALLS} calls, medians of p50):");
@@ -108,5 +142,12 @@ fn main() {
         "  added     {:>8.1} µs  = {added:.2}× the direct p50 (target ≤ 1.00×: {})",
         gateway - direct,
         support::verdict(added <= 1.0)
+    );
+    println!("{IN_FLIGHT} calls in flight ({ROUNDS} rounds × {THROUGHPUT_CALLS} calls, medians):");
+    println!("  direct    {direct_rate:>8.0} calls/s");
+    println!(
+        "  gateway   {gateway_rate:>8.0} calls/s  = {:.2}× direct (target ≥ 0.80×: {})",
+        gateway_rate / direct_rate,
+        support::verdict(gateway_rate / direct_rate >= 0.8)
     );
 }

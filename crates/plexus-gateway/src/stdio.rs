@@ -19,30 +19,11 @@ use crate::session::{SINK_CAPACITY, Session};
 pub(crate) async fn serve(
     gateway: &Arc<Gateway>,
     mut input: Pin<Box<dyn AsyncRead + Send>>,
-    mut output: Pin<Box<dyn AsyncWrite + Send>>,
+    output: Pin<Box<dyn AsyncWrite + Send>>,
 ) -> Result<(), GatewayError> {
-    let (sink, mut lines) = mpsc::channel::<Vec<u8>>(SINK_CAPACITY);
-    let writer = tokio::spawn(async move {
-        let mut batch = Vec::with_capacity(64 * 1024);
-        while let Some(line) = lines.recv().await {
-            // Whatever else is ready goes out in the same write.
-            batch.extend_from_slice(&line);
-            batch.push(b'\n');
-            while let Ok(line) = lines.try_recv() {
-                batch.extend_from_slice(&line);
-                batch.push(b'\n');
-            }
-            let written = async {
-                output.write_all(&batch).await?;
-                output.flush().await
-            };
-            if written.await.is_err() {
-                return;
-            }
-            batch.clear();
-        }
-    });
+    let (sink, lines) = mpsc::channel::<Vec<u8>>(SINK_CAPACITY);
     let session = Session::new(Some(sink.clone()));
+    let writer = tokio::spawn(write_lines(lines, output, Arc::downgrade(&session)));
     #[cfg(feature = "otel")]
     session.telemetry.over_pipe();
     gateway.add_session(&session);
@@ -84,6 +65,40 @@ pub(crate) async fn serve(
     outcome
 }
 
+/// Writes the session's lines to `output` until every sender is gone or the output fails.
+///
+/// Whatever else is ready goes out in the same write. While other requests of the session are
+/// still being answered, the writer first yields once: their answers are often ready to run
+/// (a backend's batch of responses wakes them all at once), and the task a line's sender wakes
+/// runs next on tokio's scheduler, before them, so without the yield every answer would take
+/// a write of its own (and a wake of the client).
+async fn write_lines(
+    mut lines: mpsc::Receiver<Vec<u8>>,
+    mut output: Pin<Box<dyn AsyncWrite + Send>>,
+    session: std::sync::Weak<Session>,
+) {
+    let mut batch = Vec::with_capacity(64 * 1024);
+    while let Some(line) = lines.recv().await {
+        batch.extend_from_slice(&line);
+        batch.push(b'\n');
+        if session.upgrade().is_some_and(|session| !session.is_idle()) {
+            tokio::task::yield_now().await;
+        }
+        while let Ok(line) = lines.try_recv() {
+            batch.extend_from_slice(&line);
+            batch.push(b'\n');
+        }
+        let written = async {
+            output.write_all(&batch).await?;
+            output.flush().await
+        };
+        if written.await.is_err() {
+            return;
+        }
+        batch.clear();
+    }
+}
+
 /// The longest the gateway answers what a client asked before it closed its input.
 const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
 
@@ -101,4 +116,84 @@ async fn drain(session: &Session, writer: &tokio::task::JoinHandle<()>) {
         }
     };
     let _ = tokio::time::timeout(DRAIN_LIMIT, answered).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+    use std::sync::Mutex;
+    use std::task::{Context, Poll};
+
+    use plexus::jsonrpc::RequestId;
+    use tokio::sync::Notify;
+
+    use super::*;
+    use crate::session::lock;
+
+    /// An output that keeps each write apart, to see how lines were batched.
+    struct Writes(Arc<Mutex<Vec<Vec<u8>>>>);
+
+    impl AsyncWrite for Writes {
+        fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, bytes: &[u8]) -> Poll<io::Result<usize>> {
+            lock(&self.0).push(bytes.to_vec());
+            Poll::Ready(Ok(bytes.len()))
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Answers woken together on a worker (as a backend's batch of responses wakes its calls)
+    /// go out in one write while the session has requests in flight, although the writer the
+    /// first answer wakes would run before the others.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn answers_ready_together_go_out_in_one_write() {
+        let (sink, lines) = mpsc::channel::<Vec<u8>>(SINK_CAPACITY);
+        let session = Session::new(Some(sink.clone()));
+        let pending = tokio::spawn(std::future::pending::<()>());
+        lock(&session.in_flight).insert(RequestId::Number(99), pending.abort_handle());
+        let writes = Arc::new(Mutex::new(Vec::new()));
+        let writer = tokio::spawn(write_lines(
+            lines,
+            Box::pin(Writes(Arc::clone(&writes))),
+            Arc::downgrade(&session),
+        ));
+        let ready = Arc::new(Notify::new());
+        let mut answers = Vec::new();
+        for n in 0..3 {
+            let (ready, sink) = (Arc::clone(&ready), sink.clone());
+            let waiting = ready.notified_owned();
+            answers.push(tokio::spawn(async move {
+                waiting.await;
+                sink.send(format!("{{\"n\":{n}}}").into_bytes()).await.unwrap();
+            }));
+        }
+        // Woken from a task on the worker, so they are queued there, as the client's read loop
+        // wakes the calls it answers.
+        tokio::spawn(async move {
+            tokio::task::yield_now().await;
+            ready.notify_waiters();
+        })
+        .await
+        .unwrap();
+        for answer in answers {
+            answer.await.unwrap();
+        }
+        drop(sink);
+        session.close();
+        writer.await.unwrap();
+        let writes: Vec<String> = lock(&writes)
+            .iter()
+            .map(|w| String::from_utf8_lossy(w).into_owned())
+            .collect();
+        assert_eq!(writes.len(), 1, "one write for the three answers: {writes:?}");
+        let mut written: Vec<&str> = writes[0].lines().collect();
+        written.sort_unstable();
+        assert_eq!(written, [r#"{"n":0}"#, r#"{"n":1}"#, r#"{"n":2}"#]);
+    }
 }

@@ -141,13 +141,17 @@ async fn lists_are_cached_until_the_server_says_they_changed() {
     let pool = pool(PoolSettings::default());
     let mut events = pool.subscribe();
     pool.set_servers([stdio("s", &["--event-log", &log])]).await;
+    // The session is of the stateless era, whose lists say `ttlMs: 0`: a list is kept only
+    // once the server has acknowledged that it announces their changes (before that, a list
+    // fetched is stale at once), and that acknowledgment comes on its own stream.
+    let client = pool.ensure_connected("s").await.unwrap();
+    until(|| client.change_notifications().is_some()).await;
     let first = pool.tools("s").await.unwrap();
     let again = pool.tools("s").await.unwrap();
     assert!(Arc::ptr_eq(&first, &again), "the second listing came from the cache");
     assert_eq!(count(log.as_ref(), "request", Some("tools/list")), 1);
     assert_eq!(pool.cached_lists(ListKind::Tools), 1);
 
-    let client = pool.ensure_connected("s").await.unwrap();
     call(&client, "trigger-list-changed", json!({})).await.unwrap();
     let changed = next_event(&mut events, |event| match event {
         PoolEvent::ListChanged { server, list } => Some((server.clone(), *list)),

@@ -84,7 +84,8 @@
 //!
 //! Dependencies: `nix` sends signals to the process group and checks whether it is empty, and
 //! makes the host a child subreaper and reaps its orphans, without `unsafe` in this crate;
-//! `futures-core` is the `Stream` trait through which the framed stdout is polled; Tokio's
+//! `futures-core` is the `Stream` trait through which the framed stdout is polled; `bytes` is
+//! that framing's buffer type, replaced by a small one after a large message; Tokio's
 //! `signal` feature wakes [`orphans::watch_orphans`] on `SIGCHLD`.
 #![forbid(unsafe_code)]
 

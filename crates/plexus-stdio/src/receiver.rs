@@ -5,6 +5,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use bytes::BytesMut;
 use futures_core::Stream;
 use plexus_jsonrpc::{LineCodec, Message};
 use plexus_transport::{CloseReason, TransportError, TransportReceiver};
@@ -14,8 +15,11 @@ use tokio_util::codec::FramedRead;
 
 use crate::process::{EventsSnapshot, ProcessGuard, Shared};
 
-/// The initial read buffer of stdout (it grows up to the message size limit when needed).
-const READ_BUFFER: usize = 16 * 1024;
+/// The read buffer of stdout to start with, and to go back to once a larger message (a long
+/// list, a big result) has been read and nothing more is pending: it grows up to the message
+/// size limit when needed, but an idle connection keeps no more than this. Calls' messages are
+/// far smaller; under load a read takes what fits and the rest comes with the next.
+const READ_BUFFER: usize = 4 * 1024;
 
 /// The receiving half of a [`StdioTransport`](crate::StdioTransport).
 ///
@@ -51,6 +55,15 @@ impl StdioReceiver {
         &self.guard.shared
     }
 
+    /// A fresh buffer of [`READ_BUFFER`] bytes when the one read into grew for a larger message
+    /// and holds nothing more: the larger one is freed for other uses.
+    fn shrink_read_buffer(&mut self) {
+        let buffer = self.frames.read_buffer_mut();
+        if buffer.is_empty() && buffer.capacity() > READ_BUFFER {
+            *buffer = BytesMut::with_capacity(READ_BUFFER);
+        }
+    }
+
     /// Ends the stream with `error` now; later polls get a `Closed` error.
     fn finish(&mut self, error: TransportError, later: TransportError) -> TransportError {
         self.shared().mark_closed(later.clone());
@@ -78,6 +91,7 @@ impl TransportReceiver for StdioReceiver {
         if !self.stdout_ended {
             match Pin::new(&mut self.frames).poll_next(cx) {
                 Poll::Ready(Some(Ok(Ok(message)))) => {
+                    self.shrink_read_buffer();
                     if matches!(message, Message::Response(_)) {
                         self.shared().request_settled();
                     }
@@ -110,5 +124,47 @@ impl TransportReceiver for StdioReceiver {
             }
         }
         Poll::Ready(Err(self.finish_closed(&events)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::poll_fn;
+    use std::time::Duration;
+
+    use plexus_transport::TransportSender as _;
+
+    use super::*;
+    use crate::{StdioConfig, StdioTransport};
+
+    async fn next(receiver: &mut StdioReceiver) -> Message {
+        let received = poll_fn(|cx| receiver.poll_recv(cx));
+        tokio::time::timeout(Duration::from_secs(20), received)
+            .await
+            .expect("a message within the hang guard")
+            .expect("a message")
+    }
+
+    /// A large message grows the buffer; once it is read, with nothing more pending, the
+    /// connection holds a small one again (an idle connection keeps no room for its largest
+    /// message), and what follows still arrives whole.
+    #[tokio::test]
+    async fn the_read_buffer_is_small_again_after_a_large_message() {
+        let script = r#"big=$(head -c 40000 /dev/zero | tr '\0' x)
+printf '{"jsonrpc":"2.0","method":"big","params":{"x":"%s"}}\n' "$big"
+printf '{"jsonrpc":"2.0","method":"small"}\n'
+exec cat"#;
+        let config = StdioConfig::new("sh").arg("-c").arg(script);
+        let (sender, mut receiver) = StdioTransport::spawn(config).unwrap().into_parts();
+        let big = next(&mut receiver).await;
+        assert_eq!(big.method(), Some("big"));
+        let Message::Notification(note) = big else {
+            panic!("a notification: {big:?}")
+        };
+        assert_eq!(note.params.map(|params| params.get().len()), Some(40_008));
+        assert_eq!(next(&mut receiver).await.method(), Some("small"));
+        let capacity = receiver.frames.read_buffer().capacity();
+        assert!(capacity <= READ_BUFFER, "the read buffer kept {capacity} bytes");
+        sender.close().await.unwrap();
     }
 }

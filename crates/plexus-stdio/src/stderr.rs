@@ -82,7 +82,8 @@ struct StderrRing {
 impl StderrRing {
     fn new(capacity: usize) -> Self {
         StderrRing {
-            bytes: VecDeque::with_capacity(capacity.min(READ_CHUNK)),
+            // Grown as the server writes: one that says nothing costs no memory here.
+            bytes: VecDeque::new(),
             capacity,
             total: 0,
         }
@@ -180,9 +181,9 @@ impl<'a> LineLogger<'a> {
 /// Reads the server's stderr until it ends: fast enough that the server never blocks on it,
 /// keeping only what the ring holds and one line being logged.
 pub(crate) async fn capture_stderr(mut stderr: ChildStderr, shared: Arc<Shared>) {
-    // Filled only as far as the server writes: an idle server that says nothing costs no
-    // resident memory here (a zeroed buffer would, for every connection).
-    let mut chunk = Vec::with_capacity(READ_CHUNK);
+    // Room for a whole chunk once the server first writes (the first read takes what a small
+    // room holds): a server that says nothing costs no memory here, for every connection.
+    let mut chunk = Vec::new();
     let mut logger = LineLogger::new(&shared.name);
     loop {
         chunk.clear();
@@ -191,6 +192,7 @@ pub(crate) async fn capture_stderr(mut stderr: ChildStderr, shared: Arc<Shared>)
             Ok(n) => {
                 shared.stderr.push(&chunk[..n]);
                 logger.feed(&chunk[..n]);
+                chunk.reserve(READ_CHUNK);
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => {

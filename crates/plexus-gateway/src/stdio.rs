@@ -121,30 +121,37 @@ async fn drain(session: &Session, writer: &tokio::task::JoinHandle<()>) {
 #[cfg(test)]
 mod tests {
     use std::io;
-    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::task::{Context, Poll};
 
     use plexus::jsonrpc::RequestId;
+    use tokio::net::unix::pipe;
     use tokio::sync::Notify;
 
     use super::*;
     use crate::session::lock;
 
-    /// An output that keeps each write apart, to see how lines were batched.
-    struct Writes(Arc<Mutex<Vec<Vec<u8>>>>);
+    /// A real pipe's writing end that counts the writes made to it, to see how lines were batched.
+    struct Counted {
+        pipe: pipe::Sender,
+        writes: Arc<AtomicUsize>,
+    }
 
-    impl AsyncWrite for Writes {
-        fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, bytes: &[u8]) -> Poll<io::Result<usize>> {
-            lock(&self.0).push(bytes.to_vec());
-            Poll::Ready(Ok(bytes.len()))
+    impl AsyncWrite for Counted {
+        fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, bytes: &[u8]) -> Poll<io::Result<usize>> {
+            let written = Pin::new(&mut self.pipe).poll_write(cx, bytes);
+            if matches!(written, Poll::Ready(Ok(_))) {
+                self.writes.fetch_add(1, Ordering::SeqCst);
+            }
+            written
         }
 
-        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Poll::Ready(Ok(()))
+        fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.pipe).poll_flush(cx)
         }
 
-        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Poll::Ready(Ok(()))
+        fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.pipe).poll_shutdown(cx)
         }
     }
 
@@ -157,12 +164,13 @@ mod tests {
         let session = Session::new(Some(sink.clone()));
         let pending = tokio::spawn(std::future::pending::<()>());
         lock(&session.in_flight).insert(RequestId::Number(99), pending.abort_handle());
-        let writes = Arc::new(Mutex::new(Vec::new()));
-        let writer = tokio::spawn(write_lines(
-            lines,
-            Box::pin(Writes(Arc::clone(&writes))),
-            Arc::downgrade(&session),
-        ));
+        let (sender, mut receiver) = pipe::pipe().unwrap();
+        let writes = Arc::new(AtomicUsize::new(0));
+        let output = Counted {
+            pipe: sender,
+            writes: Arc::clone(&writes),
+        };
+        let writer = tokio::spawn(write_lines(lines, Box::pin(output), Arc::downgrade(&session)));
         let ready = Arc::new(Notify::new());
         let mut answers = Vec::new();
         for n in 0..3 {
@@ -187,13 +195,15 @@ mod tests {
         drop(sink);
         session.close();
         writer.await.unwrap();
-        let writes: Vec<String> = lock(&writes)
-            .iter()
-            .map(|w| String::from_utf8_lossy(w).into_owned())
-            .collect();
-        assert_eq!(writes.len(), 1, "one write for the three answers: {writes:?}");
-        let mut written: Vec<&str> = writes[0].lines().collect();
+        let mut read = String::new();
+        receiver.read_to_string(&mut read).await.unwrap();
+        let mut written: Vec<&str> = read.lines().collect();
         written.sort_unstable();
         assert_eq!(written, [r#"{"n":0}"#, r#"{"n":1}"#, r#"{"n":2}"#]);
+        assert_eq!(
+            writes.load(Ordering::SeqCst),
+            1,
+            "one write for the three answers: {read:?}"
+        );
     }
 }

@@ -186,12 +186,13 @@ pub(crate) async fn capture_stderr(mut stderr: ChildStderr, shared: Arc<Shared>)
     let mut chunk = Vec::new();
     let mut logger = LineLogger::new(&shared.name);
     loop {
-        chunk.clear();
         match stderr.read_buf(&mut chunk).await {
             Ok(0) => break,
             Ok(n) => {
                 shared.stderr.push(&chunk[..n]);
                 logger.feed(&chunk[..n]);
+                // Emptied first, so that the room stays `READ_CHUNK` however much a read took.
+                chunk.clear();
                 chunk.reserve(READ_CHUNK);
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}

@@ -66,14 +66,20 @@ impl Credentials {
     }
 
     /// The headers for a request that is `method` to `url`: the configured ones, with the
-    /// provider's on top (see [`merge`]); without a provider, the configured ones (borrowed). A
-    /// provider that cannot give headers fails the request with [`TransportError::NeedsAuth`]
-    /// or [`TransportError::AuthFailed`], as does one that gives a header that cannot be sent.
+    /// provider's on top (see [`merge`]); without a provider, or when it gives none, the
+    /// configured ones (borrowed). A provider that cannot give headers fails the request with
+    /// [`TransportError::NeedsAuth`] or [`TransportError::AuthFailed`], as does one that gives a
+    /// header that cannot be sent.
     pub async fn headers(&self, method: &str, url: &str) -> Result<Cow<'_, [(String, String)]>, TransportError> {
         let Some(provider) = &self.provider else {
             return Ok(Cow::Borrowed(&self.configured));
         };
         let provided = provider.headers(method, url).await?;
+        if provided.is_empty() {
+            // Merged over nothing, the configured headers are what they were: borrowed, so that
+            // a transport sends its prepared headers rather than building them again.
+            return Ok(Cow::Borrowed(&self.configured));
+        }
         check_headers(&provided).map_err(|e| TransportError::AuthFailed {
             cause: Arc::new(AuthProblem::BadHeader(Arc::new(e))),
         })?;
@@ -225,6 +231,30 @@ mod tests {
             "authentication failed: GET http://h/sse answered HTTP 401 again after the credentials were renewed"
         );
         assert!(matches!(again, TransportError::AuthFailed { .. }));
+    }
+
+    /// A provider that has nothing to add (an OAuth provider before any login).
+    struct Empty;
+
+    impl AuthProvider for Empty {
+        fn headers(&self, _: &str, _: &str) -> BoxFuture<'_, Result<AuthHeaders, AuthFailure>> {
+            Box::pin(async { Ok(Vec::new()) })
+        }
+
+        fn on_rejection(&self, _: &Rejection) -> BoxFuture<'_, AuthDecision> {
+            Box::pin(async { AuthDecision::Retry })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_provider_with_nothing_to_add_leaves_the_configured_headers_borrowed() {
+        let configured = pairs(&[("X-Team", "core"), ("x-team", "two")]);
+        let credentials = Credentials::new(configured.clone(), Some(Arc::new(Empty))).unwrap();
+        let headers = credentials.headers("POST", "http://h/mcp").await.unwrap();
+        assert!(
+            matches!(&headers, Cow::Borrowed(borrowed) if *borrowed == configured.as_slice()),
+            "{headers:?}"
+        );
     }
 
     fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {

@@ -247,6 +247,30 @@ pub fn server_config(alpn: Alpn, options: &TlsOptions) -> Result<Arc<ClientConfi
     if let Some(config) = built {
         return Ok(config);
     }
+    let (roots, identity) = named_files(options)?;
+    let config = build(alpn, roots, identity, options.environment.as_ref())?;
+    BUILT
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push((alpn, options.clone(), Arc::clone(&config)));
+    Ok(config)
+}
+
+/// A client certificate chain and its key.
+type Identity = (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>);
+
+/// Reads the files `options` names (`NODE_EXTRA_CA_CERTS`, the entry's CA file, its client
+/// certificate and key) as [`server_config`] does, without loading the platform's roots or
+/// building a configuration: how a client reports an unusable file before its first request,
+/// at no cost when no file is named (the roots are loaded by the first TLS connection, if one is
+/// ever made). The system's roots, or those of `SSL_CERT_FILE` and `SSL_CERT_DIR`, are checked
+/// there.
+pub fn check_files(options: &TlsOptions) -> Result<(), TlsError> {
+    named_files(options).map(drop)
+}
+
+/// The certificates and the identity read from the files `options` names.
+fn named_files(options: &TlsOptions) -> Result<(Vec<CertificateDer<'static>>, Option<Identity>), TlsError> {
     let mut roots = match options.environment.as_ref().map(|env| env.extra_ca.as_ref()) {
         None => environment_roots()?,
         Some(Some(path)) => read_ca_file(path, EXTRA_CA_CERTS_VAR)?,
@@ -256,18 +280,11 @@ pub fn server_config(alpn: Alpn, options: &TlsOptions) -> Result<Arc<ClientConfi
         roots.extend(read_ca_file(ca, "the entry's `ca`")?);
     }
     let identity = options.client_identity.as_ref().map(read_identity).transpose()?;
-    let config = build(alpn, roots, identity, options.environment.as_ref())?;
-    BUILT
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push((alpn, options.clone(), Arc::clone(&config)));
-    Ok(config)
+    Ok((roots, identity))
 }
 
 /// The certificate chain and key of a client identity.
-fn read_identity(
-    identity: &ClientIdentity,
-) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsError> {
+fn read_identity(identity: &ClientIdentity) -> Result<Identity, TlsError> {
     let fail =
         |what: &'static str, field: &'static str, path: &Path, (problem, source): Problem| TlsError::ClientIdentity {
             what,
@@ -308,7 +325,7 @@ fn environment_roots() -> Result<Vec<CertificateDer<'static>>, TlsError> {
 fn build(
     alpn: Alpn,
     extra: Vec<CertificateDer<'static>>,
-    identity: Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>,
+    identity: Option<Identity>,
     environment: Option<&TlsEnvironment>,
 ) -> Result<Arc<ClientConfig>, TlsError> {
     let setup = TlsError::Setup;
@@ -373,6 +390,42 @@ mod tests {
         assert_eq!(http1.alpn_protocols, [b"http/1.1".to_vec()]);
         assert!(Arc::ptr_eq(&http1, &client_config(Alpn::Http1).unwrap()));
         assert!(client_config(Alpn::Unspecified).unwrap().alpn_protocols.is_empty());
+    }
+
+    #[test]
+    fn checking_the_named_files_reads_no_roots() {
+        let dir = std::env::temp_dir().join(format!("plexus-net-tls-check-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let missing_roots = dir.join("roots.pem");
+        let environment = TlsEnvironment {
+            cert_file: Some(missing_roots.clone()),
+            ..TlsEnvironment::default()
+        };
+        // The roots are the first connection's to load: an SSL_CERT_FILE that cannot be read
+        // is not read here, where building the configuration reads it and fails.
+        let options = TlsOptions {
+            environment: Some(environment.clone()),
+            ..TlsOptions::default()
+        };
+        check_files(&options).unwrap();
+        let error = plexus_transport::error_chain(&server_config(Alpn::Http1, &options).unwrap_err());
+        assert!(error.contains(&missing_roots.display().to_string()), "{error}");
+        // A file named for this server is read, and its problem named.
+        let missing_ca = dir.join("ca.pem");
+        let options = TlsOptions {
+            ca: Some(missing_ca.clone()),
+            environment: Some(environment),
+            ..TlsOptions::default()
+        };
+        let error = plexus_transport::error_chain(&check_files(&options).unwrap_err());
+        assert!(
+            error.starts_with(&format!(
+                "could not set up TLS: the CA file {} (the entry's `ca`) cannot be read: ",
+                missing_ca.display()
+            )),
+            "{error}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

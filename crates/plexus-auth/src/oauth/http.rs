@@ -10,7 +10,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use plexus_net::challenge::{WwwAuthenticate, parse_dpop_nonce};
 use plexus_net::http::{HttpClient, HttpSettings, ProxyChoice, Request};
 use plexus_net::redact::redact_url;
-use plexus_net::tls::{Alpn, TlsOptions, server_config};
+use plexus_net::tls::{TlsOptions, check_files};
 use plexus_transport::body_excerpt;
 use serde::de::DeserializeOwned;
 
@@ -66,8 +66,10 @@ const JSON: HeaderValue = HeaderValue::from_static("application/json");
 impl OAuthHttp {
     /// A client whose requests are bounded by `timeout`, go through `proxy` and trust `tls`.
     pub(crate) fn new(timeout: Duration, proxy: &ProxyChoice, tls: &TlsOptions) -> Result<Self, OAuthError> {
-        // An unusable NODE_EXTRA_CA_CERTS or CA file is reported as itself, before any request.
-        server_config(Alpn::Http2OrHttp1, tls)?;
+        // An unusable NODE_EXTRA_CA_CERTS or CA file is reported as itself, before any request;
+        // the system's roots are loaded by the first request that needs them (a server without
+        // OAuth, over plain HTTP, never does).
+        check_files(tls)?;
         let mut settings =
             HttpSettings::new(concat!("plexus-auth/", env!("CARGO_PKG_VERSION"))).connect_timeout(timeout);
         settings.proxy = proxy.clone();

@@ -261,6 +261,26 @@ fn the_legacy_fallback_works_at_the_same_url() {
 }
 
 #[test]
+fn once_a_crash_is_due_no_request_is_answered() {
+    let mut remote = Remote::start("http", &["--crash-after", "1"]);
+    let session = Session::start(&remote);
+    // Opened first, so that the request below reaches the server before it exits.
+    let mut conn = remote.connect();
+    let response = session.call(&tool_call(2, "echo", json!({"text": "last words"})));
+    assert_eq!(response["result"]["content"][0]["text"], "last words");
+    // The process lives on while that answer drains; a request sent meanwhile gets nothing, as
+    // from a server that died with its answer.
+    conn.send(
+        "POST",
+        "/mcp",
+        &session.headers(),
+        &serde_json::to_vec(&request(3, "ping", json!({}))).unwrap(),
+    );
+    assert!(conn.ended_unanswered(), "a crashing server answered");
+    assert_eq!(remote.wait().code(), Some(1));
+}
+
+#[test]
 fn crash_after_answers_then_exits() {
     let mut remote = Remote::start("http", &["--crash-after", "1"]);
     let session = Session::start(&remote);

@@ -1,7 +1,6 @@
 //! Accepting TCP connections and serving HTTP/1.1 on each, with a way to drop a connection without
 //! answering: with a TCP reset (`--reset-after`) or a plain close (`--close-after-request-ms`).
 
-use std::convert::Infallible;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -188,6 +187,10 @@ where
             let app = Arc::clone(&app);
             let connection = Arc::clone(&connection);
             async move {
+                if app.is_crashing() {
+                    // A server on its way down answers nothing more: hyper drops the connection.
+                    return Err(std::io::Error::other("the server is crashing"));
+                }
                 http::log_request(app.events(), &request);
                 let gzip = app.remote().gzip && http::accepts_gzip(request.headers());
                 let mut response = app.dispatch(&connection, which, request).await;
@@ -197,7 +200,7 @@ where
                 if let Some(ms) = app.remote().slow_headers_ms.filter(|_| app.faults_armed()) {
                     tokio::time::sleep(Duration::from_millis(ms)).await;
                 }
-                Ok::<_, Infallible>(response)
+                Ok::<_, std::io::Error>(response)
             }
         })
     };

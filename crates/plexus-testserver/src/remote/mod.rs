@@ -19,7 +19,7 @@ mod ws;
 use std::io::Write as _;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -101,6 +101,9 @@ pub(crate) struct App {
     /// Set once the server stops (shutdown, or a crash in-process).
     stop: watch::Sender<bool>,
     crash: CrashPolicy,
+    /// Set once a crash is due: the server answers nothing more, as a dead process would not,
+    /// while the response the crash follows drains.
+    crashing: AtomicBool,
     /// TLS for the MCP endpoint's listener (`--tls-cert`).
     tls: Option<tokio_rustls::TlsAcceptor>,
 }
@@ -236,6 +239,12 @@ impl App {
     }
 
     /// Whether the faults that hit mid-session apply yet (`--faults-after-calls`).
+    /// Whether a crash is due (see [`crash_when_drained`](Self::crash_when_drained)): requests
+    /// that come meanwhile get no answer, their connection is dropped.
+    pub(crate) fn is_crashing(&self) -> bool {
+        self.crashing.load(Ordering::Acquire)
+    }
+
     pub(crate) fn faults_armed(&self) -> bool {
         self.remote
             .faults_after_calls
@@ -270,13 +279,14 @@ impl App {
     }
 
     /// Crashes once `drained` says the last response left (or after [`CRASH_DRAIN_LIMIT`]), so that
-    /// the response the crash follows reaches the client first.
+    /// the response the crash follows reaches the client first; meanwhile no request is answered.
     pub(crate) fn crash_when_drained(
         self: &Arc<Self>,
         drained: impl Fn() -> bool + Send + 'static,
         code: i32,
         reason: String,
     ) {
+        self.crashing.store(true, Ordering::Release);
         let app = Arc::downgrade(self);
         tokio::spawn(async move {
             let deadline = tokio::time::Instant::now() + CRASH_DRAIN_LIMIT;
@@ -614,6 +624,7 @@ impl RemoteServer {
             ws_messages_seen: AtomicU64::new(0),
             stop: watch::Sender::new(false),
             crash,
+            crashing: AtomicBool::new(false),
             tls,
         });
         if let (Some(oauth), Some(listener)) = (&app.oauth, authority_listener) {

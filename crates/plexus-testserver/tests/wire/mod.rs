@@ -334,6 +334,21 @@ impl Conn {
         }
     }
 
+    /// Whether the connection ended (closed or reset) without a byte from the server; a
+    /// server that keeps it open without answering fails the test.
+    pub fn ended_unanswered(&mut self) -> bool {
+        loop {
+            match self.fill() {
+                Ok(0) => return self.buf.is_empty(),
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                    panic!("the connection neither ended nor was answered within {HANG_GUARD:?}")
+                }
+                Err(_) => return self.buf.is_empty(),
+            }
+        }
+    }
+
     /// Whether the server closed the connection (end of stream, nothing more).
     pub fn closed_cleanly(&mut self) -> bool {
         matches!(self.fill(), Ok(0))

@@ -392,6 +392,8 @@ mod tests {
         assert!(client_config(Alpn::Unspecified).unwrap().alpn_protocols.is_empty());
     }
 
+    /// (Where a host's `SSL_CERT_FILE` is read: the Unix systems of [`crate::tls_roots`].)
+    #[cfg(all(unix, not(target_vendor = "apple"), not(target_os = "android")))]
     #[test]
     fn checking_the_named_files_reads_no_roots() {
         let dir = std::env::temp_dir().join(format!("plexus-net-tls-check-{}", std::process::id()));

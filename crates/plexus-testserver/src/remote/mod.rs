@@ -238,13 +238,13 @@ impl App {
         Some(response)
     }
 
-    /// Whether the faults that hit mid-session apply yet (`--faults-after-calls`).
     /// Whether a crash is due (see [`crash_when_drained`](Self::crash_when_drained)): requests
     /// that come meanwhile get no answer, their connection is dropped.
     pub(crate) fn is_crashing(&self) -> bool {
         self.crashing.load(Ordering::Acquire)
     }
 
+    /// Whether the faults that hit mid-session apply yet (`--faults-after-calls`).
     pub(crate) fn faults_armed(&self) -> bool {
         self.remote
             .faults_after_calls

@@ -264,9 +264,17 @@ type Identity = (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>);
 /// building a configuration: how a client reports an unusable file before its first request,
 /// at no cost when no file is named (the roots are loaded by the first TLS connection, if one is
 /// ever made). The system's roots, or those of `SSL_CERT_FILE` and `SSL_CERT_DIR`, are checked
-/// there.
+/// there. A set of options whose files were read once is not read again, as [`server_config`]
+/// builds once per set (a failure is not remembered: the next check reads them again).
 pub fn check_files(options: &TlsOptions) -> Result<(), TlsError> {
-    named_files(options).map(drop)
+    static CHECKED: Mutex<Vec<TlsOptions>> = Mutex::new(Vec::new());
+    let mut checked = CHECKED.lock().unwrap_or_else(PoisonError::into_inner);
+    if checked.contains(options) {
+        return Ok(());
+    }
+    named_files(options)?;
+    checked.push(options.clone());
+    Ok(())
 }
 
 /// The certificates and the identity read from the files `options` names.
@@ -427,6 +435,15 @@ mod tests {
             )),
             "{error}"
         );
+        // Once read, a set of files is not read again (each HTTP server's connect checks them).
+        std::fs::write(
+            &missing_ca,
+            "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        check_files(&options).unwrap();
+        std::fs::remove_file(&missing_ca).unwrap();
+        check_files(&options).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

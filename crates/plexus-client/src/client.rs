@@ -419,8 +419,30 @@ impl Client {
         &self,
         name: &str,
         arguments: Option<&A>,
-        mut options: RequestOptions,
+        options: RequestOptions,
     ) -> Result<CallToolResult, ClientError> {
+        let raw = self.call_tool_raw(name, arguments, options).await?;
+        decode_result(methods::TOOLS_CALL, &raw)
+    }
+
+    /// [`call_tool_ref`](Self::call_tool_ref), its result as the server wrote it: for a host
+    /// that passes results on and decodes only those it must change (decode one with
+    /// [`decode_result`]).
+    pub async fn call_tool_raw_ref<A: Serialize + ?Sized + Sync>(
+        &self,
+        name: &str,
+        arguments: &A,
+        options: RequestOptions,
+    ) -> Result<Box<RawValue>, ClientError> {
+        self.call_tool_raw(name, Some(arguments), options).await
+    }
+
+    async fn call_tool_raw<A: Serialize + ?Sized + Sync>(
+        &self,
+        name: &str,
+        arguments: Option<&A>,
+        mut options: RequestOptions,
+    ) -> Result<Box<RawValue>, ClientError> {
         /// `CallToolRequestParams` with borrowed fields (what a call sends).
         #[derive(Serialize)]
         struct Params<'a, A: ?Sized> {
@@ -430,7 +452,7 @@ impl Client {
         }
         options.timeout.get_or_insert(self.tool_timeout);
         let params = Params { name, arguments };
-        self.request(methods::TOOLS_CALL, Some(&params), &options).await
+        self.request_raw(methods::TOOLS_CALL, Some(&params), &options).await
     }
 
     /// Calls a tool that must run as a task (`execution.taskSupport: "required"`) and waits for
@@ -443,23 +465,33 @@ impl Client {
         &self,
         name: &str,
         arguments: &A,
-        mut options: RequestOptions,
+        options: RequestOptions,
     ) -> Result<CallToolResult, ClientError> {
+        let raw = self.call_tool_as_task_raw_ref(name, arguments, options).await?;
+        decode_result(methods::TOOLS_CALL, &raw)
+    }
+
+    /// [`call_tool_as_task_ref`](Self::call_tool_as_task_ref), the task's result as the server
+    /// wrote it (see [`call_tool_raw_ref`](Self::call_tool_raw_ref)).
+    pub async fn call_tool_as_task_raw_ref<A: Serialize + ?Sized + Sync>(
+        &self,
+        name: &str,
+        arguments: &A,
+        mut options: RequestOptions,
+    ) -> Result<Box<RawValue>, ClientError> {
         let unsupported = || ClientError::TasksUnsupported { tool: name.to_owned() };
         let capabilities = &self.details.capabilities;
         if self.shared.stateless().is_some() {
             if capabilities.extension(plexus_protocol::TASKS_EXTENSION).is_none() {
                 return Err(unsupported());
             }
-            return self.call_tool_borrowed(name, Some(arguments), options).await;
+            return self.call_tool_raw(name, Some(arguments), options).await;
         }
         if !(self.details.protocol_version.has_tasks() && capabilities.has_tool_call_tasks()) {
             return Err(unsupported());
         }
         options.timeout.get_or_insert(self.tool_timeout);
-        let raw = crate::tasks::call_experimental(&self.shared, name, Some(arguments), &options, self.request_timeout)
-            .await?;
-        decode_result(methods::TOOLS_CALL, &raw)
+        crate::tasks::call_experimental(&self.shared, name, Some(arguments), &options, self.request_timeout).await
     }
 
     /// `resources/read`.
@@ -647,7 +679,9 @@ impl Client {
     }
 }
 
-pub(crate) fn decode_result<R: DeserializeOwned>(method: &str, raw: &RawValue) -> Result<R, ClientError> {
+/// A request's raw result (of `method`) decoded as `R`; [`ClientError::InvalidResult`] naming
+/// the method when it does not fit.
+pub fn decode_result<R: DeserializeOwned>(method: &str, raw: &RawValue) -> Result<R, ClientError> {
     serde_json::from_str(raw.get()).map_err(|e| ClientError::InvalidResult {
         method: method.to_owned(),
         source: Arc::new(e),

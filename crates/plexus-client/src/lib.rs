@@ -55,7 +55,7 @@ pub use async_trait::async_trait;
 pub use cancel::CancelHandle;
 pub use client::{
     Client, ClientOptions, DEFAULT_INITIALIZE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_TOOL_TIMEOUT, MAX_LIST_BYTES,
-    MAX_LIST_PAGES, RequestObserver, ServerDetails,
+    MAX_LIST_PAGES, RequestObserver, ServerDetails, decode_result,
 };
 pub use era::{DEFAULT_PROBE_TIMEOUT, EraChoice, EraSource};
 pub use error::{ClientError, ListProblem, ParamsProblem, UnidentifiedDrops};

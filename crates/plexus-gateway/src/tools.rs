@@ -7,7 +7,7 @@ use plexus::HubError;
 use plexus::jsonrpc::{ErrorCode, ErrorObject, RawValue, Request};
 use plexus::protocol::http_headers::ParamHeaders;
 use plexus::protocol::{ContentBlock, ProgressNotificationParams, methods};
-use plexus::tools::{CallError, CallOptions};
+use plexus::tools::{AsSentResult, CallError, CallOptions, CallOutcome};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -52,6 +52,23 @@ pub(super) struct CallResult {
     /// `complete` in the stateless era (absent in the `initialize` era's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) result_type: Option<plexus::protocol::ResultType>,
+    #[serde(flatten)]
+    answer: Answer,
+}
+
+/// What a call answered: a result the gateway made or processed, or one it passes on as its
+/// server wrote it.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Answer {
+    Made(MadeResult),
+    AsSent(AsSentResult),
+}
+
+/// A result of blocks the gateway holds.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct MadeResult {
     content: Vec<ContentBlock>,
     #[serde(skip_serializing_if = "Option::is_none")]
     structured_content: Option<Value>,
@@ -64,9 +81,19 @@ impl CallResult {
     pub(super) fn new(content: Vec<ContentBlock>, structured: Option<Value>, is_error: bool) -> CallResult {
         CallResult {
             result_type: None,
-            content,
-            structured_content: structured,
-            is_error,
+            answer: Answer::Made(MadeResult {
+                content,
+                structured_content: structured,
+                is_error,
+            }),
+        }
+    }
+
+    /// A backend's result as it came (text within the output limit, which needs no processing).
+    fn as_sent(result: AsSentResult) -> CallResult {
+        CallResult {
+            result_type: None,
+            answer: Answer::AsSent(result),
         }
     }
 }
@@ -187,12 +214,7 @@ pub(super) fn served_tool(entry: &plexus::tools::ToolEntry) -> plexus::protocol:
 
 /// The session's text of a server's error (which names the server already).
 fn tool_failure(text: String) -> CallResult {
-    CallResult {
-        result_type: None,
-        content: vec![ContentBlock::text(text)],
-        structured_content: None,
-        is_error: true,
-    }
+    CallResult::new(vec![ContentBlock::text(text)], None, true)
 }
 
 impl Gateway {
@@ -251,20 +273,21 @@ impl Gateway {
         // transport relates to the call, and its URL elicitations, by the call's tag.
         let running = self.start_running(RunsOn::Tool(name.clone()), session, sink);
         options.tag = Some(running.tag);
-        let mut called = self.hub.call_with(&name, arguments, &options).await;
+        let mut called = self.hub.call_as_sent(&name, arguments, &options).await;
         // A name no tool has may be one of a server still starting: the call waits for that
         // server alone (each within its connect timeout), not for the grace period, then is
         // tried once more. Boxed, as the rare path.
         if matches!(called, Err(HubError::UnknownTool { .. })) && Box::pin(self.settle_holders(&name)).await {
-            called = Box::pin(self.hub.call_with(&name, arguments, &options)).await;
+            called = Box::pin(self.hub.call_as_sent(&name, arguments, &options)).await;
         }
         match called {
-            Ok(processed) => Ok(CallResult {
-                result_type: None,
-                content: processed.content,
-                structured_content: processed.structured_content,
-                is_error: processed.is_error,
-            }),
+            // Text that needs no processing goes on as the backend wrote it.
+            Ok(CallOutcome::AsSent(result)) => Ok(CallResult::as_sent(result)),
+            Ok(CallOutcome::Processed(processed)) => Ok(CallResult::new(
+                processed.content,
+                processed.structured_content,
+                processed.is_error,
+            )),
             Err(HubError::UnknownTool { .. }) => match self.why_unavailable(&name) {
                 // A tool result rather than a JSON-RPC error: MCP clients hand a result's text to
                 // the model, which can tell the user which server is down and why (and that

@@ -358,3 +358,110 @@ async fn a_stateless_clients_prompt_and_resource_reads_take_the_backends_questio
     drop(gateway);
     hub.shutdown().await;
 }
+
+/// The `content` of the text result `say` of [`texting_backend`], as it writes it: spacing,
+/// an escape and a number in forms of its own, and members of later revisions.
+const SAID: &str = r#"[{"type":"text", "text":"caf\u00e9", "annotations":{"priority":5e-1}, "later":[1]}]"#;
+
+/// A backend of the `initialize` era, in process, with two tools: `say` answers [`SAID`] (and a
+/// result `_meta`), `measure` the same text with `structuredContent`.
+async fn texting_backend(pipe: plexus::in_process::DuplexStream) {
+    let (input, mut output) = tokio::io::split(pipe);
+    let mut lines = BufReader::new(input).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let message: Value = serde_json::from_str(&line).unwrap();
+        let id = message["id"].to_string();
+        let result = match message["method"].as_str() {
+            Some("initialize") => json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "texting", "version": "1"}})
+            .to_string(),
+            Some("tools/list") => json!({"tools": [
+                {"name": "say", "inputSchema": {"type": "object"}},
+                {"name": "measure", "inputSchema": {"type": "object"}}]})
+            .to_string(),
+            Some("tools/call") if message["params"]["name"] == "say" => {
+                format!(r#"{{"content":{SAID},"_meta":{{"trace":"t1"}}}}"#)
+            }
+            Some("tools/call") => format!(r#"{{"content":{SAID},"structuredContent":{{"cm":5e-1}},"isError":true}}"#),
+            _ => continue,
+        };
+        let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}\n");
+        if output.write_all(line.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The answer lines of a session of `gateway`'s whose client sends `calls`, by their ids.
+async fn answer_lines(gateway: &Gateway, calls: &[Value]) -> std::collections::BTreeMap<i64, String> {
+    let (mut client_input, gateway_input) = tokio::io::duplex(64 * 1024);
+    let (gateway_output, client_output) = tokio::io::duplex(64 * 1024);
+    let mut output = BufReader::new(client_output).lines();
+    let serving = gateway.serve_io(Box::pin(gateway_input), Box::pin(gateway_output));
+    let driving = async {
+        for call in calls {
+            client_input.write_all(format!("{call}\n").as_bytes()).await.unwrap();
+        }
+        let mut answers = std::collections::BTreeMap::new();
+        while answers.len() < calls.len() {
+            let line = tokio::time::timeout(GUARD, output.next_line())
+                .await
+                .expect("the gateway answered in time")
+                .unwrap()
+                .expect("the gateway answered");
+            let id = serde_json::from_str::<Value>(&line).unwrap()["id"].as_i64().unwrap();
+            answers.insert(id, line);
+        }
+        drop(client_input);
+        answers
+    };
+    let (served, answers) = tokio::join!(serving, driving);
+    served.unwrap();
+    answers
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_text_result_goes_on_as_the_backend_wrote_it_and_others_are_processed() {
+    let dir = tempfile::tempdir().unwrap();
+    let backends = Backends::new();
+    let discovery = DiscoveryOptions::new(dir.path().join("home"), dir.path())
+        .with_managed_file(None)
+        .with_env(plexus::config::Environment::from_fn(|_| None));
+    let options = backends
+        .hub_options(HubOptions::new(discovery))
+        .in_process("mem", texting_backend);
+    let hub = Arc::new(Hub::start(options).await.unwrap());
+    let gateway = Gateway::new(Arc::clone(&hub), backends, GatewayOptions::default());
+    let answers = answer_lines(
+        &gateway,
+        &[
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "mcp__mem__say"}}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "mcp__mem__measure"}}),
+        ],
+    )
+    .await;
+    // Byte for byte: the backend's content, without its result's `_meta`.
+    assert_eq!(
+        answers[&1],
+        format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":{SAID},"isError":false}}}}"#)
+    );
+    // Structured content is processed: decoded and written again, the same in meaning.
+    let measured: Value = serde_json::from_str(&answers[&2]).unwrap();
+    assert_eq!(
+        measured["result"],
+        json!({"content": [{"type": "text", "text": "café", "annotations": {"priority": 0.5}, "later": [1]}],
+            "structuredContent": {"cm": 0.5}, "isError": true})
+    );
+    // A client of the stateless era gets the same content, marked complete.
+    let answers = answer_lines(
+        &gateway,
+        &[stateless(3, "tools/call", json!({"name": "mcp__mem__say"}))],
+    )
+    .await;
+    assert_eq!(
+        answers[&3],
+        format!(r#"{{"jsonrpc":"2.0","id":3,"result":{{"resultType":"complete","content":{SAID},"isError":false}}}}"#)
+    );
+    drop(gateway);
+    hub.shutdown().await;
+}

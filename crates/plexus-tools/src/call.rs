@@ -16,9 +16,10 @@ use std::time::Duration;
 use plexus_client::{CancelHandle, ClientError, ProgressCallback, RequestOptions};
 use plexus_jsonrpc::ErrorCode;
 use plexus_pool::{Pool, PoolError};
-use plexus_protocol::{CallToolResult, Tool};
+use plexus_protocol::{CallToolResult, Tool, methods};
 use plexus_transport::{ErrorClass, error_chain};
 use serde::Serialize;
+use serde_json::value::RawValue;
 
 use crate::elicitation::{self, MAX_URL_ELICITATION_ROUNDS, UrlElicitationError, UrlElicitationHandler};
 
@@ -173,6 +174,30 @@ pub async fn call_tool<A: Serialize + ?Sized + Sync>(
     arguments: &A,
     options: &CallOptions,
 ) -> Result<CallToolResult, CallError> {
+    let raw = call_tool_raw(pool, server, tool, arguments, options).await?;
+    decode_result(server, tool, &raw)
+}
+
+/// `raw`, the result of a call of `tool` of `server`, decoded; a result that does not decode
+/// fails the call ([`ClientError::InvalidResult`]), as any other answer that is not a result.
+#[allow(clippy::result_large_err)] // The error of every call, which `call_tool` returns too.
+pub fn decode_result(server: &str, tool: &Tool, raw: &RawValue) -> Result<CallToolResult, CallError> {
+    plexus_client::decode_result(methods::TOOLS_CALL, raw).map_err(|source| CallError::Failed {
+        server: server.to_owned(),
+        tool: tool.name.clone(),
+        source,
+    })
+}
+
+/// [`call_tool`], the result as the server wrote it (for a host that passes results on: see
+/// [`AsSentResult`](crate::AsSentResult); [`decode_result`] decodes it).
+pub async fn call_tool_raw<A: Serialize + ?Sized + Sync>(
+    pool: &Pool,
+    server: &str,
+    tool: &Tool,
+    arguments: &A,
+    options: &CallOptions,
+) -> Result<Box<RawValue>, CallError> {
     let as_task = crate::entry::requires_task(tool);
     let unavailable = |source| CallError::Unavailable {
         server: server.to_owned(),
@@ -214,9 +239,9 @@ pub async fn call_tool<A: Serialize + ?Sized + Sync>(
         // Subscribed before the call: a completion may follow the -32042 answer at once.
         let mut completions = options.url_elicitation.as_ref().map(|_| client.subscribe());
         let called = if as_task {
-            client.call_tool_as_task_ref(&tool.name, arguments, request).await
+            client.call_tool_as_task_raw_ref(&tool.name, arguments, request).await
         } else {
-            client.call_tool_ref(&tool.name, arguments, request).await
+            client.call_tool_raw_ref(&tool.name, arguments, request).await
         };
         match called {
             Err(ClientError::TasksUnsupported { .. }) => {

@@ -24,6 +24,7 @@
 //! `plexus-config`'s atomic write and no-follow open for its file.
 #![forbid(unsafe_code)]
 
+mod as_sent;
 pub mod assembly;
 pub mod call;
 pub mod elicitation;
@@ -37,8 +38,9 @@ pub mod search;
 pub mod store;
 pub mod text;
 
+pub use as_sent::{AsSentResult, CallOutcome};
 pub use assembly::{HeldBecause, LeftOut, LeftOutBecause, ServerTools, ToolFilter, ToolPool, assemble, server_entries};
-pub use call::{CallError, CallOptions, call_tool};
+pub use call::{CallError, CallOptions, call_tool, call_tool_raw, decode_result};
 pub use elicitation::{MalformedElicitation, UrlElicitationError, UrlElicitationHandler};
 pub use entry::{MAX_DESCRIPTION_CHARS, TRUNCATION_MARKER, ToolEntry, requires_task, truncate_description};
 pub use naming::{

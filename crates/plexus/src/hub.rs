@@ -21,9 +21,9 @@ use plexus_config::{
 use plexus_pool::{Admission, Pool, PoolError, PoolEvent, PoolSettings, Readiness, ServerSpec};
 use plexus_protocol::Tool;
 use plexus_tools::{
-    CallError, CallOptions, ProcessedResult, ResultError, ResultSettings, ResultStore, ServerTools, ToolEntry,
-    ToolFilter, ToolIndex, ToolPool, UrlElicitationHandler, assemble, call_tool, process, processing_may_block,
-    server_entries,
+    AsSentResult, CallError, CallOptions, CallOutcome, ProcessedResult, ResultError, ResultSettings, ResultStore,
+    ServerTools, ToolEntry, ToolFilter, ToolIndex, ToolPool, UrlElicitationHandler, assemble, call_tool_raw,
+    decode_result, process, processing_may_block, server_entries,
 };
 use tokio::sync::broadcast;
 
@@ -523,6 +523,33 @@ impl Hub {
         arguments: &A,
         options: &CallOptions,
     ) -> Result<ProcessedResult, HubError> {
+        let called = self.call_raw(name, arguments, options).await?;
+        self.processed(name, called).await
+    }
+
+    /// [`call_with`](Self::call_with) for a host that passes results on (as the gateway does):
+    /// a result that processing would leave as it is (text within the output limit, see
+    /// [`AsSentResult`]) comes as its server wrote it, not decoded; any other is processed.
+    pub async fn call_as_sent<A: serde::Serialize + ?Sized + Sync>(
+        &self,
+        name: &str,
+        arguments: &A,
+        options: &CallOptions,
+    ) -> Result<CallOutcome, HubError> {
+        let called = self.call_raw(name, arguments, options).await?;
+        if let Some(as_sent) = AsSentResult::of(&called.raw, called.tools.get(called.at), &self.results) {
+            return Ok(CallOutcome::AsSent(as_sent));
+        }
+        self.processed(name, called).await.map(CallOutcome::Processed)
+    }
+
+    /// Calls the tool `name` through the call chain; its result as the server wrote it.
+    async fn call_raw<A: serde::Serialize + ?Sized + Sync>(
+        &self,
+        name: &str,
+        arguments: &A,
+        options: &CallOptions,
+    ) -> Result<RawCall, HubError> {
         let unknown = || HubError::UnknownTool { name: name.to_owned() };
         // A built-in is the host's to run. Otherwise the name resolves through the index; a name
         // it does not know yet (no tool pool built since the server joined) builds the pool once.
@@ -572,7 +599,21 @@ impl Hub {
             }
             _ => options,
         };
-        let result = call_tool(&self.pool, &origin.server, tool, arguments, options).await?;
+        let raw = call_tool_raw(&self.pool, &origin.server, tool, arguments, options).await?;
+        Ok(RawCall {
+            raw,
+            server: origin.server,
+            tools,
+            at,
+        })
+    }
+
+    /// The result of the call of the tool `name`, decoded and processed.
+    async fn processed(&self, name: &str, called: RawCall) -> Result<ProcessedResult, HubError> {
+        let RawCall { raw, server, tools, at } = called;
+        let tool = &tools[at];
+        let result = decode_result(&server, tool, &raw)?;
+        drop(raw);
         let processed = if processing_may_block(&result, Some(tool), &self.results) {
             // Images are decoded and resized, files written: not on the runtime's thread (which
             // may be the only one).
@@ -612,6 +653,15 @@ impl Hub {
     pub async fn shutdown(&self) {
         self.pool.shutdown().await;
     }
+}
+
+/// A call's result as its server wrote it, with the tool it came from.
+struct RawCall {
+    raw: Box<serde_json::value::RawValue>,
+    server: String,
+    /// The server's tools, the called one at `at`.
+    tools: Arc<[Tool]>,
+    at: usize,
 }
 
 /// How long dropping a Hub waits for its stdio servers' shutdown sequences: the longest one

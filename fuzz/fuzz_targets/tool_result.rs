@@ -11,7 +11,9 @@
 //! refused by them, not by running out of memory: the fuzzer's RSS limit would report it); a
 //! fitted image is within the side and byte limits, and fitting it again leaves it alone; a
 //! processed result keeps one block per content block (unless cut for size), every image it
-//! hands on has valid base64 data, and it names no file.
+//! hands on has valid base64 data, and it names no file. A result that passes as sent
+//! ([`AsSentResult`], what the gateway forwards without decoding) decodes, is processed without
+//! a cut, and its content as sent means exactly what the processed content does.
 #![no_main]
 
 use std::path::Path;
@@ -21,7 +23,8 @@ use base64::engine::general_purpose::STANDARD;
 use libfuzzer_sys::fuzz_target;
 use plexus_protocol::{CallToolResult, ContentBlock};
 use plexus_tools::image::{ImageLimits, fit_image};
-use plexus_tools::{ResultSettings, ResultStore, process};
+use plexus_tools::{AsSentResult, ResultSettings, ResultStore, process};
+use serde_json::value::RawValue;
 
 const FORMATS: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
@@ -41,19 +44,31 @@ fuzz_target!(|data: &[u8]| {
         check_fit(rest, FORMATS[usize::from(selector & 3)]);
         return;
     }
-    let Ok(result) = serde_json::from_slice::<CallToolResult>(rest) else {
-        return;
-    };
-    let blocks = result.content.len();
-    // `/dev/null` is no directory: every file the result would write fails, at once.
-    let store = ResultStore::new(Path::new("/dev/null"), "fuzz");
     let settings = ResultSettings {
         images: LIMITS,
         max_output_tokens: 2048,
         ..ResultSettings::default()
     };
+    let as_sent = std::str::from_utf8(rest)
+        .ok()
+        .and_then(|text| serde_json::from_str::<&RawValue>(text).ok())
+        .and_then(|raw| AsSentResult::of(raw, None, &settings));
+    let Ok(result) = serde_json::from_slice::<CallToolResult>(rest) else {
+        assert!(as_sent.is_none(), "a result that does not decode passed as sent");
+        return;
+    };
+    let blocks = result.content.len();
+    // `/dev/null` is no directory: every file the result would write fails, at once.
+    let store = ResultStore::new(Path::new("/dev/null"), "fuzz");
     match process(result, None, &store, &settings) {
         Ok(processed) => {
+            if let Some(as_sent) = &as_sent {
+                let sent: serde_json::Value = serde_json::from_str(as_sent.content().get()).expect("content is JSON");
+                let made = serde_json::to_value(&processed.content).expect("blocks encode");
+                assert_eq!(sent, made, "the content as sent differs from the processed content");
+                assert_eq!(as_sent.is_error(), processed.is_error);
+                assert!(processed.structured_content.is_none());
+            }
             assert!(processed.files.is_empty(), "a file was written: {:?}", processed.files);
             assert!(!processed.truncated, "output was cut without its file");
             assert_eq!(processed.content.len(), blocks);
@@ -67,6 +82,7 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         Err(error) => {
+            assert!(as_sent.is_none(), "a result that passed as sent failed processing: {error}");
             let _ = plexus_jsonrpc::error_chain(&error);
         }
     }

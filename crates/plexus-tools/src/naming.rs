@@ -13,6 +13,7 @@
 //! one's hash and reports the pair.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
@@ -107,7 +108,8 @@ pub struct Collision {
 #[derive(Debug, Clone)]
 pub struct ToolIndex {
     max_len: usize,
-    names: HashMap<String, ToolOrigin>,
+    /// Shared, so that a call resolves its name without copying the origin.
+    names: HashMap<String, Arc<ToolOrigin>>,
     origins: HashMap<ToolOrigin, String>,
 }
 
@@ -143,11 +145,11 @@ impl ToolIndex {
             let mut name = qualified_name_within(server, tool, self.max_len);
             // Two hashes that agree (never seen in practice): the later one gets a longer hash.
             let mut digits = HASH_DIGITS;
-            while self.names.get(&name).is_some_and(|other| *other != origin) && digits < 64 {
+            while self.names.get(&name).is_some_and(|other| **other != origin) && digits < 64 {
                 digits *= 2;
                 name = hashed_name(&plain_name(server, tool), server, tool, self.max_len, digits);
             }
-            self.names.insert(name.clone(), origin.clone());
+            self.names.insert(name.clone(), Arc::new(origin.clone()));
             self.origins.insert(origin.clone(), name);
         }
         &self.origins[&origin]
@@ -161,7 +163,12 @@ impl ToolIndex {
 
     /// Where `name` comes from.
     pub fn resolve(&self, name: &str) -> Option<&ToolOrigin> {
-        self.names.get(name)
+        self.names.get(name).map(Arc::as_ref)
+    }
+
+    /// [`resolve`](Self::resolve), shared: what a caller keeps past the index's lock.
+    pub fn resolve_shared(&self, name: &str) -> Option<Arc<ToolOrigin>> {
+        self.names.get(name).map(Arc::clone)
     }
 
     /// The name of `tool` of `server`, when it is in the index.

@@ -136,14 +136,23 @@ pub enum ResultError {
 pub fn processing_may_block(result: &CallToolResult, tool: Option<&Tool>, settings: &ResultSettings) -> bool {
     let mut text_bytes = 0usize;
     for block in &result.content {
-        match block {
-            ContentBlock::Image(_) | ContentBlock::Audio(_) => return true,
-            ContentBlock::Resource(embedded) if matches!(embedded.resource, ResourceContents::Blob(_)) => return true,
-            // A character is at least one byte: under the limit in bytes is under it in chars.
-            other => text_bytes = text_bytes.saturating_add(other.as_text().map_or(0, str::len)),
+        if is_binary(block) {
+            return true;
         }
+        // A character is at least one byte: under the limit in bytes is under it in chars.
+        text_bytes = text_bytes.saturating_add(block.as_text().map_or(0, str::len));
     }
     text_bytes > settings.max_chars(tool)
+}
+
+/// Whether `block` holds binary content (an image, audio, a blob resource): what processing
+/// fits or saves.
+fn is_binary(block: &ContentBlock) -> bool {
+    match block {
+        ContentBlock::Image(_) | ContentBlock::Audio(_) => true,
+        ContentBlock::Resource(embedded) => matches!(embedded.resource, ResourceContents::Blob(_)),
+        _ => false,
+    }
 }
 
 /// Processes `result` of `tool` (its definition, for its size limit), saving files in `store`.
@@ -153,14 +162,22 @@ pub fn process(
     store: &ResultStore,
     settings: &ResultSettings,
 ) -> Result<ProcessedResult, ResultError> {
+    let is_error = result.is_error();
     let mut processed = ProcessedResult {
-        is_error: result.is_error(),
-        content: Vec::with_capacity(result.content.len()),
+        is_error,
+        content: Vec::new(),
         structured_content: result.structured_content,
         files: Vec::new(),
         truncated: false,
         warnings: Vec::new(),
     };
+    if !result.content.iter().any(is_binary) {
+        // Nothing to fit or save: the blocks stay where they are.
+        processed.content = result.content;
+        limit_output(&mut processed, store, settings.max_chars(tool), settings)?;
+        return Ok(processed);
+    }
+    processed.content.reserve(result.content.len());
     for block in result.content {
         let block = match block {
             ContentBlock::Image(image) => image_block(image, &mut processed, store, settings),

@@ -556,7 +556,7 @@ impl Hub {
         if self.builtins.iter().any(|builtin| builtin == name) {
             return Err(unknown());
         }
-        let resolve = || lock(&self.index).resolve(name).cloned();
+        let resolve = || lock(&self.index).resolve_shared(name);
         let origin = match resolve() {
             Some(origin) => origin,
             None => {
@@ -565,9 +565,13 @@ impl Hub {
                 resolve().ok_or_else(unknown)?
             }
         };
-        if !self.current().filter(&origin.server).allows(&origin.tool) {
-            return Err(unknown());
-        }
+        let require_lock = {
+            let current = self.current();
+            if !current.filter(&origin.server).allows(&origin.tool) {
+                return Err(unknown());
+            }
+            current.config.require_tool_lock
+        };
         let tools = self
             .pool
             .tools(&origin.server)
@@ -582,7 +586,7 @@ impl Hub {
             .position(|tool| tool.name == origin.tool)
             .ok_or_else(unknown)?;
         let tool = &tools[at];
-        if let Some(reason) = self.lock_hold(&origin.server, &tools, &origin.tool).await {
+        if let Some(reason) = self.lock_hold(&origin.server, &tools, &origin.tool, require_lock).await {
             return Err(HubError::ToolHeld {
                 name: name.to_owned(),
                 reason,
@@ -600,19 +604,14 @@ impl Hub {
             _ => options,
         };
         let raw = call_tool_raw(&self.pool, &origin.server, tool, arguments, options).await?;
-        Ok(RawCall {
-            raw,
-            server: origin.server,
-            tools,
-            at,
-        })
+        Ok(RawCall { raw, origin, tools, at })
     }
 
     /// The result of the call of the tool `name`, decoded and processed.
     async fn processed(&self, name: &str, called: RawCall) -> Result<ProcessedResult, HubError> {
-        let RawCall { raw, server, tools, at } = called;
+        let RawCall { raw, origin, tools, at } = called;
         let tool = &tools[at];
-        let result = decode_result(&server, tool, &raw)?;
+        let result = decode_result(&origin.server, tool, &raw)?;
         drop(raw);
         let processed = if processing_may_block(&result, Some(tool), &self.results) {
             // Images are decoded and resized, files written: not on the runtime's thread (which
@@ -658,7 +657,8 @@ impl Hub {
 /// A call's result as its server wrote it, with the tool it came from.
 struct RawCall {
     raw: Box<serde_json::value::RawValue>,
-    server: String,
+    /// The server and the tool's own name.
+    origin: Arc<plexus_tools::ToolOrigin>,
     /// The server's tools, the called one at `at`.
     tools: Arc<[Tool]>,
     at: usize,

@@ -242,10 +242,15 @@ impl Hub {
         }
     }
 
-    /// Why the tool `tool` of `server` (which lists `list` now) is held, if it is: a held tool
-    /// cannot be called.
-    pub(crate) async fn lock_hold(&self, server: &str, list: &Arc<[Tool]>, tool: &str) -> Option<HoldReason> {
-        let require = self.current().config.require_tool_lock;
+    /// Why the tool `tool` of `server` (which lists `list` now) is held, if it is, under the
+    /// config's `require` (`requireToolLock`): a held tool cannot be called.
+    pub(crate) async fn lock_hold(
+        &self,
+        server: &str,
+        list: &Arc<[Tool]>,
+        tool: &str,
+        require: bool,
+    ) -> Option<HoldReason> {
         let (set, generation) = self.lock.current(require).await;
         if set.is_inactive() {
             return None;

@@ -288,6 +288,24 @@ async fn asking_backend(pipe: plexus::in_process::DuplexStream) {
     }
 }
 
+/// A gateway over a Hub whose one server, `mem`, is `backend` in process (no config file, no
+/// environment; the home under `dir`).
+async fn in_process_gateway(
+    dir: &tempfile::TempDir,
+    backend: impl plexus::in_process::InProcessServer,
+) -> (Arc<Hub>, Gateway) {
+    let backends = Backends::new();
+    let discovery = DiscoveryOptions::new(dir.path().join("home"), dir.path())
+        .with_managed_file(None)
+        .with_env(plexus::config::Environment::from_fn(|_| None));
+    let options = backends
+        .hub_options(HubOptions::new(discovery))
+        .in_process("mem", backend);
+    let hub = Arc::new(Hub::start(options).await.unwrap());
+    let gateway = Gateway::new(Arc::clone(&hub), backends, GatewayOptions::default());
+    (hub, gateway)
+}
+
 /// A stateless request `method` with `params` and the envelope (elicitation declared).
 fn stateless(id: i64, method: &str, mut params: Value) -> Value {
     params["_meta"] = json!({
@@ -300,15 +318,7 @@ fn stateless(id: i64, method: &str, mut params: Value) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stateless_clients_prompt_and_resource_reads_take_the_backends_question_in_their_result() {
     let dir = tempfile::tempdir().unwrap();
-    let backends = Backends::new();
-    let discovery = DiscoveryOptions::new(dir.path().join("home"), dir.path())
-        .with_managed_file(None)
-        .with_env(plexus::config::Environment::from_fn(|_| None));
-    let options = backends
-        .hub_options(HubOptions::new(discovery))
-        .in_process("mem", asking_backend);
-    let hub = Arc::new(Hub::start(options).await.unwrap());
-    let gateway = Gateway::new(Arc::clone(&hub), backends, GatewayOptions::default());
+    let (hub, gateway) = in_process_gateway(&dir, asking_backend).await;
     let (client_input, gateway_input) = tokio::io::duplex(64 * 1024);
     let (gateway_output, client_output) = tokio::io::duplex(64 * 1024);
     let mut client = Client {
@@ -423,15 +433,7 @@ async fn answer_lines(gateway: &Gateway, calls: &[Value]) -> std::collections::B
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_text_result_goes_on_as_the_backend_wrote_it_and_others_are_processed() {
     let dir = tempfile::tempdir().unwrap();
-    let backends = Backends::new();
-    let discovery = DiscoveryOptions::new(dir.path().join("home"), dir.path())
-        .with_managed_file(None)
-        .with_env(plexus::config::Environment::from_fn(|_| None));
-    let options = backends
-        .hub_options(HubOptions::new(discovery))
-        .in_process("mem", texting_backend);
-    let hub = Arc::new(Hub::start(options).await.unwrap());
-    let gateway = Gateway::new(Arc::clone(&hub), backends, GatewayOptions::default());
+    let (hub, gateway) = in_process_gateway(&dir, texting_backend).await;
     let answers = answer_lines(
         &gateway,
         &[

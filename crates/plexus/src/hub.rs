@@ -529,7 +529,8 @@ impl Hub {
 
     /// [`call_with`](Self::call_with) for a host that passes results on (as the gateway does):
     /// a result that processing would leave as it is (text within the output limit, see
-    /// [`AsSentResult`]) comes as its server wrote it, not decoded; any other is processed.
+    /// [`AsSentResult`]) comes as its server wrote it, not decoded, and without the warnings a
+    /// processed result may carry (a large result's); any other is processed.
     pub async fn call_as_sent<A: serde::Serialize + ?Sized + Sync>(
         &self,
         name: &str,

@@ -84,14 +84,12 @@ impl Serialize for AsSentResult {
 struct Shape<'a> {
     #[serde(borrow)]
     content: &'a RawValue,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     structured_content: Option<&'a RawValue>,
-    #[serde(default)]
     is_error: Option<bool>,
-    #[serde(default)]
     #[allow(dead_code)] // read to be checked: an unknown `resultType` does not decode.
     result_type: Option<ResultType>,
-    #[serde(borrow, default, rename = "_meta")]
+    #[serde(borrow, rename = "_meta")]
     meta: Option<&'a RawValue>,
 }
 

@@ -162,42 +162,40 @@ pub fn process(
     store: &ResultStore,
     settings: &ResultSettings,
 ) -> Result<ProcessedResult, ResultError> {
-    let is_error = result.is_error();
     let mut processed = ProcessedResult {
-        is_error,
+        is_error: result.is_error(),
         content: Vec::new(),
         structured_content: result.structured_content,
         files: Vec::new(),
         truncated: false,
         warnings: Vec::new(),
     };
-    if !result.content.iter().any(is_binary) {
+    if result.content.iter().any(is_binary) {
+        processed.content.reserve(result.content.len());
+        for block in result.content {
+            let block = match block {
+                ContentBlock::Image(image) => image_block(image, &mut processed, store, settings),
+                ContentBlock::Audio(audio) => binary_block(
+                    &mut processed,
+                    store,
+                    settings,
+                    ("audio", &audio.mime_type),
+                    &audio.data,
+                ),
+                ContentBlock::Resource(embedded) => match &embedded.resource {
+                    ResourceContents::Blob(blob) => {
+                        let mime = blob.mime_type.as_deref().unwrap_or("application/octet-stream");
+                        binary_block(&mut processed, store, settings, ("resource", mime), &blob.blob)
+                    }
+                    ResourceContents::Text(_) => ContentBlock::Resource(embedded),
+                },
+                other => other,
+            };
+            processed.content.push(block);
+        }
+    } else {
         // Nothing to fit or save: the blocks stay where they are.
         processed.content = result.content;
-        limit_output(&mut processed, store, settings.max_chars(tool), settings)?;
-        return Ok(processed);
-    }
-    processed.content.reserve(result.content.len());
-    for block in result.content {
-        let block = match block {
-            ContentBlock::Image(image) => image_block(image, &mut processed, store, settings),
-            ContentBlock::Audio(audio) => binary_block(
-                &mut processed,
-                store,
-                settings,
-                ("audio", &audio.mime_type),
-                &audio.data,
-            ),
-            ContentBlock::Resource(embedded) => match &embedded.resource {
-                ResourceContents::Blob(blob) => {
-                    let mime = blob.mime_type.as_deref().unwrap_or("application/octet-stream");
-                    binary_block(&mut processed, store, settings, ("resource", mime), &blob.blob)
-                }
-                ResourceContents::Text(_) => ContentBlock::Resource(embedded),
-            },
-            other => other,
-        };
-        processed.content.push(block);
     }
     limit_output(&mut processed, store, settings.max_chars(tool), settings)?;
     Ok(processed)

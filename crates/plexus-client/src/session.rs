@@ -44,11 +44,15 @@ pub(crate) struct PendingEntry {
     pub(crate) tag: Option<u64>,
 }
 
+/// Pending requests by id, hashed with foldhash: the ids are our own, and every request inserts
+/// and removes one.
+pub(crate) type PendingEntries = HashMap<i64, PendingEntry, foldhash::fast::RandomState>;
+
 /// Pending requests and the closed state live under one lock so that no request can be inserted
 /// after the table was drained.
 #[derive(Default)]
 pub(crate) struct PendingTable {
-    pub(crate) entries: HashMap<i64, PendingEntry>,
+    pub(crate) entries: PendingEntries,
     pub(crate) closed: Option<ClientError>,
 }
 
@@ -231,7 +235,7 @@ impl Shared {
     /// Fails every pending request the server may be told to stop working on with
     /// [`ClientError::Cancelled`]; their ids.
     pub(crate) fn cancel_pending_requests(&self, reason: &str) -> Vec<i64> {
-        let cancelled: HashMap<i64, PendingEntry> = {
+        let cancelled: PendingEntries = {
             let mut table = lock(&self.pending);
             let (cancelled, kept) = std::mem::take(&mut table.entries)
                 .into_iter()

@@ -139,7 +139,7 @@ macro_rules! tagged_enum {
                             // rest of the input (no intermediate object).
                             $crate::tagged::Start::Tag(tag) => match tag.as_str() {
                                 $( $tag => $crate::tagged::decode_rest(&mut map, $key, $what, concat!($key, " `", $tag, "`")).map($name::$variant), )+
-                                _ => $crate::tagged::unknown_rest(&mut map, $key, $what, tag).map($name::Unknown),
+                                _ => $crate::tagged::unknown_rest(&mut map, $key, $what, tag.into_owned()).map($name::Unknown),
                             },
                             $crate::tagged::Start::Object(mut object) => {
                                 let tag = $crate::tagged::take_tag::<A::Error>(&mut object, $key, $what, ABSENT)?;

@@ -2,8 +2,8 @@
 
 use std::borrow::Cow;
 
-use serde::de::value::{BorrowedStrDeserializer, MapAccessDeserializer, StringDeserializer};
-use serde::de::{Deserialize, DeserializeOwned, DeserializeSeed, Deserializer, Error, MapAccess, Visitor};
+use serde::de::value::{BorrowedStrDeserializer, MapAccessDeserializer, SeqAccessDeserializer, StringDeserializer};
+use serde::de::{Deserialize, DeserializeOwned, DeserializeSeed, Deserializer, Error, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use crate::JsonObject;
@@ -56,6 +56,82 @@ impl Text<'_> {
             Text::Owned(text) => text,
         }
     }
+
+    /// The text.
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            Text::Borrowed(text) => text,
+            Text::Owned(text) => text,
+        }
+    }
+}
+
+/// Reads the tag's value: its text when it is a string (borrowed where the deserializer lends
+/// it, so a block's tag costs no allocation), else the value itself, for the error that shows it.
+struct TagValueSeed;
+
+/// What [`TagValueSeed`] read.
+enum TagValue<'de> {
+    /// A string.
+    Text(Text<'de>),
+    /// Anything else.
+    Other(Value),
+}
+
+impl<'de> DeserializeSeed<'de> for TagValueSeed {
+    type Value = TagValue<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<TagValue<'de>, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TagValueSeed {
+    type Value = TagValue<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_borrowed_str<E: Error>(self, text: &'de str) -> Result<TagValue<'de>, E> {
+        Ok(TagValue::Text(Text::Borrowed(text)))
+    }
+
+    fn visit_str<E: Error>(self, text: &str) -> Result<TagValue<'de>, E> {
+        Ok(TagValue::Text(Text::Owned(text.to_owned())))
+    }
+
+    fn visit_string<E: Error>(self, text: String) -> Result<TagValue<'de>, E> {
+        Ok(TagValue::Text(Text::Owned(text)))
+    }
+
+    fn visit_bool<E: Error>(self, value: bool) -> Result<TagValue<'de>, E> {
+        Ok(TagValue::Other(Value::Bool(value)))
+    }
+
+    fn visit_i64<E: Error>(self, value: i64) -> Result<TagValue<'de>, E> {
+        Ok(TagValue::Other(Value::from(value)))
+    }
+
+    fn visit_u64<E: Error>(self, value: u64) -> Result<TagValue<'de>, E> {
+        Ok(TagValue::Other(Value::from(value)))
+    }
+
+    fn visit_f64<E: Error>(self, value: f64) -> Result<TagValue<'de>, E> {
+        Ok(TagValue::Other(Value::from(value)))
+    }
+
+    fn visit_unit<E: Error>(self) -> Result<TagValue<'de>, E> {
+        Ok(TagValue::Other(Value::Null))
+    }
+
+    fn visit_seq<S: SeqAccess<'de>>(self, seq: S) -> Result<TagValue<'de>, S::Error> {
+        Value::deserialize(SeqAccessDeserializer::new(seq)).map(TagValue::Other)
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, map: M) -> Result<TagValue<'de>, M::Error> {
+        Value::deserialize(MapAccessDeserializer::new(map)).map(TagValue::Other)
+    }
 }
 
 /// Reads one key, telling the tag's key (`self.0`) apart without allocating for it.
@@ -102,9 +178,9 @@ impl<'de> Visitor<'de> for KeySeed {
 }
 
 /// What [`read_tag_first`] found at the start of an object.
-pub(crate) enum Start {
+pub(crate) enum Start<'de> {
     /// The tag came first, with this value: the rest of the object is still to be read.
-    Tag(String),
+    Tag(Text<'de>),
     /// The object, read whole, because its first key was not the tag (or it was empty).
     Object(JsonObject),
 }
@@ -116,11 +192,11 @@ pub(crate) fn read_tag_first<'de, A: MapAccess<'de>>(
     map: &mut A,
     key: &'static str,
     what: &str,
-) -> Result<Start, A::Error> {
+) -> Result<Start<'de>, A::Error> {
     match map.next_key_seed(KeySeed(key))? {
-        Some(Key::Tag) => match map.next_value::<Value>()? {
-            Value::String(tag) => Ok(Start::Tag(tag)),
-            other => Err(A::Error::custom(format_args!(
+        Some(Key::Tag) => match map.next_value_seed(TagValueSeed)? {
+            TagValue::Text(tag) => Ok(Start::Tag(tag)),
+            TagValue::Other(other) => Err(A::Error::custom(format_args!(
                 "{what}: `{key}` must be a string, found {other}"
             ))),
         },

@@ -200,6 +200,21 @@ fn call_result_with_structured_content_and_every_content_type() {
 }
 
 #[test]
+fn a_tag_written_with_escapes_or_from_a_reader_decodes_as_the_plain_one() {
+    // An escaped tag cannot be borrowed from the input, nor can any tag read from an `io::Read`:
+    // both take the owned path of the tag's read.
+    let escaped: ContentBlock = serde_json::from_str(r#"{"type":"t\u0065xt","text":"hi"}"#).unwrap();
+    assert_eq!(escaped.as_text(), Some("hi"));
+    let read: ContentBlock = serde_json::from_reader(&br#"{"type":"text","text":"hi"}"#[..]).unwrap();
+    assert_eq!(read.as_text(), Some("hi"));
+    let unknown: ContentBlock = serde_json::from_str(r#"{"type":"vide\u006f","frames":2}"#).unwrap();
+    let ContentBlock::Unknown(unknown) = unknown else {
+        panic!("{unknown:?}")
+    };
+    assert_eq!(Value::Object(unknown), json!({"type": "video", "frames": 2}));
+}
+
+#[test]
 fn tool_error_results_decode_as_results() {
     let result: CallToolResult =
         serde_json::from_str(r#"{"content":[{"type":"text","text":"city not found"}],"isError":true}"#).unwrap();
@@ -221,6 +236,26 @@ fn malformed_answers_fail_with_errors_that_say_what_is_wrong() {
         (
             decode_error::<ContentBlock>(r#"{"type":7,"text":"hi"}"#),
             "content block: `type` must be a string, found 7 at line 1 column 9",
+        ),
+        (
+            decode_error::<ContentBlock>(r#"{"type":["text"],"text":"hi"}"#),
+            "content block: `type` must be a string, found [\"text\"] at line 1 column 16",
+        ),
+        (
+            decode_error::<ContentBlock>(r#"{"type":{"is":"text"},"text":"hi"}"#),
+            "content block: `type` must be a string, found {\"is\":\"text\"} at line 1 column 21",
+        ),
+        (
+            decode_error::<ContentBlock>(r#"{"type":null,"text":"hi"}"#),
+            "content block: `type` must be a string, found null at line 1 column 12",
+        ),
+        (
+            decode_error::<ContentBlock>(r#"{"type":true,"text":"hi"}"#),
+            "content block: `type` must be a string, found true at line 1 column 12",
+        ),
+        (
+            decode_error::<ContentBlock>(r#"{"type":-1.5,"text":"hi"}"#),
+            "content block: `type` must be a string, found -1.5 at line 1 column 12",
         ),
         (
             decode_error::<ReadResourceResult>(r#"{"contents":[{"uri":"file:///x","mimeType":"text/plain"}]}"#),

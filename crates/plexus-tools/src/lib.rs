@@ -18,7 +18,8 @@
 //! downsample images (its PNG, JPEG, GIF and WebP codecs only); `wildmatch` for the
 //! `enabledTools` / `disabledTools` glob patterns; `async-trait` for the object-safe
 //! [`UrlElicitationHandler`] a host implements; `tokio` to wait for a URL elicitation's
-//! completion, its timeout and the handler's answer at once. Tool search ([`search`]) is written
+//! completion, its timeout and the handler's answer at once; `foldhash` to hash the tool index's
+//! names (every call looks one up). Tool search ([`search`]) is written
 //! here rather than taken from a crate: its module's documentation says why. The tool-pool
 //! lockfile ([`lock`]) uses `sha2` and `plexus-config`'s canonical JSON for its hashes, and
 //! `plexus-config`'s atomic write and no-follow open for its file.

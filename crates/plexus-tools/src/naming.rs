@@ -15,6 +15,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use foldhash::fast::RandomState;
+
 use sha2::{Digest, Sha256};
 
 /// Every qualified name starts with this.
@@ -108,9 +110,10 @@ pub struct Collision {
 #[derive(Debug, Clone)]
 pub struct ToolIndex {
     max_len: usize,
-    /// Shared, so that a call resolves its name without copying the origin.
-    names: HashMap<String, Arc<ToolOrigin>>,
-    origins: HashMap<ToolOrigin, String>,
+    /// Shared, so that a call resolves its name without copying the origin. Hashed with
+    /// foldhash, as every call looks its name up here.
+    names: HashMap<String, Arc<ToolOrigin>, RandomState>,
+    origins: HashMap<ToolOrigin, String, RandomState>,
 }
 
 impl Default for ToolIndex {
@@ -125,8 +128,8 @@ impl ToolIndex {
     pub fn new(max_len: usize) -> ToolIndex {
         ToolIndex {
             max_len: max_len.max(MIN_MAX_NAME_LEN),
-            names: HashMap::new(),
-            origins: HashMap::new(),
+            names: HashMap::default(),
+            origins: HashMap::default(),
         }
     }
 

@@ -186,7 +186,8 @@ type KeptEntries = (Arc<[Tool]>, Arc<[Arc<ToolEntry>]>);
 /// The config as last read, and each server's tool filter (`enabledTools`, `disabledTools`).
 pub(crate) struct Current {
     pub(crate) config: Arc<MergedConfig>,
-    filters: HashMap<String, ToolFilter>,
+    /// By server; hashed with foldhash, as every call looks its server up here.
+    filters: HashMap<String, ToolFilter, foldhash::fast::RandomState>,
 }
 
 /// The filter of a server with none: every tool.

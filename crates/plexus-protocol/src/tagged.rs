@@ -66,114 +66,87 @@ impl Text<'_> {
     }
 }
 
-/// Reads the tag's value: its text when it is a string (borrowed where the deserializer lends
-/// it, so a block's tag costs no allocation), else the value itself, for the error that shows it.
-struct TagValueSeed;
-
-/// What [`TagValueSeed`] read.
-enum TagValue<'de> {
-    /// A string.
-    Text(Text<'de>),
-    /// Anything else.
-    Other(Value),
-}
-
-impl<'de> DeserializeSeed<'de> for TagValueSeed {
-    type Value = TagValue<'de>;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<TagValue<'de>, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for TagValueSeed {
-    type Value = TagValue<'de>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_borrowed_str<E: Error>(self, text: &'de str) -> Result<TagValue<'de>, E> {
-        Ok(TagValue::Text(Text::Borrowed(text)))
-    }
-
-    fn visit_str<E: Error>(self, text: &str) -> Result<TagValue<'de>, E> {
-        Ok(TagValue::Text(Text::Owned(text.to_owned())))
-    }
-
-    fn visit_string<E: Error>(self, text: String) -> Result<TagValue<'de>, E> {
-        Ok(TagValue::Text(Text::Owned(text)))
-    }
-
-    fn visit_bool<E: Error>(self, value: bool) -> Result<TagValue<'de>, E> {
-        Ok(TagValue::Other(Value::Bool(value)))
-    }
-
-    fn visit_i64<E: Error>(self, value: i64) -> Result<TagValue<'de>, E> {
-        Ok(TagValue::Other(Value::from(value)))
-    }
-
-    fn visit_u64<E: Error>(self, value: u64) -> Result<TagValue<'de>, E> {
-        Ok(TagValue::Other(Value::from(value)))
-    }
-
-    fn visit_f64<E: Error>(self, value: f64) -> Result<TagValue<'de>, E> {
-        Ok(TagValue::Other(Value::from(value)))
-    }
-
-    fn visit_unit<E: Error>(self) -> Result<TagValue<'de>, E> {
-        Ok(TagValue::Other(Value::Null))
-    }
-
-    fn visit_seq<S: SeqAccess<'de>>(self, seq: S) -> Result<TagValue<'de>, S::Error> {
-        Value::deserialize(SeqAccessDeserializer::new(seq)).map(TagValue::Other)
-    }
-
-    fn visit_map<M: MapAccess<'de>>(self, map: M) -> Result<TagValue<'de>, M::Error> {
-        Value::deserialize(MapAccessDeserializer::new(map)).map(TagValue::Other)
-    }
-}
-
-/// Reads one key, telling the tag's key (`self.0`) apart without allocating for it.
+/// Reads one key, telling the tag's key (`self.0`) apart without allocating for it (where the
+/// deserializer lends the key).
 pub(crate) struct KeySeed(pub(crate) &'static str);
 
 impl<'de> DeserializeSeed<'de> for KeySeed {
     type Value = Key<'de>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Key<'de>, D::Error> {
-        deserializer.deserialize_str(self)
+        match deserializer.deserialize_str(TextOrValueSeed)? {
+            TextOrValue::Text(key) if key.as_str() == self.0 => Ok(Key::Tag),
+            TextOrValue::Text(key) => Ok(Key::Other(key)),
+            TextOrValue::Other(other) => Err(D::Error::custom(format_args!("a key must be a string, found {other}"))),
+        }
     }
 }
 
-impl<'de> Visitor<'de> for KeySeed {
-    type Value = Key<'de>;
+/// Reads a value: its text when it is a string (borrowed where the deserializer lends it, so a
+/// block's tag or key costs no allocation), else the value itself, for the error that shows it.
+struct TextOrValueSeed;
+
+/// What [`TextOrValueSeed`] read.
+enum TextOrValue<'de> {
+    /// A string.
+    Text(Text<'de>),
+    /// Anything else.
+    Other(Value),
+}
+
+impl<'de> DeserializeSeed<'de> for TextOrValueSeed {
+    type Value = TextOrValue<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<TextOrValue<'de>, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TextOrValueSeed {
+    type Value = TextOrValue<'de>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a key")
+        f.write_str("a JSON value")
     }
 
-    fn visit_borrowed_str<E: Error>(self, key: &'de str) -> Result<Key<'de>, E> {
-        Ok(if key == self.0 {
-            Key::Tag
-        } else {
-            Key::Other(Text::Borrowed(key))
-        })
+    fn visit_borrowed_str<E: Error>(self, text: &'de str) -> Result<TextOrValue<'de>, E> {
+        Ok(TextOrValue::Text(Text::Borrowed(text)))
     }
 
-    fn visit_str<E: Error>(self, key: &str) -> Result<Key<'de>, E> {
-        Ok(if key == self.0 {
-            Key::Tag
-        } else {
-            Key::Other(Text::Owned(key.to_owned()))
-        })
+    fn visit_str<E: Error>(self, text: &str) -> Result<TextOrValue<'de>, E> {
+        Ok(TextOrValue::Text(Text::Owned(text.to_owned())))
     }
 
-    fn visit_string<E: Error>(self, key: String) -> Result<Key<'de>, E> {
-        Ok(if key == self.0 {
-            Key::Tag
-        } else {
-            Key::Other(Text::Owned(key))
-        })
+    fn visit_string<E: Error>(self, text: String) -> Result<TextOrValue<'de>, E> {
+        Ok(TextOrValue::Text(Text::Owned(text)))
+    }
+
+    fn visit_bool<E: Error>(self, value: bool) -> Result<TextOrValue<'de>, E> {
+        Ok(TextOrValue::Other(Value::Bool(value)))
+    }
+
+    fn visit_i64<E: Error>(self, value: i64) -> Result<TextOrValue<'de>, E> {
+        Ok(TextOrValue::Other(Value::from(value)))
+    }
+
+    fn visit_u64<E: Error>(self, value: u64) -> Result<TextOrValue<'de>, E> {
+        Ok(TextOrValue::Other(Value::from(value)))
+    }
+
+    fn visit_f64<E: Error>(self, value: f64) -> Result<TextOrValue<'de>, E> {
+        Ok(TextOrValue::Other(Value::from(value)))
+    }
+
+    fn visit_unit<E: Error>(self) -> Result<TextOrValue<'de>, E> {
+        Ok(TextOrValue::Other(Value::Null))
+    }
+
+    fn visit_seq<S: SeqAccess<'de>>(self, seq: S) -> Result<TextOrValue<'de>, S::Error> {
+        Value::deserialize(SeqAccessDeserializer::new(seq)).map(TextOrValue::Other)
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, map: M) -> Result<TextOrValue<'de>, M::Error> {
+        Value::deserialize(MapAccessDeserializer::new(map)).map(TextOrValue::Other)
     }
 }
 
@@ -194,9 +167,9 @@ pub(crate) fn read_tag_first<'de, A: MapAccess<'de>>(
     what: &str,
 ) -> Result<Start<'de>, A::Error> {
     match map.next_key_seed(KeySeed(key))? {
-        Some(Key::Tag) => match map.next_value_seed(TagValueSeed)? {
-            TagValue::Text(tag) => Ok(Start::Tag(tag)),
-            TagValue::Other(other) => Err(A::Error::custom(format_args!(
+        Some(Key::Tag) => match map.next_value_seed(TextOrValueSeed)? {
+            TextOrValue::Text(tag) => Ok(Start::Tag(tag)),
+            TextOrValue::Other(other) => Err(A::Error::custom(format_args!(
                 "{what}: `{key}` must be a string, found {other}"
             ))),
         },

@@ -5,6 +5,7 @@ use std::sync::{Arc, Weak};
 
 use plexus::HubError;
 use plexus::jsonrpc::{ErrorCode, ErrorObject, RawValue, Request};
+use plexus::pool::ServerStatus;
 use plexus::protocol::http_headers::ParamHeaders;
 use plexus::protocol::{ContentBlock, ProgressNotificationParams, methods};
 use plexus::tools::{AsSentResult, CallError, CallOptions, CallOutcome};
@@ -335,25 +336,27 @@ impl Gateway {
     }
 
     /// Waits until the servers that could hold the tool `name` and are still starting have
-    /// connected or failed (each within its connect timeout); whether there were any.
+    /// connected or failed (each within its connect timeout); whether a call of `name` is worth
+    /// trying again: there were such servers, or one that could hold it is connected now. (A
+    /// server can connect between the call's look-up, which knows only the servers connected
+    /// then, and this one: its tools were never looked at.)
     async fn settle_holders(self: &Arc<Self>, name: &str) -> bool {
         let pool = self.hub.pool();
+        let mut holders = false;
         let starting: Vec<String> = pool
             .states()
             .into_iter()
+            .filter(|(server, _)| plexus::tools::naming::may_belong_to(server, name))
+            .inspect(|(_, state)| holders |= state.status == ServerStatus::Connected)
             // A pending server with a reason waits for approval, not for its turn.
-            .filter(|(server, state)| {
-                state.status.is_settling()
-                    && state.reason.is_none()
-                    && plexus::tools::naming::may_belong_to(server, name)
-            })
+            .filter(|(_, state)| state.status.is_settling() && state.reason.is_none())
             .map(|(server, _)| server)
             .collect();
         for server in &starting {
             // Joins the connect under way; its failure is the server's state, told by the caller.
             let _ = pool.ensure_connected(server).await;
         }
-        !starting.is_empty()
+        holders || !starting.is_empty()
     }
 
     /// Notes a call running on `on` for `session`, whose messages go to `sink`, until the guard
@@ -387,5 +390,44 @@ impl Drop for RunningGuard {
                 running.remove(at);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use plexus::config::DiscoveryOptions;
+    use plexus::{Hub, HubOptions};
+    use plexus_testserver::RemoteServer;
+    use serde_json::json;
+    use tokio::sync::watch;
+
+    use crate::gateway::Gateway;
+
+    /// A server can connect between a call's look-up (which missed its tool: the server was
+    /// still connecting) and the gateway's check of who could hold it; the call must be tried
+    /// again then, not answered "no tool is named" (a pipelined `tools/call` once was).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_connected_server_that_could_hold_the_tool_gets_the_call_tried_again() {
+        let server = RemoteServer::from_args("http", &[]).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("servers.json");
+        let servers = json!({"mcpServers": {"demo": {"type": "http", "url": server.url()}}});
+        std::fs::write(&config, servers.to_string()).unwrap();
+        let discovery = DiscoveryOptions::new(dir.path().join("home"), dir.path())
+            .with_explicit_files(vec![config], true)
+            .with_managed_file(None)
+            .with_env(plexus::config::Environment::from_fn(|_| None));
+        let hub = Arc::new(Hub::start(HubOptions::new(discovery)).await.unwrap());
+        let readiness = hub.wait_ready(Duration::from_secs(30)).await.unwrap();
+        assert_eq!(readiness.connected, ["demo"]);
+        let (_ready, ready) = watch::channel(true);
+        let gateway = Gateway::new(Arc::clone(&hub), ready, false);
+        assert!(gateway.settle_holders("mcp__demo__echo").await);
+        // No server could hold it: the unknown name is the answer at once.
+        assert!(!gateway.settle_holders("mcp__other__echo").await);
+        hub.shutdown().await;
     }
 }

@@ -1,6 +1,8 @@
 //! The stdio floor: a minimal client writing and reading lines on the test server's pipes,
 //! blocking, on one thread, in either protocol era (the lines it opens with and the call it
-//! repeats are given).
+//! repeats are given). Each line is written with one `write` (formatted into a buffer first):
+//! `writeln!` on the unbuffered pipe writes each piece of the line on its own, several syscalls
+//! per line, and each piece can wake the server for a partial line.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -34,6 +36,8 @@ pub(crate) struct RawClient {
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
+    /// The line being written, whole before it goes to the pipe.
+    out: Vec<u8>,
     line: String,
     next_id: u64,
     echo: &'static str,
@@ -63,13 +67,14 @@ impl RawClient {
             child,
             stdin,
             stdout,
+            out: Vec::new(),
             line: String::new(),
             next_id: 0,
             echo,
         };
         for message in opening {
             if message.starts_with('{') {
-                writeln!(raw.stdin, "{message}").unwrap();
+                raw.write_line(format_args!("{message}"));
             } else {
                 raw.send(message);
                 raw.receive();
@@ -87,7 +92,15 @@ impl RawClient {
 
     fn send(&mut self, body: &str) {
         self.next_id += 1;
-        writeln!(self.stdin, r#"{{"jsonrpc":"2.0","id":{},{body}}}"#, self.next_id).unwrap();
+        let id = self.next_id;
+        self.write_line(format_args!(r#"{{"jsonrpc":"2.0","id":{id},{body}}}"#));
+    }
+
+    /// Writes `line` and its newline to the server with one `write`.
+    fn write_line(&mut self, line: std::fmt::Arguments<'_>) {
+        self.out.clear();
+        writeln!(self.out, "{line}").unwrap();
+        self.stdin.write_all(&self.out).unwrap();
     }
 
     fn receive(&mut self) {
